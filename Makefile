@@ -1,0 +1,33 @@
+# Entry points. `make demo` and `make test` work on a fresh Debian 12 machine: they install the Debian
+# packages nvfp4lm needs (scripts/setup-deps.sh), configure, build, then run.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_ARGS ?=
+CTEST_ARGS ?=
+
+.PHONY: all deps configure build test test-all demo clean
+
+all: build
+
+deps:
+	@scripts/setup-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+# The default suite (everything except the "slow" label).
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE slow $(CTEST_ARGS)
+
+# Everything, slow checks included.
+test-all: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) $(CTEST_ARGS)
+
+demo: build
+	$(BUILD)/nvfp4lm demo
+
+clean:
+	rm -rf $(BUILD)

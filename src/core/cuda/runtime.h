@@ -1,0 +1,47 @@
+// The CUDA runtime as the rest of nvfp4lm sees it, with no CUDA headers: device discovery, the caching
+// allocator behind Tensor storage, copies, and the one stream per device that all kernels use (the
+// "device context", the second piece of global state we allow). Only built when CUDA is.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace nvfp4lm::cuda {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int sm_major = 0, sm_minor = 0;
+  int multiprocessors = 0;
+  size_t total_bytes = 0;
+  size_t free_bytes = 0;
+  size_t l2_bytes = 0;
+  size_t shared_per_block_optin = 0;
+  int driver_version = 0;   // e.g. 13000
+  int runtime_version = 0;  // e.g. 13000
+};
+
+// Number of usable GPUs; 0 when there is no driver or no device (never throws).
+int device_count();
+// Why device_count() is 0, in words ("no CUDA driver", "no device", ...); empty when there are devices.
+std::string unavailable_reason();
+DeviceInfo device_info(int index);
+// Throws Error naming the reason when `index` is not a usable GPU.
+void require_device(int index);
+
+// Caching allocator: freed blocks are kept for reuse (no cudaFree in steady state). On cudaMalloc failure the
+// cache is emptied and the allocation retried once; a real out-of-memory throws Error with the sizes.
+void* device_malloc(int index, size_t bytes);
+void device_free(int index, void* ptr, size_t bytes);
+// Returns every cached block to the driver.
+void empty_cache();
+size_t reserved_bytes(int index);
+
+void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
+void memset_zero(void* dst, size_t bytes);
+void synchronize();
+
+// The stream all nvfp4lm kernels of the current device run on, as an opaque handle (cudaStream_t).
+void* current_stream_handle();
+
+}  // namespace nvfp4lm::cuda

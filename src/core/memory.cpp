@@ -1,0 +1,138 @@
+#include "core/memory.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace nvfp4lm {
+namespace {
+std::pair<int, int> key(Device device) { return {static_cast<int>(device.kind), device.index}; }
+}  // namespace
+
+MemoryTracker& MemoryTracker::instance() {
+  static MemoryTracker tracker;
+  return tracker;
+}
+
+MemoryTracker::Counters& MemoryTracker::counters(Device device) { return devices_[key(device)]; }
+
+const MemoryTracker::Counters* MemoryTracker::find(Device device) const {
+  auto it = devices_.find(key(device));
+  return it == devices_.end() ? nullptr : &it->second;
+}
+
+void MemoryTracker::reserve(Device device, size_t bytes, const char* what) {
+  std::lock_guard lock(mutex_);
+  Counters& c = counters(device);
+  if (c.limit != 0 && c.current + bytes > c.limit) {
+    throw Error(fmt::format(
+        "memory limit on {} exceeded in phase '{}': allocating {:.1f} MiB{}{} with {:.2f} GiB in use would pass "
+        "the limit of {:.2f} GiB (--max-memory); raise the limit or reduce batch size / sequence length",
+        device.str(), phase_, to_mib(bytes), what ? " for " : "", what ? what : "", to_gib(c.current),
+        to_gib(c.limit)));
+  }
+  c.current += bytes;
+  c.peak = std::max(c.peak, c.current);
+  auto phase_key = std::make_pair(phase_, key(device));
+  size_t& phase_peak = phase_peaks_[phase_key];
+  phase_peak = std::max(phase_peak, c.current);
+}
+
+void MemoryTracker::release(Device device, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  Counters& c = counters(device);
+  NVFP4LM_ASSERT(c.current >= bytes, "releasing {} bytes with {} counted on {}", bytes, c.current, device.str());
+  c.current -= bytes;
+}
+
+size_t MemoryTracker::current_bytes(Device device) const {
+  std::lock_guard lock(mutex_);
+  const Counters* c = find(device);
+  return c ? c->current : 0;
+}
+
+size_t MemoryTracker::peak_bytes(Device device) const {
+  std::lock_guard lock(mutex_);
+  const Counters* c = find(device);
+  return c ? c->peak : 0;
+}
+
+void MemoryTracker::reset_peak(Device device) {
+  std::lock_guard lock(mutex_);
+  Counters& c = counters(device);
+  c.peak = c.current;
+}
+
+void MemoryTracker::set_limit(Device device, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  counters(device).limit = bytes;
+}
+
+size_t MemoryTracker::limit_bytes(Device device) const {
+  std::lock_guard lock(mutex_);
+  const Counters* c = find(device);
+  return c ? c->limit : 0;
+}
+
+void MemoryTracker::begin_phase(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  phase_ = name;
+  if (std::find(phase_order_.begin(), phase_order_.end(), name) == phase_order_.end())
+    phase_order_.push_back(name);
+  for (auto& [dev, c] : devices_) {
+    size_t& phase_peak = phase_peaks_[std::make_pair(name, dev)];
+    phase_peak = std::max(phase_peak, c.current);
+  }
+}
+
+std::string MemoryTracker::current_phase() const {
+  std::lock_guard lock(mutex_);
+  return phase_;
+}
+
+std::vector<PhasePeak> MemoryTracker::phase_peaks() const {
+  std::lock_guard lock(mutex_);
+  std::vector<PhasePeak> result;
+  for (const std::string& name : phase_order_) {
+    for (const auto& [k, peak] : phase_peaks_) {
+      if (k.first != name) continue;
+      Device device{static_cast<Device::Kind>(k.second.first), k.second.second};
+      result.push_back({name, device, peak});
+    }
+  }
+  return result;
+}
+
+void MemoryTracker::clear_phases() {
+  std::lock_guard lock(mutex_);
+  phase_peaks_.clear();
+  phase_order_.clear();
+}
+
+MemoryPhase::MemoryPhase(const std::string& name) : previous_(MemoryTracker::instance().current_phase()) {
+  MemoryTracker::instance().begin_phase(name);
+}
+
+MemoryPhase::~MemoryPhase() { MemoryTracker::instance().begin_phase(previous_); }
+
+size_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<size_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+size_t current_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long pages_total = 0, pages_resident = 0;
+  int read = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+  std::fclose(f);
+  if (read != 2) return 0;
+  return static_cast<size_t>(pages_resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,137 @@
+#include "common/test_util.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#if NVFP4LM_HAS_CUDA
+#include "core/cuda/runtime.h"
+#endif
+
+namespace nvfp4lm::test {
+
+Tensor random_normal(const Shape& shape, Rng& rng, float scale) {
+  Tensor t = Tensor::empty(shape, DType::F32);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = rng.normal() * scale;
+  return t;
+}
+
+Tensor random_uniform(const Shape& shape, Rng& rng, float lo, float hi) {
+  Tensor t = Tensor::empty(shape, DType::F32);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = lo + (hi - lo) * rng.uniform();
+  return t;
+}
+
+Comparison compare(const std::vector<float>& actual, const std::vector<float>& expected, Tolerance tol) {
+  Comparison c;
+  double diff_sq = 0, ref_sq = 0;
+  for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+    double a = actual[i], e = expected[i];
+    if (std::isnan(a) != std::isnan(e)) {
+      c.nan_found = true;
+      ++c.mismatches;
+      continue;
+    }
+    if (std::isnan(a)) continue;
+    double err = std::fabs(a - e);
+    diff_sq += err * err;
+    ref_sq += e * e;
+    double rel = err / std::max(std::fabs(e), 1e-30);
+    if (err > c.max_abs_error) {
+      c.max_abs_error = err;
+      c.worst_index = static_cast<int64_t>(i);
+    }
+    c.max_rel_error = std::max(c.max_rel_error, std::fabs(e) > tol.atol ? rel : 0.0);
+    if (err > tol.atol + tol.rtol * std::fabs(e)) ++c.mismatches;
+  }
+  c.rel_l2_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+  return c;
+}
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, Tolerance tol,
+                  const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what << ": element counts differ";
+  Comparison c = compare(actual, expected, tol);
+  EXPECT_EQ(c.mismatches, 0) << what << ": " << c.mismatches << " of " << expected.size()
+                             << " elements outside atol=" << tol.atol << " rtol=" << tol.rtol
+                             << "; max abs error " << c.max_abs_error << " at " << c.worst_index << " (actual "
+                             << (c.worst_index >= 0 ? actual[static_cast<size_t>(c.worst_index)] : 0.f)
+                             << ", expected "
+                             << (c.worst_index >= 0 ? expected[static_cast<size_t>(c.worst_index)] : 0.f)
+                             << "), max rel error " << c.max_rel_error << ", rel L2 " << c.rel_l2_error
+                             << (c.nan_found ? ", NaN mismatch" : "");
+}
+
+void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol, const std::string& what) {
+  ASSERT_EQ(actual.shape(), expected.shape()) << what << ": shape " << actual.shape().str() << " vs "
+                                              << expected.shape().str();
+  expect_close(to_float_vector(actual.to(Device::cpu())), to_float_vector(expected.to(Device::cpu())), tol, what);
+}
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "nvfp4lm";
+  for (char& ch : name)
+    if (ch == '/') ch = '_';
+  path_ = fs::temp_directory_path() /
+          ("nvfp4lm-test-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::remove_all(path_);
+  fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (std::getenv("NVFP4LM_KEEP_TEST_DIRS") == nullptr) fs::remove_all(path_, ec);
+}
+
+fs::path fixture_path(const std::string& relative) { return fs::path(NVFP4LM_TEST_DATA_DIR) / relative; }
+fs::path source_path(const std::string& relative) { return fs::path(NVFP4LM_SOURCE_DIR) / relative; }
+
+void write_file(const fs::path& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+CliResult run_cli(const std::string& args, const std::string& stdin_text) {
+  static std::atomic<int> counter{0};
+  fs::path dir = fs::temp_directory_path() /
+                 ("nvfp4lm-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::create_directories(dir);
+  fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
+  write_file(in, stdin_text);
+  std::string command = std::string("'") + NVFP4LM_BINARY_PATH + "' " + args + " <'" + in.string() + "' >'" +
+                        out.string() + "' 2>'" + err.string() + "'";
+  int status = std::system(command.c_str());
+  CliResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(out);
+  result.err = read_file(err);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return result;
+}
+
+bool cuda_available() {
+#if NVFP4LM_HAS_CUDA
+  static const bool available = cuda::device_count() > 0;
+  return available;
+#else
+  return false;
+#endif
+}
+
+}  // namespace nvfp4lm::test

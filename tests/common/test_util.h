@@ -1,0 +1,81 @@
+// Shared helpers for nvfp4lm tests: random tensors, closeness checks that print max abs/rel error,
+// per-dtype tolerances (stated once, here), temporary directories, fixtures, running the CLI, GPU skips.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace nvfp4lm::test {
+
+namespace fs = std::filesystem;
+
+// Tolerances for comparing an implementation with its reference, by the precision it computes in.
+struct Tolerance {
+  float atol;
+  float rtol;
+};
+inline constexpr Tolerance kF32Tol{1e-5f, 1e-4f};    // fp32 vs fp32 (different summation orders)
+inline constexpr Tolerance kBF16Tol{2e-2f, 2e-2f};   // bf16 activations, fp32 accumulation vs fp32 reference
+
+// F32 CPU tensor with N(0, scale^2) entries.
+Tensor random_normal(const Shape& shape, Rng& rng, float scale = 1.0f);
+// F32 CPU tensor with U(lo, hi) entries.
+Tensor random_uniform(const Shape& shape, Rng& rng, float lo, float hi);
+
+struct Comparison {
+  double max_abs_error = 0;
+  double max_rel_error = 0;  // |a-e| / max(|e|, tiny) at the worst element
+  double rel_l2_error = 0;   // ||a-e|| / ||e||
+  int64_t worst_index = -1;
+  int64_t mismatches = 0;    // elements outside atol + rtol*|e|
+  bool nan_found = false;
+};
+Comparison compare(const std::vector<float>& actual, const std::vector<float>& expected, Tolerance tol);
+
+// Adds a gtest failure (with the error statistics) when any element is outside atol + rtol*|expected|.
+void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol, const std::string& what);
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected, Tolerance tol,
+                  const std::string& what);
+
+// A fresh, empty directory removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+fs::path fixture_path(const std::string& relative);
+fs::path source_path(const std::string& relative);  // relative to the repository root
+
+// Runs the nvfp4lm executable with `args` (a shell-quoted argument string), optional stdin text.
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+CliResult run_cli(const std::string& args, const std::string& stdin_text = "");
+
+void write_file(const fs::path& path, const std::string& contents);
+std::string read_file(const fs::path& path);
+
+bool cuda_available();
+
+}  // namespace nvfp4lm::test
+
+#define NVFP4LM_SKIP_WITHOUT_GPU()                                            \
+  do {                                                                        \
+    if (!::nvfp4lm::test::cuda_available()) GTEST_SKIP() << "no usable GPU";  \
+  } while (0)

@@ -1,7 +1,6 @@
 // nvfp4lm command-line entry point: parses the subcommand, runs it, and turns every nvfp4lm::Error into a
 // one-line message on stderr and exit code 1 (2 for usage errors). No logic lives here.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -20,8 +19,7 @@ std::vector<CommandSpec>& command_registry() {
 
 int main(int argc, char** argv) {
   using namespace nvfp4lm;
-  CLI::App app{"nvfp4lm: NVFP4 quantization-aware fine-tuning, inference and conversion for Qwen3 models",
-               "nvfp4lm"};
+  CLI::App app{"nvfp4lm: NVFP4 quantization-aware fine-tuning, inference and conversion for Qwen3 models", "nvfp4lm"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("nvfp4lm ") + NVFP4LM_VERSION);
   std::string log_level;

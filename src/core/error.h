@@ -22,18 +22,18 @@ class Error : public std::runtime_error {
 }  // namespace nvfp4lm
 
 // NVFP4LM_CHECK(cond, "file {}: tensor {} has {} bytes, expected {}", path, name, got, want)
-#define NVFP4LM_CHECK(cond, ...)                                     \
-  do {                                                               \
-    if (!(cond)) [[unlikely]] {                                      \
-      throw ::nvfp4lm::Error(::fmt::format(__VA_ARGS__));            \
-    }                                                                \
+#define NVFP4LM_CHECK(cond, ...)                          \
+  do {                                                    \
+    if (!(cond)) [[unlikely]] {                           \
+      throw ::nvfp4lm::Error(::fmt::format(__VA_ARGS__)); \
+    }                                                     \
   } while (0)
 
 #define NVFP4LM_FAIL(...) throw ::nvfp4lm::Error(::fmt::format(__VA_ARGS__))
 
-#define NVFP4LM_ASSERT(cond, ...)                                                      \
-  do {                                                                                 \
-    if (!(cond)) [[unlikely]] {                                                        \
+#define NVFP4LM_ASSERT(cond, ...)                                                          \
+  do {                                                                                     \
+    if (!(cond)) [[unlikely]] {                                                            \
       ::nvfp4lm::internal_error(#cond, __FILE__, __LINE__, ::fmt::format("" __VA_ARGS__)); \
-    }                                                                                  \
+    }                                                                                      \
   } while (0)

@@ -49,8 +49,7 @@ Level parse_level(std::string_view name) {
 void write(Level lvl, std::string_view message) {
   static constexpr const char* kTags[] = {"debug", "info", "warn", "error", ""};
   std::lock_guard lock(output_mutex());
-  std::fprintf(stderr, "[%s] %.*s\n", kTags[static_cast<int>(lvl)], static_cast<int>(message.size()),
-               message.data());
+  std::fprintf(stderr, "[%s] %.*s\n", kTags[static_cast<int>(lvl)], static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
 }
 

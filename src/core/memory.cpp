@@ -81,8 +81,7 @@ size_t MemoryTracker::limit_bytes(Device device) const {
 void MemoryTracker::begin_phase(const std::string& name) {
   std::lock_guard lock(mutex_);
   phase_ = name;
-  if (std::find(phase_order_.begin(), phase_order_.end(), name) == phase_order_.end())
-    phase_order_.push_back(name);
+  if (std::find(phase_order_.begin(), phase_order_.end(), name) == phase_order_.end()) phase_order_.push_back(name);
   for (auto& [dev, c] : devices_) {
     size_t& phase_peak = phase_peaks_[std::make_pair(name, dev)];
     phase_peak = std::max(phase_peak, c.current);

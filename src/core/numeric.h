@@ -61,7 +61,7 @@ NVFP4LM_HD uint16_t float_to_f16(float value) {
   uint32_t bits = float_bits(value);
   uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t abs_bits = bits & 0x7fffffffu;
-  if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
   if (abs_bits < 0x38800000u) {
     // Result is subnormal or zero: scale to units of 2^-24 and round to nearest even.

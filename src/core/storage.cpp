@@ -14,8 +14,9 @@ namespace {
 
 #if !NVFP4LM_HAS_CUDA
 [[noreturn]] void no_cuda() {
-  NVFP4LM_FAIL("this build of nvfp4lm has no CUDA support (configured with NVFP4LM_CUDA=OFF or without nvcc); "
-               "use --device cpu or rebuild with the CUDA toolkit installed");
+  NVFP4LM_FAIL(
+      "this build of nvfp4lm has no CUDA support (configured with NVFP4LM_CUDA=OFF or without nvcc); "
+      "use --device cpu or rebuild with the CUDA toolkit installed");
 }
 #endif
 

@@ -72,8 +72,8 @@ void* Tensor::raw() const {
 void Tensor::check_host_access(size_t element_bytes) const {
   NVFP4LM_ASSERT(defined(), "access to an undefined tensor");
   NVFP4LM_ASSERT(device().is_cpu(), "host access to a tensor on {}", device().str());
-  NVFP4LM_ASSERT(element_bytes == dtype_bytes(dtype_), "host access with element size {} to a {} tensor",
-                 element_bytes, dtype_name(dtype_));
+  NVFP4LM_ASSERT(element_bytes == dtype_bytes(dtype_), "host access with element size {} to a {} tensor", element_bytes,
+                 dtype_name(dtype_));
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
@@ -87,8 +87,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 
 Tensor Tensor::narrow(int axis, int64_t start, int64_t length) const {
   int a = normalize_axis(axis);
-  NVFP4LM_ASSERT(start >= 0 && length >= 0 && start + length <= shape_[a], "narrow [{}, {}) of axis {} size {}",
-                 start, start + length, a, shape_[a]);
+  NVFP4LM_ASSERT(start >= 0 && length >= 0 && start + length <= shape_[a], "narrow [{}, {}) of axis {} size {}", start,
+                 start + length, a, shape_[a]);
   Tensor t = *this;
   t.offset_bytes_ += static_cast<size_t>(start * strides_[static_cast<size_t>(a)]) * dtype_bytes(dtype_);
   t.shape_[a] = length;
@@ -120,8 +120,8 @@ Tensor Tensor::transpose(int axis_a, int axis_b) const {
 }
 
 Tensor Tensor::view_as(DType dtype) const {
-  NVFP4LM_ASSERT(dtype_bytes(dtype) == dtype_bytes(dtype_), "view_as {} -> {} changes element size",
-                 dtype_name(dtype_), dtype_name(dtype));
+  NVFP4LM_ASSERT(dtype_bytes(dtype) == dtype_bytes(dtype_), "view_as {} -> {} changes element size", dtype_name(dtype_),
+                 dtype_name(dtype));
   Tensor t = *this;
   t.dtype_ = dtype;
   return t;
@@ -242,8 +242,8 @@ std::vector<float> to_float_vector(const Tensor& tensor) {
 
 void convert_cpu(const Tensor& src, Tensor& dst) {
   NVFP4LM_ASSERT(src.shape() == dst.shape(), "convert {} -> {}", src.str(), dst.str());
-  NVFP4LM_ASSERT(dst.is_contiguous() && dst.device().is_cpu() && src.device().is_cpu(), "convert {} -> {}",
-                 src.str(), dst.str());
+  NVFP4LM_ASSERT(dst.is_contiguous() && dst.device().is_cpu() && src.device().is_cpu(), "convert {} -> {}", src.str(),
+                 dst.str());
   Tensor s = src.contiguous();
   const int64_t n = s.numel();
   if (s.dtype() == dst.dtype()) {
@@ -255,9 +255,12 @@ void convert_cpu(const Tensor& src, Tensor& dst) {
   // Everything goes through fp32 (exact for BF16/F16 -> F32).
   auto load = [&](int64_t i) -> float {
     switch (s.dtype()) {
-      case DType::F32: return static_cast<const float*>(s.raw())[i];
-      case DType::BF16: return bf16_to_float(static_cast<const uint16_t*>(s.raw())[i]);
-      default: return f16_to_float(static_cast<const uint16_t*>(s.raw())[i]);
+      case DType::F32:
+        return static_cast<const float*>(s.raw())[i];
+      case DType::BF16:
+        return bf16_to_float(static_cast<const uint16_t*>(s.raw())[i]);
+      default:
+        return f16_to_float(static_cast<const uint16_t*>(s.raw())[i]);
     }
   };
   switch (dst.dtype()) {

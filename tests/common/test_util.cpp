@@ -59,18 +59,17 @@ void expect_close(const std::vector<float>& actual, const std::vector<float>& ex
   ASSERT_EQ(actual.size(), expected.size()) << what << ": element counts differ";
   Comparison c = compare(actual, expected, tol);
   EXPECT_EQ(c.mismatches, 0) << what << ": " << c.mismatches << " of " << expected.size()
-                             << " elements outside atol=" << tol.atol << " rtol=" << tol.rtol
-                             << "; max abs error " << c.max_abs_error << " at " << c.worst_index << " (actual "
-                             << (c.worst_index >= 0 ? actual[static_cast<size_t>(c.worst_index)] : 0.f)
-                             << ", expected "
+                             << " elements outside atol=" << tol.atol << " rtol=" << tol.rtol << "; max abs error "
+                             << c.max_abs_error << " at " << c.worst_index << " (actual "
+                             << (c.worst_index >= 0 ? actual[static_cast<size_t>(c.worst_index)] : 0.f) << ", expected "
                              << (c.worst_index >= 0 ? expected[static_cast<size_t>(c.worst_index)] : 0.f)
                              << "), max rel error " << c.max_rel_error << ", rel L2 " << c.rel_l2_error
                              << (c.nan_found ? ", NaN mismatch" : "");
 }
 
 void expect_close(const Tensor& actual, const Tensor& expected, Tolerance tol, const std::string& what) {
-  ASSERT_EQ(actual.shape(), expected.shape()) << what << ": shape " << actual.shape().str() << " vs "
-                                              << expected.shape().str();
+  ASSERT_EQ(actual.shape(), expected.shape())
+      << what << ": shape " << actual.shape().str() << " vs " << expected.shape().str();
   expect_close(to_float_vector(actual.to(Device::cpu())), to_float_vector(expected.to(Device::cpu())), tol, what);
 }
 
@@ -108,8 +107,8 @@ std::string read_file(const fs::path& path) {
 
 CliResult run_cli(const std::string& args, const std::string& stdin_text) {
   static std::atomic<int> counter{0};
-  fs::path dir = fs::temp_directory_path() /
-                 ("nvfp4lm-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::path dir =
+      fs::temp_directory_path() / ("nvfp4lm-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::create_directories(dir);
   fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
   write_file(in, stdin_text);

@@ -20,8 +20,8 @@ struct Tolerance {
   float atol;
   float rtol;
 };
-inline constexpr Tolerance kF32Tol{1e-5f, 1e-4f};    // fp32 vs fp32 (different summation orders)
-inline constexpr Tolerance kBF16Tol{2e-2f, 2e-2f};   // bf16 activations, fp32 accumulation vs fp32 reference
+inline constexpr Tolerance kF32Tol{1e-5f, 1e-4f};   // fp32 vs fp32 (different summation orders)
+inline constexpr Tolerance kBF16Tol{2e-2f, 2e-2f};  // bf16 activations, fp32 accumulation vs fp32 reference
 
 // F32 CPU tensor with N(0, scale^2) entries.
 Tensor random_normal(const Shape& shape, Rng& rng, float scale = 1.0f);
@@ -33,7 +33,7 @@ struct Comparison {
   double max_rel_error = 0;  // |a-e| / max(|e|, tiny) at the worst element
   double rel_l2_error = 0;   // ||a-e|| / ||e||
   int64_t worst_index = -1;
-  int64_t mismatches = 0;    // elements outside atol + rtol*|e|
+  int64_t mismatches = 0;  // elements outside atol + rtol*|e|
   bool nan_found = false;
 };
 Comparison compare(const std::vector<float>& actual, const std::vector<float>& expected, Tolerance tol);
@@ -75,7 +75,7 @@ bool cuda_available();
 
 }  // namespace nvfp4lm::test
 
-#define NVFP4LM_SKIP_WITHOUT_GPU()                                            \
-  do {                                                                        \
-    if (!::nvfp4lm::test::cuda_available()) GTEST_SKIP() << "no usable GPU";  \
+#define NVFP4LM_SKIP_WITHOUT_GPU()                                           \
+  do {                                                                       \
+    if (!::nvfp4lm::test::cuda_available()) GTEST_SKIP() << "no usable GPU"; \
   } while (0)

@@ -15,18 +15,18 @@ inline cudaStream_t stream() { return static_cast<cudaStream_t>(current_stream_h
 
 }  // namespace nvfp4lm::cuda
 
-#define NVFP4LM_CUDA_CHECK(expr)                                                  \
-  do {                                                                           \
-    cudaError_t nvfp4lm_status_ = (expr);                                        \
-    if (nvfp4lm_status_ != cudaSuccess) [[unlikely]]                             \
-      ::nvfp4lm::cuda::fail(nvfp4lm_status_, #expr, __FILE__, __LINE__);         \
+#define NVFP4LM_CUDA_CHECK(expr)                                         \
+  do {                                                                   \
+    cudaError_t nvfp4lm_status_ = (expr);                                \
+    if (nvfp4lm_status_ != cudaSuccess) [[unlikely]]                     \
+      ::nvfp4lm::cuda::fail(nvfp4lm_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #define NVFP4LM_CUDA_CHECK_LAUNCH() NVFP4LM_CUDA_CHECK(cudaGetLastError())
 
-#define NVFP4LM_CUBLAS_CHECK(expr)                                               \
-  do {                                                                           \
-    int nvfp4lm_status_ = static_cast<int>(expr);                                \
-    if (nvfp4lm_status_ != 0) [[unlikely]]                                       \
-      ::nvfp4lm::cuda::fail_cublas(nvfp4lm_status_, #expr, __FILE__, __LINE__);  \
+#define NVFP4LM_CUBLAS_CHECK(expr)                                              \
+  do {                                                                          \
+    int nvfp4lm_status_ = static_cast<int>(expr);                               \
+    if (nvfp4lm_status_ != 0) [[unlikely]]                                      \
+      ::nvfp4lm::cuda::fail_cublas(nvfp4lm_status_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -14,8 +14,8 @@
 namespace nvfp4lm::cuda {
 
 void fail(cudaError_t status, const char* expr, const char* file, int line) {
-  throw Error(fmt::format("CUDA error {} ({}) in `{}` at {}:{}", cudaGetErrorName(status),
-                          cudaGetErrorString(status), expr, file, line));
+  throw Error(fmt::format("CUDA error {} ({}) in `{}` at {}:{}", cudaGetErrorName(status), cudaGetErrorString(status),
+                          expr, file, line));
 }
 
 void fail_cublas(int status, const char* expr, const char* file, int line) {
@@ -68,8 +68,10 @@ DeviceInfo device_info(int index) {
 
 void require_device(int index) {
   int count = device_count();
-  NVFP4LM_CHECK(count > 0, "--device cuda:{} was asked for but no GPU is usable: {}; run `nvfp4lm diagnose` or use "
-                "--device cpu", index, unavailable_reason());
+  NVFP4LM_CHECK(count > 0,
+                "--device cuda:{} was asked for but no GPU is usable: {}; run `nvfp4lm diagnose` or use "
+                "--device cpu",
+                index, unavailable_reason());
   NVFP4LM_CHECK(index >= 0 && index < count, "--device cuda:{} does not exist: {} GPU(s) found (cuda:0..cuda:{})",
                 index, count, count - 1);
 }
@@ -133,11 +135,11 @@ void* device_malloc(int index, size_t bytes) {
     cudaGetLastError();
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    NVFP4LM_FAIL("out of GPU memory on cuda:{} allocating {:.1f} MiB in phase '{}' ({:.2f} GiB counted in use, "
-                 "{:.2f} GiB free of {:.2f} GiB): reduce batch size or sequence length, or use --recompute block",
-                 index, to_mib(bytes), MemoryTracker::instance().current_phase(),
-                 to_gib(MemoryTracker::instance().current_bytes(Device::cuda(index))), to_gib(free_bytes),
-                 to_gib(total_bytes));
+    NVFP4LM_FAIL(
+        "out of GPU memory on cuda:{} allocating {:.1f} MiB in phase '{}' ({:.2f} GiB counted in use, "
+        "{:.2f} GiB free of {:.2f} GiB): reduce batch size or sequence length, or use --recompute block",
+        index, to_mib(bytes), MemoryTracker::instance().current_phase(),
+        to_gib(MemoryTracker::instance().current_bytes(Device::cuda(index))), to_gib(free_bytes), to_gib(total_bytes));
   }
   c.reserved[index] += size;
   return ptr;

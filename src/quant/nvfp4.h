@@ -1,0 +1,55 @@
+// NVFP4 weights (DESIGN.md §3): value = e2m1_code * e4m3_block_scale * tensor_scale.
+//  - codes: E2M1 {0, .5, 1, 1.5, 2, 3, 4, 6} with a sign bit, two per byte, element 2i in the low nibble;
+//    stored as an E2M1x2 tensor [rows, cols/2].
+//  - block scales: one E4M3 byte per 16 consecutive elements of a row, [rows, cols/16]. In 2D mode
+//    (16x16 tiles) all 16 rows of a tile share a scale, stored replicated so the layout is the same.
+//  - tensor scale: one fp32 multiplier, amax / (6 * 448), so block scales use the E4M3 range. Files of the
+//    seed `.dat` format carry none: they read with tensor_scale = 1.
+// cols must be a multiple of 16 (and rows a multiple of 16 in 2D mode).
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace nvfp4lm {
+
+inline constexpr int kNvfp4BlockSize = 16;
+inline constexpr float kE2M1Max = 6.0f;
+inline constexpr float kE4M3Max = 448.0f;
+
+enum class Nvfp4Block { Row1x16, Tile16x16 };
+enum class Rounding { NearestEven, Stochastic };
+
+struct Nvfp4QuantOptions {
+  Nvfp4Block block = Nvfp4Block::Row1x16;
+  Rounding rounding = Rounding::NearestEven;
+  uint64_t seed = 0;  // stochastic rounding: element (r, c) uses counter_uniform(seed, r * cols + c)
+};
+
+// A quantized [rows, cols] matrix. codes and block_scales live on the same device.
+struct Nvfp4Tensor {
+  Tensor codes;         // E2M1x2 [rows, cols/2]
+  Tensor block_scales;  // E4M3   [rows, cols/16]
+  float tensor_scale = 1.0f;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  bool defined() const { return codes.defined(); }
+  Device device() const { return codes.device(); }
+  size_t nbytes() const { return codes.nbytes() + block_scales.nbytes() + sizeof(float); }
+};
+
+// Quantizes a [rows, cols] F32 or BF16 matrix (CPU or CUDA). Non-finite input is an Error naming `what`.
+Nvfp4Tensor quantize_nvfp4(const Tensor& weight, const Nvfp4QuantOptions& options = {}, const char* what = "weight");
+// Dequantizes into `out` ([rows, cols], F32 or BF16, same device as q; allocated by the caller).
+void dequantize_nvfp4(const Nvfp4Tensor& q, Tensor& out);
+Tensor dequantize_nvfp4(const Nvfp4Tensor& q, DType dtype);
+
+// The tensor scale quantize_nvfp4 uses: amax / (6 * 448), or 1 when amax is 0.
+float nvfp4_tensor_scale(float amax);
+
+// Checks shapes/dtypes of a quantized weight read from a file (`what` names file and tensor).
+void validate_nvfp4(const Nvfp4Tensor& q, const std::string& what);
+
+}  // namespace nvfp4lm

@@ -7,10 +7,14 @@ if(NOT NVFP4LM_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # CMake 3.25 does not know nvcc's C++20 flag, so it is passed directly (nvcc 12+ supports it).
-    set(CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS} -std=c++20")
     set(CMAKE_CUDA_ARCHITECTURES "${NVFP4LM_CUDA_ARCHS}")
     enable_language(CUDA)
+    # CMake 3.25 does not know nvcc's C++20 flag (nvcc 12+ supports it): tell it, so targets that require
+    # C++20 (through CXX_STANDARD or compile features) get -std=c++20 on their .cu files too.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(NVFP4LM_HAVE_CUDA ON)
     message(STATUS "nvfp4lm: CUDA ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${NVFP4LM_CUDA_ARCHS}")

@@ -5,7 +5,9 @@
 //    (16x16 tiles) all 16 rows of a tile share a scale, stored replicated so the layout is the same.
 //  - tensor scale: one fp32 multiplier, amax / (6 * 448), so block scales use the E4M3 range. Files of the
 //    seed `.dat` format carry none: they read with tensor_scale = 1.
-// cols must be a multiple of 16 (and rows a multiple of 16 in 2D mode).
+// cols must be a multiple of 16 (and rows a multiple of 16 in 2D mode). The exact per-block rule (NVIDIA
+// ModelOpt's, shared by the CPU code and its CUDA twin) is in quant/nvfp4_block.h; value =
+// e2m1_to_float(code) * nvfp4_dequant_scale(scale_byte, tensor_scale) everywhere (quant/e4m3.h).
 #pragma once
 
 #include <cstdint>
@@ -46,10 +48,24 @@ Nvfp4Tensor quantize_nvfp4(const Tensor& weight, const Nvfp4QuantOptions& option
 void dequantize_nvfp4(const Nvfp4Tensor& q, Tensor& out);
 Tensor dequantize_nvfp4(const Nvfp4Tensor& q, DType dtype);
 
-// The tensor scale quantize_nvfp4 uses: amax / (6 * 448), or 1 when amax is 0.
+// Quantize then dequantize in one pass, without materializing codes: out equals
+// dequantize_nvfp4(quantize_nvfp4(weight, options), out.dtype()) bit for bit. out: [rows, cols] F32 or BF16,
+// contiguous, on weight's device, allocated by the caller. Used once per optimizer step in QAT.
+void fake_quantize_nvfp4(const Tensor& weight, Tensor& out, const Nvfp4QuantOptions& options = {},
+                         const char* what = "weight");
+
+// The tensor scale quantize_nvfp4 uses: amax / (6 * 448), or 1 when amax is 0 (or so small that the
+// quotient underflows). The block/element rules are in quant/nvfp4_block.h.
 float nvfp4_tensor_scale(float amax);
 
-// Checks shapes/dtypes of a quantized weight read from a file (`what` names file and tensor).
+// CPU helpers for tools and tests: packed E2M1x2 (or U8) [rows, cols/2] <-> U8 [rows, cols] holding one
+// code (0..15) per byte.
+Tensor unpack_e2m1_codes(const Tensor& packed);
+Tensor pack_e2m1_codes(const Tensor& codes);
+
+// Checks shapes/dtypes of a quantized weight read from a file (`what` names file and tensor): codes E2M1x2
+// or U8 [rows, cols/2], block scales E4M3 [rows, cols/16], both contiguous on one device, cols a multiple
+// of 16, a finite positive tensor scale; on the CPU also that no block scale is NaN (0x7F / 0xFF).
 void validate_nvfp4(const Nvfp4Tensor& q, const std::string& what);
 
 }  // namespace nvfp4lm

@@ -1,0 +1,48 @@
+// `nvfp4lm info MODEL`: format, architecture, config summary, every weight with dtype, shape, bytes and
+// whether it is NVFP4, parameter counts and byte totals (io/model_info.h). --json prints the same as one JSON
+// object on stdout; --checksums adds per-tensor sums of every data file (reads the whole model).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "io/model_files.h"
+#include "io/model_info.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  std::string config;
+  std::string tokenizer;
+  bool json = false;
+  bool checksums = false;
+};
+
+int run_info(const InfoOptions& options) {
+  OpenModelOptions open_options;
+  if (!options.config.empty()) open_options.config_path = options.config;
+  if (!options.tokenizer.empty()) open_options.tokenizer_dir = options.tokenizer;
+  const auto model = open_model(options.model, open_options);
+  const auto info = model_info_json(*model, {options.checksums});
+  const std::string printed = options.json ? info.dump(2) + "\n" : model_info_text(info);
+  std::fwrite(printed.data(), 1, printed.size(), stdout);
+  return 0;
+}
+
+CommandRegistration registration(
+    "info", "Show a model's format, config, tensors, parameter counts and sizes",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<InfoOptions>();
+      app.add_option("model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file")->required();
+      app.add_flag("--json", options->json, "print JSON instead of text");
+      app.add_flag("--checksums", options->checksums, "add the sum of every tensor of every data file (reads it all)");
+      app.add_option("--config", options->config, "config.json to use (for a .dat file without one beside it)");
+      app.add_option("--tokenizer", options->tokenizer, "tokenizer directory (default: the model's)");
+      return [options] { return run_info(*options); };
+    },
+    20);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

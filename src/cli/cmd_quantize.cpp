@@ -1,0 +1,93 @@
+// `nvfp4lm quantize MODEL OUT --format dat|modelopt`: post-training NVFP4 quantization of the projections (and
+// lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the compute path,
+// one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
+// OUT is a directory (model.dat + config.json for dat); it is never overwritten without --overwrite.
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "io/model_files.h"
+#include "io/quantize_model.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct QuantizeCliOptions {
+  std::string model;
+  std::string out;
+  std::string format;
+  std::string block = "1d";
+  std::string config;
+  bool quantize_lm_head = false;
+  bool overwrite = false;
+  uint64_t max_shard_mb = kDefaultMaxShardBytes / 1000000;
+};
+
+int run_quantize(const QuantizeCliOptions& cli) {
+  QuantizeOptions options;
+  NVFP4LM_CHECK(cli.format == "dat" || cli.format == "modelopt", "--format must be dat or modelopt, got '{}'",
+                cli.format);
+  options.format = cli.format == "dat" ? ModelFormat::Dat : ModelFormat::ModeloptNvfp4;
+  NVFP4LM_CHECK(cli.block == "1d" || cli.block == "2d", "--block must be 1d (1x16) or 2d (16x16), got '{}'", cli.block);
+  options.block = cli.block == "2d" ? Nvfp4Block::Tile16x16 : Nvfp4Block::Row1x16;
+  options.quantize_lm_head = cli.quantize_lm_head;
+  options.overwrite = cli.overwrite;
+  NVFP4LM_CHECK(cli.max_shard_mb > 0, "--max-shard-mb must be positive");
+  options.max_shard_bytes = cli.max_shard_mb * 1000000;
+
+  log::info("compute path: cpu/quantize (NVFP4 {} blocks, round to nearest even)",
+            cli.block == "2d" ? "16x16" : "1x16");
+  const auto start = std::chrono::steady_clock::now();
+  OpenModelOptions open_options;
+  if (!cli.config.empty()) open_options.config_path = cli.config;
+  const auto source = open_model(cli.model, open_options);
+  log::info("source: {} ({}), {} weights", source->path().string(), model_format_name(source->format()),
+            source->weights().size());
+  const QuantizeReport report = quantize_model(*source, cli.out, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::string text =
+      fmt::format("{:<48} {:<14} {:>13} {:>10}  {}\n", "weight", "shape", "tensor scale", "rel RMS", "action");
+  for (const auto& weight : report.weights)
+    text += fmt::format("{:<48} {:<14} {:>13.6g} {:>10.5f}  {}\n", weight.name, weight.shape.str(), weight.tensor_scale,
+                        weight.relative_rms_error, weight.action);
+  text += fmt::format("total relative RMS error {:.5f} over {} NVFP4 parameters ({} kept dense)\n",
+                      report.total_relative_rms_error, report.nvfp4_parameters, report.dense_parameters);
+  if (report.lm_head_untied)
+    text += "lm_head: written as its own NVFP4 tensor; tie_word_embeddings set to false in config.json\n";
+  text += fmt::format("wrote {} ({} format, {:.1f} MiB of weights{}{})\n", cli.out, cli.format,
+                      to_mib(report.weight_bytes_written), report.copied_files.empty() ? "" : ", copied ",
+                      fmt::join(report.copied_files, ", "));
+  text += fmt::format("time {:.1f} s, peak RSS {:.2f} GiB\n", seconds, to_gib(peak_rss_bytes()));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+CommandRegistration registration(
+    "quantize", "Quantize a BF16/FP16/FP32 model to NVFP4 (.dat or ModelOpt safetensors)",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<QuantizeCliOptions>();
+      app.add_option("model", options->model, "source model: HF directory, ModelOpt directory or .dat file")
+          ->required();
+      app.add_option("out", options->out, "output directory")->required();
+      app.add_option("--format", options->format, "dat or modelopt")->required();
+      app.add_flag("--quantize-lm-head", options->quantize_lm_head,
+                   "quantize lm_head too (a tied one becomes a separate NVFP4 tensor)");
+      app.add_option("--block", options->block, "1d (1x16 blocks, default) or 2d (16x16 tiles)");
+      app.add_flag("--overwrite", options->overwrite, "replace OUT if it exists");
+      app.add_option("--config", options->config, "config.json for a .dat source without one beside it");
+      app.add_option("--max-shard-mb", options->max_shard_mb,
+                     "modelopt: largest safetensors shard in MB (default 4000)");
+      return [options] { return run_quantize(*options); };
+    },
+    30);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,65 @@
+// `nvfp4lm tokenize`: reads UTF-8 text on stdin and prints its token ids (or token strings) as one JSON
+// array on stdout. The text is used byte for byte (a trailing newline from `echo` is a token too; use
+// `printf` or `echo -n` to avoid it).
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct TokenizeOptions {
+  std::string model;
+  std::string tokenizer_dir;
+  bool tokens = false;
+  bool chat = false;
+  bool no_special = false;
+};
+
+int run_tokenize(const TokenizeOptions& options) {
+  NVFP4LM_CHECK(!options.model.empty() || !options.tokenizer_dir.empty(),
+                "tokenize: pass --model MODEL or --tokenizer DIR (the bundled Qwen3 tokenizer is {})",
+                bundled_qwen3_tokenizer_dir().string());
+  Tokenizer tokenizer = Tokenizer::load(options.tokenizer_dir.empty() ? options.model : options.tokenizer_dir);
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  NVFP4LM_CHECK(!std::cin.bad(), "tokenize: reading standard input failed");
+  if (options.chat) {
+    std::vector<ChatMessage> messages = {{"user", text}};
+    text = render_chat(messages, /*add_generation_prompt=*/true);
+  }
+  std::vector<int32_t> ids = tokenizer.encode(text, /*allow_special=*/!options.no_special);
+  nlohmann::json out = nlohmann::json::array();
+  for (int32_t id : ids) {
+    if (options.tokens) {
+      out.push_back(std::string(tokenizer.token_text(id)));
+    } else {
+      out.push_back(id);
+    }
+  }
+  std::string printed = out.dump() + "\n";
+  std::fwrite(printed.data(), 1, printed.size(), stdout);
+  return 0;
+}
+
+CommandRegistration registration(
+    "tokenize", "Print the token ids of the text on stdin as JSON",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<TokenizeOptions>();
+      app.add_option("--model", options->model, "model path (HF dir, ModelOpt dir or .dat); its tokenizer is used");
+      app.add_option("--tokenizer", options->tokenizer_dir, "directory with tokenizer.json (overrides --model)");
+      app.add_flag("--tokens", options->tokens, "print token strings (HF form, e.g. \"Ġworld\") instead of ids");
+      app.add_flag("--chat", options->chat,
+                   "render stdin as one user message with the ChatML template and generation prompt first");
+      app.add_flag("--no-special", options->no_special, "encode special tokens written in the text as plain text");
+      return [options] { return run_tokenize(*options); };
+    },
+    60);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

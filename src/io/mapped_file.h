@@ -1,0 +1,81 @@
+// Low-level file access shared by the weight-format readers and writers.
+//  - MappedFile: a whole file mapped read-only (MAP_PRIVATE). Readers validate every offset against size()
+//    before touching data(); tensors built on the mapping hold a shared_ptr to it, so the mapping lives as
+//    long as any view. drop_pages() hands the pages of a range back to the kernel (madvise DONTNEED) so a
+//    streaming pass over a large file keeps its RSS at about one tensor; read_at() is the copy path (pread).
+//  - OutputFile: a sequential, buffered binary writer that writes to a temporary sibling of the final name
+//    (core/files.h), and on commit() flushes, fsyncs and renames it into place. Destroyed without commit()
+//    it removes the temporary, so a failed write never leaves a partial file under the final name.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/files.h"
+
+namespace nvfp4lm {
+
+class MappedFile {
+ public:
+  // Opens and maps `path`; Error names the path when it is missing, not a regular file or unreadable.
+  static std::shared_ptr<MappedFile> open(const fs::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const fs::path& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  // Start of the mapping (nullptr for an empty file). Callers check offsets against size() first.
+  const uint8_t* data() const { return data_; }
+
+  // Copies [offset, offset + bytes) into dst with pread; the range must lie inside the file.
+  void read_at(uint64_t offset, void* dst, uint64_t bytes) const;
+  // Releases the mapped pages of [offset, offset + bytes) from this process (they stay in the page cache and
+  // fault back in if touched again). Whole pages around the range are released; harmless for a read-only
+  // private mapping.
+  void drop_pages(uint64_t offset, uint64_t bytes) const;
+
+ private:
+  MappedFile() = default;
+  fs::path path_;
+  int fd_ = -1;
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+class OutputFile {
+ public:
+  // Creates the temporary sibling of `final_path`. Existence of final_path is the caller's business
+  // (check_output_path); commit() replaces it.
+  explicit OutputFile(fs::path final_path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(const void* data, uint64_t bytes);
+  void write(const std::string& text) { write(text.data(), text.size()); }
+  // Bytes written so far.
+  uint64_t position() const { return position_; }
+  // Flush, fsync, close, rename into place.
+  void commit();
+
+  const fs::path& final_path() const { return final_path_; }
+  const fs::path& temporary_path() const { return temporary_path_; }
+
+ private:
+  void flush();
+  void write_fully(const uint8_t* data, uint64_t bytes);
+
+  fs::path final_path_;
+  fs::path temporary_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+  uint64_t position_ = 0;
+  std::vector<uint8_t> buffer_;
+  size_t buffered_ = 0;
+};
+
+}  // namespace nvfp4lm

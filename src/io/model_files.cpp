@@ -1,0 +1,227 @@
+// open_model(): format detection and the checks common to every format. The readers themselves are in
+// model_files_safetensors.cpp (HF and ModelOpt) and model_files_dat.cpp.
+#include "io/model_files.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "io/model_files_impl.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+bool has_extension(const fs::path& path, std::string_view extension) { return path.extension() == extension; }
+
+std::vector<std::string> directory_listing(const fs::path& dir, std::string_view extension) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator(dir, ec))
+    if (item.is_regular_file(ec) && has_extension(item.path(), extension)) names.push_back(item.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool path_exists(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+// quantization_config in config.json: "modelopt" (with NVFP4) is ours to read; anything else is not.
+bool config_says_modelopt(const fs::path& config_path) {
+  json config;
+  try {
+    config = json::parse(read_text_file(config_path));
+  } catch (const json::exception& e) {
+    NVFP4LM_FAIL("{}: not valid JSON ({})", config_path.string(), e.what());
+  }
+  if (!config.is_object() || !config.contains("quantization_config") || config["quantization_config"].is_null())
+    return false;
+  const json& q = config["quantization_config"];
+  const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
+                                 ? q["quant_method"].get<std::string>()
+                                 : std::string("(unnamed)");
+  NVFP4LM_CHECK(
+      method == "modelopt",
+      "{}: quantization_config.quant_method '{}' is not supported; nvfp4lm reads unquantized (BF16/FP16/FP32) "
+      "and ModelOpt NVFP4 checkpoints",
+      config_path.string(), method);
+  const std::string algo = q.contains("quant_algo") && q["quant_algo"].is_string() ? q["quant_algo"].get<std::string>()
+                                                                                   : std::string("(none)");
+  NVFP4LM_CHECK(algo == "NVFP4", "{}: ModelOpt quant_algo '{}' is not supported (only NVFP4)", config_path.string(),
+                algo);
+  return true;
+}
+
+std::optional<fs::path> tokenizer_in(const fs::path& dir, const OpenModelOptions& options) {
+  if (options.tokenizer_dir) {
+    NVFP4LM_CHECK(path_exists(*options.tokenizer_dir / "tokenizer.json"),
+                  "tokenizer directory {} has no tokenizer.json", options.tokenizer_dir->string());
+    return *options.tokenizer_dir;
+  }
+  if (path_exists(dir / "tokenizer.json")) return dir;
+  return std::nullopt;
+}
+
+fs::path config_for(const fs::path& dir, const OpenModelOptions& options, const std::string& what) {
+  if (options.config_path) {
+    NVFP4LM_CHECK(path_exists(*options.config_path), "config file {} does not exist", options.config_path->string());
+    return *options.config_path;
+  }
+  const fs::path config = dir / "config.json";
+  NVFP4LM_CHECK(path_exists(config), "{}: no config.json in {}; {} needs one (or pass --config FILE)", what,
+                dir.string(), what);
+  return config;
+}
+
+detail::ModelLocation locate_dat(const fs::path& dat_path, const fs::path& given, const OpenModelOptions& options) {
+  detail::ModelLocation location;
+  location.format = ModelFormat::Dat;
+  location.path = given;
+  location.dat_path = dat_path;
+  location.directory = dat_path.parent_path().empty() ? fs::path(".") : dat_path.parent_path();
+  location.config_path = config_for(location.directory, options, "the .dat model " + dat_path.string());
+  location.tokenizer_dir = tokenizer_in(location.directory, options);
+  return location;
+}
+
+detail::ModelLocation locate(const fs::path& path, const OpenModelOptions& options) {
+  std::error_code ec;
+  NVFP4LM_CHECK(fs::exists(path, ec), "model path {} does not exist", path.string());
+  if (fs::is_regular_file(path, ec)) {
+    if (has_extension(path, ".dat")) return locate_dat(path, path, options);
+    NVFP4LM_CHECK(!has_extension(path, ".safetensors"),
+                  "{} is a safetensors file; pass the model directory that holds it and config.json", path.string());
+    NVFP4LM_FAIL("{} is not a model: expected a Hugging Face / ModelOpt model directory or a .dat file", path.string());
+  }
+  NVFP4LM_CHECK(fs::is_directory(path, ec), "{} is neither a file nor a directory", path.string());
+
+  const bool has_single = path_exists(path / "model.safetensors");
+  const bool has_index = path_exists(path / "model.safetensors.index.json");
+  const auto dat_files = directory_listing(path, ".dat");
+  const bool has_safetensors = has_single || has_index;
+  NVFP4LM_CHECK(!(has_safetensors && !dat_files.empty()),
+                "{} holds both safetensors weights and .dat files ({}); name the .dat file to use it, or remove one",
+                path.string(), fmt::join(dat_files, ", "));
+  if (!has_safetensors && !dat_files.empty()) {
+    NVFP4LM_CHECK(dat_files.size() == 1, "{} holds several .dat files ({}); name the one to use", path.string(),
+                  fmt::join(dat_files, ", "));
+    return locate_dat(path / dat_files[0], path, options);
+  }
+  if (!has_safetensors) {
+    const auto others = directory_listing(path, ".safetensors");
+    NVFP4LM_FAIL(
+        "{}: found no model weights (expected model.safetensors, model.safetensors.index.json or one .dat "
+        "file){}",
+        path.string(),
+        others.empty() ? std::string() : fmt::format("; found {} without an index", fmt::join(others, ", ")));
+  }
+  detail::ModelLocation location;
+  location.path = path;
+  location.directory = path;
+  location.config_path = config_for(path, options, "a Hugging Face model directory");
+  const bool modelopt = path_exists(path / "hf_quant_config.json") || config_says_modelopt(location.config_path);
+  location.format = modelopt ? ModelFormat::ModeloptNvfp4 : ModelFormat::HfSafetensors;
+  location.tokenizer_dir = tokenizer_in(path, options);
+  return location;
+}
+
+}  // namespace
+
+std::string_view model_format_name(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::HfSafetensors:
+      return "hf-safetensors";
+    case ModelFormat::ModeloptNvfp4:
+      return "modelopt-nvfp4";
+    case ModelFormat::Dat:
+      return "dat";
+  }
+  return "?";
+}
+
+const WeightInfo* ModelFiles::find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &weights_[it->second];
+}
+
+const WeightInfo& ModelFiles::at(std::string_view name) const {
+  const WeightInfo* info = find(name);
+  NVFP4LM_CHECK(info != nullptr, "{}: no weight '{}'", path_.string(), name);
+  return *info;
+}
+
+void ModelFiles::finalize_weights(std::vector<WeightInfo> found) {
+  const std::string model = path_.string();
+  std::unordered_map<std::string, WeightInfo> by_name;
+  std::vector<std::string> file_order;
+  for (auto& info : found) {
+    NVFP4LM_ASSERT(!by_name.count(info.name), "weight {} listed twice", info.name);
+    file_order.push_back(info.name);
+    by_name.emplace(info.name, std::move(info));
+  }
+  if (config_.tie_word_embeddings && by_name.count("lm_head.weight")) {
+    log::warn("{}: lm_head.weight is present but config.json ties it to the embeddings; it is ignored", model);
+    by_name.erase("lm_head.weight");
+  }
+  weights_.clear();
+  for (const auto& expected : qwen3_expected_weights(config_)) {
+    auto it = by_name.find(expected.name);
+    NVFP4LM_CHECK(it != by_name.end(), "{}: weight '{}' ({} for this config) is missing", model, expected.name,
+                  expected.shape.str());
+    WeightInfo& info = it->second;
+    NVFP4LM_CHECK(info.shape == expected.shape, "{}: weight '{}' has shape {}, but config.json ({}) needs {}", model,
+                  info.name, info.shape.str(), config_path_.string(), expected.shape.str());
+    NVFP4LM_CHECK(info.nvfp4 || dtype_is_float(info.dtype),
+                  "{}: weight '{}' is stored as {}; expected F32, BF16, F16{}", model, info.name,
+                  dtype_name(info.dtype),
+                  format_ == ModelFormat::ModeloptNvfp4 ? " or NVFP4 (weight + weight_scale)" : "");
+    info.kind = expected.kind;
+    weights_.push_back(std::move(info));
+    by_name.erase(it);
+  }
+  std::vector<std::string> extras;
+  for (const auto& name : file_order) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) continue;
+    it->second.kind = std::nullopt;
+    extras.push_back(name);
+    weights_.push_back(std::move(it->second));
+  }
+  if (!extras.empty())
+    log::warn("{}: {} tensor(s) are not part of the Qwen3 layout of its config and are ignored (first: {})", model,
+              extras.size(), extras.front());
+  index_.clear();
+  for (size_t i = 0; i < weights_.size(); ++i) index_[weights_[i].name] = i;
+}
+
+namespace detail {
+
+ModelFilesBase::ModelFilesBase(const ModelLocation& location) {
+  format_ = location.format;
+  path_ = location.path;
+  directory_ = location.directory;
+  config_path_ = location.config_path;
+  tokenizer_dir_ = location.tokenizer_dir;
+  try {
+    config_json_ = json::parse(read_text_file(config_path_));
+  } catch (const json::exception& e) {
+    NVFP4LM_FAIL("{}: not valid JSON ({})", config_path_.string(), e.what());
+  }
+  config_ = parse_qwen3_config(config_json_, config_path_.string());
+}
+
+}  // namespace detail
+
+std::unique_ptr<ModelFiles> open_model(const fs::path& path, const OpenModelOptions& options) {
+  const detail::ModelLocation location = locate(path, options);
+  if (location.format == ModelFormat::Dat) return detail::open_dat_model(location);
+  return detail::open_safetensors_model(location);
+}
+
+}  // namespace nvfp4lm

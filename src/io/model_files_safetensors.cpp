@@ -1,0 +1,103 @@
+// ModelFiles for Hugging Face and ModelOpt NVFP4 directories (both are safetensors underneath). In a ModelOpt
+// directory a "<prefix>.weight" with a "<prefix>.weight_scale" beside it is an NVFP4 weight; its scale tensors
+// are folded into it and not listed separately. KV-cache scales (k_scale, v_scale) are listed as extra tensors.
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "io/model_files_impl.h"
+#include "io/modelopt.h"
+#include "io/safetensors_reader.h"
+
+namespace nvfp4lm::detail {
+namespace {
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+class SafetensorsModelFiles : public ModelFilesBase {
+ public:
+  explicit SafetensorsModelFiles(const ModelLocation& location)
+      : ModelFilesBase(location), set_(SafetensorsSet::open_dir(location.directory)) {
+    const bool modelopt = format_ == ModelFormat::ModeloptNvfp4;
+    if (modelopt) {
+      const fs::path quant_config = directory_ / "hf_quant_config.json";
+      if (fs::exists(quant_config)) {
+        const ModeloptQuantConfig quant = load_hf_quant_config(quant_config);
+        if (quant.kv_cache_quant_algo)
+          log::warn("{}: KV-cache quantization ({}) is not used; KV caches stay in BF16", quant_config.string(),
+                    *quant.kv_cache_quant_algo);
+      }
+    }
+    std::vector<WeightInfo> found;
+    for (const auto& name : set_.names()) {
+      if (modelopt && is_scale_of_quantized_weight(name)) continue;
+      const auto location_of = set_.at(name);
+      const SafetensorsEntry& entry = *location_of.entry;
+      WeightInfo info;
+      info.name = name;
+      if (modelopt && ends_with(name, ".weight") && modelopt_is_quantized(set_, name)) {
+        NVFP4LM_CHECK(entry.shape.rank() == 2, "{}: quantized weight '{}' must be [out, in/2], got {}",
+                      location_of.file->path().string(), name, entry.shape.str());
+        info.nvfp4 = true;
+        info.shape = Shape{entry.shape[0], entry.shape[1] * 2};
+        info.dtype = DType::E2M1x2;
+        info.storage = "NVFP4 (E2M1 codes, E4M3 block scales, F32 tensor scale)";
+        info.file_bytes = modelopt_weight_file_bytes(set_, name);
+      } else {
+        info.shape = entry.shape;
+        info.dtype = entry.dtype;
+        info.storage = std::string(dtype_name(entry.dtype));
+        info.file_bytes = entry.bytes;
+      }
+      found.push_back(std::move(info));
+    }
+    finalize_weights(std::move(found));
+  }
+
+  std::vector<fs::path> data_files() const override {
+    std::vector<fs::path> files;
+    for (const auto& file : set_.files()) files.push_back(file->path());
+    return files;
+  }
+
+  ModelWeight load(const std::string& name) const override {
+    const WeightInfo& info = at(name);
+    ModelWeight weight;
+    if (info.nvfp4)
+      weight.nvfp4 = read_modelopt_weight(set_, name);
+    else
+      weight.dense = set_.tensor(name);
+    return weight;
+  }
+
+  void release(const std::string& name) const override {
+    const WeightInfo& info = at(name);
+    if (info.nvfp4)
+      drop_modelopt_weight_pages(set_, name);
+    else
+      set_.drop_pages(name);
+  }
+
+ private:
+  // weight_scale / weight_scale_2 / input_scale of a "<prefix>.weight" that is quantized.
+  bool is_scale_of_quantized_weight(const std::string& name) const {
+    for (std::string_view suffix : {".weight_scale", ".weight_scale_2", ".input_scale"}) {
+      if (!ends_with(name, suffix)) continue;
+      const std::string weight = name.substr(0, name.size() - suffix.size()) + ".weight";
+      if (set_.contains(weight) && set_.contains(modelopt_names(weight).weight_scale)) return true;
+    }
+    return false;
+  }
+
+  SafetensorsSet set_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFiles> open_safetensors_model(const ModelLocation& location) {
+  return std::make_unique<SafetensorsModelFiles>(location);
+}
+
+}  // namespace nvfp4lm::detail

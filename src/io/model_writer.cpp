@@ -1,0 +1,250 @@
+#include "io/model_writer.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "io/dat_format.h"
+#include "io/modelopt.h"
+#include "io/safetensors_writer.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+std::string dat_prefix(const std::string& name) {
+  constexpr std::string_view suffix = ".weight";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return name.substr(0, name.size() - suffix.size());
+  return name;
+}
+
+uint64_t dense_bytes(const WeightPlan& weight) {
+  return static_cast<uint64_t>(weight.shape.numel()) * dtype_bytes(weight.dtype);
+}
+
+uint64_t planned_bytes(const WeightPlan& weight) {
+  return weight.nvfp4 ? modelopt_weight_bytes(weight.shape[0], weight.shape[1]) : dense_bytes(weight);
+}
+
+void add_entries(std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& weight) {
+  if (weight.nvfp4)
+    declare_modelopt_weight(entries, weight.name, weight.shape[0], weight.shape[1]);
+  else
+    entries.push_back({weight.name, weight.dtype, weight.shape});
+}
+
+}  // namespace
+
+struct ModelWriter::Impl {
+  std::unique_ptr<SafetensorsWriter> shard;
+  size_t shard_index = 0;
+  std::unique_ptr<DatWriter> dat;
+};
+
+ModelWriter::ModelWriter(ModelFormat format, const fs::path& out_dir, std::vector<WeightPlan> plan,
+                         ModelWriterOptions options)
+    : format_(format),
+      out_dir_(out_dir),
+      plan_(std::move(plan)),
+      options_(std::move(options)),
+      impl_(std::make_unique<Impl>()) {
+  check_output_path(out_dir_, options_.overwrite);
+  std::set<std::string> names;
+  for (const auto& weight : plan_) {
+    NVFP4LM_CHECK(names.insert(weight.name).second, "{}: weight '{}' planned twice", out_dir_.string(), weight.name);
+    NVFP4LM_CHECK(!weight.nvfp4 || format_ != ModelFormat::HfSafetensors,
+                  "{}: weight '{}' is NVFP4 but the hf-safetensors format stores dense weights only (use modelopt or "
+                  "dat)",
+                  out_dir_.string(), weight.name);
+    NVFP4LM_CHECK(!weight.nvfp4 || (weight.shape.rank() == 2 && weight.shape[1] % 16 == 0),
+                  "{}: weight '{}' of shape {} cannot be NVFP4 (needs [out, in] with in a multiple of 16)",
+                  out_dir_.string(), weight.name, weight.shape.str());
+  }
+
+  tmp_dir_ = temporary_sibling(out_dir_);
+  std::error_code ec;
+  fs::remove_all(tmp_dir_, ec);  // a leftover of a crashed run of this very process id
+  fs::create_directories(tmp_dir_, ec);
+  NVFP4LM_CHECK(!ec, "cannot create {}: {}", tmp_dir_.string(), ec.message());
+
+  try {
+    setup_writers();
+  } catch (...) {
+    impl_.reset();
+    fs::remove_all(tmp_dir_, ec);
+    throw;
+  }
+}
+
+void ModelWriter::setup_writers() {
+  if (format_ == ModelFormat::Dat) {
+    uint64_t entries = 0;
+    for (const auto& weight : plan_) entries += weight.nvfp4 ? 2 : 1;
+    impl_->dat = std::make_unique<DatWriter>(tmp_dir_ / kDatFileName, entries);
+    return;
+  }
+  // Shards: weights in plan order, a new shard when the next weight would overflow a non-empty one.
+  uint64_t shard_bytes = 0;
+  size_t shards = plan_.empty() ? 1 : 0;
+  for (const auto& weight : plan_) {
+    const uint64_t bytes = planned_bytes(weight);
+    if (shards == 0 || (shard_bytes > 0 && shard_bytes + bytes > options_.max_shard_bytes)) {
+      ++shards;
+      shard_bytes = 0;
+    }
+    shard_bytes += bytes;
+    shard_of_.push_back(shards - 1);
+  }
+  for (size_t i = 0; i < shards; ++i)
+    shard_files_.push_back(shards == 1 ? std::string("model.safetensors")
+                                       : fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, shards));
+  open_shard(0);
+}
+
+ModelWriter::~ModelWriter() {
+  impl_.reset();  // closes (and removes) unfinished temporaries first
+  if (!finished_ && !tmp_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(tmp_dir_, ec);
+  }
+}
+
+void ModelWriter::open_shard(size_t shard) {
+  if (impl_->shard) impl_->shard->finish();
+  std::vector<SafetensorsEntrySpec> entries;
+  for (size_t i = 0; i < plan_.size(); ++i)
+    if (shard_of_[i] == shard) add_entries(entries, plan_[i]);
+  impl_->shard = std::make_unique<SafetensorsWriter>(tmp_dir_ / shard_files_[shard], std::move(entries));
+  impl_->shard_index = shard;
+}
+
+const WeightPlan& ModelWriter::expect_next(const std::string& name, bool nvfp4) {
+  NVFP4LM_CHECK(!finished_, "{}: weight '{}' written after finish()", out_dir_.string(), name);
+  NVFP4LM_CHECK(next_ < plan_.size() && plan_[next_].name == name,
+                "{}: weight '{}' written out of order; the next one planned is '{}'", out_dir_.string(), name,
+                next_ < plan_.size() ? plan_[next_].name : std::string("(none)"));
+  const WeightPlan& weight = plan_[next_];
+  NVFP4LM_CHECK(weight.nvfp4 == nvfp4, "{}: weight '{}' was planned {} but is written {}", out_dir_.string(), name,
+                weight.nvfp4 ? "NVFP4" : "dense", nvfp4 ? "NVFP4" : "dense");
+  if (format_ != ModelFormat::Dat && shard_of_[next_] != impl_->shard_index) open_shard(shard_of_[next_]);
+  return weight;
+}
+
+void ModelWriter::write_dense_bytes(const std::string& name, const void* data, uint64_t bytes) {
+  const WeightPlan& weight = expect_next(name, false);
+  NVFP4LM_CHECK(bytes <= dense_bytes(weight) - next_written_, "{}: weight '{}' gets {} bytes but only {} remain",
+                out_dir_.string(), name, bytes, dense_bytes(weight) - next_written_);
+  if (format_ == ModelFormat::Dat) {
+    if (next_written_ == 0) impl_->dat->begin_entry(name, dat_type_of(weight.dtype), weight.shape.to_vector());
+    impl_->dat->write_bytes(data, bytes);
+  } else {
+    impl_->shard->write_bytes(name, data, bytes);
+  }
+  next_written_ += bytes;
+  bytes_written_ += bytes;
+  advance_if_complete();
+}
+
+void ModelWriter::advance_if_complete() {
+  if (next_written_ != dense_bytes(plan_[next_])) return;
+  next_written_ = 0;
+  ++next_;
+}
+
+void ModelWriter::write_dense(const std::string& name, const Tensor& tensor) {
+  const WeightPlan& weight = expect_next(name, false);
+  NVFP4LM_CHECK(next_written_ == 0, "{}: weight '{}' written whole after pieces of it", out_dir_.string(), name);
+  NVFP4LM_CHECK(tensor.defined() && tensor.device().is_cpu() && tensor.shape() == weight.shape,
+                "{}: weight '{}' is {}, planned {} {}", out_dir_.string(), name,
+                tensor.defined() ? tensor.str() : "undefined", dtype_name(weight.dtype), weight.shape.str());
+  Tensor data = tensor;
+  if (tensor.dtype() != weight.dtype) {
+    NVFP4LM_CHECK(dtype_is_float(tensor.dtype()) && dtype_is_float(weight.dtype),
+                  "{}: weight '{}' is {} and cannot be stored as {}", out_dir_.string(), name, tensor.str(),
+                  dtype_name(weight.dtype));
+    data = Tensor::empty(weight.shape, weight.dtype);
+    convert_cpu(tensor, data);
+  }
+  data = data.contiguous();
+  if (data.nbytes() == 0) {
+    if (format_ == ModelFormat::Dat) impl_->dat->begin_entry(name, dat_type_of(weight.dtype), weight.shape.to_vector());
+    ++next_;
+    return;
+  }
+  write_dense_bytes(name, data.raw(), data.nbytes());
+}
+
+void ModelWriter::write_nvfp4(const std::string& name, const Nvfp4Tensor& q) {
+  const WeightPlan& weight = expect_next(name, true);
+  validate_nvfp4(q, name);
+  NVFP4LM_CHECK(q.rows == weight.shape[0] && q.cols == weight.shape[1], "{}: NVFP4 weight '{}' is [{}, {}], planned {}",
+                out_dir_.string(), name, q.rows, q.cols, weight.shape.str());
+  NVFP4LM_CHECK(q.device().is_cpu(), "{}: NVFP4 weight '{}' must be on the CPU to be written", out_dir_.string(), name);
+  if (format_ == ModelFormat::Dat) {
+    NVFP4LM_CHECK(q.tensor_scale == 1.0f,
+                  "{}: weight '{}' has tensor scale {}, but the .dat format stores none (it reads back as 1); quantize "
+                  "it with tensor scale 1",
+                  out_dir_.string(), name, q.tensor_scale);
+    const std::string prefix = dat_prefix(name);
+    impl_->dat->write(prefix + ".qdata", q.codes.view_as(DType::E2M1x2));
+    impl_->dat->write(prefix + ".scale", q.block_scales);
+  } else {
+    write_modelopt_weight(*impl_->shard, name, q);
+  }
+  bytes_written_ += q.codes.nbytes() + q.block_scales.nbytes();
+  ++next_;
+}
+
+void ModelWriter::finish() {
+  NVFP4LM_CHECK(!finished_, "{}: finish() called twice", out_dir_.string());
+  NVFP4LM_CHECK(next_ == plan_.size(), "{}: weight '{}' was planned but not written", out_dir_.string(),
+                next_ < plan_.size() ? plan_[next_].name : std::string());
+  json config = options_.config_json.is_object() ? options_.config_json : json::object();
+  config.erase("quantization_config");
+  if (format_ == ModelFormat::Dat) {
+    impl_->dat->finish();
+  } else {
+    // Shards that hold no weight at all (possible only with an empty plan) still get written.
+    while (impl_->shard_index + 1 < shard_files_.size()) open_shard(impl_->shard_index + 1);
+    impl_->shard->finish();
+    if (shard_files_.size() > 1) {
+      json weight_map = json::object();
+      uint64_t total = 0;
+      for (size_t i = 0; i < plan_.size(); ++i) {
+        std::vector<SafetensorsEntrySpec> entries;
+        add_entries(entries, plan_[i]);
+        for (const auto& entry : entries) {
+          weight_map[entry.name] = shard_files_[shard_of_[i]];
+          total += SafetensorsWriter::entry_bytes(entry);
+        }
+      }
+      write_file_atomic(tmp_dir_ / "model.safetensors.index.json",
+                        json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2) + "\n");
+    }
+  }
+  if (format_ == ModelFormat::ModeloptNvfp4) {
+    std::vector<std::string> exclude;
+    bool lm_head_nvfp4 = false;
+    for (const auto& weight : plan_) lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == "lm_head.weight" && weight.nvfp4);
+    if (!lm_head_nvfp4) exclude.push_back("lm_head");
+    config["quantization_config"] = modelopt_quantization_config(exclude);
+    write_file_atomic(tmp_dir_ / "hf_quant_config.json", hf_quant_config_json(exclude).dump(4) + "\n");
+  }
+  write_file_atomic(tmp_dir_ / "config.json", config.dump(2) + "\n");
+  if (options_.generation_config)
+    write_file_atomic(tmp_dir_ / "generation_config.json", options_.generation_config->dump(2) + "\n");
+  for (const auto& file : options_.copy_files) {
+    std::error_code ec;
+    fs::copy_file(file, tmp_dir_ / file.filename(), fs::copy_options::overwrite_existing, ec);
+    NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), out_dir_.string(), ec.message());
+    fsync_path(tmp_dir_ / file.filename());
+  }
+  fsync_path(tmp_dir_);
+  std::error_code ec;
+  if (options_.overwrite && fs::exists(out_dir_, ec) && !fs::is_directory(out_dir_, ec)) fs::remove(out_dir_, ec);
+  commit_rename(tmp_dir_, out_dir_);
+  finished_ = true;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,87 @@
+// Writes a model directory in any of the three formats, streaming weight by weight (used by quantize, synth
+// and export). The caller declares the plan (every weight's HF name, logical shape, NVFP4 or dense dtype) up
+// front, then supplies each weight in plan order: dense ones whole (write_dense, converting between float
+// dtypes if needed) or in pieces (write_dense_bytes), NVFP4 ones as an Nvfp4Tensor. Layout of OUT (always a
+// directory, written as a temporary sibling and renamed by finish(); removed if finish() is never reached):
+//   hf-safetensors:  config.json, generation_config.json, model.safetensors, or model-0000i-of-0000n.safetensors
+//                    + model.safetensors.index.json when the data exceeds max_shard_bytes
+//   modelopt-nvfp4:  the same with NVFP4 weights as in io/modelopt.h, hf_quant_config.json, and the
+//                    quantization_config block in config.json (exclude_modules: "lm_head" unless it is NVFP4)
+//   dat:             model.dat (NVFP4 weights as "<layer>.qdata" type 100 + "<layer>.scale" type 101; the
+//                    format has no tensor scale, so NVFP4 weights must have tensor_scale 1), config.json,
+//                    generation_config.json
+// plus the files listed in copy_files (tokenizer.json, ...), copied as they are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/files.h"
+#include "core/tensor.h"
+#include "io/model_files.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm {
+
+inline constexpr uint64_t kDefaultMaxShardBytes = 4'000'000'000;  // 4 GB, like HF's "4GB" max_shard_size
+inline constexpr const char* kDatFileName = "model.dat";
+
+struct WeightPlan {
+  std::string name;  // HF name
+  Shape shape;       // logical ([out, in] for NVFP4)
+  bool nvfp4 = false;
+  DType dtype = DType::BF16;  // dense weights: the dtype stored
+};
+
+struct ModelWriterOptions {
+  bool overwrite = false;
+  uint64_t max_shard_bytes = kDefaultMaxShardBytes;
+  nlohmann::json config_json;  // config.json content (quantization_config is replaced / removed per format)
+  std::optional<nlohmann::json> generation_config;
+  std::vector<fs::path> copy_files;  // copied into OUT under their file names
+};
+
+class ModelWriter {
+ public:
+  ModelWriter(ModelFormat format, const fs::path& out_dir, std::vector<WeightPlan> plan, ModelWriterOptions options);
+  ~ModelWriter();
+  ModelWriter(const ModelWriter&) = delete;
+  ModelWriter& operator=(const ModelWriter&) = delete;
+
+  void write_dense(const std::string& name, const Tensor& tensor);
+  void write_dense_bytes(const std::string& name, const void* data, uint64_t bytes);
+  void write_nvfp4(const std::string& name, const Nvfp4Tensor& q);
+  void finish();
+
+  const std::vector<WeightPlan>& plan() const { return plan_; }
+  const fs::path& out_dir() const { return out_dir_; }
+  // Number of safetensors shards (0 for .dat).
+  size_t shard_count() const { return shard_files_.size(); }
+  // Bytes of weight data written so far.
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  struct Impl;
+  const WeightPlan& expect_next(const std::string& name, bool nvfp4);
+  void advance_if_complete();
+  void open_shard(size_t shard);
+  void setup_writers();
+
+  ModelFormat format_;
+  fs::path out_dir_, tmp_dir_;
+  std::vector<WeightPlan> plan_;
+  ModelWriterOptions options_;
+  size_t next_ = 0;               // plan index being written
+  uint64_t next_written_ = 0;     // dense bytes of it written so far
+  std::vector<size_t> shard_of_;  // plan index -> shard
+  std::vector<std::string> shard_files_;
+  std::unique_ptr<Impl> impl_;
+  uint64_t bytes_written_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace nvfp4lm

@@ -1,0 +1,170 @@
+#include "io/modelopt.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+std::string prefix_of(const std::string& weight_name) {
+  constexpr std::string_view suffix = ".weight";
+  NVFP4LM_ASSERT(weight_name.size() > suffix.size() &&
+                     weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0,
+                 "'{}' is not a weight name", weight_name);
+  return weight_name.substr(0, weight_name.size() - suffix.size());
+}
+
+// A rank-0 (or single-element) F32 tensor's value; Error names the tensor.
+float read_scalar(const SafetensorsSet& set, const std::string& name) {
+  const auto location = set.at(name);
+  const SafetensorsEntry& entry = *location.entry;
+  NVFP4LM_CHECK(entry.dtype == DType::F32 && entry.shape.numel() == 1, "{}: '{}' must be an F32 scalar, got {} {}",
+                location.file->path().string(), name, dtype_name(entry.dtype), entry.shape.str());
+  float value;
+  std::memcpy(&value, location.file->bytes_of(entry), sizeof(float));
+  return value;
+}
+
+}  // namespace
+
+ModeloptQuantConfig load_hf_quant_config(const fs::path& path) {
+  const std::string where = path.string();
+  json config;
+  try {
+    config = json::parse(read_text_file(path));
+  } catch (const json::exception& e) {
+    NVFP4LM_FAIL("{}: not valid JSON ({})", where, e.what());
+  }
+  NVFP4LM_CHECK(config.is_object() && config.contains("quantization") && config["quantization"].is_object(),
+                "{}: expected an object with a 'quantization' object", where);
+  const json& q = config["quantization"];
+  ModeloptQuantConfig result;
+  if (config.contains("producer") && config["producer"].is_object()) {
+    const json& producer = config["producer"];
+    if (producer.contains("name") && producer["name"].is_string()) result.producer_name = producer["name"];
+    if (producer.contains("version") && producer["version"].is_string()) result.producer_version = producer["version"];
+  }
+  NVFP4LM_CHECK(q.contains("quant_algo") && q["quant_algo"].is_string(), "{}: quantization.quant_algo is missing",
+                where);
+  result.quant_algo = q["quant_algo"].get<std::string>();
+  NVFP4LM_CHECK(result.quant_algo == "NVFP4",
+                "{}: quant_algo {} is not supported; only NVFP4 ModelOpt checkpoints can be read", where,
+                result.quant_algo);
+  if (q.contains("group_size") && !q["group_size"].is_null()) {
+    NVFP4LM_CHECK(q["group_size"].is_number_integer(), "{}: quantization.group_size must be an integer", where);
+    result.group_size = q["group_size"].get<int64_t>();
+  }
+  NVFP4LM_CHECK(result.group_size == 16, "{}: group_size {} is not supported (NVFP4 uses 16)", where,
+                result.group_size);
+  if (q.contains("kv_cache_quant_algo") && q["kv_cache_quant_algo"].is_string())
+    result.kv_cache_quant_algo = q["kv_cache_quant_algo"].get<std::string>();
+  if (q.contains("exclude_modules") && q["exclude_modules"].is_array()) {
+    for (const json& module : q["exclude_modules"]) {
+      NVFP4LM_CHECK(module.is_string(), "{}: exclude_modules must list strings", where);
+      result.exclude_modules.push_back(module.get<std::string>());
+    }
+  }
+  return result;
+}
+
+json hf_quant_config_json(const std::vector<std::string>& exclude_modules) {
+  return {{"producer", {{"name", "nvfp4lm"}, {"version", NVFP4LM_VERSION}}},
+          {"quantization",
+           {{"quant_algo", "NVFP4"},
+            {"kv_cache_quant_algo", nullptr},
+            {"group_size", 16},
+            {"exclude_modules", exclude_modules}}}};
+}
+
+json modelopt_quantization_config(const std::vector<std::string>& exclude_modules) {
+  const json four_bit = {{"dynamic", false}, {"num_bits", 4}, {"type", "float"}, {"group_size", 16}};
+  return {{"config_groups",
+           {{"group_0", {{"input_activations", four_bit}, {"weights", four_bit}, {"targets", {"Linear"}}}}}},
+          {"ignore", exclude_modules},
+          {"quant_algo", "NVFP4"},
+          {"producer", {{"name", "nvfp4lm"}, {"version", NVFP4LM_VERSION}}},
+          {"quant_method", "modelopt"}};
+}
+
+ModeloptNames modelopt_names(const std::string& weight_name) {
+  const std::string prefix = prefix_of(weight_name);
+  return {weight_name, prefix + ".weight_scale", prefix + ".weight_scale_2", prefix + ".input_scale"};
+}
+
+bool modelopt_is_quantized(const SafetensorsSet& set, const std::string& weight_name) {
+  return set.contains(modelopt_names(weight_name).weight_scale);
+}
+
+Nvfp4Tensor read_modelopt_weight(const SafetensorsSet& set, const std::string& weight_name) {
+  const ModeloptNames names = modelopt_names(weight_name);
+  const auto codes = set.at(names.weight);
+  const auto scales = set.at(names.weight_scale);
+  const std::string where = fmt::format("{}: '{}'", codes.file->path().string(), weight_name);
+  NVFP4LM_CHECK(codes.entry->dtype == DType::U8 && codes.entry->shape.rank() == 2,
+                "{}: a quantized weight must be U8 [out, in/2] (two FP4 codes per byte), got {} {}", where,
+                dtype_name(codes.entry->dtype), codes.entry->shape.str());
+  NVFP4LM_CHECK(scales.entry->dtype == DType::E4M3 && scales.entry->shape.rank() == 2,
+                "{}: weight_scale must be F8_E4M3 [out, in/16], got {} {}", where, dtype_name(scales.entry->dtype),
+                scales.entry->shape.str());
+  Nvfp4Tensor q;
+  q.rows = codes.entry->shape[0];
+  q.cols = codes.entry->shape[1] * 2;
+  q.codes = codes.file->tensor(*codes.entry).view_as(DType::E2M1x2);
+  q.block_scales = scales.file->tensor(*scales.entry);
+  NVFP4LM_CHECK(set.contains(names.weight_scale_2), "{}: weight_scale_2 (the tensor scale) is missing", where);
+  q.tensor_scale = read_scalar(set, names.weight_scale_2);
+  if (set.contains(names.input_scale)) {
+    const float input_scale = read_scalar(set, names.input_scale);
+    NVFP4LM_CHECK(std::isfinite(input_scale) && input_scale > 0, "{}: input_scale {} must be finite and positive",
+                  where, input_scale);
+  }
+  validate_nvfp4(q, where);
+  return q;
+}
+
+uint64_t modelopt_weight_file_bytes(const SafetensorsSet& set, const std::string& weight_name) {
+  const ModeloptNames names = modelopt_names(weight_name);
+  uint64_t bytes = 0;
+  for (const std::string* name : {&names.weight, &names.weight_scale, &names.weight_scale_2, &names.input_scale})
+    if (auto location = set.find(*name)) bytes += location->entry->bytes;
+  return bytes;
+}
+
+void drop_modelopt_weight_pages(const SafetensorsSet& set, const std::string& weight_name) {
+  const ModeloptNames names = modelopt_names(weight_name);
+  for (const std::string* name : {&names.weight, &names.weight_scale})
+    if (set.contains(*name)) set.drop_pages(*name);
+}
+
+void declare_modelopt_weight(std::vector<SafetensorsEntrySpec>& entries, const std::string& weight_name, int64_t rows,
+                             int64_t cols) {
+  NVFP4LM_CHECK(cols % 16 == 0 && cols > 0 && rows > 0,
+                "'{}': [{}, {}] cannot be stored as NVFP4 (columns must be a positive multiple of 16)", weight_name,
+                rows, cols);
+  const ModeloptNames names = modelopt_names(weight_name);
+  entries.push_back({names.weight, DType::U8, Shape{rows, cols / 2}});
+  entries.push_back({names.weight_scale, DType::E4M3, Shape{rows, cols / 16}});
+  entries.push_back({names.weight_scale_2, DType::F32, Shape{}});
+  entries.push_back({names.input_scale, DType::F32, Shape{}});
+}
+
+uint64_t modelopt_weight_bytes(int64_t rows, int64_t cols) {
+  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols / 2 + cols / 16) + 8;
+}
+
+void write_modelopt_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q) {
+  validate_nvfp4(q, weight_name);
+  NVFP4LM_CHECK(q.device().is_cpu(), "'{}': quantized weight must be on the CPU to be written", weight_name);
+  const ModeloptNames names = modelopt_names(weight_name);
+  writer.write(names.weight, q.codes);
+  writer.write(names.weight_scale, q.block_scales);
+  writer.write_bytes(names.weight_scale_2, &q.tensor_scale, sizeof(float));
+  const float input_scale = kModeloptWeightOnlyInputScale;
+  writer.write_bytes(names.input_scale, &input_scale, sizeof(float));
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,148 @@
+#include "io/nvfp4_fixed_scale.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/numeric.h"
+#include "quant/nvfp4_block.h"
+
+namespace nvfp4lm {
+namespace {
+
+constexpr int64_t kBlock = kNvfp4BlockSize;
+
+// Reads element i of a contiguous F32/BF16/F16 buffer as fp32.
+struct FloatLoader {
+  const void* data;
+  DType dtype;
+  float operator()(int64_t i) const {
+    switch (dtype) {
+      case DType::BF16:
+        return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
+      case DType::F16:
+        return f16_to_float(static_cast<const uint16_t*>(data)[i]);
+      default:
+        return static_cast<const float*>(data)[i];
+    }
+  }
+};
+
+Tensor checked_matrix(const Tensor& weight, const std::string& what) {
+  NVFP4LM_CHECK(weight.defined() && weight.device().is_cpu() && dtype_is_float(weight.dtype()),
+                "{}: expected a CPU F32/BF16/F16 tensor, got {}", what, weight.defined() ? weight.str() : "nothing");
+  return weight.contiguous();
+}
+
+}  // namespace
+
+float weight_amax(const Tensor& weight, const std::string& what) {
+  const Tensor input = checked_matrix(weight, what);
+  const FloatLoader load{input.raw(), input.dtype()};
+  const int64_t count = input.numel();
+  float amax = 0.0f;
+  int64_t first_bad = std::numeric_limits<int64_t>::max();
+#pragma omp parallel for schedule(static) reduction(max : amax) reduction(min : first_bad)
+  for (int64_t i = 0; i < count; ++i) {
+    const float magnitude = std::fabs(load(i));
+    if (!(magnitude <= FLT_MAX))
+      first_bad = std::min(first_bad, i);
+    else
+      amax = std::max(amax, magnitude);
+  }
+  if (first_bad != std::numeric_limits<int64_t>::max()) {
+    const int64_t cols = input.rank() >= 1 ? input.dim(-1) : 1;
+    NVFP4LM_FAIL("{}: non-finite value {} at row {}, column {}", what, load(first_bad), cols ? first_bad / cols : 0,
+                 cols ? first_bad % cols : 0);
+  }
+  return amax;
+}
+
+Nvfp4Tensor quantize_nvfp4_with_tensor_scale(const Tensor& weight, float tensor_scale, Nvfp4Block block,
+                                             const std::string& what) {
+  const Tensor input = checked_matrix(weight, what);
+  NVFP4LM_CHECK(input.rank() == 2 && input.dim(1) > 0 && input.dim(1) % kBlock == 0,
+                "{}: NVFP4 needs a [rows, cols] matrix with cols a positive multiple of 16, got {}", what, input.str());
+  const int64_t rows = input.dim(0), cols = input.dim(1);
+  const int64_t group_rows = block == Nvfp4Block::Tile16x16 ? kBlock : 1;
+  NVFP4LM_CHECK(rows % group_rows == 0, "{}: 16x16 NVFP4 tiles need rows a multiple of 16, got {}", what, input.str());
+  NVFP4LM_CHECK(std::isfinite(tensor_scale) && tensor_scale > 0.0f, "{}: tensor scale {} must be finite and positive",
+                what, tensor_scale);
+
+  Nvfp4Tensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.tensor_scale = tensor_scale;
+  q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
+  q.block_scales = Tensor::empty({rows, cols / kBlock}, DType::E4M3);
+  auto* codes_out = static_cast<uint8_t*>(q.codes.raw());
+  auto* scales_out = static_cast<uint8_t*>(q.block_scales.raw());
+  const FloatLoader load{input.raw(), input.dtype()};
+  const int64_t col_blocks = cols / kBlock;
+  const int64_t groups = rows / group_rows;
+  bool non_finite = false;
+#pragma omp parallel for schedule(static) reduction(|| : non_finite)
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t row0 = g * group_rows;
+    for (int64_t b = 0; b < col_blocks; ++b) {
+      float block_amax = 0.0f;
+      for (int64_t r = row0; r < row0 + group_rows; ++r) {
+        for (int64_t k = 0; k < kBlock; ++k) {
+          const float magnitude = std::fabs(load(r * cols + b * kBlock + k));
+          non_finite = non_finite || !(magnitude <= FLT_MAX);  // std::max would drop a NaN
+          block_amax = std::max(block_amax, magnitude);
+        }
+      }
+      const uint8_t scale_byte = nvfp4_block_scale_byte(block_amax, tensor_scale);
+      const float denominator = nvfp4_dequant_scale(scale_byte, tensor_scale);
+      for (int64_t r = row0; r < row0 + group_rows; ++r) {
+        const int64_t first = r * cols + b * kBlock;
+        uint8_t* packed = codes_out + r * (cols / 2) + b * (kBlock / 2);
+        for (int64_t i = 0; i < kBlock / 2; ++i)
+          packed[i] = pack_e2m1_pair(nvfp4_encode_rne(load(first + 2 * i), denominator),
+                                     nvfp4_encode_rne(load(first + 2 * i + 1), denominator));
+        scales_out[r * col_blocks + b] = scale_byte;
+      }
+    }
+  }
+  if (non_finite) weight_amax(input, what);  // throws, naming the first non-finite element
+  return q;
+}
+
+double QuantizationError::relative_rms() const {
+  if (squared_norm > 0) return std::sqrt(squared_error / squared_norm);
+  return squared_error > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+QuantizationError nvfp4_quantization_error(const Nvfp4Tensor& q, const Tensor& reference) {
+  validate_nvfp4(q, "quantization error");
+  const Tensor input = checked_matrix(reference, "quantization error reference");
+  NVFP4LM_CHECK(input.rank() == 2 && input.dim(0) == q.rows && input.dim(1) == q.cols,
+                "quantization error: reference {} does not match the quantized [{}, {}]", input.str(), q.rows, q.cols);
+  NVFP4LM_CHECK(q.device().is_cpu(), "quantization error: the quantized weight must be on the CPU");
+  const FloatLoader load{input.raw(), input.dtype()};
+  const auto* codes = static_cast<const uint8_t*>(q.codes.raw());
+  const auto* scales = static_cast<const uint8_t*>(q.block_scales.raw());
+  const int64_t rows = q.rows, cols = q.cols, col_blocks = cols / kBlock;
+  double squared_error = 0, squared_norm = 0;
+#pragma omp parallel for schedule(static) reduction(+ : squared_error, squared_norm)
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < col_blocks; ++b) {
+      const float denominator = nvfp4_dequant_scale(scales[r * col_blocks + b], q.tensor_scale);
+      for (int64_t k = 0; k < kBlock; ++k) {
+        const int64_t c = b * kBlock + k;
+        const uint8_t byte = codes[r * (cols / 2) + c / 2];
+        const uint8_t code = (c % 2) ? e2m1_high_code(byte) : e2m1_low_code(byte);
+        const double value = nvfp4_decode(code, denominator);
+        const double expected = load(r * cols + c);
+        squared_error += (value - expected) * (value - expected);
+        squared_norm += expected * expected;
+      }
+    }
+  }
+  return {squared_error, squared_norm};
+}
+
+}  // namespace nvfp4lm

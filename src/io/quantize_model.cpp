@@ -1,0 +1,190 @@
+#include "io/quantize_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "io/nvfp4_fixed_scale.h"
+#include "io/weight_names.h"
+
+namespace nvfp4lm {
+namespace {
+
+constexpr const char* kLmHead = "lm_head.weight";
+constexpr const char* kEmbedding = "model.embed_tokens.weight";
+
+struct PlannedWeight {
+  WeightPlan plan;
+  std::string source;  // name in the source model
+  bool source_nvfp4 = false;
+  std::string group;  // tensor-scale group (ModelOpt)
+};
+
+// What happens to each NVFP4 output weight.
+struct ScaleDecision {
+  bool copy = false;          // keep the source's codes and scales
+  float tensor_scale = 1.0f;  // otherwise quantize with this
+};
+
+Tensor dense_values(const ModelWeight& weight) {
+  return weight.is_nvfp4() ? dequantize_nvfp4(weight.nvfp4, DType::F32) : weight.dense;
+}
+
+std::vector<PlannedWeight> make_plan(const ModelFiles& source, const QuantizeOptions& options, bool& lm_head_untied) {
+  const Qwen3Config& config = source.config();
+  const int64_t row_multiple = options.block == Nvfp4Block::Tile16x16 ? 16 : 1;
+  std::vector<PlannedWeight> plan;
+  auto add = [&](const WeightInfo& info, const std::string& name, bool nvfp4) {
+    if (nvfp4) {
+      NVFP4LM_CHECK(info.shape.rank() == 2 && info.shape[1] % 16 == 0 && info.shape[0] % row_multiple == 0,
+                    "{}: weight '{}' of shape {} cannot be NVFP4-quantized (needs columns a multiple of 16{})",
+                    source.path().string(), info.name, info.shape.str(), row_multiple > 1 ? " and rows of 16" : "");
+    }
+    PlannedWeight weight;
+    weight.plan = {name, info.shape, nvfp4, info.nvfp4 ? DType::BF16 : info.dtype};
+    weight.source = info.name;
+    weight.source_nvfp4 = info.nvfp4;
+    weight.group = fused_scale_group(name);
+    plan.push_back(std::move(weight));
+  };
+  for (const WeightInfo& info : source.weights()) {
+    const bool lm_head = info.kind == WeightKind::LmHead;
+    const bool nvfp4 =
+        info.nvfp4 || (info.kind && is_nvfp4_projection(*info.kind)) || (lm_head && options.quantize_lm_head);
+    add(info, info.name, nvfp4);
+    if (info.kind == WeightKind::FinalNorm && config.tie_word_embeddings && options.quantize_lm_head) {
+      add(source.at(kEmbedding), kLmHead, true);
+      lm_head_untied = true;
+    }
+  }
+  return plan;
+}
+
+// Tensor scales per group: copy what the target can hold exactly, otherwise one scale per group.
+std::map<std::string, ScaleDecision> decide_scales(const ModelFiles& source, const std::vector<PlannedWeight>& plan,
+                                                   ModelFormat format) {
+  std::map<std::string, std::vector<const PlannedWeight*>> groups;
+  for (const auto& weight : plan)
+    if (weight.plan.nvfp4) groups[weight.group].push_back(&weight);
+  std::map<std::string, ScaleDecision> decisions;
+  for (const auto& [group, members] : groups) {
+    ScaleDecision decision;
+    // Already-NVFP4 members: copyable when every member is NVFP4 with one common tensor scale (1 for .dat).
+    bool all_nvfp4 = true;
+    std::vector<float> scales;
+    for (const PlannedWeight* member : members) {
+      all_nvfp4 = all_nvfp4 && member->source_nvfp4;
+      if (member->source_nvfp4) {
+        const ModelWeight weight = source.load(member->source);
+        scales.push_back(weight.nvfp4.tensor_scale);
+      }
+    }
+    const bool one_scale =
+        !scales.empty() && std::all_of(scales.begin(), scales.end(), [&](float s) { return s == scales.front(); });
+    if (all_nvfp4 && one_scale && (format != ModelFormat::Dat || scales.front() == 1.0f)) {
+      decision.copy = true;
+    } else if (format == ModelFormat::Dat) {
+      decision.tensor_scale = 1.0f;
+    } else {
+      float amax = 0.0f;
+      for (const PlannedWeight* member : members) {
+        const ModelWeight weight = source.load(member->source);
+        amax = std::max(amax, weight_amax(dense_values(weight), source.path().string() + ": " + member->source));
+        source.release(member->source);
+      }
+      decision.tensor_scale = nvfp4_tensor_scale(amax);
+    }
+    decisions[group] = decision;
+  }
+  return decisions;
+}
+
+}  // namespace
+
+std::vector<fs::path> model_side_files(const ModelFiles& source) {
+  std::vector<fs::path> files;
+  auto add_if_present = [&](const fs::path& path) {
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) files.push_back(path);
+  };
+  if (source.tokenizer_dir()) {
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                             "merges.txt", "chat_template.jinja"})
+      add_if_present(*source.tokenizer_dir() / name);
+  }
+  add_if_present(source.directory() / "generation_config.json");
+  return files;
+}
+
+QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options) {
+  NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat,
+                "quantize writes the modelopt or dat format, not {}", model_format_name(options.format));
+  std::error_code ec;
+  NVFP4LM_CHECK(
+      !(fs::exists(out, ec) && (fs::equivalent(out, source.directory(), ec) || fs::equivalent(out, source.path(), ec))),
+      "output {} is the source model itself; write to a new directory", out.string());
+
+  check_output_path(out, options.overwrite);  // before the (long) amax pass, not only when writing starts
+
+  QuantizeReport report;
+  const std::vector<PlannedWeight> plan = make_plan(source, options, report.lm_head_untied);
+  const auto decisions = decide_scales(source, plan, options.format);
+
+  ModelWriterOptions writer_options;
+  writer_options.overwrite = options.overwrite;
+  writer_options.max_shard_bytes = options.max_shard_bytes;
+  writer_options.config_json = source.config_json();
+  if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
+  writer_options.copy_files = model_side_files(source);
+  std::vector<WeightPlan> writer_plan;
+  for (const auto& weight : plan) writer_plan.push_back(weight.plan);
+  ModelWriter writer(options.format, out, writer_plan, writer_options);
+
+  double squared_error = 0, squared_norm = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PlannedWeight& weight = plan[i];
+    const std::string what = source.path().string() + ": " + weight.source;
+    log::debug("quantize [{}/{}] {}", i + 1, plan.size(), weight.plan.name);
+    const ModelWeight loaded = source.load(weight.source);
+    if (!weight.plan.nvfp4) {
+      writer.write_dense(weight.plan.name, loaded.dense);
+      report.dense_parameters += weight.plan.shape.numel();
+      source.release(weight.source);
+      continue;
+    }
+    const ScaleDecision& decision = decisions.at(weight.group);
+    QuantizedWeightReport entry;
+    entry.name = weight.plan.name;
+    entry.shape = weight.plan.shape;
+    if (decision.copy) {
+      writer.write_nvfp4(weight.plan.name, loaded.nvfp4);
+      entry.tensor_scale = loaded.nvfp4.tensor_scale;
+      entry.action = "copied";
+    } else {
+      const Tensor values = dense_values(loaded);
+      const Nvfp4Tensor q = quantize_nvfp4_with_tensor_scale(values, decision.tensor_scale, options.block, what);
+      const QuantizationError error = nvfp4_quantization_error(q, values);
+      writer.write_nvfp4(weight.plan.name, q);
+      squared_error += error.squared_error;
+      squared_norm += error.squared_norm;
+      entry.tensor_scale = q.tensor_scale;
+      entry.relative_rms_error = error.relative_rms();
+      entry.action = weight.source_nvfp4 ? "requantized" : "quantized";
+      if (weight.source_nvfp4)
+        log::warn("{}: already NVFP4 but not representable in {} as is; requantized (lossy)", what,
+                  model_format_name(options.format));
+    }
+    report.nvfp4_parameters += weight.plan.shape.numel();
+    report.weights.push_back(entry);
+    source.release(weight.source);
+  }
+  writer.finish();
+  report.weight_bytes_written = writer.bytes_written();
+  report.total_relative_rms_error = QuantizationError{squared_error, squared_norm}.relative_rms();
+  for (const auto& file : writer_options.copy_files) report.copied_files.push_back(file.filename().string());
+  return report;
+}
+
+}  // namespace nvfp4lm

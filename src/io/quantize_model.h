@@ -1,0 +1,55 @@
+// Post-training NVFP4 quantization of a whole model file, streamed weight by weight (load one, quantize,
+// write, release its pages) so peak memory stays near the largest single weight, whatever the model size.
+//
+// What is quantized: the q/k/v/o and gate/up/down projections, lm_head with quantize_lm_head; embeddings, norms
+// and anything else stay as stored (same dtype). Weights already NVFP4 in the source are copied when the
+// target can hold them exactly, and otherwise dequantized and requantized (reported as such).
+// Tensor scales: `.dat` has none, so every weight is quantized with tensor scale 1; the ModelOpt layout uses
+// amax / (6 * 448), shared by q/k/v and by gate/up of a layer because inference engines fuse them into one GEMM
+// with one scale (io/nvfp4_fixed_scale.h). This takes one extra read pass (the amax of every member first).
+// lm_head with tied embeddings: quantizing it writes a separate NVFP4 lm_head.weight made from the embedding
+// matrix (which itself stays unquantized, since lookups need exact rows) and sets tie_word_embeddings to false
+// in the output config.json, so every loader uses the quantized head instead of the embeddings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/model_files.h"
+#include "io/model_writer.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm {
+
+struct QuantizeOptions {
+  ModelFormat format = ModelFormat::ModeloptNvfp4;  // ModeloptNvfp4 or Dat
+  bool quantize_lm_head = false;
+  Nvfp4Block block = Nvfp4Block::Row1x16;
+  bool overwrite = false;
+  uint64_t max_shard_bytes = kDefaultMaxShardBytes;
+};
+
+struct QuantizedWeightReport {
+  std::string name;
+  Shape shape;
+  float tensor_scale = 1.0f;
+  double relative_rms_error = 0;  // ||deq(q) - w|| / ||w|| against the source values
+  std::string action;             // "quantized", "copied" (already NVFP4, kept bit for bit), "requantized"
+};
+
+struct QuantizeReport {
+  std::vector<QuantizedWeightReport> weights;  // NVFP4 weights of the output, in order
+  int64_t nvfp4_parameters = 0;
+  int64_t dense_parameters = 0;
+  double total_relative_rms_error = 0;  // over every weight quantized or requantized here
+  uint64_t weight_bytes_written = 0;
+  std::vector<std::string> copied_files;
+  bool lm_head_untied = false;  // a tied lm_head was written as its own NVFP4 tensor
+};
+
+QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options);
+
+// Tokenizer and generation files that travel with a model, when present in the source.
+std::vector<fs::path> model_side_files(const ModelFiles& source);
+
+}  // namespace nvfp4lm

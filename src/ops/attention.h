@@ -1,0 +1,39 @@
+// Causal grouped-query attention (GQA) with optional packing segments and a query offset (KV-cache decode),
+// forward and backward, softmax in fp32.
+//   q [B, Tq, Hq, D], k / v [B, Tk, Hkv, D], out [B, Tq, Hq, D]; Hq % Hkv == 0, q head h reads kv head
+//   h / (Hq / Hkv). Batch and token strides are free (each token's [H, D] must be contiguous), so q/k/v can be
+//   narrow()ed views of a fused q|k|v projection and k/v views of a KV cache [B, Tmax, Hkv, D].
+//   Query t sits at absolute position q_start + t and attends keys s <= q_start + t (so Tk >= q_start + Tq).
+//   With segment_ids (I32 [B, T], contiguous; only with q_start == 0 and Tq == Tk) it attends only keys with
+//   its own segment id: samples packed into one row do not see each other.
+//   out = softmax(scale * q kᵀ + mask) v;  lse [B, Hq, Tq] = log-sum-exp of each query's scaled scores.
+// Op conventions (shared by ops/*.h): outputs are allocated by the caller; backward ops OVERWRITE activation
+// gradients (=) and ACCUMULATE parameter gradients (+=); CPU tensors are F32; shape / dtype / device mismatches
+// are internal errors (NVFP4LM_ASSERT).
+// The backward overwrites dq, dk, dv (dk / dv sum over the q heads that share a kv head; they may be views into
+// one fused gradient buffer). Keys / values in [0, q_start + Tq) must be finite even where masked.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace nvfp4lm {
+
+struct AttentionOptions {
+  float scale = 0.f;  // softmax scale, 1/sqrt(D) for Qwen3; must be set
+  int64_t q_start = 0;
+  const Tensor* segment_ids = nullptr;
+};
+
+// lse (F32 [B, Hq, Tq], contiguous) is optional; the backward can use it to skip re-normalising.
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, const AttentionOptions& options,
+                       Tensor* lse = nullptr);
+
+// dout, out: [B, Tq, Hq, D]; lse as saved by the forward. The CPU reference recomputes the probabilities
+// and needs neither out nor lse (either may be an undefined Tensor; lse saves one pass when given); the
+// CUDA twin may require them.
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, const AttentionOptions& options, Tensor& dq, Tensor& dk, Tensor& dv);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,120 @@
+// CPU fused lm_head + cross-entropy. Per chunk of up to kCrossEntropyChunkRows non-ignored tokens:
+//   gather their hidden rows -> logits [c, V] = h · Wᵀ (sgemm) -> per row max / argmax / log-sum-exp and the
+//   loss -> in place, logits become dlogits = grad_scale * (softmax - onehot) -> dh = dlogits · W (scattered
+//   back to dhidden) and dW += dlogitsᵀ · h (sgemm, beta = 1).
+// Only the chunk's logits exist at any time. Per-row losses are summed in row order in double, so the loss
+// does not depend on the thread count.
+#include "ops/cpu/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ops/cpu/gemm.h"
+#include "ops/cpu/simd.h"
+#include "ops/cpu/vector_math.h"
+#include "ops/cpu/views.h"
+
+namespace nvfp4lm::cpu {
+namespace {
+
+struct RowLoss {
+  double loss;
+  bool correct;
+};
+
+// One row of logits: the loss -log softmax(z)[target] and whether argmax (first maximal index, like
+// torch.argmax) is the target; with want_grad, z becomes grad_scale * (softmax(z) - onehot(target)).
+NVFP4LM_CPU_CLONES RowLoss softmax_row(float* z, int64_t vocab, int32_t target, float grad_scale, bool want_grad) {
+  float max_logit = z[0];
+#pragma omp simd reduction(max : max_logit)
+  for (int64_t j = 0; j < vocab; ++j) max_logit = std::max(max_logit, z[j]);
+  int64_t best = 0;
+  while (best + 1 < vocab && z[best] != max_logit) ++best;  // bounded: NaN logits never compare equal
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < vocab; ++j) sum += exp_vectorizable(z[j] - max_logit);
+  const double log_sum_exp = max_logit + std::log(sum);
+  const RowLoss row{log_sum_exp - z[target], best == target};
+  if (want_grad) {
+    const float lse = static_cast<float>(log_sum_exp);
+#pragma omp simd
+    for (int64_t j = 0; j < vocab; ++j) z[j] = grad_scale * exp_vectorizable(z[j] - lse);
+    z[target] -= grad_scale;
+  }
+  return row;
+}
+
+}  // namespace
+
+CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
+                                         float grad_scale, Tensor* dhidden, Tensor* dweight) {
+  const MatrixF32 hid = as_matrix(hidden, "lm_head_cross_entropy hidden");
+  const int32_t* target = int32_data(targets, "lm_head_cross_entropy targets");
+  const int64_t rows = hid.rows, hidden_dim = hid.cols, vocab = lm_head.dim(0);
+  MatrixF32 dhid;
+  if (dhidden != nullptr) dhid = as_matrix(*dhidden, "lm_head_cross_entropy dhidden");
+  if (dweight != nullptr) (void)as_matrix(*dweight, "lm_head_cross_entropy dweight");  // layout check
+
+  std::vector<int64_t> active;  // rows with a target, in order
+  for (int64_t i = 0; i < rows; ++i) {
+    if (target[i] == kIgnoreIndex) {
+      if (dhidden != nullptr) std::fill_n(dhid.row(i), hidden_dim, 0.f);
+      continue;
+    }
+    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
+                  "cross-entropy: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
+                  "a position)",
+                  target[i], i, vocab, kIgnoreIndex);
+    active.push_back(i);
+  }
+  CrossEntropyResult result;
+  result.tokens = static_cast<int64_t>(active.size());
+  if (active.empty()) return result;
+
+  const bool want_grad = dhidden != nullptr || dweight != nullptr;
+  const int64_t chunk_rows = std::min<int64_t>(kCrossEntropyChunkRows, result.tokens);
+  Tensor h_chunk = Tensor::empty({chunk_rows, hidden_dim}, DType::F32);
+  Tensor logits = Tensor::empty({chunk_rows, vocab}, DType::F32);
+  Tensor dh_chunk = dhidden != nullptr ? Tensor::empty({chunk_rows, hidden_dim}, DType::F32) : Tensor();
+  std::vector<double> row_loss(static_cast<size_t>(chunk_rows));
+  std::vector<char> row_correct(static_cast<size_t>(chunk_rows));
+
+  for (int64_t first = 0; first < result.tokens; first += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, result.tokens - first);
+    const int64_t* chunk_index = active.data() + first;
+    Tensor h = h_chunk.narrow(0, 0, count);
+    Tensor z = logits.narrow(0, 0, count);
+    float* h_data = h.data<float>();
+    for (int64_t r = 0; r < count; ++r) {
+      std::memcpy(h_data + r * hidden_dim, hid.row(chunk_index[r]), static_cast<size_t>(hidden_dim) * sizeof(float));
+    }
+    gemm(h, false, lm_head, true, z, 1.f, 0.f);
+
+    float* z_data = z.data<float>();
+#pragma omp parallel for schedule(static) if (count * vocab > 65536)
+    for (int64_t r = 0; r < count; ++r) {
+      const RowLoss row = softmax_row(z_data + r * vocab, vocab, target[chunk_index[r]], grad_scale, want_grad);
+      row_loss[static_cast<size_t>(r)] = row.loss;
+      row_correct[static_cast<size_t>(r)] = row.correct;
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      result.loss_sum += row_loss[static_cast<size_t>(r)];
+      result.correct += row_correct[static_cast<size_t>(r)];
+    }
+    if (dhidden != nullptr) {
+      Tensor dh = dh_chunk.narrow(0, 0, count);
+      gemm(z, false, lm_head, false, dh, 1.f, 0.f);
+      const float* dh_data = dh.data<float>();
+      for (int64_t r = 0; r < count; ++r) {
+        std::memcpy(dhid.row(chunk_index[r]), dh_data + r * hidden_dim,
+                    static_cast<size_t>(hidden_dim) * sizeof(float));
+      }
+    }
+    if (dweight != nullptr) gemm(z, true, h, false, *dweight, 1.f, 1.f);
+  }
+  return result;
+}
+
+}  // namespace nvfp4lm::cpu

@@ -1,0 +1,26 @@
+// Device dispatch helpers shared by the ops (see dispatch.h).
+#include "ops/dispatch.h"
+
+namespace nvfp4lm {
+
+Device common_device(const char* op, std::initializer_list<const Tensor*> operands) {
+  bool found = false;
+  Device device = Device::cpu();
+  for (const Tensor* operand : operands) {
+    if (operand == nullptr || !operand->defined()) continue;
+    if (!found) {
+      device = operand->device();
+      found = true;
+      continue;
+    }
+    NVFP4LM_ASSERT(operand->device() == device, "{}: operands on {} and {} (all operands must share one device)", op,
+                   device.str(), operand->device().str());
+  }
+  return device;
+}
+
+void no_cuda_implementation(const char* op) {
+  NVFP4LM_FAIL("no CUDA implementation of {} yet: run this op on the CPU (--device cpu)", op);
+}
+
+}  // namespace nvfp4lm

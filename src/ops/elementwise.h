@@ -1,0 +1,27 @@
+// Small elementwise ops: residual adds, scaling, filling, dtype casts and the sum of squares (gradient norms).
+// Operands are [..., dim] with free row strides (inner dim contiguous) unless stated; shapes must match.
+// Op conventions (shared by ops/*.h): outputs are allocated by the caller; backward ops OVERWRITE activation
+// gradients (=) and ACCUMULATE parameter gradients (+=); CPU tensors are F32; shape / dtype / device mismatches
+// are internal errors (NVFP4LM_ASSERT).
+// (cast also takes BF16 / F16 on the CPU.)
+#pragma once
+
+#include "core/tensor.h"
+
+namespace nvfp4lm {
+
+// a += b.
+void add_inplace(Tensor& a, const Tensor& b);
+// out = a + b (out may alias a or b).
+void add(const Tensor& a, const Tensor& b, Tensor& out);
+// a *= s.
+void scale_inplace(Tensor& a, float s);
+// a = value.
+void fill(Tensor& a, float value);
+// dst = src converted between F32, BF16 and F16 (round to nearest even); same shape, same device.
+void cast(const Tensor& src, Tensor& dst);
+// sum of a^2, accumulated in double (for gradient norms; the order is fixed, so the result does not depend on
+// the thread count).
+double sum_squares(const Tensor& a);
+
+}  // namespace nvfp4lm

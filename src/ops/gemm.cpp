@@ -1,0 +1,57 @@
+// Shape checks and device dispatch for ops/gemm.h. The linear layer is expressed through gemm(), so a
+// CUDA twin of gemm serves it too.
+#include "ops/gemm.h"
+
+#include "ops/cpu/gemm.h"
+#include "ops/dispatch.h"
+
+namespace nvfp4lm {
+namespace {
+
+// [..., features] -> [N, features]; rank-2 views pass through untouched (they may be row-strided).
+Tensor flatten_rows(const Tensor& t, const char* what) {
+  NVFP4LM_ASSERT(t.defined() && t.rank() >= 1, "{}: needs a tensor of rank >= 1, got {}", what, t.str());
+  if (t.rank() == 2) return t;
+  if (t.rank() == 1) return t.reshape({1, t.dim(0)});
+  NVFP4LM_ASSERT(t.is_contiguous(), "{}: {} of rank > 2 must be contiguous to flatten", what, t.str());
+  return t.reshape({t.numel() / t.dim(-1), t.dim(-1)});
+}
+
+}  // namespace
+
+void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c, float alpha, float beta) {
+  NVFP4LM_ASSERT(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, "gemm: operands must be 2-D, got {}, {}, {}", a.str(),
+                 b.str(), c.str());
+  const int64_t m = transpose_a ? a.dim(1) : a.dim(0);
+  const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
+  const int64_t kb = transpose_b ? b.dim(1) : b.dim(0);
+  const int64_t n = transpose_b ? b.dim(0) : b.dim(1);
+  NVFP4LM_ASSERT(k == kb && c.dim(0) == m && c.dim(1) == n,
+                 "gemm: op(A) {}{} x op(B) {}{} does not give C {} (M={}, K={}, K'={}, N={})", a.shape().str(),
+                 transpose_a ? "ᵀ" : "", b.shape().str(), transpose_b ? "ᵀ" : "", c.shape().str(), m, k, kb, n);
+  [[maybe_unused]] const Device device = common_device("gemm", {&a, &b, &c});
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda()) no_cuda_implementation("gemm");  // CUDA twin: cuda::gemm(a, transpose_a, ...); return;
+#endif
+  cpu::gemm(a, transpose_a, b, transpose_b, c, alpha, beta);
+}
+
+void linear_forward(const Tensor& x, const Tensor& w, Tensor& y) {
+  Tensor x2 = flatten_rows(x, "linear_forward x");
+  Tensor y2 = flatten_rows(y, "linear_forward y");
+  gemm(x2, false, w, true, y2);
+}
+
+void linear_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, bool accumulate) {
+  Tensor dy2 = flatten_rows(dy, "linear_backward_input dy");
+  Tensor dx2 = flatten_rows(dx, "linear_backward_input dx");
+  gemm(dy2, false, w, false, dx2, 1.f, accumulate ? 1.f : 0.f);
+}
+
+void linear_backward_weight(const Tensor& dy, const Tensor& x, Tensor& dw) {
+  Tensor dy2 = flatten_rows(dy, "linear_backward_weight dy");
+  Tensor x2 = flatten_rows(x, "linear_backward_weight x");
+  gemm(dy2, true, x2, false, dw, 1.f, 1.f);
+}
+
+}  // namespace nvfp4lm

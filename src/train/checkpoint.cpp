@@ -1,0 +1,371 @@
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/logging.h"
+#include "io/safetensors_reader.h"
+#include "io/safetensors_writer.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kTrainerStateFormat = "nvfp4lm-trainer-state";
+constexpr const char* kTmpSuffix = ".tmp";
+
+const std::vector<std::string>& checkpoint_files() {
+  static const std::vector<std::string> files = {kModelFileName, kOptimizerFileName, kTrainerStateFileName};
+  return files;
+}
+
+// Parses "step-N" (N decimal digits only); nullopt for anything else, *.tmp included.
+std::optional<int64_t> parse_step_name(const std::string& name, const std::string& suffix = "") {
+  const std::string prefix = "step-";
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  if (!suffix.empty() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return std::nullopt;
+  const char* begin = name.data() + prefix.size();
+  const char* end = name.data() + name.size() - suffix.size();
+  if (!std::all_of(begin, end, [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  int64_t step = 0;
+  auto [ptr, ec] = std::from_chars(begin, end, step);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return step;
+}
+
+struct StepDir {
+  fs::path path;
+  int64_t step = 0;
+};
+
+// Directories of run_dir named step-N (or step-N.tmp when suffix is ".tmp"), newest first.
+std::vector<StepDir> list_step_dirs(const fs::path& run_dir, const std::string& suffix = "") {
+  std::vector<StepDir> dirs;
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) return dirs;
+  for (const fs::directory_entry& entry : fs::directory_iterator(run_dir, ec)) {
+    if (!entry.is_directory(ec)) continue;
+    if (auto step = parse_step_name(entry.path().filename().string(), suffix)) dirs.push_back({entry.path(), *step});
+  }
+  NVFP4LM_CHECK(!ec, "cannot list {}: {}", run_dir.string(), ec.message());
+  std::sort(dirs.begin(), dirs.end(), [](const StepDir& a, const StepDir& b) {
+    return a.step != b.step ? a.step > b.step : a.path.filename() < b.path.filename();
+  });
+  return dirs;
+}
+
+// Index of the first NaN/inf in a contiguous CPU F32 or BF16 tensor, or -1 (other dtypes: -1).
+int64_t first_non_finite(const Tensor& tensor) {
+  const int64_t n = tensor.numel();
+  if (tensor.dtype() == DType::F32) {
+    const float* data = tensor.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(data[i])) return i;
+    }
+  } else if (tensor.dtype() == DType::BF16) {
+    const uint16_t* data = tensor.data<uint16_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if ((data[i] & 0x7f80u) == 0x7f80u) return i;
+    }
+  }
+  return -1;
+}
+
+void write_safetensors(const fs::path& path, std::span<const NamedTensor> tensors,
+                       std::map<std::string, std::string> metadata) {
+  std::vector<SafetensorsEntrySpec> specs;
+  specs.reserve(tensors.size());
+  for (const NamedTensor& entry : tensors) specs.push_back({entry.name, entry.tensor.dtype(), entry.tensor.shape()});
+  SafetensorsWriter writer(path, std::move(specs), std::move(metadata));
+  for (const NamedTensor& entry : tensors) {
+    // Device tensors travel to the host one at a time, so the extra memory is one tensor.
+    const Tensor host = (entry.tensor.device().is_cpu() ? entry.tensor : entry.tensor.to(Device::cpu())).contiguous();
+    // DESIGN.md §7: a non-finite value never reaches a checkpoint (it would poison every resume).
+    const int64_t bad = first_non_finite(host);
+    NVFP4LM_CHECK(bad < 0, "refusing to write {}: tensor '{}' has a non-finite value at element {}", path.string(),
+                  entry.name, bad);
+    writer.write(entry.name, host);
+  }
+  writer.finish();
+}
+
+// Parses and checks trainer_state.json (format, version, step) without comparing it to a directory name.
+json parse_trainer_state(const fs::path& path) {
+  json state;
+  try {
+    state = json::parse(read_text_file(path));
+  } catch (const json::exception& e) {
+    NVFP4LM_FAIL("{} is not valid JSON: {}", path.string(), e.what());
+  }
+  NVFP4LM_CHECK(state.is_object(), "{} must hold a JSON object, found {}", path.string(), state.type_name());
+  NVFP4LM_CHECK(state.value("format", "") == kTrainerStateFormat, "{}: \"format\" is not \"{}\"", path.string(),
+                kTrainerStateFormat);
+  NVFP4LM_CHECK(state.contains("format_version") && state["format_version"].is_number_integer(),
+                "{}: \"format_version\" is missing", path.string());
+  const int64_t version = state["format_version"].get<int64_t>();
+  NVFP4LM_CHECK(version >= 1 && version <= kTrainerStateFormatVersion,
+                "{}: format_version {} is not supported by this build (it reads 1..{}); use a newer nvfp4lm",
+                path.string(), version, kTrainerStateFormatVersion);
+  NVFP4LM_CHECK(state.contains("step") && state["step"].is_number_integer() && state["step"].get<int64_t>() >= 0,
+                "{}: \"step\" is missing or not a non-negative integer", path.string());
+  return state;
+}
+
+// The reason `dir` is not a usable checkpoint of `step`, or an empty string.
+std::string checkpoint_problem(const fs::path& dir, int64_t step, VerifyLevel level) {
+  std::string problem = verify_checksum_manifest(dir, checkpoint_files(), level);
+  if (!problem.empty()) return problem;
+  try {
+    const json state = parse_trainer_state(dir / kTrainerStateFileName);
+    if (state["step"].get<int64_t>() != step) {
+      return fmt::format("{} records step {}, but the directory is step-{}", (dir / kTrainerStateFileName).string(),
+                         state["step"].get<int64_t>(), step);
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// Checks that `file` holds exactly the tensors of `destinations`, with their dtypes and shapes.
+void check_tensors_match(const SafetensorsFile& file, std::span<const NamedTensor> destinations) {
+  const std::string path = file.path().string();
+  for (const NamedTensor& destination : destinations) {
+    const SafetensorsEntry* entry = file.find(destination.name);
+    NVFP4LM_CHECK(entry != nullptr,
+                  "{}: tensor '{}' is missing (the checkpoint was written for another model or "
+                  "optimizer)",
+                  path, destination.name);
+    NVFP4LM_CHECK(entry->dtype == destination.tensor.dtype(),
+                  "{}: tensor '{}' is {} in the checkpoint but {} in this run (was the checkpoint written with another "
+                  "master-weight dtype?)",
+                  path, destination.name, dtype_name(entry->dtype), dtype_name(destination.tensor.dtype()));
+    NVFP4LM_CHECK(entry->shape == destination.tensor.shape(),
+                  "{}: tensor '{}' has shape {} in the checkpoint but {} "
+                  "in this run",
+                  path, destination.name, entry->shape.str(), destination.tensor.shape().str());
+  }
+  if (file.entries().size() != destinations.size()) {
+    std::unordered_map<std::string, int> wanted;
+    for (const NamedTensor& destination : destinations) wanted[destination.name] = 1;
+    for (const SafetensorsEntry& entry : file.entries()) {
+      NVFP4LM_CHECK(wanted.count(entry.name),
+                    "{}: tensor '{}' has no counterpart in this run (the checkpoint was "
+                    "written for another model or optimizer)",
+                    path, entry.name);
+    }
+    NVFP4LM_FAIL("{}: {} tensors, this run expects {}", path, file.entries().size(), destinations.size());
+  }
+}
+
+void copy_tensors(const SafetensorsFile& file, std::span<const NamedTensor> destinations) {
+  for (const NamedTensor& destination : destinations) {
+    const SafetensorsEntry& entry = file.at(destination.name);
+    Tensor target = destination.tensor;  // a view: copying into it writes the caller's storage
+    target.copy_from(file.tensor(entry));
+    file.drop_pages(entry);
+  }
+}
+
+json optimizer_description(const SafetensorsFile& file) {
+  const std::string path = file.path().string();
+  auto it = file.metadata().find(kOptimizerMetadataKey);
+  NVFP4LM_CHECK(it != file.metadata().end(), "{}: metadata has no \"{}\" entry; not an nvfp4lm optimizer state", path,
+                kOptimizerMetadataKey);
+  json description;
+  try {
+    description = json::parse(it->second);
+  } catch (const json::exception& e) {
+    NVFP4LM_FAIL("{}: metadata \"{}\" is not valid JSON: {}", path, kOptimizerMetadataKey, e.what());
+  }
+  NVFP4LM_CHECK(description.is_object() && description.contains("kind") && description["kind"].is_string() &&
+                    description.contains("step") && description["step"].is_number_integer() &&
+                    description["step"].get<int64_t>() >= 0,
+                "{}: metadata \"{}\" needs \"kind\" (string) and \"step\" (non-negative integer)", path,
+                kOptimizerMetadataKey);
+  return description;
+}
+
+}  // namespace
+
+fs::path checkpoint_dir(const fs::path& run_dir, int64_t step) { return run_dir / fmt::format("step-{}", step); }
+
+fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const Parameter> parameters,
+                         const Optimizer& optimizer, const json& trainer_state) {
+  std::vector<NamedTensor> model_tensors;
+  model_tensors.reserve(parameters.size());
+  for (const Parameter& parameter : parameters) model_tensors.push_back({parameter.name, parameter.value});
+  return save_checkpoint(run_dir, step, model_tensors, optimizer.state_tensors(), optimizer.describe(), trainer_state);
+}
+
+fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const NamedTensor> model_tensors,
+                         std::span<const NamedTensor> optimizer_tensors, const json& optimizer_description,
+                         const json& trainer_state) {
+  NVFP4LM_ASSERT(step >= 0, "checkpoint step {}", step);
+  NVFP4LM_ASSERT(trainer_state.is_object(), "trainer state must be a JSON object, got {}", trainer_state.type_name());
+  NVFP4LM_ASSERT(!trainer_state.contains("step") || trainer_state["step"] == step,
+                 "trainer state says step {}, saving step {}", trainer_state["step"].dump(), step);
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  NVFP4LM_CHECK(!ec, "cannot create run directory {}: {}", run_dir.string(), ec.message());
+
+  const fs::path final_dir = checkpoint_dir(run_dir, step);
+  const fs::path tmp_dir = final_dir.string() + kTmpSuffix;
+  if (fs::exists(tmp_dir, ec)) {
+    log::warn("removing {}, left by an interrupted checkpoint write", tmp_dir.string());
+    fs::remove_all(tmp_dir, ec);
+    NVFP4LM_CHECK(!ec, "cannot remove {}: {}", tmp_dir.string(), ec.message());
+  }
+  fs::create_directory(tmp_dir, ec);
+  NVFP4LM_CHECK(!ec, "cannot create {}: {}", tmp_dir.string(), ec.message());
+
+  try {
+    write_safetensors(tmp_dir / kModelFileName, model_tensors, {{"format", "pt"}});
+    write_safetensors(tmp_dir / kOptimizerFileName, optimizer_tensors,
+                      {{"format", "pt"}, {kOptimizerMetadataKey, optimizer_description.dump()}});
+    json state = trainer_state;
+    state["format"] = kTrainerStateFormat;
+    state["format_version"] = kTrainerStateFormatVersion;
+    state["step"] = step;
+    write_file_atomic(tmp_dir / kTrainerStateFileName, state.dump(2) + "\n");
+    write_checksum_manifest(tmp_dir, checkpoint_files());
+    fsync_path(tmp_dir);
+  } catch (...) {
+    fs::remove_all(tmp_dir, ec);  // best effort; a leftover would be ignored and replaced anyway
+    throw;
+  }
+
+  if (fs::exists(final_dir, ec)) log::warn("replacing existing checkpoint {}", final_dir.string());
+  commit_rename(tmp_dir, final_dir);  // fsyncs run_dir
+  log::info("checkpoint saved: {}", final_dir.string());
+  return final_dir;
+}
+
+std::optional<CheckpointInfo> latest_checkpoint(const fs::path& run_dir, VerifyLevel level) {
+  for (const StepDir& tmp : list_step_dirs(run_dir, kTmpSuffix)) {
+    log::info("ignoring {}: an unfinished checkpoint write", tmp.path.string());
+  }
+  for (const StepDir& candidate : list_step_dirs(run_dir)) {
+    const std::string problem = checkpoint_problem(candidate.path, candidate.step, level);
+    if (problem.empty()) return CheckpointInfo{candidate.path, candidate.step};
+    log::warn("skipping checkpoint {}: {}", candidate.path.string(), problem);
+  }
+  return std::nullopt;
+}
+
+std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, VerifyLevel level) {
+  NVFP4LM_CHECK(keep >= 1, "the number of checkpoints to keep must be at least 1 (got {})", keep);
+  std::vector<fs::path> deleted;
+  const std::optional<CheckpointInfo> newest = latest_checkpoint(run_dir, level);
+  if (!newest) {
+    log::warn("not pruning {}: it has no complete checkpoint", run_dir.string());
+    return deleted;
+  }
+  auto remove = [&](const fs::path& path) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    NVFP4LM_CHECK(!ec, "cannot delete old checkpoint {}: {}", path.string(), ec.message());
+    deleted.push_back(path);
+  };
+  int kept = 0;
+  bool past_newest = false;
+  for (const StepDir& dir : list_step_dirs(run_dir)) {
+    past_newest = past_newest || dir.path == newest->dir;
+    if (!past_newest) {
+      log::warn("keeping {}: newer than the newest complete checkpoint, but not complete", dir.path.string());
+    } else if (kept < keep) {
+      ++kept;
+    } else {
+      remove(dir.path);
+    }
+  }
+  for (const StepDir& tmp : list_step_dirs(run_dir, kTmpSuffix)) {
+    if (tmp.step <= newest->step) remove(tmp.path);
+  }
+  return deleted;
+}
+
+json read_trainer_state(const fs::path& dir) {
+  const fs::path path = dir / kTrainerStateFileName;
+  std::error_code ec;
+  NVFP4LM_CHECK(fs::is_regular_file(path, ec), "checkpoint {}: {} is missing", dir.string(), kTrainerStateFileName);
+  return parse_trainer_state(path);
+}
+
+void load_tensors_into(const fs::path& file, std::span<const NamedTensor> destinations) {
+  std::shared_ptr<SafetensorsFile> source = SafetensorsFile::open(file);
+  check_tensors_match(*source, destinations);
+  copy_tensors(*source, destinations);
+}
+
+json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optimizer& optimizer, VerifyLevel level) {
+  std::error_code ec;
+  NVFP4LM_CHECK(fs::is_directory(dir, ec), "checkpoint {} does not exist or is not a directory", dir.string());
+  const std::string problem = verify_checksum_manifest(dir, checkpoint_files(), level);
+  NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", dir.string(), problem);
+
+  // Validate everything before modifying anything.
+  json state = read_trainer_state(dir);
+  if (auto step = parse_step_name(dir.filename().string())) {
+    NVFP4LM_CHECK(state["step"].get<int64_t>() == *step, "{}: records step {}, but the directory is step-{}",
+                  (dir / kTrainerStateFileName).string(), state["step"].get<int64_t>(), *step);
+  }
+  std::vector<NamedTensor> model_tensors;
+  model_tensors.reserve(parameters.size());
+  for (const Parameter& parameter : parameters) model_tensors.push_back({parameter.name, parameter.value});
+  std::shared_ptr<SafetensorsFile> model_file = SafetensorsFile::open(dir / kModelFileName);
+  check_tensors_match(*model_file, model_tensors);
+
+  std::shared_ptr<SafetensorsFile> optimizer_file = SafetensorsFile::open(dir / kOptimizerFileName);
+  const json description = optimizer_description(*optimizer_file);
+  const std::string kind = description["kind"].get<std::string>();
+  NVFP4LM_CHECK(kind == optimizer.kind(),
+                "{}: the checkpoint's optimizer is {}, this run uses {}; resume with the "
+                "same optimizer",
+                optimizer_file->path().string(), kind, optimizer.kind());
+  const std::vector<NamedTensor> optimizer_tensors = optimizer.state_tensors();
+  check_tensors_match(*optimizer_file, optimizer_tensors);
+  const json current = optimizer.describe();
+  for (const auto& [key, value] : current.items()) {
+    if (key == "step" || key == "kind") continue;
+    if (!description.contains(key) || description[key] != value) {
+      // A different block size would already have failed on the absmax shapes above.
+      log::warn("{}: optimizer setting {} was {} when saved, is {} now", optimizer_file->path().string(), key,
+                description.contains(key) ? description[key].dump() : "(absent)", value.dump());
+    }
+  }
+
+  copy_tensors(*model_file, model_tensors);
+  copy_tensors(*optimizer_file, optimizer_tensors);
+  optimizer.set_step_count(description["step"].get<int64_t>());
+  return state;
+}
+
+json rng_state_to_json(const Rng::State& state) {
+  json words = json::array();
+  for (uint64_t word : state) words.push_back(checksum_hex(word));
+  return {{"xoshiro256**", words}};
+}
+
+Rng::State rng_state_from_json(const json& value, const std::string& what) {
+  NVFP4LM_CHECK(value.is_object() && value.contains("xoshiro256**") && value["xoshiro256**"].is_array() &&
+                    value["xoshiro256**"].size() == 4,
+                "{}: RNG state must be {{\"xoshiro256**\": [four hex strings]}}", what);
+  Rng::State state{};
+  for (size_t i = 0; i < 4; ++i) {
+    const json& word = value["xoshiro256**"][i];
+    std::optional<uint64_t> parsed = word.is_string() ? parse_checksum_hex(word.get<std::string>()) : std::nullopt;
+    NVFP4LM_CHECK(parsed.has_value(), "{}: RNG state word {} is not 16 hex digits", what, i);
+    state[i] = *parsed;
+  }
+  return state;
+}
+
+}  // namespace nvfp4lm

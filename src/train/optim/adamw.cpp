@@ -1,0 +1,36 @@
+#include "train/optim/adamw.h"
+
+namespace nvfp4lm {
+
+AdamW::AdamW(std::span<const Parameter> parameters, const AdamWOptions& options) : Optimizer(parameters, options) {
+  moments_.reserve(slots().size());
+  for (const Slot& slot : slots()) {
+    moments_.push_back({Tensor::zeros(slot.shape, DType::F32), Tensor::zeros(slot.shape, DType::F32)});
+  }
+}
+
+std::vector<NamedTensor> AdamW::state_tensors() const {
+  std::vector<NamedTensor> tensors;
+  tensors.reserve(2 * moments_.size());
+  for (size_t i = 0; i < moments_.size(); ++i) {
+    tensors.push_back({slots()[i].name + ".exp_avg", moments_[i].exp_avg});
+    tensors.push_back({slots()[i].name + ".exp_avg_sq", moments_[i].exp_avg_sq});
+  }
+  return tensors;
+}
+
+void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) {
+  const int64_t n = parameter.value.numel();
+  const bool is_bf16 = parameter.value.dtype() == DType::BF16;
+  void* master = parameter.value.raw();
+  const float* grad = parameter.grad.data<float>();
+  float* exp_avg = moments_[slot_index].exp_avg.data<float>();
+  float* exp_avg_sq = moments_[slot_index].exp_avg_sq.data<float>();
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) {
+    const float updated = adamw_update(load_master(master, is_bf16, i), grad[i], exp_avg[i], exp_avg_sq[i], scalars);
+    store_master(master, is_bf16, i, updated, rounding_seed);
+  }
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,36 @@
+// Global gradient norm and clipping with torch.nn.utils.clip_grad_norm_ semantics:
+//   norm = sqrt(sum over all parameters and elements of grad^2)
+//   coefficient = min(1, max_norm / (norm + 1e-6));  grads *= coefficient
+// The norm is accumulated in double in fixed-size chunks combined in a fixed order, so it is the same bits
+// for any number of threads (needed for bit-identical resume). It is returned before clipping, for logging.
+//
+// A non-finite norm (an inf or NaN gradient) is reported, never "clipped": the caller decides whether to skip
+// the step or stop (DESIGN.md §7), and gradients are left as they are.
+//
+// The cheap way for a training loop: norm = grad_norm(params); if finite, pass
+// clip_coefficient(norm, max_norm) * accumulation_scale as Optimizer::step's grad_multiplier (no extra pass
+// over the gradients). clip_grad_norm() scales the gradients in place, as torch does.
+#pragma once
+
+#include <span>
+
+#include "train/optim/parameter.h"
+
+namespace nvfp4lm {
+
+// L2 norm of all gradients together.
+double grad_norm(std::span<const Parameter> parameters);
+
+// min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0 (clipping off). norm must be finite.
+float clip_coefficient(double norm, double max_norm);
+
+struct ClipResult {
+  double norm = 0;           // before clipping
+  float coefficient = 1.0f;  // what the gradients were multiplied by (1 when not finite)
+  bool finite = true;
+};
+
+// Computes the norm and, when it is finite, multiplies every gradient by the clip coefficient.
+ClipResult clip_grad_norm(std::span<Parameter> parameters, double max_norm);
+
+}  // namespace nvfp4lm

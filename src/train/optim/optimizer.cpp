@@ -1,0 +1,98 @@
+#include "train/optim/optimizer.h"
+
+#include <cmath>
+
+#include "io/checksum.h"
+#include "train/optim/adamw.h"
+#include "train/optim/adamw8bit.h"
+#include "train/optim/stochastic_rounding.h"
+
+namespace nvfp4lm {
+
+void check_adamw_options(const AdamWOptions& o) {
+  NVFP4LM_CHECK(o.beta1 >= 0 && o.beta1 < 1, "AdamW beta1 = {} must be in [0, 1)", o.beta1);
+  NVFP4LM_CHECK(o.beta2 >= 0 && o.beta2 < 1, "AdamW beta2 = {} must be in [0, 1)", o.beta2);
+  NVFP4LM_CHECK(o.eps > 0 && std::isfinite(o.eps), "AdamW eps = {} must be positive and finite", o.eps);
+  NVFP4LM_CHECK(o.weight_decay >= 0 && std::isfinite(o.weight_decay),
+                "AdamW weight decay = {} must be non-negative and finite", o.weight_decay);
+}
+
+Optimizer::Optimizer(std::span<const Parameter> parameters, const AdamWOptions& options) : options_(options) {
+  check_adamw_options(options);
+  check_parameters(parameters);
+  slots_.reserve(parameters.size());
+  for (const Parameter& parameter : parameters) {
+    NVFP4LM_ASSERT(parameter.value.device().is_cpu(), "parameter {} is on {}; this optimizer runs on the CPU",
+                   parameter.name, parameter.value.device().str());
+    slot_by_name_.emplace(parameter.name, slots_.size());
+    slots_.push_back({parameter.name, parameter.value.shape(), parameter.weight_decay,
+                      xxh64(parameter.name.data(), parameter.name.size())});
+  }
+}
+
+void Optimizer::set_step_count(int64_t steps) {
+  NVFP4LM_CHECK(steps >= 0, "optimizer step count {} must be non-negative", steps);
+  step_count_ = steps;
+}
+
+size_t Optimizer::find_slot(const Parameter& parameter, size_t position) const {
+  size_t index = position;
+  if (index >= slots_.size() || slots_[index].name != parameter.name) {
+    auto it = slot_by_name_.find(parameter.name);
+    NVFP4LM_ASSERT(it != slot_by_name_.end(), "parameter {} was not given to the optimizer when it was built",
+                   parameter.name);
+    index = it->second;
+  }
+  NVFP4LM_ASSERT(slots_[index].shape == parameter.value.shape(), "parameter {} changed shape from {} to {}",
+                 parameter.name, slots_[index].shape.str(), parameter.value.shape().str());
+  return index;
+}
+
+void Optimizer::step(std::span<Parameter> parameters, double lr, float grad_multiplier) {
+  NVFP4LM_CHECK(std::isfinite(lr) && lr >= 0, "learning rate {} must be non-negative and finite", lr);
+  NVFP4LM_ASSERT(std::isfinite(grad_multiplier), "gradient multiplier {} is not finite", grad_multiplier);
+  NVFP4LM_ASSERT(parameters.size() == slots_.size(), "optimizer built for {} parameters, step() given {}",
+                 slots_.size(), parameters.size());
+  check_parameters(parameters);  // with the count check above: the same set of names
+  const int64_t t = step_count_ + 1;
+  for (size_t position = 0; position < parameters.size(); ++position) {
+    Parameter& parameter = parameters[position];
+    const size_t index = find_slot(parameter, position);
+    const double decay = parameter.weight_decay ? options_.weight_decay : 0.0;
+    const AdamWScalars scalars =
+        adamw_scalars(lr, options_.beta1, options_.beta2, options_.eps, decay, t, grad_multiplier);
+    const uint64_t seed = master_rounding_seed(options_.seed, static_cast<uint64_t>(t), slots_[index].key);
+    update(index, parameter, scalars, seed);
+  }
+  step_count_ = t;
+}
+
+size_t Optimizer::state_bytes() const {
+  size_t bytes = 0;
+  for (const NamedTensor& entry : state_tensors()) bytes += entry.tensor.nbytes();
+  return bytes;
+}
+
+nlohmann::json Optimizer::describe() const {
+  return {{"kind", std::string(kind())}, {"step", step_count_}, {"beta1", options_.beta1},
+          {"beta2", options_.beta2},     {"eps", options_.eps}, {"weight_decay", options_.weight_decay},
+          {"seed", options_.seed}};
+}
+
+void store_master(void* data, bool is_bf16, int64_t i, float value, uint64_t rounding_seed) {
+  if (is_bf16) {
+    const float uniform = counter_uniform(rounding_seed, static_cast<uint64_t>(i));
+    static_cast<uint16_t*>(data)[i] = float_to_bf16_stochastic(value, uniform);
+  } else {
+    static_cast<float*>(data)[i] = value;
+  }
+}
+
+std::unique_ptr<Optimizer> make_optimizer(std::string_view kind, std::span<const Parameter> parameters,
+                                          const AdamWOptions& options) {
+  if (kind == "adamw") return std::make_unique<AdamW>(parameters, options);
+  if (kind == "adamw8bit") return std::make_unique<AdamW8bit>(parameters, options);
+  NVFP4LM_FAIL("unknown optimizer \"{}\"; choose adamw or adamw8bit", kind);
+}
+
+}  // namespace nvfp4lm

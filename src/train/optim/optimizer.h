@@ -1,0 +1,102 @@
+// Optimizer: the interface the training loop and the checkpoint code use, with the bookkeeping every
+// AdamW variant shares (slots keyed by parameter name, the step counter, master-weight rounding seeds).
+//
+// Conventions:
+//  - The optimizer is built from the model's parameter list and allocates its state then (zeros), so a
+//    checkpoint can be loaded into it before the first step. step() must then be given the same set of
+//    parameters (same names and shapes, any order) every time.
+//  - step_count() is the number of updates made (torch's state["step"]); the update being made by step()
+//    uses t = step_count() + 1 for the bias corrections.
+//  - step() reads `grad`, never modifies it (zeroing is the loop's job), and multiplies it by
+//    `grad_multiplier` first (clip coefficient * accumulation scale) so no extra pass over gradients is needed.
+//    Gradients must be finite: the loop checks the global norm (grad_clip.h) and skips the step otherwise.
+//  - BF16 master weights are updated in fp32 and written back with stochastic rounding (stochastic_rounding.h).
+//  - state_tensors() returns views of the state keyed "<parameter name>.<state name>": the checkpoint
+//    writer saves them and the loader copies into them in place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "train/optim/adamw_math.h"
+#include "train/optim/parameter.h"
+
+namespace nvfp4lm {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;  // applied only to parameters with Parameter::weight_decay
+  uint64_t seed = 0;          // stochastic rounding of BF16 master weights
+};
+
+// Throws Error naming the option when a value is out of range (they come from flags).
+void check_adamw_options(const AdamWOptions& options);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // "adamw" or "adamw8bit"; stored in checkpoints and checked when loading.
+  virtual std::string_view kind() const = 0;
+
+  // One AdamW update of every parameter with learning rate `lr`.
+  void step(std::span<Parameter> parameters, double lr, float grad_multiplier = 1.0f);
+
+  int64_t step_count() const { return step_count_; }
+  void set_step_count(int64_t steps);
+
+  const AdamWOptions& options() const { return options_; }
+
+  // Views of every state tensor, in parameter order ("<name>.exp_avg", ...).
+  virtual std::vector<NamedTensor> state_tensors() const = 0;
+  size_t state_bytes() const;
+
+  // Kind, step count and hyper-parameters, for the checkpoint (the moments are in state_tensors()).
+  virtual nlohmann::json describe() const;
+
+ protected:
+  Optimizer(std::span<const Parameter> parameters, const AdamWOptions& options);
+
+  struct Slot {
+    std::string name;
+    Shape shape;
+    bool weight_decay = false;
+    uint64_t key = 0;  // hash of the name: seeds stochastic rounding independently of list order
+  };
+
+  // Updates one parameter with its slot's state. `rounding_seed` seeds BF16 stochastic rounding.
+  virtual void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) = 0;
+
+  const std::vector<Slot>& slots() const { return slots_; }
+
+ private:
+  size_t find_slot(const Parameter& parameter, size_t position) const;
+
+  AdamWOptions options_;
+  std::vector<Slot> slots_;
+  std::unordered_map<std::string, size_t> slot_by_name_;
+  int64_t step_count_ = 0;
+};
+
+// Makes an optimizer by kind ("adamw" | "adamw8bit"); Error names the accepted kinds otherwise.
+std::unique_ptr<Optimizer> make_optimizer(std::string_view kind, std::span<const Parameter> parameters,
+                                          const AdamWOptions& options);
+
+// Reads element i of a contiguous F32 or BF16 master weight as fp32, and writes it back (BF16 with
+// stochastic rounding drawn from (seed, i)). Shared by the CPU optimizers.
+inline float load_master(const void* data, bool is_bf16, int64_t i) {
+  return is_bf16 ? bf16_to_float(static_cast<const uint16_t*>(data)[i]) : static_cast<const float*>(data)[i];
+}
+void store_master(void* data, bool is_bf16, int64_t i, float value, uint64_t rounding_seed);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,173 @@
+// The file commands end to end through the real executable: synth -> quantize (dat, modelopt) -> info, and bad
+// input giving a one-line error and a non-zero exit code, never a crash.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/test_util.h"
+#include "io/hf_config.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+using json = nlohmann::json;
+
+// Built with += : GCC 12 gives a false -Wrestrict warning for "'" + std::string + "'".
+std::string quoted(const fs::path& path) {
+  std::string text = "'";
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
+// A small model (vocab 512) written with synth --config.
+fs::path synth_small(const TempDir& dir) {
+  Qwen3Config config = qwen3_preset("tiny");
+  config.vocab_size = 512;
+  config.bos_token_id = 1;
+  config.eos_token_ids = {2};
+  write_file(dir / "small.json", qwen3_config_to_json(config).dump());
+  const fs::path out = dir / "hf";
+  const CliResult result = run_cli("synth --config " + quoted(dir / "small.json") + " " + quoted(out) + " --seed 3");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return out;
+}
+
+void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts) {
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.exit_code, 128 + 6) << "aborted";
+  EXPECT_NE(result.exit_code, 128 + 11) << "crashed";
+  // The last line of stderr is the error; exactly one line says "error".
+  EXPECT_NE(result.err.find("nvfp4lm: error: "), std::string::npos) << result.err;
+  size_t lines = 0;
+  for (size_t at = result.err.find("error: "); at != std::string::npos; at = result.err.find("error: ", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << result.err;
+  const std::string line = result.err.substr(result.err.find("nvfp4lm: error: "));
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "error must be one line: " << result.err;
+  for (const auto& part : parts) EXPECT_NE(line.find(part), std::string::npos) << "'" << part << "' not in: " << line;
+}
+
+TEST(CliFiles, SynthQuantizeInfoRoundTrip) {
+  TempDir dir;
+  const fs::path hf = synth_small(dir);
+  EXPECT_TRUE(fs::exists(hf / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(hf / "config.json"));
+  EXPECT_TRUE(fs::exists(hf / "generation_config.json"));
+
+  const CliResult info = run_cli("info " + quoted(hf) + " --json");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json hf_info = json::parse(info.out);
+  EXPECT_EQ(hf_info["format"], "hf-safetensors");
+  EXPECT_EQ(hf_info["config"]["vocab_size"], 512);
+  EXPECT_EQ(hf_info["tensors"].size(), 24u);
+  EXPECT_EQ(hf_info["parameters"]["nvfp4"], 0);
+  const int64_t total = hf_info["parameters"]["total"];
+  EXPECT_EQ(total, hf_info["parameters"]["embedding"].get<int64_t>() +
+                       hf_info["parameters"]["attention"].get<int64_t>() + hf_info["parameters"]["mlp"].get<int64_t>() +
+                       hf_info["parameters"]["qk_norm"].get<int64_t>() +
+                       hf_info["parameters"]["layer_norm"].get<int64_t>() +
+                       hf_info["parameters"]["final_norm"].get<int64_t>());
+
+  for (const std::string format : {"modelopt", "dat"}) {
+    const fs::path out = dir / ("q-" + format);
+    const CliResult quantize = run_cli("quantize " + quoted(hf) + " " + quoted(out) + " --format " + format);
+    ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
+    EXPECT_NE(quantize.err.find("cpu/quantize"), std::string::npos) << "compute path is reported: " << quantize.err;
+    EXPECT_NE(quantize.out.find("model.layers.1.mlp.down_proj.weight"), std::string::npos) << quantize.out;
+    EXPECT_NE(quantize.out.find("total relative RMS error"), std::string::npos) << quantize.out;
+    EXPECT_NE(quantize.out.find("peak RSS"), std::string::npos) << quantize.out;
+
+    const CliResult quantized_info = run_cli("info " + quoted(out) + " --json");
+    ASSERT_EQ(quantized_info.exit_code, 0) << quantized_info.err;
+    const json q = json::parse(quantized_info.out);
+    EXPECT_EQ(q["format"], format == "dat" ? "dat" : "modelopt-nvfp4");
+    EXPECT_EQ(q["parameters"]["total"], total);
+    EXPECT_EQ(q["parameters"]["nvfp4"],
+              q["parameters"]["attention"].get<int64_t>() + q["parameters"]["mlp"].get<int64_t>());
+    EXPECT_LT(q["bytes"]["nvfp4"].get<int64_t>(), q["parameters"]["nvfp4"].get<int64_t>());  // < 1 byte a parameter
+    int nvfp4 = 0;
+    for (const auto& tensor : q["tensors"]) nvfp4 += tensor["nvfp4"].get<bool>();
+    EXPECT_EQ(nvfp4, 14);
+
+    // Text output names the format and every tensor.
+    const CliResult text = run_cli("info " + quoted(out));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos);
+    EXPECT_NE(text.out.find("NVFP4"), std::string::npos);
+
+    // Never overwritten without --overwrite; with it, replaced.
+    const CliResult again = run_cli("quantize " + quoted(hf) + " " + quoted(out) + " --format " + format);
+    expect_one_line_error(again, {out.string(), "--overwrite"});
+    const CliResult replaced =
+        run_cli("quantize " + quoted(hf) + " " + quoted(out) + " --format " + format + " --overwrite --block 2d");
+    EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+  }
+  // A .dat file named directly (config.json beside it).
+  EXPECT_EQ(run_cli("info " + quoted(dir / "q-dat" / "model.dat")).exit_code, 0);
+}
+
+TEST(CliFiles, ChecksumsAndPresets) {
+  TempDir dir;
+  const fs::path hf = synth_small(dir);
+  const CliResult info = run_cli("info " + quoted(hf) + " --json --checksums");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json checksums = json::parse(info.out)["checksums"];
+  ASSERT_EQ(checksums.size(), 1u);
+  EXPECT_EQ(checksums[0]["file"], "model.safetensors");
+  for (const auto& tensor : checksums[0]["tensors"]) {
+    const std::string name = tensor["name"];
+    const double sum = tensor["sum"], abs_sum = tensor["abs_sum"];
+    EXPECT_LE(std::fabs(sum), abs_sum) << name;
+    if (name.find("norm") != std::string::npos) {
+      EXPECT_NEAR(sum / tensor["shape"][0].get<double>(), 1.0, 0.1) << name;
+    }
+  }
+  // Same seed, same bytes; the tiny preset gets the bundled tokenizer (vocab 151936).
+  const CliResult tiny = run_cli("synth --preset tiny " + quoted(dir / "tiny") + " --dtype f32 --seed 1");
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  const json tiny_info = json::parse(run_cli("info " + quoted(dir / "tiny") + " --json").out);
+  EXPECT_EQ(tiny_info["config"]["vocab_size"], 151936);
+  EXPECT_EQ(tiny_info["tensors"][0]["dtype"], "F32");
+  if (fs::exists(source_path("models/qwen3-tokenizer/tokenizer.json"))) {
+    EXPECT_TRUE(fs::exists(dir / "tiny" / "tokenizer.json"));
+    EXPECT_TRUE(fs::exists(dir / "tiny" / "tokenizer_config.json"));
+    EXPECT_FALSE(tiny_info["tokenizer_dir"].is_null());
+  }
+}
+
+TEST(CliFiles, BadInputGivesOneLineErrors) {
+  TempDir dir;
+  expect_one_line_error(run_cli("info " + quoted(dir / "nothing")), {"nothing", "does not exist"});
+
+  write_file(dir / "bad.dat", std::string("\x05\x03", 2));
+  write_file(dir / "config.json", qwen3_config_to_json(qwen3_preset("tiny")).dump());
+  expect_one_line_error(run_cli("info " + quoted(dir / "bad.dat")), {"bad.dat", "entry count"});
+
+  const fs::path broken = dir / "broken";
+  fs::create_directories(broken);
+  write_file(broken / "config.json", qwen3_config_to_json(qwen3_preset("tiny")).dump());
+  write_file(broken / "model.safetensors", std::string("\xff\xff\xff\xff\x00\x00\x00\x00{}", 10));
+  expect_one_line_error(run_cli("info " + quoted(broken)), {"model.safetensors", "header length", "past the end"});
+  write_file(broken / "model.safetensors", std::string("\x02\x00\x00\x00\x00\x00\x00\x00[]", 10));
+  expect_one_line_error(run_cli("quantize " + quoted(broken) + " " + quoted(dir / "out") + " --format dat"),
+                        {"model.safetensors", "JSON object"});
+  EXPECT_FALSE(fs::exists(dir / "out"));
+
+  write_file(broken / "config.json", R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})");
+  expect_one_line_error(run_cli("info " + quoted(broken)), {"config.json", "LlamaForCausalLM", "only Qwen3"});
+
+  const fs::path hf = synth_small(dir);
+  expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format gguf"),
+                        {"--format", "gguf"});
+  expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format dat --block 3d"),
+                        {"--block"});
+  expect_one_line_error(run_cli("synth --preset enormous " + quoted(dir / "s")), {"enormous", "tiny, small, qwen3-4b"});
+  expect_one_line_error(run_cli("synth " + quoted(dir / "s")), {"--config", "--preset"});
+  expect_one_line_error(run_cli("synth --preset tiny " + quoted(hf)), {hf.string(), "--overwrite"});
+  EXPECT_FALSE(fs::exists(dir / "o"));
+  EXPECT_FALSE(fs::exists(dir / "s"));
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -1,0 +1,61 @@
+// Helpers for the io tests: catching an nvfp4lm::Error and checking what its message names, small model configs,
+// hand-made safetensors / .dat files for bad-input tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+
+#include "common/test_util.h"
+#include "core/error.h"
+#include "io/hf_config.h"
+
+namespace nvfp4lm::test {
+
+// Runs `action`, expects an nvfp4lm::Error (any other exception or none is a failure), returns its message.
+inline std::string error_message(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected nvfp4lm::Error, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected an nvfp4lm::Error, got none";
+  return {};
+}
+
+// Expects an Error whose message contains every one of `parts` and is a single line.
+inline void expect_error(const std::function<void()>& action, std::initializer_list<std::string> parts) {
+  const std::string message = error_message(action);
+  for (const auto& part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "multi-line error: " << message;
+}
+
+// A small Qwen3 shape with a small vocabulary: fast to synthesize, every projection a multiple of 16.
+inline Qwen3Config small_test_config(bool tied = true) {
+  Qwen3Config c = qwen3_preset("tiny");
+  c.vocab_size = 512;
+  c.bos_token_id = 1;
+  c.eos_token_ids = {2};
+  c.tie_word_embeddings = tied;
+  return c;
+}
+
+inline std::string le64(uint64_t value) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((value >> (8 * i)) & 0xFF);
+  return bytes;
+}
+
+// A safetensors file from a header text and raw data (no validation: for bad-input tests).
+inline void write_raw_safetensors(const fs::path& path, const std::string& header, const std::string& data) {
+  write_file(path, le64(header.size()) + header + data);
+}
+
+}  // namespace nvfp4lm::test

@@ -1,0 +1,142 @@
+// ModelOpt NVFP4 layout: one quantized weight written and read back, hf_quant_config.json parsing, and the
+// errors for malformed quantized weights.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "common/test_util.h"
+#include "io/io_test_util.h"
+#include "io/modelopt.h"
+#include "io/safetensors_reader.h"
+#include "io/safetensors_writer.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+using json = nlohmann::json;
+const std::string kName = "model.layers.0.mlp.down_proj.weight";
+
+Nvfp4Tensor sample_weight() {
+  Rng rng(9);
+  return quantize_nvfp4(random_normal({32, 48}, rng, 0.05f));
+}
+
+TEST(Modelopt, WeightRoundTrip) {
+  TempDir dir;
+  const Nvfp4Tensor q = sample_weight();
+  std::vector<SafetensorsEntrySpec> specs;
+  declare_modelopt_weight(specs, kName, 32, 48);
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_EQ(specs[0].name, kName);
+  EXPECT_EQ(specs[1].name, "model.layers.0.mlp.down_proj.weight_scale");
+  EXPECT_EQ(specs[2].name, "model.layers.0.mlp.down_proj.weight_scale_2");
+  EXPECT_EQ(specs[3].name, "model.layers.0.mlp.down_proj.input_scale");
+  uint64_t bytes = 0;
+  for (const auto& spec : specs) bytes += SafetensorsWriter::entry_bytes(spec);
+  EXPECT_EQ(bytes, modelopt_weight_bytes(32, 48));
+  {
+    SafetensorsWriter writer(dir / "m.safetensors", specs);
+    write_modelopt_weight(writer, kName, q);
+    writer.finish();
+  }
+  const SafetensorsSet set = SafetensorsSet::open_file(dir / "m.safetensors");
+  EXPECT_TRUE(modelopt_is_quantized(set, kName));
+  const Nvfp4Tensor back = read_modelopt_weight(set, kName);
+  EXPECT_EQ(back.rows, 32);
+  EXPECT_EQ(back.cols, 48);
+  EXPECT_EQ(back.tensor_scale, q.tensor_scale);
+  EXPECT_EQ(back.codes.dtype(), DType::E2M1x2);
+  EXPECT_EQ(std::memcmp(back.codes.raw(), q.codes.raw(), q.codes.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(back.block_scales.raw(), q.block_scales.raw(), q.block_scales.nbytes()), 0);
+  EXPECT_EQ(modelopt_weight_file_bytes(set, kName), bytes);
+}
+
+// Writes the four tensors with one of them altered.
+fs::path write_variant(const TempDir& dir, const std::string& which, const SafetensorsEntrySpec& replacement,
+                       const std::string& replacement_bytes) {
+  const Nvfp4Tensor q = sample_weight();
+  std::vector<SafetensorsEntrySpec> specs;
+  declare_modelopt_weight(specs, kName, 32, 48);
+  const float one = 1.0f;
+  std::vector<std::string> data = {std::string(static_cast<const char*>(q.codes.raw()), q.codes.nbytes()),
+                                   std::string(static_cast<const char*>(q.block_scales.raw()), q.block_scales.nbytes()),
+                                   std::string(reinterpret_cast<const char*>(&q.tensor_scale), 4),
+                                   std::string(reinterpret_cast<const char*>(&one), 4)};
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].name != which) continue;
+    specs[i] = replacement;
+    data[i] = replacement_bytes;
+  }
+  const fs::path path = dir / "variant.safetensors";
+  std::error_code ec;
+  fs::remove(path, ec);
+  SafetensorsWriter writer(path, specs);
+  for (size_t i = 0; i < specs.size(); ++i) writer.write_bytes(specs[i].name, data[i].data(), data[i].size());
+  writer.finish();
+  return path;
+}
+
+TEST(Modelopt, MalformedWeightsAreErrors) {
+  TempDir dir;
+  const auto names = modelopt_names(kName);
+  auto read_error = [&](const fs::path& path, std::initializer_list<std::string> parts) {
+    const SafetensorsSet set = SafetensorsSet::open_file(path);
+    expect_error([&] { read_modelopt_weight(set, kName); }, parts);
+  };
+  read_error(
+      write_variant(dir, names.weight_scale, {names.weight_scale, DType::U8, Shape{32, 3}}, std::string(96, '\x38')),
+      {"variant.safetensors", kName, "weight_scale must be F8_E4M3"});
+  read_error(write_variant(dir, names.weight, {names.weight, DType::BF16, Shape{32, 12}}, std::string(768, '\0')),
+             {kName, "must be U8"});
+  read_error(
+      write_variant(dir, names.weight_scale, {names.weight_scale, DType::E4M3, Shape{32, 2}}, std::string(64, '\x38')),
+      {kName, "block scales"});
+  const float negative = -1.0f, nan = NAN;
+  read_error(write_variant(dir, names.weight_scale_2, {names.weight_scale_2, DType::F32, Shape{}},
+                           std::string(reinterpret_cast<const char*>(&negative), 4)),
+             {kName, "tensor scale"});
+  read_error(write_variant(dir, names.input_scale, {names.input_scale, DType::F32, Shape{}},
+                           std::string(reinterpret_cast<const char*>(&nan), 4)),
+             {kName, "input_scale"});
+  read_error(
+      write_variant(dir, names.weight_scale_2, {names.weight_scale_2, DType::F32, Shape{2}}, std::string(8, '\0')),
+      {"weight_scale_2", "F32 scalar"});
+  read_error(write_variant(dir, names.weight_scale_2, {"unrelated", DType::F32, Shape{}}, std::string(4, '\0')),
+             {kName, "weight_scale_2", "missing"});
+  read_error(
+      write_variant(dir, names.weight_scale, {names.weight_scale, DType::E4M3, Shape{32, 3}}, std::string(96, '\x7f')),
+      {kName, "NaN"});
+}
+
+TEST(Modelopt, QuantConfigFiles) {
+  TempDir dir;
+  const fs::path path = dir / "hf_quant_config.json";
+  write_file(path, hf_quant_config_json({"lm_head"}).dump());
+  const ModeloptQuantConfig config = load_hf_quant_config(path);
+  EXPECT_EQ(config.producer_name, "nvfp4lm");
+  EXPECT_EQ(config.quant_algo, "NVFP4");
+  EXPECT_EQ(config.group_size, 16);
+  EXPECT_FALSE(config.kv_cache_quant_algo.has_value());
+  EXPECT_EQ(config.exclude_modules, (std::vector<std::string>{"lm_head"}));
+
+  // What NVIDIA publishes for its NVFP4 checkpoints.
+  write_file(path, R"({"producer": {"name": "modelopt", "version": "0.29.0"},
+      "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
+                       "exclude_modules": ["lm_head"]}})");
+  EXPECT_EQ(load_hf_quant_config(path).kv_cache_quant_algo, "FP8");
+  write_file(path, R"({"quantization": {"quant_algo": "FP8"}})");
+  expect_error([&] { load_hf_quant_config(path); }, {path.string(), "FP8", "only NVFP4"});
+  write_file(path, R"({"quantization": {"quant_algo": "NVFP4", "group_size": 32}})");
+  expect_error([&] { load_hf_quant_config(path); }, {"group_size 32"});
+  write_file(path, R"({"producer": {}})");
+  expect_error([&] { load_hf_quant_config(path); }, {"'quantization'"});
+
+  const json block = modelopt_quantization_config({"lm_head"});
+  EXPECT_EQ(block["quant_method"], "modelopt");
+  EXPECT_EQ(block["config_groups"]["group_0"]["input_activations"]["num_bits"], 4);
+  EXPECT_EQ(block["config_groups"]["group_0"]["targets"], json({"Linear"}));
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

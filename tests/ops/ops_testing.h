@@ -1,0 +1,73 @@
+// Helpers shared by the op tests: double-precision copies of tensors, central finite differences of a scalar
+// function computed in double, and the tolerances the op tests use (stated once, here).
+//
+// How the op tests work: each op is compared with a direct formula evaluated in double on the same (fp32)
+// inputs; each backward is compared with central finite differences of a double-precision scalar function
+// L = sum(out * R) (R random) built on that same formula. With h = 1e-3 the FD truncation error is
+// O(h^2 * f''') ~ 1e-7, far below the fp32 rounding of the op under test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "core/tensor.h"
+
+namespace nvfp4lm::test {
+
+// fp32 op vs a double formula: a few fp32 roundings per output plus sums of up to ~100 terms.
+inline constexpr Tolerance kForwardTol{2e-5f, 2e-4f};
+// fp32 backward vs double finite differences: longer chains (softmax, norms) of fp32 roundings.
+inline constexpr Tolerance kGradTol{5e-5f, 5e-4f};
+inline constexpr double kFiniteDifferenceStep = 1e-3;
+
+inline std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<float> f = to_float_vector(t);
+  return {f.begin(), f.end()};
+}
+
+inline void expect_near_doubles(const Tensor& actual, const std::vector<double>& expected, Tolerance tol,
+                                const std::string& what) {
+  std::vector<float> e(expected.begin(), expected.end());
+  expect_close(to_float_vector(actual), e, tol, what);
+}
+
+// d loss / d values[i] for every i by central differences; `loss` reads `values` (captured by reference).
+inline std::vector<double> finite_difference(std::vector<double>& values, const std::function<double()>& loss,
+                                             double step = kFiniteDifferenceStep) {
+  std::vector<double> grad(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double saved = values[i];
+    values[i] = saved + step;
+    const double plus = loss();
+    values[i] = saved - step;
+    const double minus = loss();
+    values[i] = saved;
+    grad[i] = (plus - minus) / (2 * step);
+  }
+  return grad;
+}
+
+inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// A view of `t` that is NOT contiguous: t's rows placed inside a wider buffer (extra columns filled with a
+// sentinel), returned as narrow(-1, offset, width). Used to check that ops honour row strides.
+inline Tensor strided_copy(const Tensor& t, int64_t extra_columns, int64_t offset, float sentinel = 1e30f) {
+  std::vector<int64_t> dims = t.shape().to_vector();
+  dims.back() += extra_columns;
+  Tensor wide = Tensor::empty(Shape(dims), DType::F32);
+  float* p = wide.data<float>();
+  for (int64_t i = 0; i < wide.numel(); ++i) p[i] = sentinel;
+  Tensor view = wide.narrow(-1, offset, t.dim(-1));
+  view.copy_from(t);
+  return view;
+}
+
+}  // namespace nvfp4lm::test

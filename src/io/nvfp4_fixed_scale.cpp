@@ -62,53 +62,18 @@ float weight_amax(const Tensor& weight, const std::string& what) {
 
 Nvfp4Tensor quantize_nvfp4_with_tensor_scale(const Tensor& weight, float tensor_scale, Nvfp4Block block,
                                              const std::string& what) {
-  const Tensor input = checked_matrix(weight, what);
-  NVFP4LM_CHECK(input.rank() == 2 && input.dim(1) > 0 && input.dim(1) % kBlock == 0,
-                "{}: NVFP4 needs a [rows, cols] matrix with cols a positive multiple of 16, got {}", what, input.str());
-  const int64_t rows = input.dim(0), cols = input.dim(1);
-  const int64_t group_rows = block == Nvfp4Block::Tile16x16 ? kBlock : 1;
-  NVFP4LM_CHECK(rows % group_rows == 0, "{}: 16x16 NVFP4 tiles need rows a multiple of 16, got {}", what, input.str());
+  Tensor input = checked_matrix(weight, what);
   NVFP4LM_CHECK(std::isfinite(tensor_scale) && tensor_scale > 0.0f, "{}: tensor scale {} must be finite and positive",
                 what, tensor_scale);
-
-  Nvfp4Tensor q;
-  q.rows = rows;
-  q.cols = cols;
-  q.tensor_scale = tensor_scale;
-  q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
-  q.block_scales = Tensor::empty({rows, cols / kBlock}, DType::E4M3);
-  auto* codes_out = static_cast<uint8_t*>(q.codes.raw());
-  auto* scales_out = static_cast<uint8_t*>(q.block_scales.raw());
-  const FloatLoader load{input.raw(), input.dtype()};
-  const int64_t col_blocks = cols / kBlock;
-  const int64_t groups = rows / group_rows;
-  bool non_finite = false;
-#pragma omp parallel for schedule(static) reduction(|| : non_finite)
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t row0 = g * group_rows;
-    for (int64_t b = 0; b < col_blocks; ++b) {
-      float block_amax = 0.0f;
-      for (int64_t r = row0; r < row0 + group_rows; ++r) {
-        for (int64_t k = 0; k < kBlock; ++k) {
-          const float magnitude = std::fabs(load(r * cols + b * kBlock + k));
-          non_finite = non_finite || !(magnitude <= FLT_MAX);  // std::max would drop a NaN
-          block_amax = std::max(block_amax, magnitude);
-        }
-      }
-      const uint8_t scale_byte = nvfp4_block_scale_byte(block_amax, tensor_scale);
-      const float denominator = nvfp4_dequant_scale(scale_byte, tensor_scale);
-      for (int64_t r = row0; r < row0 + group_rows; ++r) {
-        const int64_t first = r * cols + b * kBlock;
-        uint8_t* packed = codes_out + r * (cols / 2) + b * (kBlock / 2);
-        for (int64_t i = 0; i < kBlock / 2; ++i)
-          packed[i] = pack_e2m1_pair(nvfp4_encode_rne(load(first + 2 * i), denominator),
-                                     nvfp4_encode_rne(load(first + 2 * i + 1), denominator));
-        scales_out[r * col_blocks + b] = scale_byte;
-      }
-    }
+  if (input.dtype() == DType::F16) {  // the codec reads F32 and BF16; F16 -> F32 is exact
+    Tensor widened = Tensor::empty(input.shape(), DType::F32);
+    convert_cpu(input, widened);
+    input = widened;
   }
-  if (non_finite) weight_amax(input, what);  // throws, naming the first non-finite element
-  return q;
+  Nvfp4QuantOptions options;
+  options.block = block;
+  options.tensor_scale = tensor_scale;
+  return quantize_nvfp4(input, options, what.c_str());
 }
 
 double QuantizationError::relative_rms() const {

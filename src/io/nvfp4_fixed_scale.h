@@ -4,9 +4,8 @@
 //  - the ModelOpt layout is loaded by vLLM / TensorRT-LLM, which fuse q/k/v (and gate/up) into one GEMM with
 //    ONE tensor scale (they take the max of the three weight_scale_2); ModelOpt therefore quantizes such
 //    groups with a shared tensor scale from the group's joint amax, and so do we.
-// The per-block rule is quant/nvfp4_block.h's (the same bytes quantize_nvfp4 produces when tensor_scale equals
-// nvfp4_tensor_scale(amax), which a test checks). CPU only, round-to-nearest-even, 1x16 or 16x16 blocks.
-// TODO(quant): once Nvfp4QuantOptions can carry a tensor-scale override, call quantize_nvfp4 and drop this.
+// It is quantize_nvfp4 with Nvfp4QuantOptions::tensor_scale set (plus F16 input). CPU only, round-to-nearest-even,
+// 1x16 or 16x16 blocks.
 #pragma once
 
 #include <string>

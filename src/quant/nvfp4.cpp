@@ -137,13 +137,19 @@ void quantize_blocks_cpu(const T* data, int64_t rows, int64_t cols, float tensor
   }
 }
 
+// The caller's tensor scale when it set one (shared q/k/v or gate/up scales, `.dat`'s 1), else amax / (6*448).
+// The amax pass runs either way: it is also the check for non-finite input.
+float chosen_tensor_scale(const Nvfp4QuantOptions& options, float amax) {
+  return options.tensor_scale > 0.0f ? options.tensor_scale : nvfp4_tensor_scale(amax);
+}
+
 template <typename T>
 Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, const Nvfp4QuantOptions& options,
                          const char* what) {
   Nvfp4Tensor q;
   q.rows = rows;
   q.cols = cols;
-  q.tensor_scale = nvfp4_tensor_scale(amax_cpu(data, rows, cols, what));
+  q.tensor_scale = chosen_tensor_scale(options, amax_cpu(data, rows, cols, what));
   q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
   q.block_scales = Tensor::empty({rows, cols / kBlock}, DType::E4M3);
   uint8_t* codes_out = q.codes.data<uint8_t>();
@@ -162,7 +168,7 @@ Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, const Nvfp4Q
 template <typename T, typename Out>
 void fake_quantize_cpu(const T* data, Out* out, int64_t rows, int64_t cols, const Nvfp4QuantOptions& options,
                        const char* what) {
-  const float tensor_scale = nvfp4_tensor_scale(amax_cpu(data, rows, cols, what));
+  const float tensor_scale = chosen_tensor_scale(options, amax_cpu(data, rows, cols, what));
   quantize_blocks_cpu(data, rows, cols, tensor_scale, options,
                       [&](int64_t r, int64_t b, const uint8_t* codes, uint8_t, float denominator) {
                         const int64_t first = r * cols + b * kBlock;
@@ -240,7 +246,7 @@ Nvfp4Tensor quantize_cuda(const Tensor& weight, const Nvfp4QuantOptions& options
   Nvfp4Tensor q;
   q.rows = weight.dim(0);
   q.cols = weight.dim(1);
-  q.tensor_scale = nvfp4_tensor_scale(amax_cuda(weight, what));
+  q.tensor_scale = chosen_tensor_scale(options, amax_cuda(weight, what));
   q.codes = Tensor::empty({q.rows, q.cols / 2}, DType::E2M1x2, weight.device());
   q.block_scales = Tensor::empty({q.rows, q.cols / kBlock}, DType::E4M3, weight.device());
   cuda::nvfp4_quantize(weight.raw(), weight.dtype() == DType::BF16, q.rows, q.cols,
@@ -250,7 +256,7 @@ Nvfp4Tensor quantize_cuda(const Tensor& weight, const Nvfp4QuantOptions& options
 }
 
 void fake_quantize_cuda(const Tensor& weight, Tensor& out, const Nvfp4QuantOptions& options, const char* what) {
-  const float tensor_scale = nvfp4_tensor_scale(amax_cuda(weight, what));
+  const float tensor_scale = chosen_tensor_scale(options, amax_cuda(weight, what));
   cuda::nvfp4_fake_quantize(weight.raw(), weight.dtype() == DType::BF16, weight.dim(0), weight.dim(1),
                             kernel_options(options, tensor_scale), out.raw(), out.dtype() == DType::BF16);
 }

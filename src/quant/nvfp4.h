@@ -27,6 +27,9 @@ struct Nvfp4QuantOptions {
   Nvfp4Block block = Nvfp4Block::Row1x16;
   Rounding rounding = Rounding::NearestEven;
   uint64_t seed = 0;  // stochastic rounding: element (r, c) uses counter_uniform(seed, r * cols + c)
+  // > 0: quantize with this tensor scale instead of amax / (6 * 448) — for groups that share one scale
+  // (fused q/k/v and gate/up in ModelOpt exports) and for `.dat` files (scale 1). Must be finite.
+  float tensor_scale = 0.0f;
 };
 
 // A quantized [rows, cols] matrix. codes and block_scales live on the same device.

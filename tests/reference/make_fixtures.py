@@ -5,7 +5,8 @@ Builds tiny random Qwen3 models (untied and tied lm_head), saves them as HF-layo
 model.safetensors, F32), and saves reference outputs computed in float64:
   logits, the mean cross-entropy loss, every parameter gradient, and the losses of 5 AdamW steps (with
   gradient clipping), for: plain fine-tuning (qat off), NVFP4 fake-quant w4a16 with a straight-through
-  estimator (our codec replicated in nvfp4_ref.py), 2D-block fake-quant, and packed rows (segment ids).
+  estimator (our codec replicated in nvfp4_ref.py; q/k/v and gate/up share one tensor scale per layer, as
+  exported), 2D-block fake-quant, and packed rows (segment ids).
 
 Uses HF transformers (Qwen3ForCausalLM) when importable and cross-checks it against qwen3_ref.py; otherwise
 qwen3_ref.py alone. Runs on CPU with torch 1.13 or 2.x:
@@ -61,12 +62,25 @@ def make_inputs(cfg, seed):
     return ids, targets, segments, positions, packed_targets
 
 
-def fake_quant_fn(block):
+def scale_group(name):
+    """Linears that share one NVFP4 tensor scale (vLLM/TensorRT-LLM fuse them into one GEMM): q/k/v, gate/up."""
+    for members in (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj")):
+        for m in members:
+            if name.endswith(m + ".weight"):
+                return [name.replace(m, other) for other in members]
+    return [name]
+
+
+def fake_quant_fn(block, params):
+    """Forward weight = deq(Q(W)) with the group's shared tensor scale (amax over the group), identity gradient."""
     def lw(name, w):
         if name == "lm_head.weight":
             return w  # lm_head stays unquantized by default (DESIGN.md §3)
-        q = nvfp4_ref.fake_quantize(w.detach().float(), block=block).to(w.dtype)
+        amax = max(params_now[n].detach().float().abs().max().item() for n in scale_group(name))
+        q = nvfp4_ref.fake_quantize(w.detach().float(), block=block,
+                                    tensor_scale=nvfp4_ref.nvfp4_tensor_scale(amax)).to(w.dtype)
         return w + (q - w).detach()  # straight-through estimator
+    params_now = params
     return lw
 
 
@@ -77,7 +91,7 @@ def loss_of(logits, targets):
 
 def run_case(params, cfg, ids, targets, positions=None, segments=None, lw=None):
     ps = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    logits = qwen3_ref.forward(ps, cfg, ids, positions, segments, lw)
+    logits = qwen3_ref.forward(ps, cfg, ids, positions, segments, lw(ps) if lw else None)
     loss = loss_of(logits, targets)
     loss.backward()
     return logits.detach(), loss.detach(), {k: v.grad.detach() for k, v in ps.items()}
@@ -147,8 +161,8 @@ def build(out_dir, name, tied, seed):
     ref = {"input_ids": ids.int(), "targets": targets.int(), "segment_ids": segments.int(),
            "positions": positions.int(), "packed_targets": packed_targets.int()}
 
-    cases = [("", None, None, targets, None), ("qat.", fake_quant_fn("1d"), None, targets, None),
-             ("qat2d.", fake_quant_fn("2d"), None, targets, None),
+    cases = [("", None, None, targets, None), ("qat.", lambda ps: fake_quant_fn("1d", ps), None, targets, None),
+             ("qat2d.", lambda ps: fake_quant_fn("2d", ps), None, targets, None),
              ("packed.", None, (positions, segments), packed_targets, None)]
     if tied:
         cases = cases[:1] + cases[1:2]  # tied: plain and w4a16 (keeps fixtures small)

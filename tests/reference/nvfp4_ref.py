@@ -90,16 +90,15 @@ def _check_block(block, rows, cols):
         raise ValueError(f"16x16 tiles need rows to be a multiple of 16, got [{rows}, {cols}]")
 
 
-def _scales_and_denominators(x, block):
+def _scales_and_denominators(x, block, tensor_scale=None):
     rows, cols = x.shape
     _check_block(block, rows, cols)
     if not np.all(np.isfinite(x)):
         r, c = np.argwhere(~np.isfinite(x))[0]
         raise ValueError(f"non-finite value {x[r, c]} at row {r}, column {c} of [{rows}, {cols}]")
-    amax = F32(np.max(np.abs(x))) if x.size else F32(0)
-    tensor_scale = F32(amax / F32(2688.0))
-    if not tensor_scale > 0:
-        tensor_scale = F32(1.0)
+    if tensor_scale is None:
+        tensor_scale = nvfp4_tensor_scale(F32(np.max(np.abs(x))) if x.size else F32(0))
+    tensor_scale = F32(tensor_scale)
     block_amax = np.abs(x).reshape(rows, cols // 16, 16).max(axis=2)
     if block == "2d":
         block_amax = np.repeat(block_amax.reshape(rows // 16, 16, cols // 16).max(axis=1), 16, axis=0)
@@ -111,11 +110,18 @@ def _scales_and_denominators(x, block):
     return scale_bytes, denominators, tensor_scale
 
 
-def quantize(w, block="1d"):
-    """-> (codes uint8 [rows, cols/2], scales uint8 (E4M3 bytes) [rows, cols/16], tensor_scale float32)."""
+def nvfp4_tensor_scale(amax):
+    """amax / (6 * 448), or 1 when that is 0 (nvfp4lm's nvfp4_tensor_scale)."""
+    tensor_scale = F32(F32(amax) / F32(2688.0))
+    return tensor_scale if tensor_scale > 0 else F32(1.0)
+
+
+def quantize(w, block="1d", tensor_scale=None):
+    """-> (codes uint8 [rows, cols/2], scales uint8 (E4M3 bytes) [rows, cols/16], tensor_scale float32).
+    tensor_scale: None for amax / (6*448), or the caller's (groups sharing one scale, as Nvfp4QuantOptions)."""
     x = _as_f32_matrix(w)
     rows, cols = x.shape
-    scale_bytes, denominators, tensor_scale = _scales_and_denominators(x, block)
+    scale_bytes, denominators, tensor_scale = _scales_and_denominators(x, block, tensor_scale)
     safe = np.where(denominators == 0, F32(1.0), denominators)[:, :, None]
     codes = float_to_e2m1_rne((x.reshape(rows, cols // 16, 16) / safe).astype(F32))
     codes = np.where(denominators[:, :, None] == 0, np.uint8(0), codes).reshape(rows, cols)
@@ -142,9 +148,9 @@ def to_bf16_bits(x):
     return rounded.astype(np.uint16)
 
 
-def fake_quantize(w, block="1d"):
+def fake_quantize(w, block="1d", tensor_scale=None):
     """dequantize(quantize(w)) as float32, returned as the input's kind (torch tensor or numpy array)."""
-    values = dequantize(*quantize(w, block))
+    values = dequantize(*quantize(w, block, tensor_scale))
     if hasattr(w, "detach"):
         import torch
         return torch.from_numpy(values).to(w.device)

@@ -1,0 +1,62 @@
+// Qwen3 for inference (DESIGN.md §3): loads any supported MODEL (HF safetensors BF16/F16/F32, ModelOpt NVFP4,
+// `.dat`), keeps NVFP4 linears packed and dequantizes them per layer into a scratch buffer (cpu/dequant-gemm;
+// on CUDA the fused W4A16 path), and runs the forward pass with or without a KV cache.
+//
+// Precision: activations in compute_dtype() (F32 on CPU, BF16 on CUDA); norms, softmax and logits in fp32.
+// Logits always come back as F32.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/files.h"
+#include "core/tensor.h"
+#include "io/hf_config.h"
+#include "io/model_files.h"
+#include "model/kv_cache.h"
+#include "model/qwen3_weights.h"
+
+namespace nvfp4lm {
+
+struct ModelOptions {
+  Device device = Device::cpu();
+  std::optional<fs::path> config_path;    // passed to open_model
+  std::optional<fs::path> tokenizer_dir;  // passed to open_model
+};
+
+class Qwen3Model {
+ public:
+  // Opens and loads a model; logs the format, device, compute path and precision.
+  static Qwen3Model load(const fs::path& path, const ModelOptions& options = {});
+  static Qwen3Model from_files(const ModelFiles& files, const ModelOptions& options = {});
+  Qwen3Model(Qwen3Config config, Qwen3Weights weights);
+
+  const Qwen3Config& config() const { return config_; }
+  const Qwen3Weights& weights() const { return weights_; }
+  Device device() const;
+  DType compute_dtype() const;  // F32 on CPU, BF16 on CUDA
+  // "cpu/dequant-gemm", "cuda/nvfp4-w4a16", "cuda/dequant-gemm", "cpu/dense", "cuda/dense-bf16"
+  std::string compute_path() const;
+  // Where the model came from (for messages) and its tokenizer directory, if any.
+  const fs::path& source() const { return source_; }
+  const std::optional<fs::path>& tokenizer_dir() const { return tokenizer_dir_; }
+
+  // Full causal forward without a cache. ids: I32 [B, T] (on any device). positions: I32 [B, T] (default
+  // 0..T-1); segment_ids: I32 [B, T] for packed rows (attention stays inside a segment). Returns F32 [B, T, V].
+  Tensor forward(const Tensor& ids, const Tensor* positions = nullptr, const Tensor* segment_ids = nullptr) const;
+
+  // Appends ids I32 [B, T] at positions cache.length() .. cache.length()+T-1, advances the cache, and returns
+  // logits F32 [B, V] of the last position (or [B, T, V] when all_logits). Throws Error when the cache would
+  // overflow (the message names the context length and how to raise it).
+  Tensor forward_cached(const Tensor& ids, KVCache& cache, bool all_logits = false) const;
+
+  KVCache make_cache(int64_t batch, int64_t max_tokens) const;
+
+ private:
+  Qwen3Config config_;
+  Qwen3Weights weights_;
+  fs::path source_;
+  std::optional<fs::path> tokenizer_dir_;
+};
+
+}  // namespace nvfp4lm

@@ -1,0 +1,42 @@
+// The weights of a Qwen3 model as the forward passes use them, on one device.
+//
+// A linear is either dense ([out, in] in the compute dtype) or NVFP4 (packed codes + E4M3 block scales + tensor
+// scale, kept packed; dequantized per use into a scratch buffer or consumed by a fused kernel). Embeddings and
+// norms are always dense (norm weights F32). When tie_word_embeddings is set, lm_head aliases embed_tokens.
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/hf_config.h"
+#include "io/model_files.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm {
+
+struct LinearWeight {
+  int64_t out_features = 0;
+  int64_t in_features = 0;
+  Tensor dense;       // [out, in], compute dtype — set for dense linears
+  Nvfp4Tensor nvfp4;  // set for NVFP4 linears
+  bool is_nvfp4() const { return nvfp4.defined(); }
+};
+
+struct Qwen3LayerWeights {
+  Tensor input_norm, post_attention_norm, q_norm, k_norm;  // F32
+  LinearWeight q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+};
+
+struct Qwen3Weights {
+  Tensor embed_tokens;  // [V, H], compute dtype
+  std::vector<Qwen3LayerWeights> layers;
+  Tensor final_norm;     // [H], F32
+  LinearWeight lm_head;  // dense view of embed_tokens when tied
+  bool any_nvfp4() const;
+  size_t nbytes() const;
+};
+
+// Loads every weight of `files` onto `device`: dense weights converted to `compute_dtype`, NVFP4 kept packed.
+Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype);
+
+}  // namespace nvfp4lm

@@ -4,9 +4,15 @@
 //
 // Precision: activations in compute_dtype() (F32 on CPU, BF16 on CUDA); norms, softmax and logits in fp32.
 // Logits always come back as F32.
+//
+// Work space: the RoPE table (built once, grown when a position beyond it shows up) and the NVFP4 dequantization
+// scratch live in the model and are shared by its copies; forward calls on one model are serialised by a mutex
+// (they are const, and safe to call from several threads, but do not run in parallel). Activation buffers are
+// allocated once per call and reused by every layer.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/files.h"
@@ -17,6 +23,10 @@
 #include "model/qwen3_weights.h"
 
 namespace nvfp4lm {
+
+namespace detail {
+struct InferenceWorkspace;  // model/qwen3_inference.h
+}
 
 struct ModelOptions {
   Device device = Device::cpu();
@@ -50,13 +60,19 @@ class Qwen3Model {
   // overflow (the message names the context length and how to raise it).
   Tensor forward_cached(const Tensor& ids, KVCache& cache, bool all_logits = false) const;
 
+  // A cache for `batch` rows of up to `max_tokens` tokens in the compute dtype on the model's device (also
+  // extends the RoPE table to max_tokens so decoding never rebuilds it).
   KVCache make_cache(int64_t batch, int64_t max_tokens) const;
 
  private:
+  Tensor run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache, bool all_logits,
+             int64_t max_position) const;
+
   Qwen3Config config_;
   Qwen3Weights weights_;
   fs::path source_;
   std::optional<fs::path> tokenizer_dir_;
+  std::shared_ptr<detail::InferenceWorkspace> workspace_;
 };
 
 }  // namespace nvfp4lm

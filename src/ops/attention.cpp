@@ -1,10 +1,17 @@
 // Shape checks and device dispatch for ops/attention.h.
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/cpu/attention.h"
 #include "ops/dispatch.h"
+
+#if NVFP4LM_HAS_CUDA
+#include <cstdint>
+
+#include "ops/cuda/attention.h"
+#endif
 
 namespace nvfp4lm {
 namespace {
@@ -37,6 +44,72 @@ void check_lse(const char* op, const Tensor& lse, const Tensor& q) {
                  "{}: lse {} must be F32 [B, Hq, Tq] for q {}", op, lse.str(), q.str());
 }
 
+#if NVFP4LM_HAS_CUDA
+// The CUDA twin's contract (ops/cuda/attention.h): BF16, [H, D] contiguous per token, 16-byte aligned rows.
+cuda::AttentionHeads cuda_heads(const Tensor& t, const char* what) {
+  NVFP4LM_ASSERT(t.dtype() == DType::BF16, "{}: {} must be BF16 on CUDA", what, t.str());
+  NVFP4LM_ASSERT(t.stride(3) == 1 && (t.dim(2) == 1 || t.stride(2) == t.dim(3)),
+                 "{}: {} needs each token's [H, D] contiguous", what, t.str());
+  NVFP4LM_ASSERT(reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0 && t.stride(0) % 8 == 0 && t.stride(1) % 8 == 0,
+                 "{}: {} must start 16-byte aligned with batch / token strides that are multiples of 8 elements", what,
+                 t.str());
+  return {t.raw(), t.stride(0), t.stride(1)};
+}
+
+cuda::AttentionShape cuda_shape(const char* op, const Tensor& q, const Tensor& k, const AttentionOptions& options) {
+  NVFP4LM_CHECK(cuda::attention_head_dim_supported(q.dim(3)),
+                "{}: no CUDA kernel for head_dim {} (supported: 16, 64, 128); run on the CPU (--device cpu)", op,
+                q.dim(3));
+  NVFP4LM_ASSERT(q.dim(1) * q.dim(2) < (int64_t{1} << 30) && k.dim(1) < (int64_t{1} << 30),
+                 "{}: q {} / k {} too long for 32-bit row indices", op, q.str(), k.str());
+  cuda::AttentionShape shape;
+  shape.batch = q.dim(0);
+  shape.q_len = q.dim(1);
+  shape.k_len = k.dim(1);
+  shape.q_heads = q.dim(2);
+  shape.kv_heads = k.dim(2);
+  shape.head_dim = q.dim(3);
+  shape.q_start = options.q_start;
+  shape.scale = options.scale;
+  if (options.segment_ids != nullptr) {
+    NVFP4LM_ASSERT(options.segment_ids->is_contiguous(), "{}: segment_ids {} must be contiguous", op,
+                   options.segment_ids->str());
+    shape.segment_ids = static_cast<const int32_t*>(options.segment_ids->raw());
+  }
+  return shape;
+}
+
+Tensor cuda_scratch(int64_t bytes, Device device) {
+  return bytes > 0 ? Tensor::empty({bytes}, DType::U8, device) : Tensor();
+}
+
+void cuda_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                            const AttentionOptions& options, Tensor* lse) {
+  const cuda::AttentionShape shape = cuda_shape("attention_forward", q, k, options);
+  if (lse != nullptr) NVFP4LM_ASSERT(lse->is_contiguous(), "attention_forward: lse {} must be contiguous", lse->str());
+  Tensor scratch = cuda_scratch(
+      std::max(cuda::attention_segment_summary_bytes(shape), cuda::attention_decode_scratch_bytes(shape)), q.device());
+  cuda::attention_forward(shape, cuda_heads(q, "attention_forward q"), cuda_heads(k, "attention_forward k"),
+                          cuda_heads(v, "attention_forward v"), cuda_heads(out, "attention_forward out"),
+                          lse != nullptr ? static_cast<float*>(lse->raw()) : nullptr,
+                          scratch.defined() ? scratch.raw() : nullptr);
+}
+
+void cuda_attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                             const Tensor& lse, const AttentionOptions& options, Tensor& dq, Tensor& dk, Tensor& dv) {
+  NVFP4LM_ASSERT(out.defined() && lse.defined() && lse.is_contiguous(),
+                 "attention_backward on CUDA needs the forward's out and (contiguous) lse, got out {} lse {}",
+                 out.str(), lse.str());
+  const cuda::AttentionShape shape = cuda_shape("attention_backward", q, k, options);
+  Tensor scratch = cuda_scratch(cuda::attention_backward_scratch_bytes(shape), q.device());
+  cuda::attention_backward(shape, cuda_heads(dout, "attention_backward dout"), cuda_heads(q, "attention_backward q"),
+                           cuda_heads(k, "attention_backward k"), cuda_heads(v, "attention_backward v"),
+                           cuda_heads(out, "attention_backward out"), static_cast<const float*>(lse.raw()),
+                           cuda_heads(dq, "attention_backward dq"), cuda_heads(dk, "attention_backward dk"),
+                           cuda_heads(dv, "attention_backward dv"), scratch.raw());
+}
+#endif
+
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, const AttentionOptions& options,
@@ -47,7 +120,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
   [[maybe_unused]] const Device device =
       common_device("attention_forward", {&q, &k, &v, &out, lse, options.segment_ids});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("attention_forward");  // -> cuda::attention_forward(...); return;
+  if (device.is_cuda()) return cuda_attention_forward(q, k, v, out, options, lse);
 #endif
   cpu::attention_forward(q, k, v, out, options, lse);
 }
@@ -63,7 +136,7 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
   [[maybe_unused]] const Device device =
       common_device("attention_backward", {&dout, &q, &k, &v, &out, &lse, options.segment_ids, &dq, &dk, &dv});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("attention_backward");  // -> cuda::attention_backward(...); return;
+  if (device.is_cuda()) return cuda_attention_backward(dout, q, k, v, out, lse, options, dq, dk, dv);
 #endif
   cpu::attention_backward(dout, q, k, v, lse, options, dq, dk, dv);
 }

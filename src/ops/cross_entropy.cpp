@@ -1,11 +1,147 @@
-// Shape checks and device dispatch for ops/cross_entropy.h.
+// Shape checks and device dispatch for ops/cross_entropy.h, and the host side of the CUDA twin: the chunk loop
+// over target rows that drives the lm_head GEMMs (public gemm(), cuBLASLt on CUDA) and the kernels of
+// ops/cuda/cross_entropy.h (the scheme and why it chunks rows is described there).
 #include "ops/cross_entropy.h"
 
 #include "ops/cpu/cross_entropy.h"
 #include "ops/dispatch.h"
 #include "ops/gemm.h"
 
+#if NVFP4LM_HAS_CUDA
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ops/cuda/cross_entropy.h"
+#include "ops/cuda/embedding.h"
+#include "ops/cuda/input_errors.h"
+#include "ops/cuda/tensor_rows.h"
+#include "ops/elementwise.h"
+#endif
+
 namespace nvfp4lm {
+
+#if NVFP4LM_HAS_CUDA
+namespace {
+
+// Bytes of the [rows, V] logits buffer, the one large scratch of the op (BF16: ~1770 rows of a 151936-token
+// vocabulary). NVFP4LM_CE_LOGITS_BYTES overrides it: less memory, or more rows per chunk (fewer passes over the
+// F32 dW; see ops/cuda/cross_entropy.h).
+constexpr size_t kDefaultLogitsBytes = size_t(512) << 20;
+
+size_t logits_budget_bytes() {
+  const char* text = std::getenv("NVFP4LM_CE_LOGITS_BYTES");
+  if (text == nullptr || *text == '\0') return kDefaultLogitsBytes;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  NVFP4LM_CHECK(end != nullptr && *end == '\0' && value > 0,
+                "NVFP4LM_CE_LOGITS_BYTES='{}' is not a positive number of bytes", text);
+  return static_cast<size_t>(value);
+}
+
+CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
+                                              float grad_scale, Tensor* dhidden, Tensor* dweight) {
+  const DType dtype = hidden.dtype();
+  const Device device = hidden.device();
+  NVFP4LM_ASSERT(lm_head.dtype() == dtype && (dtype == DType::BF16 || dtype == DType::F32),
+                 "lm_head_cross_entropy on CUDA: hidden {} and lm_head {} must share one dtype, BF16 or F32",
+                 hidden.str(), lm_head.str());
+  NVFP4LM_ASSERT(dhidden == nullptr || dhidden->dtype() == DType::BF16 || dhidden->dtype() == DType::F32,
+                 "lm_head_cross_entropy on CUDA: dhidden {} must be BF16 or F32", dhidden->str());
+  NVFP4LM_ASSERT(dweight == nullptr || dweight->dtype() == DType::F32,
+                 "lm_head_cross_entropy on CUDA: dweight {} must be F32 (a parameter gradient)", dweight->str());
+  (void)cuda::device_int32(targets, "lm_head_cross_entropy targets");
+  const int64_t rows = hidden.dim(0), hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
+
+  // Targets come to the host (the one synchronisation before the work): validated and compacted there.
+  const Tensor host_targets = targets.to(Device::cpu());
+  cuda::throw_pending_input_errors();  // e.g. a bad token id seen by this step's embedding kernel
+  const int32_t* target = rows > 0 ? host_targets.data<int32_t>() : nullptr;
+  std::vector<int32_t> active, source_row(static_cast<size_t>(rows), -1), active_targets;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (target[i] == kIgnoreIndex) continue;
+    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
+                  "cross-entropy: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
+                  "a position)",
+                  target[i], i, vocab, kIgnoreIndex);
+    source_row[static_cast<size_t>(i)] = static_cast<int32_t>(active.size());
+    active.push_back(static_cast<int32_t>(i));
+    active_targets.push_back(target[i]);
+  }
+  CrossEntropyResult result;
+  result.tokens = static_cast<int64_t>(active.size());
+  if (result.tokens == 0) {
+    if (dhidden != nullptr) fill(*dhidden, 0.f);
+    return result;
+  }
+  const int64_t tokens = result.tokens;
+  const bool all_active = tokens == rows;
+
+  // One upload: [active rows | source row of every row (-1: ignored) | targets of the active rows].
+  std::vector<int32_t> packed(active);
+  packed.insert(packed.end(), source_row.begin(), source_row.end());
+  packed.insert(packed.end(), active_targets.begin(), active_targets.end());
+  const Tensor index = Tensor::from_ints(packed, Shape{static_cast<int64_t>(packed.size())}).to(device);
+  const auto* index_data = static_cast<const int32_t*>(index.raw());
+  const int32_t* device_active = index_data;
+  const int32_t* device_source_row = index_data + tokens;
+  const int32_t* device_targets = index_data + tokens + rows;
+
+  // The hidden rows with a target, compacted (unless that is all of them).
+  Tensor h = hidden;
+  if (!all_active) {
+    h = Tensor::empty({tokens, hidden_dim}, dtype, device);
+    cuda::gather_rows(device_active, cuda::device_matrix(hidden, "lm_head_cross_entropy hidden"),
+                      cuda::device_matrix(h, "lm_head_cross_entropy compacted hidden"), nullptr);
+  }
+  Tensor dh;
+  if (dhidden != nullptr) dh = all_active ? *dhidden : Tensor::empty({tokens, hidden_dim}, dhidden->dtype(), device);
+
+  const int64_t ld = cuda::cross_entropy_logits_ld(vocab);
+  const int64_t row_bytes = ld * static_cast<int64_t>(dtype_bytes(dtype));
+  const int64_t max_rows = std::max<int64_t>(1, static_cast<int64_t>(logits_budget_bytes()) / row_bytes);
+  const int64_t chunks = (tokens + max_rows - 1) / max_rows;
+  const int64_t chunk_rows = (tokens + chunks - 1) / chunks;  // balanced chunks
+  Tensor logits = Tensor::empty({chunk_rows, ld}, dtype, device);
+  Tensor row_loss = Tensor::empty({tokens}, DType::F32, device);
+  Tensor row_correct = Tensor::empty({tokens}, DType::I32, device);
+  const bool want_grad = dhidden != nullptr || dweight != nullptr;
+
+  for (int64_t first = 0; first < tokens; first += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, tokens - first);
+    const Tensor h_chunk = h.narrow(0, first, count);
+    Tensor z = logits.narrow(0, 0, count).narrow(1, 0, vocab);
+    gemm(h_chunk, false, lm_head, true, z);
+    cuda::cross_entropy_rows(z.raw(), dtype, count, vocab, device_targets + first, grad_scale, want_grad,
+                             static_cast<float*>(row_loss.raw()) + first,
+                             static_cast<int32_t*>(row_correct.raw()) + first);
+    if (dhidden != nullptr) {
+      Tensor dh_chunk = dh.narrow(0, first, count);
+      gemm(z, false, lm_head, false, dh_chunk);
+    }
+    if (dweight != nullptr) gemm(z, true, h_chunk, false, *dweight, 1.f, 1.f);
+  }
+  if (dhidden != nullptr && !all_active) {
+    cuda::expand_rows(cuda::device_matrix(dh, "lm_head_cross_entropy compacted dhidden"), device_source_row,
+                      cuda::device_matrix(*dhidden, "lm_head_cross_entropy dhidden"));
+  }
+
+  Tensor sums = Tensor::empty({2 * static_cast<int64_t>(sizeof(double))}, DType::U8, device);
+  cuda::cross_entropy_sums(static_cast<const float*>(row_loss.raw()), static_cast<const int32_t*>(row_correct.raw()),
+                           tokens, static_cast<double*>(sums.raw()));
+  const Tensor host_sums = sums.to(Device::cpu());  // the second synchronisation: the result
+  double values[2];
+  std::memcpy(values, host_sums.raw(), sizeof(values));
+  result.loss_sum = values[0];
+  result.correct = std::llround(values[1]);
+  return result;
+}
+
+}  // namespace
+#endif
 
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
                                          float grad_scale, Tensor* dhidden, Tensor* dweight) {
@@ -20,7 +156,7 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
   [[maybe_unused]] const Device device =
       common_device("lm_head_cross_entropy", {&hidden, &lm_head, &targets, dhidden, dweight});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("lm_head_cross_entropy");  // -> return cuda::lm_head_cross_entropy(...);
+  if (device.is_cuda()) return cuda_lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
 #endif
   return cpu::lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
 }

@@ -1,6 +1,6 @@
 // The language-model head fused with token cross-entropy, forward and backward in one call, never holding
-// the whole [N, V] logits: the CPU reference works through ~64 target tokens at a time (the CUDA twin
-// chunks over the vocabulary with an online log-sum-exp instead).
+// the whole [N, V] logits: the CPU reference works through ~64 target tokens at a time, the CUDA twin through
+// as many as a 512 MiB logits buffer holds (ops/cuda/cross_entropy.h says why rows and not vocabulary chunks).
 //   logits = hidden · lm_headᵀ,   loss_sum = sum over non-ignored tokens i of -log softmax(logits_i)[target_i]
 // Targets equal to kIgnoreIndex (-100, PyTorch's convention) are skipped entirely — no lm_head work — which
 // matters for chat data where only assistant tokens carry loss. Gradients are those of grad_scale * loss_sum

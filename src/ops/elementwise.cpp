@@ -4,6 +4,11 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/dispatch.h"
 
+#if NVFP4LM_HAS_CUDA
+#include "ops/cuda/elementwise.h"
+#include "ops/cuda/tensor_rows.h"
+#endif
+
 namespace nvfp4lm {
 
 void add_inplace(Tensor& a, const Tensor& b) { add(a, b, a); }
@@ -13,7 +18,12 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
                  out.str());
   [[maybe_unused]] const Device device = common_device("add", {&a, &b, &out});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("add");  // -> cuda::add(a, b, out); return;
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(dtype_is_float(a.dtype()) && b.dtype() == a.dtype() && out.dtype() == a.dtype(),
+                   "add on CUDA: a {}, b {}, out {} must share one float dtype", a.str(), b.str(), out.str());
+    cuda::add(cuda::device_rows(a, 1, "add a"), cuda::device_rows(b, 1, "add b"), cuda::device_rows(out, 1, "add out"));
+    return;
+  }
 #endif
   cpu::add(a, b, out);
 }
@@ -21,7 +31,11 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
 void scale_inplace(Tensor& a, float s) {
   [[maybe_unused]] const Device device = common_device("scale_inplace", {&a});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("scale_inplace");  // -> cuda::scale_inplace(a, s); return;
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(dtype_is_float(a.dtype()), "scale_inplace on CUDA: {} is not a float tensor", a.str());
+    cuda::scale(cuda::device_rows(a, 1, "scale_inplace a"), s);
+    return;
+  }
 #endif
   cpu::scale_inplace(a, s);
 }
@@ -29,7 +43,11 @@ void scale_inplace(Tensor& a, float s) {
 void fill(Tensor& a, float value) {
   [[maybe_unused]] const Device device = common_device("fill", {&a});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("fill");  // -> cuda::fill(a, value); return;
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(dtype_is_float(a.dtype()), "fill on CUDA: {} is not a float tensor", a.str());
+    cuda::fill(cuda::device_rows(a, 1, "fill a"), value);
+    return;
+  }
 #endif
   cpu::fill(a, value);
 }
@@ -39,7 +57,10 @@ void cast(const Tensor& src, Tensor& dst) {
                  "cast: {} -> {} (float types of one shape only)", src.str(), dst.str());
   [[maybe_unused]] const Device device = common_device("cast", {&src, &dst});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("cast");  // -> cuda::cast(src, dst); return;
+  if (device.is_cuda()) {
+    cuda::cast(cuda::device_rows(src, 1, "cast src"), cuda::device_rows(dst, 1, "cast dst"));
+    return;
+  }
 #endif
   cpu::cast(src, dst);
 }
@@ -47,7 +68,11 @@ void cast(const Tensor& src, Tensor& dst) {
 double sum_squares(const Tensor& a) {
   [[maybe_unused]] const Device device = common_device("sum_squares", {&a});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("sum_squares");  // -> return cuda::sum_squares(a);
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(dtype_is_float(a.dtype()), "sum_squares on CUDA: {} is not a float tensor", a.str());
+    Tensor scratch = Tensor::empty({static_cast<int64_t>(cuda::sum_squares_scratch_bytes())}, DType::U8, device);
+    return cuda::sum_squares(cuda::device_rows(a, 1, "sum_squares a"), scratch.raw());
+  }
 #endif
   return cpu::sum_squares(a);
 }

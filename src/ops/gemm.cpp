@@ -5,6 +5,11 @@
 #include "ops/cpu/gemm.h"
 #include "ops/dispatch.h"
 
+#if NVFP4LM_HAS_CUDA
+#include "ops/cuda/gemm.h"
+#include "ops/cuda/tensor_rows.h"
+#endif
+
 namespace nvfp4lm {
 namespace {
 
@@ -16,6 +21,13 @@ Tensor flatten_rows(const Tensor& t, const char* what) {
   NVFP4LM_ASSERT(t.is_contiguous(), "{}: {} of rank > 2 must be contiguous to flatten", what, t.str());
   return t.reshape({t.numel() / t.dim(-1), t.dim(-1)});
 }
+
+#if NVFP4LM_HAS_CUDA
+cuda::GemmMatrix cuda_matrix(const Tensor& t, const char* what) {
+  const cuda::DeviceRows rows = cuda::device_matrix(t, what);
+  return cuda::GemmMatrix{rows.data, rows.dtype, rows.count, rows.width, rows.inner_stride};
+}
+#endif
 
 }  // namespace
 
@@ -31,7 +43,14 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
                  transpose_a ? "ᵀ" : "", b.shape().str(), transpose_b ? "ᵀ" : "", c.shape().str(), m, k, kb, n);
   [[maybe_unused]] const Device device = common_device("gemm", {&a, &b, &c});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation("gemm");  // CUDA twin: cuda::gemm(a, transpose_a, ...); return;
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(a.dtype() == b.dtype() && cuda::gemm_supported(a.dtype(), c.dtype()),
+                   "gemm on CUDA: {} x {} -> {} (A and B BF16 / F16 with C of their type or F32, or all F32)", a.str(),
+                   b.str(), c.str());
+    cuda::gemm(cuda_matrix(a, "gemm A"), transpose_a, cuda_matrix(b, "gemm B"), transpose_b, cuda_matrix(c, "gemm C"),
+               alpha, beta);
+    return;
+  }
 #endif
   cpu::gemm(a, transpose_a, b, transpose_b, c, alpha, beta);
 }

@@ -7,6 +7,12 @@
 #include "ops/cpu/rope.h"
 #include "ops/dispatch.h"
 
+#if NVFP4LM_HAS_CUDA
+#include "ops/cuda/input_errors.h"
+#include "ops/cuda/rope.h"
+#include "ops/cuda/tensor_rows.h"
+#endif
+
 namespace nvfp4lm {
 namespace {
 
@@ -42,7 +48,21 @@ void check_rope(const Tensor& x, const Tensor& positions, int64_t head_dim, cons
 void rotate(Tensor& x, const Tensor* positions, const Tensor& cos, const Tensor& sin, bool inverse, const char* op) {
   [[maybe_unused]] const Device device = common_device(op, {&x, positions, &cos, &sin});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) no_cuda_implementation(op);  // -> cuda::rope_rotate(x, positions, cos, sin, inverse); return;
+  if (device.is_cuda()) {
+    // Positions are checked by the kernel, reported here at the next call (ops/cuda/rope.h).
+    cuda::throw_pending_input_errors();
+    NVFP4LM_ASSERT(x.dtype() == DType::F32 || x.dtype() == DType::BF16, "{} on CUDA: x {} must be F32 or BF16", op,
+                   x.str());
+    NVFP4LM_ASSERT(
+        cos.dtype() == DType::F32 && sin.dtype() == DType::F32 && cos.is_contiguous() && sin.is_contiguous() &&
+            cos.shape() == sin.shape() && cos.rank() == 2 && cos.dim(1) == x.dim(-1) / 2,
+        "{} on CUDA: cos {} / sin {} must be contiguous F32 [P, {}]", op, cos.str(), sin.str(), x.dim(-1) / 2);
+    const int32_t* pos = positions != nullptr ? cuda::device_int32(*positions, "rope positions") : nullptr;
+    if (pos != nullptr) cuda::set_input_error_limit(cuda::InputErrorKind::RopePosition, cos.dim(0));
+    cuda::rope_rotate(cuda::device_rows(x, 2, op), x.dim(-2), x.dim(-1), pos, static_cast<const float*>(cos.raw()),
+                      static_cast<const float*>(sin.raw()), cos.dim(0), inverse);
+    return;
+  }
 #endif
   cpu::rope_rotate(x, positions, cos, sin, inverse);
 }

@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "ops/cpu/views.h"
@@ -31,6 +32,20 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
     for (int64_t i = 0; i < m; ++i) {
       float* row = mc.row(i);
       for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.f ? 0.f : beta * row[j];
+    }
+    return;
+  }
+  if (m == 1) {
+    // One row (a decode step): sgemv. OpenBLAS's sgemm would first pack all of B (e.g. a 150k x 2560 lm_head)
+    // for a single row, which costs ~10x the product itself. Zeroing first keeps "beta == 0 ignores C".
+    if (beta == 0.f) std::fill(mc.data, mc.data + n, 0.f);
+    const blasint inc_a = transpose_a ? to_blas(ma.ld, "lda") : 1;
+    if (transpose_b) {  // c = B [n, k] · a
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, to_blas(n, "N"), to_blas(k, "K"), alpha, mb.data, to_blas(mb.ld, "ldb"),
+                  ma.data, inc_a, beta, mc.data, 1);
+    } else {  // c = B [k, n]ᵀ · a
+      cblas_sgemv(CblasRowMajor, CblasTrans, to_blas(k, "K"), to_blas(n, "N"), alpha, mb.data, to_blas(mb.ld, "ldb"),
+                  ma.data, inc_a, beta, mc.data, 1);
     }
     return;
   }

@@ -1,0 +1,119 @@
+// See cli_common.h.
+#include "cli/cli_common.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "infer/system_report.h"
+#include "io/model_files.h"
+
+namespace nvfp4lm::cli {
+
+void add_device_flags(CLI::App& app, DeviceFlags& flags) {
+  app.add_option("--device", flags.device, "cpu (default), cuda or cuda:N");
+  app.add_option("--max-memory", flags.max_memory_gib,
+                 "fail instead of allocating more than this many GiB on the device (default: no limit)");
+}
+
+Device parse_device_flag(const std::string& text) {
+  const Device device = Device::parse(text);
+  const std::string reason = device_unavailable_reason(device);
+  NVFP4LM_CHECK(reason.empty(), "--device {}: {}; run `nvfp4lm diagnose` for details, or use --device cpu", text,
+                reason);
+  return device;
+}
+
+void apply_max_memory(Device device, double gib) {
+  NVFP4LM_CHECK(std::isfinite(gib) && gib >= 0, "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}",
+                gib);
+  if (gib == 0) return;
+  const double bytes = gib * 1024.0 * 1024.0 * 1024.0;
+  NVFP4LM_CHECK(bytes >= 1, "--max-memory {} GiB is less than a byte", gib);
+  MemoryTracker::instance().set_limit(device, static_cast<size_t>(bytes));
+}
+
+Device setup_device(const DeviceFlags& flags) {
+  const Device device = parse_device_flag(flags.device);
+  apply_max_memory(device, flags.max_memory_gib);
+  return device;
+}
+
+std::string precision_text(const Qwen3Model& model) {
+  const std::string compute = model.compute_dtype() == DType::F32 ? "fp32" : "bf16 activations, fp32 accumulation";
+  const std::string weights =
+      model.weights().any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(model.weights().embed_tokens.dtype()));
+  return fmt::format("{} (weights {})", compute, weights);
+}
+
+std::string header_line(std::string_view command, Device device, std::string_view compute_path,
+                        std::string_view precision) {
+  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, device.str(), compute_path,
+                     precision);
+}
+
+void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision) {
+  const std::string line = header_line(command, device, compute_path, precision) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+QuietInfoLogs::QuietInfoLogs() : saved_(log::level()) {
+  if (saved_ == log::Level::Info) log::set_level(log::Level::Warn);
+}
+QuietInfoLogs::~QuietInfoLogs() { log::set_level(saved_); }
+
+void add_model_flags(CLI::App& app, ModelFlags& flags) {
+  app.add_option("--model", flags.model, "HF directory, ModelOpt NVFP4 directory or .dat file")->required();
+  app.add_option("--tokenizer", flags.tokenizer, "directory with tokenizer.json (default: beside the model)");
+  app.add_option("--config", flags.config, "config.json for a .dat model without one beside it");
+}
+
+Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device) {
+  const auto start = std::chrono::steady_clock::now();
+  OpenModelOptions open_options;
+  if (!flags.config.empty()) open_options.config_path = flags.config;
+  if (!flags.tokenizer.empty()) open_options.tokenizer_dir = flags.tokenizer;
+  const std::unique_ptr<ModelFiles> files = open_model(flags.model, open_options);
+  ModelOptions options;
+  options.device = device;
+  options.config_path = open_options.config_path;
+  options.tokenizer_dir = open_options.tokenizer_dir;
+  std::optional<Qwen3Model> model;
+  {
+    const QuietInfoLogs quiet;  // the model logs what the header line says; keep the header first
+    model.emplace(Qwen3Model::from_files(*files, options));
+  }
+  print_header(command, device, model->compute_path(), precision_text(*model));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log::info("model {}: {}, {} layers, hidden {}, vocab {}, {:.1f} MiB of weights, loaded in {:.2f} s",
+            files->path().string(), model_format_name(files->format()), model->config().num_hidden_layers,
+            model->config().hidden_size, model->config().vocab_size, to_mib(model->weights().nbytes()), seconds);
+  return std::move(*model);
+}
+
+Tokenizer load_tokenizer(const Qwen3Model& model) {
+  const Tokenizer tokenizer = Tokenizer::load(model.tokenizer_dir() ? *model.tokenizer_dir() : model.source());
+  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= model.config().vocab_size,
+                "tokenizer {} has {} tokens but model {} has only {} embeddings: pass the model's own tokenizer with "
+                "--tokenizer DIR",
+                tokenizer.origin(), tokenizer.vocab_size(), model.source().string(), model.config().vocab_size);
+  return tokenizer;
+}
+
+void add_sampling_flags(CLI::App& app, SamplingOptions& options) {
+  app.add_option("--temperature", options.temperature,
+                 "sampling temperature; 0 = greedy (default 0.7, Qwen3-Instruct's recommendation)");
+  app.add_option("--top-k", options.top_k, "keep the k most likely tokens; 0 = off (default 20)");
+  app.add_option("--top-p", options.top_p,
+                 "keep the most likely tokens up to this probability mass; 1 = off (default 0.8)");
+  app.add_option("--min-p", options.min_p, "drop tokens less likely than min-p x the most likely; 0 = off (default 0)");
+  app.add_option("--repetition-penalty", options.repetition_penalty,
+                 "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)");
+  app.add_option("--seed", options.seed, "random seed for sampling (default 0)");
+}
+
+}  // namespace nvfp4lm::cli

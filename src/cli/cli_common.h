@@ -1,0 +1,91 @@
+// Helpers shared by the model-running commands (generate, chat, bench, diagnose):
+//  - --device / --max-memory: parsed and checked before anything is loaded; a device that cannot run (no CUDA in
+//    this build, no GPU, an old GPU) is an Error naming the reason, never a silent CPU run;
+//  - the first stderr line every command prints: "nvfp4lm generate: device cpu, compute path cpu/dequant-gemm,
+//    precision fp32 (weights NVFP4)". The model's own load log says the same, so it is silenced at the default
+//    log level to keep this line first (--log-level debug shows both);
+//  - model + tokenizer loading, and the sampling flags of generate and chat;
+//  - the registry of `bench` subcommands: `bench infer` lives in cmd_bench.cpp; another file adds e.g.
+//    `bench train` with a static BenchRegistration, like commands do with CommandRegistration.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/device.h"
+#include "core/logging.h"
+#include "infer/sampler.h"
+#include "model/qwen3_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nvfp4lm::cli {
+
+// ---- device -----------------------------------------------------------------------------------------------
+struct DeviceFlags {
+  std::string device = "cpu";
+  double max_memory_gib = 0;  // 0: no limit
+};
+void add_device_flags(CLI::App& app, DeviceFlags& flags);
+// Parses --device ("cpu", "cuda", "cuda:N") and checks it can run; Error naming the reason otherwise.
+Device parse_device_flag(const std::string& text);
+// --max-memory: a hard limit on the bytes nvfp4lm allocates on `device` (MemoryTracker); 0 = none.
+void apply_max_memory(Device device, double gib);
+// Both, in that order.
+Device setup_device(const DeviceFlags& flags);
+
+// ---- header line ------------------------------------------------------------------------------------------
+// "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)".
+std::string precision_text(const Qwen3Model& model);
+std::string header_line(std::string_view command, Device device, std::string_view compute_path,
+                        std::string_view precision);
+// Writes header_line + '\n' to stderr.
+void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision);
+
+// Raises the log level from info to warn for its lifetime (library steps that log what the header line says).
+class QuietInfoLogs {
+ public:
+  QuietInfoLogs();
+  ~QuietInfoLogs();
+  QuietInfoLogs(const QuietInfoLogs&) = delete;
+  QuietInfoLogs& operator=(const QuietInfoLogs&) = delete;
+
+ private:
+  log::Level saved_;
+};
+
+// ---- model ------------------------------------------------------------------------------------------------
+struct ModelFlags {
+  std::string model;
+  std::string tokenizer;  // --tokenizer DIR
+  std::string config;     // --config FILE
+};
+void add_model_flags(CLI::App& app, ModelFlags& flags);
+
+// Loads the model onto `device` (its load log silenced, see above), prints the header line for `command`, then
+// one info line about the model.
+Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device);
+// The model's tokenizer (--tokenizer, else the one beside the model); Error when its ids exceed the model's
+// vocabulary.
+Tokenizer load_tokenizer(const Qwen3Model& model);
+
+// ---- sampling -----------------------------------------------------------------------------------------------
+// --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --seed, with the defaults of SamplingOptions.
+void add_sampling_flags(CLI::App& app, SamplingOptions& options);
+
+// ---- bench subcommands --------------------------------------------------------------------------------------
+struct BenchSpec {
+  std::string name;
+  std::string help;
+  CommandSetup setup;
+};
+std::vector<BenchSpec>& bench_registry();  // defined in cmd_bench.cpp
+struct BenchRegistration {
+  BenchRegistration(std::string name, std::string help, CommandSetup setup) {
+    bench_registry().push_back({std::move(name), std::move(help), std::move(setup)});
+  }
+};
+
+}  // namespace nvfp4lm::cli

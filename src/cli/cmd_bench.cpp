@@ -1,0 +1,180 @@
+// `nvfp4lm bench <what>`: throughput and memory benchmarks, each printing its numbers next to a ceiling measured in
+// the same run, as a table on stdout and optionally JSON. Subcommands register with BenchRegistration
+// (cli/cli_common.h); this file holds the `bench` command itself and `bench infer`. `bench train` (the training
+// step) is added by its own file, cmd_bench_train.cpp, with `BenchRegistration registration("train", ...)`.
+//
+// bench infer (--model M | --preset P [--nvfp4]) --prompt-len N --gen G: prefill tok/s, decode tok/s, time to
+// first token, peak memory, and the weight bandwidth a decode step achieves against a copy bandwidth measured in
+// the same run (infer/bench_infer.h). --preset synthesises a random model of that shape in a temporary directory
+// first (io/synth_model.h), quantized to NVFP4 (ModelOpt layout, io/quantize_model.h) with --nvfp4.
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/logging.h"
+#include "infer/bench_infer.h"
+#include "infer/qwen3_cached_lm.h"
+#include "io/hf_config.h"
+#include "io/model_files.h"
+#include "io/quantize_model.h"
+#include "io/synth_model.h"
+
+namespace nvfp4lm::cli {
+
+std::vector<BenchSpec>& bench_registry() {
+  static std::vector<BenchSpec> registry;
+  return registry;
+}
+
+namespace {
+
+// A directory under the system temp dir, removed with everything in it when the object dies.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() / fmt::format("nvfp4lm-bench-{}-{}", ::getpid(), counter++);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct BenchInferCliOptions {
+  std::string model;
+  std::string preset;
+  bool nvfp4 = false;
+  std::string config;
+  DeviceFlags device;
+  InferBenchOptions bench;
+  std::string json;
+  uint64_t copy_mib = 256;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_bench_infer(const BenchInferCliOptions& cli) {
+  NVFP4LM_CHECK(cli.model.empty() != cli.preset.empty(), "bench infer: pass exactly one of --model M and --preset ({})",
+                fmt::join(qwen3_preset_names(), ", "));
+  NVFP4LM_CHECK(!cli.nvfp4 || !cli.preset.empty(),
+                "bench infer: --nvfp4 quantizes a --preset model; quantize a --model with `nvfp4lm quantize` first");
+  NVFP4LM_CHECK(cli.bench.prompt_tokens > 0, "--prompt-len must be positive, got {}", cli.bench.prompt_tokens);
+  NVFP4LM_CHECK(cli.bench.generate_tokens > 0, "--gen must be positive, got {}", cli.bench.generate_tokens);
+  const Device device = setup_device(cli.device);
+
+  std::unique_ptr<ScratchDirectory> scratch;
+  ModelFlags flags;
+  flags.model = cli.model;
+  flags.config = cli.config;
+  std::string prepared;
+  if (!cli.preset.empty()) {
+    const Qwen3Config config = qwen3_preset(cli.preset);
+    scratch = std::make_unique<ScratchDirectory>();
+    const auto start = std::chrono::steady_clock::now();
+    const QuietInfoLogs quiet;
+    SynthOptions synth;
+    synth.bundled_tokenizer = false;  // the benchmark feeds token ids
+    const fs::path dense = scratch->path() / "dense";
+    synth_model(config, dense, synth);
+    flags.model = dense.string();
+    if (cli.nvfp4) {
+      const fs::path quantized = scratch->path() / "nvfp4";
+      quantize_model(*open_model(dense), quantized, QuantizeOptions{});
+      flags.model = quantized.string();
+    }
+    prepared = fmt::format("preset {} ({} parameters) synthesised{} in {:.1f} s", cli.preset, config.total_parameters(),
+                           cli.nvfp4 ? " and quantized to NVFP4" : "", seconds_since(start));
+  }
+
+  const Qwen3Model model = load_model("bench infer", flags, device);
+  if (!prepared.empty()) log::info("{}", prepared);
+  const int64_t tokens = cli.bench.prompt_tokens + cli.bench.generate_tokens;
+  NVFP4LM_CHECK(tokens - 1 <= model.config().max_position_embeddings,
+                "--prompt-len {} + --gen {} exceed the model's context of {} tokens", cli.bench.prompt_tokens,
+                cli.bench.generate_tokens, model.config().max_position_embeddings);
+  Qwen3CachedLm lm(model, tokens - 1);
+  log::info("bench infer: prompt {} tokens, {} generated (greedy, no EOS stop), seed {}", cli.bench.prompt_tokens,
+            cli.bench.generate_tokens, cli.bench.seed);
+  InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model.weights()), cli.bench);
+  NVFP4LM_CHECK(cli.copy_mib > 0, "--copy-mib must be positive");
+  set_copy_ceiling(result, measure_copy_bandwidth(device, cli.copy_mib << 20));
+
+  nlohmann::json json = infer_bench_json(result);
+  json["benchmark"] = "infer";
+  json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset + (cli.nvfp4 ? " (nvfp4)" : "");
+  json["device"] = device.str();
+  json["compute_path"] = model.compute_path();
+  json["precision"] = precision_text(model);
+  json["parameters"] = model.config().total_parameters();
+
+  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n", "model", json["model"].get<std::string>(),
+                                 "compute path", model.compute_path(), device.str(), precision_text(model));
+  text += infer_bench_table(result);
+  if (cli.json == "-") {
+    text = json.dump(2) + "\n";
+  } else if (!cli.json.empty()) {
+    write_file_atomic(cli.json, json.dump(2) + "\n");
+    text += fmt::format("wrote {}\n", cli.json);
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+BenchRegistration bench_infer(
+    "infer", "Prefill / decode throughput, time to first token, memory and weight bandwidth of a model",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<BenchInferCliOptions>();
+      app.add_option("--model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file");
+      app.add_option("--preset", options->preset, "synthesise a random model of this shape (tiny, small, qwen3-4b)");
+      app.add_flag("--nvfp4", options->nvfp4, "with --preset: quantize the synthesised model to NVFP4 first");
+      app.add_option("--config", options->config, "config.json for a .dat model without one beside it");
+      app.add_option("--prompt-len", options->bench.prompt_tokens, "prompt tokens for the prefill (default 128)");
+      app.add_option("--gen", options->bench.generate_tokens, "tokens to generate (default 64)");
+      app.add_option("--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
+      app.add_option("--copy-mib", options->copy_mib,
+                     "size of the copy that measures the bandwidth ceiling, in MiB (default 256; keep it well above "
+                     "the last-level cache)");
+      app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
+      add_device_flags(app, options->device);
+      return [options] { return run_bench_infer(*options); };
+    });
+
+CommandRegistration registration(
+    "bench", "Benchmarks: `bench infer` (prefill/decode/memory); see `bench --help`",
+    [](CLI::App& app) -> CommandRun {
+      app.require_subcommand(1);
+      auto runs = std::make_shared<std::vector<std::pair<CLI::App*, CommandRun>>>();
+      for (auto& spec : bench_registry()) {
+        CLI::App* sub = app.add_subcommand(spec.name, spec.help);
+        runs->emplace_back(sub, spec.setup(*sub));
+      }
+      return [runs] {
+        for (auto& [sub, run] : *runs)
+          if (sub->parsed()) return run();
+        return 2;
+      };
+    },
+    80);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,92 @@
+// `nvfp4lm chat --model M`: an interactive conversation that keeps its history (infer/chat_session.h) and reuses
+// the KV cache across turns. Reads one message per line from stdin: /reset, /system TEXT, /exit, /help; Ctrl-D
+// (end of input) ends. On a terminal a "> " marker is shown; under a pipe stdout gets only the answers (one
+// newline after each) and stderr a statistics line per turn, so it can be scripted and tested.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "infer/chat_repl.h"
+#include "infer/chat_session.h"
+#include "infer/qwen3_cached_lm.h"
+#include "infer/stop_conditions.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct ChatCliOptions {
+  ModelFlags model;
+  DeviceFlags device;
+  std::string system;
+  bool no_think = false;
+  int64_t max_tokens = 1024;
+  int64_t context = 8192;
+  SamplingOptions sampling;
+  std::vector<std::string> stops;
+};
+
+int run_chat(const ChatCliOptions& cli) {
+  cli.sampling.validate();
+  NVFP4LM_CHECK(cli.max_tokens > 0, "--max-tokens must be positive, got {}", cli.max_tokens);
+  NVFP4LM_CHECK(cli.context > 1, "--context must be at least 2 tokens, got {}", cli.context);
+  const Device device = setup_device(cli.device);
+  const Qwen3Model model = load_model("chat", cli.model, device);
+  const Tokenizer tokenizer = load_tokenizer(model);
+
+  const int64_t model_context = model.config().max_position_embeddings;
+  const int64_t context = std::min(cli.context, model_context);
+  if (context < cli.context)
+    log::warn("--context {} capped to the model's max_position_embeddings {}", cli.context, model_context);
+  Qwen3CachedLm lm(model, context,
+                   fmt::format("the conversation's context of {} tokens (--context, at most max_position_embeddings "
+                               "{})",
+                               context, model_context));
+
+  ChatSessionOptions options;
+  options.generation.max_new_tokens = cli.max_tokens;
+  options.generation.sampling = cli.sampling;
+  options.generation.stop_strings = cli.stops;
+  options.generation.eos_ids =
+      end_of_sequence_ids(model.config(), find_generation_config(model.source()), tokenizer, model.config().vocab_size);
+  options.chat.style = detect_chat_template(tokenizer.chat_template_source());
+  options.chat.enable_thinking = !cli.no_think;
+  options.system_prompt = cli.system;
+  log::info("sampling: {}; context {} tokens; max {} new tokens per turn", cli.sampling.describe(), context,
+            cli.max_tokens);
+
+  ChatSession session(lm, tokenizer, options);
+  const bool interactive = ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  run_chat_repl(session, std::cin, std::cout, std::cerr, interactive);
+  return 0;
+}
+
+CommandRegistration registration(
+    "chat", "Chat with a model interactively (keeps history; /reset, /system, /exit)",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<ChatCliOptions>();
+      add_model_flags(app, options->model);
+      app.add_option("--system", options->system, "system prompt");
+      app.add_flag("--no-think", options->no_think,
+                   "hybrid-thinking templates: ask for answers without a think block (enable_thinking=false)");
+      app.add_option("--max-tokens", options->max_tokens, "most new tokens per answer (default 1024)");
+      app.add_option("--context", options->context,
+                     "tokens the conversation may hold (KV cache size; default 8192, capped at the model's)");
+      add_sampling_flags(app, options->sampling);
+      app.add_option("--stop", options->stops, "end an answer before this text (repeat the flag for several)")
+          ->allow_extra_args(false);
+      add_device_flags(app, options->device);
+      return [options] { return run_chat(*options); };
+    },
+    41);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,40 @@
+// `nvfp4lm demo [--work-dir DIR]`: what `make demo` runs — the whole pipeline on bundled data, on the CPU
+// (train/demo.h). Exit code 0 only when every answer of the reloaded NVFP4 export is the trained one.
+#include <memory>
+#include <string>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "train/demo.h"
+#include "train/metrics.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct DemoCliOptions {
+  std::string work_dir;
+  uint64_t seed = 0;
+};
+
+int run_demo_command(const DemoCliOptions& cli) {
+  DemoOptions options;
+  options.work_dir = cli.work_dir;
+  options.seed = cli.seed;
+  options.out = stderr;
+  options.interactive = ProgressDisplay::stderr_is_terminal();
+  const DemoResult result = run_demo(options);
+  return result.passed() ? 0 : 1;
+}
+
+CommandRegistration registration(
+    "demo", "The whole pipeline on bundled data: synthesise, NVFP4-QAT train, export, reload and ask (CPU, minutes)",
+    [](CLI::App& app) -> CommandRun {
+      auto cli = std::make_shared<DemoCliOptions>();
+      app.add_option("--work-dir", cli->work_dir, "where to put data, model, run and export (default: ./demo-run/run-<date-time>)");
+      app.add_option("--seed", cli->seed, "seed of the random model and the data order (default 0)");
+      return [cli] { return run_demo_command(*cli); };
+    },
+    95);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,77 @@
+// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16] [--overwrite]`: a training checkpoint (or
+// a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block shape and
+// lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override them.
+#include <memory>
+#include <string>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/logging.h"
+#include "train/export.h"
+#include "train/train_options.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct ExportCliOptions {
+  std::string input;
+  std::string out;
+  std::string format = "modelopt";
+  std::string block;
+  bool quantize_lm_head = false;
+  std::string dtype;
+  bool overwrite = false;
+};
+
+DType parse_dense_dtype(const std::string& name) {
+  if (name == "bf16") return DType::BF16;
+  if (name == "f32" || name == "fp32") return DType::F32;
+  if (name == "f16" || name == "fp16") return DType::F16;
+  NVFP4LM_FAIL("unknown --dtype '{}' (choose bf16, f32 or f16)", name);
+}
+
+int run_export(const ExportCliOptions& cli) {
+  ExportOptions options;
+  options.format = parse_export_format(cli.format);
+  if (!cli.dtype.empty()) {
+    NVFP4LM_CHECK(options.format != ModelFormat::HfSafetensors,
+                  "--dtype sets the dense weights of the NVFP4 formats; --format bf16 writes everything as BF16");
+    options.dense_dtype = parse_dense_dtype(cli.dtype);
+  }
+  options.overwrite = cli.overwrite;
+  const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
+  options.block = cli.block.empty() ? input.run_options.block : parse_block_flag(cli.block);
+  options.quantize_lm_head = cli.quantize_lm_head || input.run_options.quantize_lm_head;
+  if (options.format != ModelFormat::HfSafetensors && input.run_options.qat != QatMode::Off &&
+      (options.block != input.run_options.block || options.quantize_lm_head != input.run_options.quantize_lm_head))
+    log::warn("exporting with other NVFP4 settings than the run trained with (--block {}, lm_head {}): the export "
+              "will not compute exactly what training did",
+              block_flag_name(options.block), options.quantize_lm_head ? "quantized" : "unquantized");
+  log::info("exporting checkpoint {} (step {}, QAT {}, {} blocks) as {}", input.checkpoint.string(), input.step,
+            qat_mode_name(input.run_options.qat), block_flag_name(input.run_options.block),
+            export_format_flag_name(options.format));
+  const ExportReport report = export_checkpoint(input, cli.out, options);
+  log::info("{}", describe_export(report));
+  return 0;
+}
+
+CommandRegistration registration(
+    "export", "Export a training checkpoint as NVFP4 (ModelOpt safetensors or .dat) or BF16 safetensors",
+    [](CLI::App& app) -> CommandRun {
+      auto cli = std::make_shared<ExportCliOptions>();
+      app.add_option("checkpoint", cli->input, "checkpoint directory (step-N) or run directory (its newest)")
+          ->required();
+      app.add_option("out", cli->out, "output model directory")->required();
+      app.add_option("--format", cli->format, "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat) or bf16");
+      app.add_option("--block", cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)");
+      app.add_flag("--quantize-lm-head", cli->quantize_lm_head, "quantize lm_head (default: as the run did)");
+      app.add_option("--dtype", cli->dtype,
+                     "dense weights of NVFP4 exports: bf16, f32 or f16 (default: the model's torch_dtype)");
+      app.add_flag("--overwrite", cli->overwrite, "replace an existing output directory");
+      return [cli] { return run_export(*cli); };
+    },
+    35);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

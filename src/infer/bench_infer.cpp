@@ -1,0 +1,189 @@
+// See bench_infer.h.
+#include "infer/bench_infer.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "infer/sampler.h"
+#if NVFP4LM_HAS_CUDA
+#include "core/cuda/runtime.h"
+#endif
+
+namespace nvfp4lm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+constexpr int kCopyRepeats = 5;
+
+CopyBandwidth cpu_copy_bandwidth(uint64_t bytes) {
+  // Plain new[] (not tracked: this is a measurement, not model memory). Pages are touched before timing.
+  std::unique_ptr<char[]> src(new char[bytes]), dst(new char[bytes]);
+  const int threads = omp_get_max_threads();
+  const int64_t chunk = static_cast<int64_t>((bytes + static_cast<uint64_t>(threads) - 1) / threads);
+  auto parallel_copy = [&](int value) {
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      const int64_t begin = std::min<int64_t>(t * chunk, static_cast<int64_t>(bytes));
+      const int64_t end = std::min<int64_t>(begin + chunk, static_cast<int64_t>(bytes));
+      if (value >= 0) {
+        std::memset(src.get() + begin, value, static_cast<size_t>(end - begin));
+        std::memset(dst.get() + begin, 0, static_cast<size_t>(end - begin));
+      } else {
+        std::memcpy(dst.get() + begin, src.get() + begin, static_cast<size_t>(end - begin));
+      }
+    }
+  };
+  parallel_copy(1);  // first touch, from the threads that will copy
+  double best = 1e30;
+  for (int repeat = 0; repeat < kCopyRepeats; ++repeat) {
+    const auto start = Clock::now();
+    parallel_copy(-1);
+    best = std::min(best, seconds_since(start));
+  }
+  NVFP4LM_ASSERT(dst[bytes - 1] == 1, "memcpy did not copy");
+  return {fmt::format("memcpy ({} OpenMP threads)", threads), bytes, 2.0 * static_cast<double>(bytes) / best / 1e9};
+}
+
+#if NVFP4LM_HAS_CUDA
+CopyBandwidth cuda_copy_bandwidth(Device device, uint64_t bytes) {
+  Tensor src = Tensor::zeros({static_cast<int64_t>(bytes)}, DType::U8, device);
+  Tensor dst = Tensor::zeros({static_cast<int64_t>(bytes)}, DType::U8, device);
+  cuda::copy(dst.raw(), true, src.raw(), true, bytes);  // warm-up
+  cuda::synchronize();
+  double best = 1e30;
+  for (int repeat = 0; repeat < kCopyRepeats; ++repeat) {
+    const auto start = Clock::now();
+    cuda::copy(dst.raw(), true, src.raw(), true, bytes);
+    cuda::synchronize();
+    best = std::min(best, seconds_since(start));
+  }
+  return {"cudaMemcpy device-to-device", bytes, 2.0 * static_cast<double>(bytes) / best / 1e9};
+}
+#endif
+
+}  // namespace
+
+CopyBandwidth measure_copy_bandwidth(Device device, uint64_t bytes) {
+  if (device.is_cpu()) return cpu_copy_bandwidth(bytes);
+#if NVFP4LM_HAS_CUDA
+  return cuda_copy_bandwidth(device, bytes);
+#else
+  NVFP4LM_FAIL("measure_copy_bandwidth: {} needs a CUDA build", device.str());
+#endif
+}
+
+InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, const InferBenchOptions& options) {
+  NVFP4LM_CHECK(options.prompt_tokens > 0, "--prompt-len must be positive, got {}", options.prompt_tokens);
+  NVFP4LM_CHECK(options.generate_tokens > 0, "--gen must be positive, got {}", options.generate_tokens);
+  NVFP4LM_CHECK(options.prompt_tokens + options.generate_tokens - 1 <= lm.capacity(),
+                "--prompt-len {} + --gen {} do not fit {}", options.prompt_tokens, options.generate_tokens,
+                lm.capacity_note());
+  // Random ids from the ordinary (non-special) range of the vocabulary.
+  Rng rng(options.seed);
+  const uint64_t id_range = static_cast<uint64_t>(std::min<int64_t>(lm.vocab_size(), 151643));
+  std::vector<int32_t> prompt(static_cast<size_t>(options.prompt_tokens));
+  for (auto& id : prompt) id = static_cast<int32_t>(rng.below(id_range));
+
+  // Warm-up.
+  lm.truncate(0);
+  {
+    const std::vector<int32_t> warm(prompt.begin(), prompt.begin() + std::min<int64_t>(options.prompt_tokens, 8));
+    int32_t token = argmax_logit(lm.append(warm));
+    for (int step = 0; step < 2 && lm.length() < lm.capacity(); ++step) {
+      const int32_t fed[1] = {token};
+      token = argmax_logit(lm.append(fed));
+    }
+    lm.truncate(0);
+  }
+
+  InferBenchResult result;
+  result.prompt_tokens = options.prompt_tokens;
+  result.generated_tokens = options.generate_tokens;
+  result.weight_bytes_per_step = weight_bytes_per_step;
+  const auto start = Clock::now();
+  std::span<const float> logits;
+  {
+    MemoryPhase phase("prefill");
+    logits = lm.append(prompt);
+  }
+  result.prefill_seconds = seconds_since(start);
+  int32_t token = argmax_logit(logits);
+  result.time_to_first_token_seconds = seconds_since(start);
+  {
+    MemoryPhase phase("decode");
+    const auto decode_start = Clock::now();
+    for (int64_t step = 1; step < options.generate_tokens; ++step) {
+      const int32_t fed[1] = {token};
+      token = argmax_logit(lm.append(fed));
+    }
+    result.decode_seconds = seconds_since(decode_start);
+  }
+  lm.truncate(0);
+
+  const int64_t steps = options.generate_tokens - 1;
+  result.prefill_tokens_per_second = static_cast<double>(options.prompt_tokens) / result.prefill_seconds;
+  if (steps > 0 && result.decode_seconds > 0) {
+    result.decode_tokens_per_second = static_cast<double>(steps) / result.decode_seconds;
+    result.weight_gb_per_s = static_cast<double>(weight_bytes_per_step) * result.decode_tokens_per_second / 1e9;
+  }
+  result.peak_device_bytes = MemoryTracker::instance().peak_bytes(lm.device());
+  result.peak_rss_bytes = peak_rss_bytes();
+  return result;
+}
+
+void set_copy_ceiling(InferBenchResult& result, const CopyBandwidth& copy) {
+  result.copy = copy;
+  result.percent_of_copy = copy.gb_per_s > 0 ? 100.0 * result.weight_gb_per_s / copy.gb_per_s : 0;
+}
+
+nlohmann::json infer_bench_json(const InferBenchResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"generated_tokens", r.generated_tokens},
+          {"prefill_seconds", r.prefill_seconds},
+          {"prefill_tokens_per_s", r.prefill_tokens_per_second},
+          {"time_to_first_token_s", r.time_to_first_token_seconds},
+          {"decode_seconds", r.decode_seconds},
+          {"decode_tokens_per_s", r.decode_tokens_per_second},
+          {"weight_bytes_per_decode_step", r.weight_bytes_per_step},
+          {"weight_gb_per_s", r.weight_gb_per_s},
+          {"copy_method", r.copy.method},
+          {"copy_bytes", r.copy.bytes},
+          {"copy_gb_per_s", r.copy.gb_per_s},
+          {"weight_bandwidth_percent_of_copy", r.percent_of_copy},
+          {"peak_device_bytes", r.peak_device_bytes},
+          {"peak_rss_bytes", r.peak_rss_bytes}};
+}
+
+std::string infer_bench_table(const InferBenchResult& r) {
+  std::string text;
+  auto row = [&](const char* name, const std::string& value) { text += fmt::format("{:<28} {}\n", name, value); };
+  row("prompt tokens", fmt::format("{}", r.prompt_tokens));
+  row("generated tokens", fmt::format("{}", r.generated_tokens));
+  row("prefill", fmt::format("{:.1f} tok/s ({:.3f} s)", r.prefill_tokens_per_second, r.prefill_seconds));
+  row("time to first token", fmt::format("{:.3f} s", r.time_to_first_token_seconds));
+  row("decode", r.generated_tokens > 1 ? fmt::format("{:.2f} tok/s ({:.2f} ms/step)", r.decode_tokens_per_second,
+                                                     1e3 / r.decode_tokens_per_second)
+                                       : std::string("n/a (--gen 1)"));
+  row("weights read per step", fmt::format("{:.1f} MiB", to_mib(r.weight_bytes_per_step)));
+  row("achieved weight bandwidth", fmt::format("{:.2f} GB/s", r.weight_gb_per_s));
+  row("copy bandwidth (ceiling)",
+      fmt::format("{:.2f} GB/s, {} of {:.0f} MiB, read+write", r.copy.gb_per_s, r.copy.method, to_mib(r.copy.bytes)));
+  row("weight bandwidth / copy", fmt::format("{:.1f} %", r.percent_of_copy));
+  row("peak memory",
+      fmt::format("{:.3f} GiB tracked, {:.3f} GiB RSS", to_gib(r.peak_device_bytes), to_gib(r.peak_rss_bytes)));
+  return text;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,48 @@
+// CachedLm: what generation needs from a model — a causal language model with a KV cache that remembers the
+// tokens it holds. append(ids) runs the new tokens at positions length().. and returns the logits of the last
+// one; truncate(n) forgets everything after the first n tokens (the chat session keeps the common prefix of two
+// turns this way). tokens() is exactly what is in the cache, so callers can compare it with a new prompt.
+//
+// Qwen3CachedLm (qwen3_cached_lm.h) runs a Qwen3Model; tests use small fakes with hand-made logits.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+
+namespace nvfp4lm {
+
+class CachedLm {
+ public:
+  virtual ~CachedLm() = default;
+
+  virtual int64_t vocab_size() const = 0;
+  // Tokens the cache can hold.
+  virtual int64_t capacity() const = 0;
+  // Where the computation runs (for memory reporting).
+  virtual Device device() const { return Device::cpu(); }
+
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t length() const { return static_cast<int64_t>(tokens_.size()); }
+
+  // Runs `ids` (at least one) after the cached tokens; returns F32 logits of the last one, vocab_size() values,
+  // valid until the next call. Throws Error when the cache would overflow.
+  std::span<const float> append(std::span<const int32_t> ids);
+  // Keeps the first `length` tokens (0 <= length <= length()).
+  void truncate(int64_t length);
+  // For messages: what bounds the capacity, e.g. "the KV cache of 4096 tokens (--context)".
+  virtual std::string capacity_note() const;
+
+ protected:
+  // append() without the bookkeeping: positions start at length().
+  virtual std::span<const float> forward(std::span<const int32_t> ids) = 0;
+  virtual void truncate_cache(int64_t length) = 0;
+
+ private:
+  std::vector<int32_t> tokens_;
+};
+
+}  // namespace nvfp4lm

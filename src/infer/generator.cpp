@@ -1,0 +1,139 @@
+// See generator.h.
+#include "infer/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "infer/stop_conditions.h"
+#include "tokenizer/streaming_decoder.h"
+
+namespace nvfp4lm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::EndOfSequence:
+      return "eos";
+    case StopReason::StopString:
+      return "stop string";
+    case StopReason::MaxTokens:
+      return "max tokens";
+    case StopReason::ContextFull:
+      return "context full";
+  }
+  return "?";
+}
+
+std::string format_generation_stats(const GenerationStats& stats, Device device) {
+  std::string prompt = fmt::format("prompt {} tokens", stats.prompt_tokens);
+  if (stats.cached_tokens > 0) prompt += fmt::format(" (+{} cached)", stats.cached_tokens);
+  const std::string decode = stats.decode_steps > 0 ? fmt::format("{:.1f} tok/s", stats.decode_tokens_per_second())
+                                                    : std::string("n/a (no decode step)");
+  return fmt::format(
+      "{}, generated {} tokens, prefill {:.1f} tok/s, decode {}, time to first token {:.3f} s, peak memory {:.3f} "
+      "GiB ({} tracker) / {:.3f} GiB RSS",
+      prompt, stats.generated_tokens, stats.prefill_tokens_per_second(), decode, stats.time_to_first_token_seconds,
+      to_gib(stats.peak_device_bytes), device.str(), to_gib(stats.peak_rss_bytes));
+}
+
+Generator::Generator(CachedLm& lm, Tokenizer tokenizer, GenerationOptions options)
+    : lm_(lm), tokenizer_(std::move(tokenizer)), options_(std::move(options)), sampler_(options_.sampling) {}
+
+int32_t Generator::next_token(std::span<const float> logits) {
+  // A model's embedding table is often padded past the tokenizer (151936 rows for 151669 tokens); those rows
+  // are not tokens, so they are never drawn.
+  const size_t decodable = std::min(logits.size(), tokenizer_.vocab_size());
+  if (decodable == logits.size()) return sampler_.sample(logits, lm_.tokens());
+  row_.assign(logits.begin(), logits.end());
+  std::fill(row_.begin() + static_cast<std::ptrdiff_t>(decodable), row_.end(), -std::numeric_limits<float>::infinity());
+  return sampler_.sample(row_, lm_.tokens());
+}
+
+GenerationResult Generator::generate(std::span<const int32_t> prompt, const TextCallback& on_text) {
+  const auto start = Clock::now();
+  NVFP4LM_CHECK(!prompt.empty(), "the prompt is empty: there is nothing to continue from");
+  NVFP4LM_CHECK(options_.max_new_tokens > 0, "--max-tokens must be positive, got {}", options_.max_new_tokens);
+  GenerationResult result;
+  GenerationStats& stats = result.stats;
+  stats.cached_tokens = lm_.length();
+  stats.prompt_tokens = static_cast<int64_t>(prompt.size());
+  const int64_t needed = stats.cached_tokens + stats.prompt_tokens;
+  NVFP4LM_CHECK(needed <= lm_.capacity(), "the prompt has {} tokens{} but {} holds at most {}; shorten the prompt{}",
+                stats.prompt_tokens,
+                stats.cached_tokens > 0 ? fmt::format(" after {} earlier tokens", stats.cached_tokens) : "",
+                lm_.capacity_note(), lm_.capacity(),
+                stats.cached_tokens > 0 ? " or start over (/reset)" : " or raise the context size");
+  int64_t max_new = options_.max_new_tokens;
+  const int64_t room = lm_.capacity() - needed + 1;  // the last generated token is never fed back
+  const bool context_bound = max_new > room;
+  if (context_bound) {
+    log::warn("max new tokens capped from {} to {}: the prompt takes {} of {} tokens ({})", max_new, room, needed,
+              lm_.capacity(), lm_.capacity_note());
+    max_new = room;
+  }
+
+  std::span<const float> logits;
+  {
+    MemoryPhase phase("prefill");
+    logits = lm_.append(prompt);
+  }
+  stats.prefill_seconds = seconds_since(start);
+
+  StreamingDecoder decoder(tokenizer_, options_.skip_special);
+  StopStringFilter filter(options_.stop_strings);
+  auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    result.text += piece;
+    if (on_text) on_text(piece);
+  };
+
+  MemoryPhase phase("decode");
+  auto step_start = Clock::now();
+  for (;;) {
+    const int32_t token = next_token(logits);
+    result.tokens.push_back(token);
+    if (result.tokens.size() == 1) {
+      stats.time_to_first_token_seconds = seconds_since(start);
+    } else {
+      stats.decode_seconds += seconds_since(step_start);
+    }
+    if (std::binary_search(options_.eos_ids.begin(), options_.eos_ids.end(), token)) {
+      result.stop_reason = StopReason::EndOfSequence;
+      result.stop_detail = std::string(tokenizer_.token_text(token));
+      break;
+    }
+    emit(filter.push(decoder.push(token)));
+    if (filter.stopped()) {
+      result.stop_reason = StopReason::StopString;
+      result.stop_detail = filter.matched();
+      break;
+    }
+    if (static_cast<int64_t>(result.tokens.size()) >= max_new) {
+      result.stop_reason = context_bound ? StopReason::ContextFull : StopReason::MaxTokens;
+      break;
+    }
+    step_start = Clock::now();
+    const int32_t fed[1] = {token};
+    logits = lm_.append(fed);
+    ++stats.decode_steps;
+  }
+  if (!filter.stopped()) {
+    emit(filter.push(decoder.finish()));
+    emit(filter.flush());
+  }
+  stats.generated_tokens = static_cast<int64_t>(result.tokens.size());
+  stats.peak_device_bytes = MemoryTracker::instance().peak_bytes(lm_.device());
+  stats.peak_rss_bytes = peak_rss_bytes();
+  return result;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,51 @@
+// See qwen3_cached_lm.h.
+#include "infer/qwen3_cached_lm.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace nvfp4lm {
+
+Qwen3CachedLm::Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note)
+    : model_(model), cache_(model.make_cache(1, max_tokens)), capacity_note_(std::move(capacity_note)) {}
+
+std::string Qwen3CachedLm::capacity_note() const {
+  if (!capacity_note_.empty()) return capacity_note_;
+  return fmt::format("the KV cache of {} tokens", cache_.max_tokens());
+}
+
+std::span<const float> Qwen3CachedLm::forward(std::span<const int32_t> ids) {
+  NVFP4LM_ASSERT(cache_.length() == length(), "KV cache holds {} tokens, expected {}", cache_.length(), length());
+  const Tensor batch =
+      Tensor::from_ints(std::vector<int32_t>(ids.begin(), ids.end()), Shape{1, static_cast<int64_t>(ids.size())})
+          .to(model_.device());
+  const Tensor logits = model_.forward_cached(batch, cache_);
+  NVFP4LM_ASSERT(logits.dtype() == DType::F32 && logits.numel() == vocab_size(), "forward_cached returned {}",
+                 logits.str());
+  logits_ = logits.to(Device::cpu()).contiguous().reshape(Shape{vocab_size()});
+  return {logits_.data<float>(), static_cast<size_t>(vocab_size())};
+}
+
+uint64_t decode_weight_bytes(const Qwen3Weights& weights) {
+  auto linear_bytes = [](const LinearWeight& linear) -> uint64_t {
+    return linear.is_nvfp4() ? linear.nvfp4.nbytes() : linear.dense.nbytes();
+  };
+  uint64_t bytes = 0;
+  for (const auto& layer : weights.layers) {
+    for (const Tensor* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm, &layer.k_norm})
+      bytes += norm->nbytes();
+    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                       &layer.up_proj, &layer.down_proj})
+      bytes += linear_bytes(*linear);
+  }
+  bytes += weights.final_norm.nbytes();
+  bytes += linear_bytes(weights.lm_head);
+  if (weights.embed_tokens.defined() && weights.embed_tokens.rank() == 2)
+    bytes += weights.embed_tokens.nbytes() / static_cast<uint64_t>(weights.embed_tokens.dim(0));
+  return bytes;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,222 @@
+// See system_report.h. Everything here is read-only probing: /proc for the CPU, OpenMP and OpenBLAS for threads,
+// the CUDA runtime (core/cuda/runtime.h, only in CUDA builds) for GPUs. Nothing throws for a missing piece of
+// information; it is reported as unknown.
+#include "infer/system_report.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "ops/nvfp4_linear.h"
+#if NVFP4LM_HAS_CUDA
+#include "core/cuda/runtime.h"
+#endif
+
+namespace nvfp4lm {
+namespace {
+
+// The value of the first "key : value" line of /proc/cpuinfo (or "" when absent).
+std::string cpuinfo_field(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    return line.substr(colon + (colon + 1 < line.size() ? 2 : 1));
+  }
+  return {};
+}
+
+uint64_t meminfo_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemTotal:") return kib * 1024;
+  return 0;
+}
+
+std::string simd_features() {
+  std::istringstream flags(cpuinfo_field("flags"));
+  std::set<std::string> present;
+  for (std::string flag; flags >> flag;) present.insert(flag);
+  std::string text;
+  for (const char* wanted : {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "neon"}) {
+    if (!present.count(wanted)) continue;
+    if (!text.empty()) text += ' ';
+    text += wanted;
+  }
+  return text.empty() ? std::string("unknown") : text;
+}
+
+std::string sm_text(int sm) { return fmt::format("{}.{}", sm / 10, sm % 10); }
+
+// Why no CUDA path can run on the first GPU ("" when one can).
+std::string cuda_prerequisite_missing(const SystemReport& report) {
+  if (!report.cuda_built) return "not built with CUDA";
+  if (report.gpus.empty()) return "no GPU: " + report.gpu_unavailable;
+  const GpuReport& gpu = report.gpus.front();
+  if (gpu.sm < kMinCudaSm)
+    return fmt::format("GPU cuda:0 ({}) has SM {}; nvfp4lm's CUDA kernels need SM {} or newer", gpu.name,
+                       sm_text(gpu.sm), sm_text(kMinCudaSm));
+  return {};
+}
+
+std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
+  std::vector<ComputePathStatus> paths;
+  const std::string cpu_detail = fmt::format("fp32, OpenBLAS sgemm, {} OpenMP threads", report.openmp_threads);
+  paths.push_back({"cpu/dense", true, cpu_detail});
+  std::string nvfp4_cpu;
+  try {
+    nvfp4_cpu = nvfp4_linear_compute_path(Device::cpu());
+  } catch (const Error& e) {
+    paths.push_back({"cpu/dequant-gemm", false, e.what()});
+  }
+  if (!nvfp4_cpu.empty())
+    paths.push_back({"cpu/dequant-gemm", nvfp4_cpu == "cpu/dequant-gemm",
+                     nvfp4_cpu == "cpu/dequant-gemm" ? "NVFP4 weights kept packed, " + cpu_detail
+                                                     : "NVFP4 linears on the CPU use " + nvfp4_cpu});
+
+  const std::string missing = cuda_prerequisite_missing(report);
+  if (!missing.empty()) {
+    for (const char* name : {"cuda/dense-bf16", "cuda/dequant-gemm", "cuda/nvfp4-w4a16"})
+      paths.push_back({name, false, missing});
+    return paths;
+  }
+  paths.push_back({"cuda/dense-bf16", true, "bf16 activations, fp32 accumulation (cuBLASLt)"});
+  std::string nvfp4_cuda, why_not;
+  try {
+    nvfp4_cuda = nvfp4_linear_compute_path(Device::cuda(0));
+  } catch (const Error& e) {
+    why_not = e.what();
+  }
+  for (const char* name : {"cuda/dequant-gemm", "cuda/nvfp4-w4a16"}) {
+    if (nvfp4_cuda == name) {
+      paths.push_back({name, true, "NVFP4 linears on cuda:0 take this path"});
+    } else if (!nvfp4_cuda.empty()) {
+      paths.push_back({name, false, fmt::format("this build runs NVFP4 linears on CUDA with {}", nvfp4_cuda)});
+    } else {
+      paths.push_back({name, false, why_not});
+    }
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::string device_unavailable_reason(Device device) {
+  if (device.is_cpu()) return {};
+#if NVFP4LM_HAS_CUDA
+  const int count = cuda::device_count();
+  if (count == 0) return "no GPU is usable: " + cuda::unavailable_reason();
+  if (device.index >= count)
+    return fmt::format("{} does not exist: {} GPU(s) found (cuda:0..cuda:{})", device.str(), count, count - 1);
+  const cuda::DeviceInfo info = cuda::device_info(device.index);
+  const int sm = info.sm_major * 10 + info.sm_minor;
+  if (sm < kMinCudaSm)
+    return fmt::format("{} ({}) has SM {}; nvfp4lm's CUDA kernels need SM {} or newer", device.str(), info.name,
+                       sm_text(sm), sm_text(kMinCudaSm));
+  return {};
+#else
+  return "this nvfp4lm was built without CUDA (configure with -DNVFP4LM_CUDA=ON on a machine with the CUDA "
+         "toolkit)";
+#endif
+}
+
+SystemReport collect_system_report() {
+  SystemReport report;
+  report.version = NVFP4LM_VERSION;
+  report.cuda_built = NVFP4LM_HAS_CUDA != 0;
+#if defined(__clang__)
+  report.compiler = fmt::format("clang {}", __clang_version__);
+#elif defined(__GNUC__)
+  report.compiler = fmt::format("gcc {}", __VERSION__);
+#else
+  report.compiler = "unknown";
+#endif
+  report.cpu_model = cpuinfo_field("model name");
+  if (report.cpu_model.empty()) report.cpu_model = "unknown";
+  report.cpu_features = simd_features();
+  report.logical_cores = static_cast<int>(std::thread::hardware_concurrency());
+  report.openmp_threads = omp_get_max_threads();
+  const char* config = openblas_get_config();
+  const char* core = openblas_get_corename();
+  report.blas = fmt::format("OpenBLAS ({}; core {})", config ? config : "?", core ? core : "?");
+  report.blas_threads = openblas_get_num_threads();
+  report.memory_total_bytes = meminfo_total_bytes();
+#if NVFP4LM_HAS_CUDA
+  const int count = cuda::device_count();
+  if (count == 0) report.gpu_unavailable = cuda::unavailable_reason();
+  for (int index = 0; index < count; ++index) {
+    const cuda::DeviceInfo info = cuda::device_info(index);
+    report.gpus.push_back({index, info.name, info.sm_major * 10 + info.sm_minor, info.multiprocessors, info.total_bytes,
+                           info.free_bytes, info.driver_version, info.runtime_version});
+  }
+#else
+  report.gpu_unavailable = "not built with CUDA";
+#endif
+  report.compute_paths = compute_paths(report);
+  return report;
+}
+
+nlohmann::json system_report_json(const SystemReport& report) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuReport& gpu : report.gpus) {
+    gpus.push_back({{"index", gpu.index},
+                    {"name", gpu.name},
+                    {"sm", sm_text(gpu.sm)},
+                    {"multiprocessors", gpu.multiprocessors},
+                    {"total_bytes", gpu.total_bytes},
+                    {"free_bytes", gpu.free_bytes},
+                    {"driver_version", gpu.driver_version},
+                    {"runtime_version", gpu.runtime_version}});
+  }
+  nlohmann::json paths = nlohmann::json::array();
+  for (const ComputePathStatus& path : report.compute_paths)
+    paths.push_back({{"name", path.name}, {"available", path.available}, {"detail", path.detail}});
+  nlohmann::json json = {
+      {"build", {{"version", report.version}, {"cuda", report.cuda_built}, {"compiler", report.compiler}}},
+      {"cpu",
+       {{"model", report.cpu_model},
+        {"features", report.cpu_features},
+        {"logical_cores", report.logical_cores},
+        {"openmp_threads", report.openmp_threads},
+        {"blas", report.blas},
+        {"blas_threads", report.blas_threads},
+        {"memory_total_bytes", report.memory_total_bytes}}},
+      {"gpus", gpus},
+      {"compute_paths", paths}};
+  if (!report.gpu_unavailable.empty()) json["gpu_unavailable"] = report.gpu_unavailable;
+  return json;
+}
+
+std::string system_report_text(const SystemReport& report) {
+  std::string text;
+  text += fmt::format("build    nvfp4lm {}, CUDA {}, {}\n", report.version,
+                      report.cuda_built ? "compiled in" : "not compiled in", report.compiler);
+  text +=
+      fmt::format("cpu      {} ({}), {} logical cores, {} OpenMP threads, {:.1f} GiB memory\n", report.cpu_model,
+                  report.cpu_features, report.logical_cores, report.openmp_threads, to_gib(report.memory_total_bytes));
+  text += fmt::format("blas     {}, {} threads\n", report.blas, report.blas_threads);
+  if (report.gpus.empty()) text += fmt::format("gpu      none: {}\n", report.gpu_unavailable);
+  for (const GpuReport& gpu : report.gpus) {
+    text += fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB ({:.1f} GiB free), driver {}, runtime {}\n",
+                        gpu.index, gpu.name, sm_text(gpu.sm), gpu.multiprocessors, to_gib(gpu.total_bytes),
+                        to_gib(gpu.free_bytes), gpu.driver_version, gpu.runtime_version);
+  }
+  text += "compute paths\n";
+  for (const ComputePathStatus& path : report.compute_paths)
+    text += fmt::format("  {:<18} {:<13} {}\n", path.name, path.available ? "available" : "unavailable", path.detail);
+  return text;
+}
+
+}  // namespace nvfp4lm

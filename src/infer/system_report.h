@@ -1,0 +1,58 @@
+// What `nvfp4lm diagnose` reports, and the device check behind every --device flag: the build (version, CUDA
+// compiled in or not), the CPU (model, cores, OpenMP threads, OpenBLAS), the GPUs (name, SM, memory, driver and
+// runtime versions, or why there are none) and, for each compute path (DESIGN.md §3), whether it can run here
+// and why not. Requirements: CUDA paths need a CUDA build and a GPU with SM >= 8.0 (bf16 tensor cores, the
+// kernels' cp.async and ldmatrix use); the NVFP4 CUDA paths also need the kernel this build has for them.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+
+namespace nvfp4lm {
+
+inline constexpr int kMinCudaSm = 80;  // major * 10 + minor
+
+struct ComputePathStatus {
+  std::string name;  // "cpu/dequant-gemm", ...
+  bool available = false;
+  std::string detail;  // how it runs when available, why not otherwise
+};
+
+struct GpuReport {
+  int index = 0;
+  std::string name;
+  int sm = 0;  // major * 10 + minor
+  int multiprocessors = 0;
+  uint64_t total_bytes = 0, free_bytes = 0;
+  int driver_version = 0, runtime_version = 0;
+};
+
+struct SystemReport {
+  std::string version;
+  bool cuda_built = false;
+  std::string compiler;
+  std::string cpu_model;
+  std::string cpu_features;  // the SIMD extensions the CPU kernels care about
+  int logical_cores = 0;
+  int openmp_threads = 0;
+  std::string blas;  // OpenBLAS configuration and core
+  int blas_threads = 0;
+  uint64_t memory_total_bytes = 0;
+  std::vector<GpuReport> gpus;
+  std::string gpu_unavailable;  // why there are no GPUs ("not built with CUDA", the driver's reason)
+  std::vector<ComputePathStatus> compute_paths;
+};
+
+SystemReport collect_system_report();
+nlohmann::json system_report_json(const SystemReport& report);
+std::string system_report_text(const SystemReport& report);
+
+// Why computations cannot run on `device`, in words ("" when they can): not built with CUDA, no GPU (with the
+// driver's reason), no such index, or an SM below 8.0.
+std::string device_unavailable_reason(Device device);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,79 @@
+// One Qwen3 decoder block for training (internal to model/): the forward that saves what the backward needs, and
+// the hand-written backward, in the order of the math (DESIGN.md §3):
+//   h   = rmsnorm(x_in)                         [rstd_in]
+//   q/k/v = A(h) · Wq/Wk/Wvᵀ                    A = identity, or NVFP4 fake-quant of the activation under W4A4
+//   q, k = rope(rmsnorm_head(q)), rope(rmsnorm_head(k))     [q_raw, k_raw, rstd_q, rstd_k]
+//   attn = attention(q, k, v)                   [lse]
+//   x_mid = x_in + A(attn) · Woᵀ
+//   h2  = rmsnorm(x_mid)                        [rstd_mid]
+//   act = silu(A(h2) · Wgateᵀ) * (A(h2) · Wupᵀ)
+//   out = x_mid + A(act) · Wdownᵀ
+// The W's are the weights the forward uses (TrainTensor::use: deq(Q(master)) under QAT); gradients follow the
+// straight-through estimator through both quantizers. Tensors are [B, T, ...] contiguous in the compute dtype.
+//
+// Re-running block_forward from a saved x_in reproduces every saved tensor, which is the hook for a
+// recompute-per-block mode (save x_in only, re-run before each block's backward).
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+#include "io/hf_config.h"
+#include "ops/rope.h"
+
+namespace nvfp4lm::detail {
+
+// A parameter as the model uses it.
+struct TrainTensor {
+  std::string name;
+  Tensor master;           // F32 or BF16 master weight (Parameter::value)
+  Tensor grad;             // F32, accumulated; undefined when frozen
+  Tensor use;              // what the forward reads: `master` itself, or a copy refreshed from it
+  bool quantized = false;  // use = deq(Q(master)) (the STE's forward weight)
+  bool trainable() const { return grad.defined(); }
+};
+
+struct TrainLayer {
+  TrainTensor input_norm, q_proj, k_proj, v_proj, q_norm, k_norm, o_proj, post_attention_norm, gate_proj, up_proj,
+      down_proj;
+  bool trainable() const { return input_norm.trainable(); }
+};
+
+struct BlockContext {
+  const Qwen3Config* config = nullptr;
+  const Tensor* positions = nullptr;    // I32 [B, T] on the device
+  const Tensor* segment_ids = nullptr;  // optional I32 [B, T]
+  const RopeTable* rope = nullptr;
+  bool quantize_activations = false;  // W4A4
+};
+
+// What one block's forward writes. With `saved` false (frozen blocks, evaluation) one set is reused by every
+// block, x_mid aliases x_in and the block updates its input in place.
+struct BlockActivations {
+  Tensor x_in, normed_in, q_raw, k_raw, q, k, v, attn, x_mid, normed_mid, gate, up, act;  // compute dtype
+  Tensor rstd_in, rstd_q, rstd_k, rstd_mid, lse;                                          // F32
+  // Inputs of the linears: the tensors above, or their fake-quantized copies under W4A4.
+  Tensor qkv_input, o_input, gate_up_input, down_input;
+};
+
+// Allocates a block's activations (x_in is the caller's tensor). saved = false: x_mid aliases x_in.
+BlockActivations make_block_activations(const Qwen3Config& config, const Tensor& x_in, bool saved,
+                                        bool quantize_activations);
+
+// out = block(acts.x_in); out may be acts.x_in (in place) when the activations are not saved.
+void block_forward(const TrainLayer& layer, const BlockContext& context, BlockActivations& acts, Tensor& out);
+
+// Gradient work space shared by every block's backward.
+struct BlockGradBuffers {
+  Tensor d_normed, d_q, d_k, d_v, d_attn, d_gate, d_up, d_act;
+  BlockGradBuffers(const Qwen3Config& config, int64_t batch, int64_t tokens, DType dtype, Device device);
+};
+
+// d_resid: on entry dL/d out, on return dL/d x_in. Accumulates the block's parameter gradients.
+void block_backward(TrainLayer& layer, const BlockContext& context, const BlockActivations& acts,
+                    BlockGradBuffers& buffers, Tensor& d_resid);
+
+// [B, T, ...] contiguous -> [B*T, features].
+Tensor token_rows(const Tensor& t);
+
+}  // namespace nvfp4lm::detail

@@ -1,0 +1,118 @@
+// Forward of one training decoder block (see qwen3_block.h for the math and what is saved).
+#include <cmath>
+
+#include "model/qwen3_block.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+#include "ops/rmsnorm.h"
+#include "ops/swiglu.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm::detail {
+namespace {
+
+// x_q = fake-quantized x (W4A4 activations: 1x16 blocks along the features, tensor scale from x's amax).
+void quantize_activation(const Tensor& x, Tensor& x_q, const char* what) {
+  Tensor out = token_rows(x_q);
+  fake_quantize_nvfp4(token_rows(x), out, Nvfp4QuantOptions{}, what);
+}
+
+}  // namespace
+
+Tensor token_rows(const Tensor& t) {
+  const int64_t rows = t.dim(0) * t.dim(1);
+  return t.reshape({rows, rows == 0 ? 0 : t.numel() / rows});
+}
+
+BlockActivations make_block_activations(const Qwen3Config& c, const Tensor& x_in, bool saved,
+                                        bool quantize_activations) {
+  const int64_t batch = x_in.dim(0), tokens = x_in.dim(1), rows = batch * tokens;
+  const DType dtype = x_in.dtype();
+  const Device device = x_in.device();
+  auto make = [&](std::initializer_list<int64_t> tail) {
+    std::vector<int64_t> dims{batch, tokens};
+    dims.insert(dims.end(), tail);
+    return Tensor::empty(Shape(dims), dtype, device);
+  };
+  BlockActivations a;
+  a.x_in = x_in;
+  a.normed_in = make({c.hidden_size});
+  a.q_raw = make({c.num_attention_heads, c.head_dim});
+  a.k_raw = make({c.num_key_value_heads, c.head_dim});
+  a.q = make({c.num_attention_heads, c.head_dim});
+  a.k = make({c.num_key_value_heads, c.head_dim});
+  a.v = make({c.num_key_value_heads, c.head_dim});
+  a.attn = make({c.num_attention_heads, c.head_dim});
+  a.x_mid = saved ? make({c.hidden_size}) : x_in;
+  a.normed_mid = make({c.hidden_size});
+  a.gate = make({c.intermediate_size});
+  a.up = make({c.intermediate_size});
+  a.act = make({c.intermediate_size});
+  a.rstd_in = Tensor::empty({rows}, DType::F32, device);
+  a.rstd_q = Tensor::empty({rows * c.num_attention_heads}, DType::F32, device);
+  a.rstd_k = Tensor::empty({rows * c.num_key_value_heads}, DType::F32, device);
+  a.rstd_mid = Tensor::empty({rows}, DType::F32, device);
+  a.lse = Tensor::empty({batch, c.num_attention_heads, tokens}, DType::F32, device);
+  if (quantize_activations) {
+    a.qkv_input = make({c.hidden_size});
+    a.o_input = make({c.num_attention_heads, c.head_dim});
+    a.gate_up_input = make({c.hidden_size});
+    a.down_input = make({c.intermediate_size});
+  } else {
+    a.qkv_input = a.normed_in;
+    a.o_input = a.attn;
+    a.gate_up_input = a.normed_mid;
+    a.down_input = a.act;
+  }
+  return a;
+}
+
+void block_forward(const TrainLayer& w, const BlockContext& context, BlockActivations& a, Tensor& out) {
+  const Qwen3Config& c = *context.config;
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  const bool w4a4 = context.quantize_activations;
+
+  // Attention half.
+  rmsnorm_forward(a.x_in, w.input_norm.use, eps, a.normed_in, &a.rstd_in);
+  if (w4a4) quantize_activation(a.normed_in, a.qkv_input, "W4A4 activation (q/k/v input)");
+  const Tensor qkv_in = token_rows(a.qkv_input);
+  Tensor q_rows = token_rows(a.q_raw), k_rows = token_rows(a.k_raw), v_rows = token_rows(a.v);
+  linear_forward(qkv_in, w.q_proj.use, q_rows);
+  linear_forward(qkv_in, w.k_proj.use, k_rows);
+  linear_forward(qkv_in, w.v_proj.use, v_rows);
+  rmsnorm_forward(a.q_raw, w.q_norm.use, eps, a.q, &a.rstd_q);
+  rmsnorm_forward(a.k_raw, w.k_norm.use, eps, a.k, &a.rstd_k);
+  rope_forward(a.q, *context.positions, *context.rope);
+  rope_forward(a.k, *context.positions, *context.rope);
+  AttentionOptions options;
+  options.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  options.segment_ids = context.segment_ids;
+  attention_forward(a.q, a.k, a.v, a.attn, options, &a.lse);
+  if (w4a4) quantize_activation(a.attn, a.o_input, "W4A4 activation (o_proj input)");
+  Tensor proj = token_rows(a.normed_mid);  // free until the second norm: holds the o_proj output
+  linear_forward(token_rows(a.o_input), w.o_proj.use, proj);
+  add(a.x_in, a.normed_mid, a.x_mid);
+
+  // MLP half.
+  rmsnorm_forward(a.x_mid, w.post_attention_norm.use, eps, a.normed_mid, &a.rstd_mid);
+  if (w4a4) quantize_activation(a.normed_mid, a.gate_up_input, "W4A4 activation (gate/up input)");
+  const Tensor gate_up_in = token_rows(a.gate_up_input);
+  Tensor gate_rows = token_rows(a.gate), up_rows = token_rows(a.up);
+  linear_forward(gate_up_in, w.gate_proj.use, gate_rows);
+  linear_forward(gate_up_in, w.up_proj.use, up_rows);
+  swiglu_forward(a.gate, a.up, a.act);
+  if (w4a4) quantize_activation(a.act, a.down_input, "W4A4 activation (down_proj input)");
+  if (out.raw() == a.x_mid.raw()) {
+    // In place (activations not saved): the MLP output needs a buffer of its own; normed_in is free by now.
+    Tensor mlp = token_rows(a.normed_in);
+    linear_forward(token_rows(a.down_input), w.down_proj.use, mlp);
+    add_inplace(out, a.normed_in);
+  } else {
+    Tensor out_rows = token_rows(out);
+    linear_forward(token_rows(a.down_input), w.down_proj.use, out_rows);
+    add_inplace(out, a.x_mid);
+  }
+}
+
+}  // namespace nvfp4lm::detail

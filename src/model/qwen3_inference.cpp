@@ -1,0 +1,148 @@
+// Inference forward of Qwen3 (see qwen3_inference.h and DESIGN.md §3), layer by layer:
+//   x = embed(ids)
+//   per layer: h = rmsnorm(x); q, k, v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ; q, k = rope(rmsnorm_head(q)), rope(rmsnorm_head(k));
+//              [cache: k, v stored at the cache's length]; x += attn(q, k, v)·Woᵀ;
+//              h = rmsnorm(x); x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
+//   logits = rmsnorm(x)·lm_headᵀ, for the rows that are returned only.
+// q, k, v, gate and up live in separate contiguous buffers so that K / V rows can be copied into the cache with
+// plain (per batch row contiguous) copies on any device. Activations are in the weights' compute dtype; norm
+// weights are F32.
+#include "model/qwen3_inference.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "ops/attention.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/gemm.h"
+#include "ops/nvfp4_linear.h"
+#include "ops/rmsnorm.h"
+#include "ops/swiglu.h"
+
+namespace nvfp4lm::detail {
+namespace {
+
+constexpr int64_t kMinRopePositions = 4096;
+
+// y [N, out] = x [N, in] · Wᵀ for a dense or packed NVFP4 weight.
+void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch) {
+  if (weight.is_nvfp4()) {
+    nvfp4_linear_forward(x, weight.nvfp4, y, scratch);
+  } else {
+    linear_forward(x, weight.dense, y);
+  }
+}
+
+// The activation buffers of one call, shared by every layer.
+struct Buffers {
+  Tensor x, normed, q, k, v, attn, proj, gate, up, act;
+  Buffers(const Qwen3Config& c, int64_t batch, int64_t tokens, DType dtype, Device device) {
+    x = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
+    normed = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
+    q = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
+    k = Tensor::empty({batch, tokens, c.num_key_value_heads, c.head_dim}, dtype, device);
+    v = Tensor::empty({batch, tokens, c.num_key_value_heads, c.head_dim}, dtype, device);
+    attn = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
+    proj = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
+    gate = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
+    up = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
+    act = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
+  }
+};
+
+// [B, T, ...] -> [B*T, features] (the buffers are contiguous).
+Tensor rows_of(const Tensor& t) { return t.reshape({t.dim(0) * t.dim(1), t.numel() / (t.dim(0) * t.dim(1))}); }
+
+// Copies this step's keys or values [B, T, Hkv, D] into the cache at [start, start + T), one batch row at a time
+// (each row's slot is contiguous in the cache).
+void store_in_cache(const Tensor& fresh, Tensor& cached, int64_t start) {
+  for (int64_t b = 0; b < fresh.dim(0); ++b) {
+    Tensor slot = cached.select(0, b).narrow(0, start, fresh.dim(1));
+    slot.copy_from(fresh.select(0, b));
+  }
+}
+
+void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int layer, const InferenceStep& step,
+                   const RopeTable& rope, Tensor& scratch, Buffers& buf) {
+  const auto eps = static_cast<float>(config.rms_norm_eps);
+  rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
+  const Tensor normed = rows_of(buf.normed);
+  Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
+  apply_linear(w.q_proj, normed, q2, scratch);
+  apply_linear(w.k_proj, normed, k2, scratch);
+  apply_linear(w.v_proj, normed, v2, scratch);
+  rmsnorm_forward(buf.q, w.q_norm, eps, buf.q);
+  rmsnorm_forward(buf.k, w.k_norm, eps, buf.k);
+  rope_forward(buf.q, *step.positions, rope);
+  rope_forward(buf.k, *step.positions, rope);
+
+  AttentionOptions options;
+  options.scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim));
+  options.segment_ids = step.segment_ids;
+  Tensor keys = buf.k, values = buf.v;
+  if (step.cache != nullptr) {
+    const int64_t start = step.cache->length();
+    store_in_cache(buf.k, step.cache->keys(layer), start);
+    store_in_cache(buf.v, step.cache->values(layer), start);
+    keys = step.cache->keys(layer).narrow(1, 0, start + buf.k.dim(1));
+    values = step.cache->values(layer).narrow(1, 0, start + buf.k.dim(1));
+    options.q_start = start;
+  }
+  attention_forward(buf.q, keys, values, buf.attn, options);
+  Tensor proj = rows_of(buf.proj);
+  apply_linear(w.o_proj, rows_of(buf.attn), proj, scratch);
+  add_inplace(buf.x, buf.proj);
+
+  rmsnorm_forward(buf.x, w.post_attention_norm, eps, buf.normed);
+  Tensor gate = rows_of(buf.gate), up = rows_of(buf.up);
+  apply_linear(w.gate_proj, normed, gate, scratch);
+  apply_linear(w.up_proj, normed, up, scratch);
+  swiglu_forward(buf.gate, buf.up, buf.act);
+  apply_linear(w.down_proj, rows_of(buf.act), proj, scratch);
+  add_inplace(buf.x, buf.proj);
+}
+
+}  // namespace
+
+void InferenceWorkspace::ensure_rope(const Qwen3Config& config, int64_t positions, Device device) {
+  if (rope && rope->max_positions() >= positions) return;
+  const auto size = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max(positions, kMinRopePositions))));
+  rope.emplace(config.head_dim, static_cast<float>(config.rope_theta), size, device);
+}
+
+Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& weights, InferenceWorkspace& workspace,
+                               const InferenceStep& step) {
+  const Tensor& ids = *step.ids;
+  const int64_t batch = ids.dim(0), tokens = ids.dim(1);
+  const Device device = weights.embed_tokens.device();
+  const DType dtype = weights.embed_tokens.dtype();
+  Buffers buf(config, batch, tokens, dtype, device);
+
+  embedding_forward(ids, weights.embed_tokens, buf.x);
+  for (size_t layer = 0; layer < weights.layers.size(); ++layer)
+    decoder_layer(config, weights.layers[layer], static_cast<int>(layer), step, *workspace.rope,
+                  workspace.dequant_scratch, buf);
+
+  // Only the returned rows go through the final norm and the lm_head.
+  const Tensor last = step.all_logits ? rows_of(buf.x) : buf.x.select(1, tokens - 1);  // [rows, H]
+  Tensor hidden = Tensor::empty(last.shape(), dtype, device);
+  rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), hidden);
+  Tensor logits = Tensor::empty({last.dim(0), config.vocab_size}, DType::F32, device);
+  if (weights.lm_head.is_nvfp4()) {
+    if (dtype == DType::F32) {
+      nvfp4_linear_forward(hidden, weights.lm_head.nvfp4, logits, workspace.dequant_scratch);
+    } else {
+      Tensor narrow_logits = Tensor::empty(logits.shape(), dtype, device);
+      nvfp4_linear_forward(hidden, weights.lm_head.nvfp4, narrow_logits, workspace.dequant_scratch);
+      cast(narrow_logits, logits);
+    }
+  } else {
+    lm_head_logits(hidden, weights.lm_head.dense, logits);
+  }
+  return step.all_logits ? logits.reshape({batch, tokens, config.vocab_size}) : logits;
+}
+
+}  // namespace nvfp4lm::detail

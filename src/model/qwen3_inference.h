@@ -1,0 +1,40 @@
+// The inference forward pass of Qwen3 (internal to model/: Qwen3Model is the public face). One function runs
+// the whole stack for a batch of new tokens, with or without a KV cache, reusing one set of activation buffers
+// for every layer.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "core/tensor.h"
+#include "io/hf_config.h"
+#include "model/kv_cache.h"
+#include "model/qwen3_weights.h"
+#include "ops/rope.h"
+
+namespace nvfp4lm::detail {
+
+// State a model keeps between calls (guarded by `mutex` for the duration of a forward).
+struct InferenceWorkspace {
+  std::mutex mutex;
+  std::optional<RopeTable> rope;  // positions [0, rope->max_positions())
+  Tensor dequant_scratch;         // NVFP4 dequantization (ops/nvfp4_linear.h); undefined for dense models
+
+  // Makes sure the RoPE table covers positions [0, positions); grows it to a power of two (at least 4096) if not.
+  void ensure_rope(const Qwen3Config& config, int64_t positions, Device device);
+};
+
+struct InferenceStep {
+  const Tensor* ids = nullptr;          // I32 [B, T] on the model's device
+  const Tensor* positions = nullptr;    // I32 [B, T] on the model's device, inside the RoPE table
+  const Tensor* segment_ids = nullptr;  // optional I32 [B, T] (no cache)
+  KVCache* cache = nullptr;             // optional: keys / values appended at cache->length() (not advanced here)
+  bool all_logits = true;               // false: logits of the last position of each row only
+};
+
+// Logits F32 [B, T, V] (all_logits) or [B, V]. The workspace's mutex must be held.
+Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& weights, InferenceWorkspace& workspace,
+                               const InferenceStep& step);
+
+}  // namespace nvfp4lm::detail

@@ -1,0 +1,170 @@
+// Qwen3Model: loading, input checks and the two forward entry points (the layer math is in qwen3_inference.cpp).
+#include "model/qwen3_model.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/logging.h"
+#include "core/memory.h"
+#include "model/qwen3_inference.h"
+#include "ops/nvfp4_linear.h"
+
+namespace nvfp4lm {
+namespace {
+
+DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
+
+// ids / positions / segment ids come from callers that build them from user data: checked, not asserted.
+void check_i32_batch(const Tensor& t, const char* what, int64_t batch, int64_t tokens) {
+  NVFP4LM_CHECK(t.defined() && t.dtype() == DType::I32 && t.rank() == 2,
+                "{} must be an I32 [batch, tokens] tensor, got {}", what, t.defined() ? t.str() : "nothing");
+  NVFP4LM_CHECK(batch < 0 || (t.dim(0) == batch && t.dim(1) == tokens), "{} is {}, expected [{}, {}] like the ids",
+                what, t.str(), batch, tokens);
+}
+
+// Contiguous copy on `device` (a no-op for a contiguous tensor already there).
+Tensor on_device(const Tensor& t, Device device) { return t.contiguous().to(device); }
+
+void log_linear_count(const Qwen3Weights& weights, int64_t& nvfp4, int64_t& total) {
+  for (const Qwen3LayerWeights& layer : weights.layers) {
+    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                       &layer.up_proj, &layer.down_proj}) {
+      ++total;
+      nvfp4 += linear->is_nvfp4() ? 1 : 0;
+    }
+  }
+  ++total;
+  nvfp4 += weights.lm_head.is_nvfp4() ? 1 : 0;
+}
+
+}  // namespace
+
+Qwen3Model::Qwen3Model(Qwen3Config config, Qwen3Weights weights)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      workspace_(std::make_shared<detail::InferenceWorkspace>()) {
+  NVFP4LM_ASSERT(weights_.embed_tokens.defined() && weights_.embed_tokens.rank() == 2 &&
+                     weights_.embed_tokens.dim(0) == config_.vocab_size &&
+                     weights_.embed_tokens.dim(1) == config_.hidden_size,
+                 "Qwen3Model: embed_tokens {} does not match the config", weights_.embed_tokens.str());
+  NVFP4LM_ASSERT(static_cast<int64_t>(weights_.layers.size()) == config_.num_hidden_layers,
+                 "Qwen3Model: {} layers of weights for {} in the config", weights_.layers.size(),
+                 config_.num_hidden_layers);
+  const Device dev = device();
+  if (weights_.any_nvfp4()) {
+    nvfp4_linear_compute_path(dev);  // throws when NVFP4 cannot run on this device
+    // Large enough for every projection in one pass; a quantized lm_head is dequantized in row blocks.
+    int64_t elements = weights_.lm_head.in_features;
+    for (const Qwen3LayerWeights& layer : weights_.layers) {
+      for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                         &layer.up_proj, &layer.down_proj})
+        if (linear->is_nvfp4()) elements = std::max(elements, nvfp4_linear_scratch_elements(linear->nvfp4));
+    }
+    workspace_->dequant_scratch = Tensor::empty({elements}, compute_dtype(), dev);
+  }
+  workspace_->ensure_rope(config_, std::min<int64_t>(config_.max_position_embeddings, 4096), dev);
+}
+
+Qwen3Model Qwen3Model::load(const fs::path& path, const ModelOptions& options) {
+  OpenModelOptions open_options;
+  open_options.config_path = options.config_path;
+  open_options.tokenizer_dir = options.tokenizer_dir;
+  const std::unique_ptr<ModelFiles> files = open_model(path, open_options);
+  return from_files(*files, options);
+}
+
+Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& options) {
+  const MemoryPhase phase("load");
+  files.config().validate(files.config_path().string());
+  Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device)));
+  model.source_ = files.path();
+  model.tokenizer_dir_ = options.tokenizer_dir ? options.tokenizer_dir : files.tokenizer_dir();
+  int64_t nvfp4_linears = 0, linears = 0;
+  log_linear_count(model.weights_, nvfp4_linears, linears);
+  log::info(
+      "model {}: format {}, device {}, compute path {}, precision {}, weights {:.1f} MiB ({} of {} linears NVFP4)",
+      files.path().string(), model_format_name(files.format()), options.device.str(), model.compute_path(),
+      options.device.is_cpu() ? "fp32" : "bf16 activations, fp32 accumulation / norms / softmax",
+      to_mib(model.weights_.nbytes()), nvfp4_linears, linears);
+  return model;
+}
+
+Device Qwen3Model::device() const { return weights_.embed_tokens.device(); }
+
+DType Qwen3Model::compute_dtype() const { return compute_dtype_for(device()); }
+
+std::string Qwen3Model::compute_path() const {
+  const Device dev = device();
+  if (weights_.any_nvfp4()) return nvfp4_linear_compute_path(dev);
+  return dev.is_cpu() ? "cpu/dense" : "cuda/dense-bf16";
+}
+
+KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {
+  KVCache cache(config_, batch, max_tokens, compute_dtype(), device());
+  const std::lock_guard<std::mutex> lock(workspace_->mutex);
+  workspace_->ensure_rope(config_, max_tokens, device());
+  return cache;
+}
+
+Tensor Qwen3Model::forward(const Tensor& ids, const Tensor* positions, const Tensor* segment_ids) const {
+  check_i32_batch(ids, "forward: ids", -1, -1);
+  const int64_t batch = ids.dim(0), tokens = ids.dim(1);
+  NVFP4LM_CHECK(batch > 0 && tokens > 0, "forward: ids {} holds no tokens", ids.str());
+  Tensor position_tensor;
+  int64_t max_position = tokens - 1;
+  if (positions != nullptr) {
+    check_i32_batch(*positions, "forward: positions", batch, tokens);
+    const Tensor host = positions->contiguous().to(Device::cpu());
+    const int32_t* p = host.data<int32_t>();
+    const auto [lo, hi] = std::minmax_element(p, p + host.numel());
+    NVFP4LM_CHECK(*lo >= 0, "forward: position {} is negative", *lo);
+    max_position = *hi;
+    position_tensor = host;
+  } else {
+    std::vector<int32_t> values(static_cast<size_t>(batch * tokens));
+    for (int64_t i = 0; i < batch * tokens; ++i) values[static_cast<size_t>(i)] = static_cast<int32_t>(i % tokens);
+    position_tensor = Tensor::from_ints(values, Shape{batch, tokens});
+  }
+  Tensor segments;
+  if (segment_ids != nullptr) {
+    check_i32_batch(*segment_ids, "forward: segment_ids", batch, tokens);
+    segments = on_device(*segment_ids, device());
+  }
+  return run(ids, position_tensor, segment_ids ? &segments : nullptr, nullptr, true, max_position);
+}
+
+Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_logits) const {
+  check_i32_batch(ids, "forward_cached: ids", cache.batch(), ids.rank() == 2 ? ids.dim(1) : 0);
+  const int64_t batch = ids.dim(0), tokens = ids.dim(1), start = cache.length();
+  NVFP4LM_CHECK(tokens > 0, "forward_cached: ids {} holds no tokens", ids.str());
+  NVFP4LM_CHECK(start + tokens <= cache.max_tokens(),
+                "the context is full: {} tokens in the KV cache plus {} new ones exceed its maximum of {} tokens "
+                "(start a new conversation, or raise the context length / max tokens)",
+                start, tokens, cache.max_tokens());
+  NVFP4LM_ASSERT(cache.keys(0).device() == device() && cache.keys(0).dtype() == compute_dtype(),
+                 "forward_cached: KV cache {} does not match the model (make it with make_cache)", cache.keys(0).str());
+  std::vector<int32_t> values(static_cast<size_t>(batch * tokens));
+  for (int64_t i = 0; i < batch * tokens; ++i)
+    values[static_cast<size_t>(i)] = static_cast<int32_t>(start + i % tokens);
+  Tensor logits =
+      run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, &cache, all_logits, start + tokens - 1);
+  cache.set_length(start + tokens);
+  return logits;
+}
+
+Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache,
+                       bool all_logits, int64_t max_position) const {
+  const Tensor device_ids = on_device(ids, device());
+  const Tensor device_positions = on_device(positions, device());
+  const std::lock_guard<std::mutex> lock(workspace_->mutex);
+  workspace_->ensure_rope(config_, max_position + 1, device());
+  detail::InferenceStep step;
+  step.ids = &device_ids;
+  step.positions = &device_positions;
+  step.segment_ids = segment_ids;
+  step.cache = cache;
+  step.all_logits = all_logits;
+  return detail::qwen3_inference_forward(config_, weights_, *workspace_, step);
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,132 @@
+// Qwen3Trainable's forward / backward over a batch (see qwen3_trainable.h):
+//   x = embed(ids); frozen blocks run in place without saving; trained blocks save their activations;
+//   h = final_norm(x); loss head (CE through the lm_head, or L1);
+//   backward: final norm, trained blocks top-down, then the embedding (when trained).
+// Buffers are allocated per call: the residual stream of every trained block (its saved input) plus one set of
+// gradient work buffers shared by all blocks.
+#include <algorithm>
+#include <bit>
+#include <optional>
+#include <vector>
+
+#include "core/memory.h"
+#include "model/qwen3_trainable.h"
+#include "model/train_loss.h"
+#include "ops/embedding.h"
+#include "ops/rmsnorm.h"
+
+namespace nvfp4lm {
+namespace {
+
+constexpr int64_t kMinRopePositions = 4096;
+
+void check_batch_tensor(const Tensor& t, const char* what, int64_t batch, int64_t tokens) {
+  NVFP4LM_CHECK(t.dtype() == DType::I32 && t.rank() == 2 && t.dim(0) == batch && t.dim(1) == tokens,
+                "batch {} is {}, expected I32 [{}, {}] like the ids", what, t.str(), batch, tokens);
+}
+
+}  // namespace
+
+const RopeTable& Qwen3Trainable::rope_for(int64_t max_position) {
+  if (!rope_ || rope_->max_positions() <= max_position) {
+    const auto size = std::bit_ceil(static_cast<uint64_t>(std::max(max_position + 1, kMinRopePositions)));
+    rope_.emplace(config_.head_dim, static_cast<float>(config_.rope_theta), static_cast<int64_t>(size),
+                  options_.device);
+  }
+  return *rope_;
+}
+
+LossStats Qwen3Trainable::forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss) {
+  return run(batch, grad_scale, loss, true);
+}
+
+LossStats Qwen3Trainable::evaluate(const TrainBatch& batch, LossKind loss) { return run(batch, 0.0f, loss, false); }
+
+LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward) {
+  NVFP4LM_CHECK(
+      batch.ids.defined() && batch.ids.dtype() == DType::I32 && batch.ids.rank() == 2 && batch.ids.numel() > 0,
+      "batch ids must be a non-empty I32 [batch, tokens] tensor, got {}",
+      batch.ids.defined() ? batch.ids.str() : "none");
+  const int64_t b = batch.ids.dim(0), t = batch.ids.dim(1), h = config_.hidden_size;
+  NVFP4LM_CHECK(batch.targets.defined(), "batch has no targets");
+  check_batch_tensor(batch.targets, "targets", b, t);
+  const Device device = options_.device;
+  const DType dtype = compute_dtype();
+  const Tensor ids = batch.ids.contiguous().to(device);
+  const Tensor targets = batch.targets.contiguous().to(device);
+
+  Tensor positions;
+  int64_t max_position = t - 1;
+  if (batch.positions.defined()) {
+    check_batch_tensor(batch.positions, "positions", b, t);
+    const Tensor host = batch.positions.contiguous().to(Device::cpu());
+    const int32_t* p = host.data<int32_t>();
+    const auto [lo, hi] = std::minmax_element(p, p + host.numel());
+    NVFP4LM_CHECK(*lo >= 0, "batch positions: {} is negative", *lo);
+    max_position = *hi;
+    positions = host.to(device);
+  } else {
+    std::vector<int32_t> values(static_cast<size_t>(b * t));
+    for (int64_t i = 0; i < b * t; ++i) values[static_cast<size_t>(i)] = static_cast<int32_t>(i % t);
+    positions = Tensor::from_ints(values, Shape{b, t}).to(device);
+  }
+  Tensor segments;
+  if (batch.segment_ids.defined()) {
+    check_batch_tensor(batch.segment_ids, "segment_ids", b, t);
+    segments = batch.segment_ids.contiguous().to(device);
+  }
+
+  detail::BlockContext context;
+  context.config = &config_;
+  context.positions = &positions;
+  context.segment_ids = segments.defined() ? &segments : nullptr;
+  context.rope = &rope_for(max_position);
+  context.quantize_activations = options_.qat == QatMode::W4A4;
+  const bool w4a4 = context.quantize_activations;
+
+  const int layers = static_cast<int>(layers_.size());
+  const bool any_backward = backward && !trainable_.empty();
+  const int first_saved = any_backward ? first_trained_layer_ : layers;
+
+  std::optional<MemoryPhase> phase(std::in_place, "forward");
+  Tensor x = Tensor::empty({b, t, h}, dtype, device);
+  embedding_forward(ids, embed_.use, x);
+  if (first_saved > 0) {
+    detail::BlockActivations scratch = detail::make_block_activations(config_, x, false, w4a4);
+    for (int l = 0; l < first_saved; ++l) detail::block_forward(layers_[static_cast<size_t>(l)], context, scratch, x);
+  }
+  std::vector<detail::BlockActivations> saved;
+  saved.reserve(static_cast<size_t>(layers - first_saved));
+  for (int l = first_saved; l < layers; ++l) {
+    Tensor next = Tensor::empty({b, t, h}, dtype, device);
+    saved.push_back(detail::make_block_activations(config_, x, true, w4a4));
+    detail::block_forward(layers_[static_cast<size_t>(l)], context, saved.back(), next);
+    x = next;
+  }
+  Tensor hidden = Tensor::empty({b, t, h}, dtype, device);
+  Tensor final_rstd = Tensor::empty({b * t}, DType::F32, device);
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  rmsnorm_forward(x, final_norm_.use, eps, hidden, &final_rstd);
+
+  Tensor d_hidden;
+  if (any_backward) d_hidden = Tensor::empty({b, t, h}, dtype, device);
+  const LossStats stats = detail::loss_head(loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale,
+                                            any_backward ? &d_hidden : nullptr);
+  if (!any_backward) return stats;
+
+  // Backward. A frozen final norm still passes the gradient down (into a throw-away weight gradient).
+  phase.reset();
+  phase.emplace("backward");
+  Tensor d_resid = Tensor::empty({b, t, h}, dtype, device);
+  Tensor final_norm_grad =
+      final_norm_.trainable() ? final_norm_.grad : Tensor::zeros(final_norm_.master.shape(), DType::F32, device);
+  rmsnorm_backward(d_hidden, x, final_norm_.use, final_rstd, d_resid, final_norm_grad);
+  detail::BlockGradBuffers buffers(config_, b, t, dtype, device);
+  for (int l = layers - 1; l >= first_saved; --l)
+    detail::block_backward(layers_[static_cast<size_t>(l)], context, saved[static_cast<size_t>(l - first_saved)],
+                           buffers, d_resid);
+  if (embed_.trainable()) embedding_backward(ids, d_resid, embed_.grad);
+  return stats;
+}
+
+}  // namespace nvfp4lm

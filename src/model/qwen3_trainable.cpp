@@ -1,0 +1,260 @@
+// Qwen3Trainable: building the master weights from model files, the parameter lists, refreshing the forward
+// weights (QAT), and small helpers. The forward / backward pass is in qwen3_train_step.cpp.
+#include "model/qwen3_trainable.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/logging.h"
+#include "core/memory.h"
+#include "io/nvfp4_fixed_scale.h"
+#include "io/weight_names.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
+
+namespace nvfp4lm {
+namespace {
+
+using detail::TrainLayer;
+using detail::TrainTensor;
+
+DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
+
+// The master of `name`: the file's values (NVFP4 dequantized) as an owned F32 / BF16 tensor on `device`.
+Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+  const ModelWeight weight = files.load(name);
+  const Tensor source = weight.is_nvfp4() ? dequantize_nvfp4(weight.nvfp4, DType::F32) : weight.dense;
+  Tensor master = Tensor::empty(source.shape(), dtype, Device::cpu());
+  convert_cpu(source, master);  // also copies out of the read-only file mapping
+  files.release(name);
+  return master.to(device);
+}
+
+// Largest magnitude of a master weight (the CPU scan; CUDA masters are copied to the host first).
+float master_amax(const Tensor& master, const std::string& name) {
+  return weight_amax(master.device().is_cpu() ? master : master.to(Device::cpu()), name);
+}
+
+// deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the tensor scale of
+// the group's joint amax: what the ModelOpt export writes (io/nvfp4_fixed_scale.h).
+void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block) {
+  float amax = 0.0f;
+  for (const TrainTensor* t : group) amax = std::max(amax, master_amax(t->master, t->name));
+  Nvfp4QuantOptions options;
+  options.block = block;
+  options.tensor_scale = nvfp4_tensor_scale(amax);
+  for (TrainTensor* t : group) fake_quantize_nvfp4(t->master, t->use, options, t->name.c_str());
+}
+
+void refresh_copy(TrainTensor& t) {
+  if (!t.quantized && t.use.raw() != t.master.raw()) cast(t.master, t.use);
+}
+
+std::string block_name(Nvfp4Block block) { return block == Nvfp4Block::Row1x16 ? "1x16" : "16x16"; }
+
+}  // namespace
+
+std::string_view qat_mode_name(QatMode mode) {
+  switch (mode) {
+    case QatMode::Off:
+      return "off";
+    case QatMode::W4A16:
+      return "w4a16";
+    case QatMode::W4A4:
+      return "w4a4";
+  }
+  return "?";
+}
+
+QatMode parse_qat_mode(std::string_view name) {
+  for (QatMode mode : {QatMode::Off, QatMode::W4A16, QatMode::W4A4})
+    if (name == qat_mode_name(mode)) return mode;
+  NVFP4LM_FAIL("unknown QAT mode '{}' (choose off, w4a16 or w4a4)", name);
+}
+
+std::string_view loss_kind_name(LossKind kind) { return kind == LossKind::CrossEntropy ? "ce" : "l1"; }
+
+LossKind parse_loss_kind(std::string_view name) {
+  if (name == "ce") return LossKind::CrossEntropy;
+  if (name == "l1") return LossKind::L1;
+  NVFP4LM_FAIL("unknown loss '{}' (choose ce or l1)", name);
+}
+
+int64_t count_loss_tokens(const TrainBatch& batch) {
+  NVFP4LM_CHECK(batch.targets.defined() && batch.targets.dtype() == DType::I32,
+                "batch targets must be an I32 tensor, got {}", batch.targets.defined() ? batch.targets.str() : "none");
+  const Tensor host = batch.targets.contiguous().to(Device::cpu());
+  const int32_t* t = host.data<int32_t>();
+  return std::count_if(t, t + host.numel(), [](int32_t v) { return v != kIgnoreIndex; });
+}
+
+Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainModelOptions& options) {
+  const MemoryPhase phase("load");
+  const Qwen3Config& config = files.config();
+  config.validate(files.config_path().string());
+  const auto layers = static_cast<int>(config.num_hidden_layers);
+  NVFP4LM_CHECK(options.train_last_layers >= -1 && options.train_last_layers <= layers,
+                "train_last_layers is {}; the model has {} layers (use -1 to train everything, or 0..{})",
+                options.train_last_layers, layers, layers);
+
+  Qwen3Trainable model;
+  model.config_ = config;
+  model.options_ = options;
+  model.first_trained_layer_ = options.train_last_layers < 0 ? 0 : layers - options.train_last_layers;
+  const bool train_outer = options.train_last_layers < 0;  // embeddings, final norm, lm_head
+  const DType master_dtype = options.bf16_master ? DType::BF16 : DType::F32;
+  const DType compute = compute_dtype_for(options.device);
+  const bool qat = options.qat != QatMode::Off;
+
+  auto make = [&](const std::string& name, bool trainable, bool is_norm, bool quantized) {
+    TrainTensor t;
+    t.name = name;
+    t.master = load_master(files, name, master_dtype, options.device);
+    if (trainable) t.grad = Tensor::zeros(t.master.shape(), DType::F32, options.device);
+    t.quantized = quantized;
+    const DType use_dtype = is_norm ? DType::F32 : compute;
+    t.use = quantized || t.master.dtype() != use_dtype ? Tensor::empty(t.master.shape(), use_dtype, options.device)
+                                                       : t.master;
+    if (quantized) {
+      const int64_t rows = t.master.dim(0), cols = t.master.dim(1);
+      NVFP4LM_CHECK(cols % kNvfp4BlockSize == 0 && (options.block == Nvfp4Block::Row1x16 || rows % 16 == 0),
+                    "{}: [{}, {}] cannot be NVFP4-quantized with {} blocks (needs columns{} divisible by 16); train it "
+                    "with --qat off",
+                    name, rows, cols, block_name(options.block),
+                    options.block == Nvfp4Block::Row1x16 ? "" : " and rows");
+    }
+    return t;
+  };
+
+  model.embed_ = make("model.embed_tokens.weight", train_outer, false, false);
+  model.layers_.resize(static_cast<size_t>(layers));
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    const bool train = i >= model.first_trained_layer_;
+    TrainLayer& l = model.layers_[static_cast<size_t>(i)];
+    l.input_norm = make(p + "input_layernorm.weight", train, true, false);
+    l.q_proj = make(p + "self_attn.q_proj.weight", train, false, qat);
+    l.k_proj = make(p + "self_attn.k_proj.weight", train, false, qat);
+    l.v_proj = make(p + "self_attn.v_proj.weight", train, false, qat);
+    l.q_norm = make(p + "self_attn.q_norm.weight", train, true, false);
+    l.k_norm = make(p + "self_attn.k_norm.weight", train, true, false);
+    l.o_proj = make(p + "self_attn.o_proj.weight", train, false, qat);
+    l.post_attention_norm = make(p + "post_attention_layernorm.weight", train, true, false);
+    l.gate_proj = make(p + "mlp.gate_proj.weight", train, false, qat);
+    l.up_proj = make(p + "mlp.up_proj.weight", train, false, qat);
+    l.down_proj = make(p + "mlp.down_proj.weight", train, false, qat);
+  }
+  model.final_norm_ = make("model.norm.weight", train_outer, true, false);
+  const bool quantize_head = qat && options.quantize_lm_head;
+  if (config.tie_word_embeddings) {
+    TrainTensor& head = model.lm_head_;
+    head.name = "lm_head.weight (tied to model.embed_tokens.weight)";
+    head.master = model.embed_.master;
+    head.grad = model.embed_.grad;  // both uses accumulate into one gradient
+    head.quantized = quantize_head;
+    head.use = quantize_head ? Tensor::empty(head.master.shape(), compute, options.device) : model.embed_.use;
+  } else {
+    model.lm_head_ = make("lm_head.weight", train_outer, false, quantize_head);
+  }
+
+  // Parameter lists in the canonical order of io/weight_names.h.
+  std::map<std::string, const TrainTensor*> by_name;
+  for (const TrainTensor* t : {&model.embed_, &model.final_norm_}) by_name[t->name] = t;
+  if (!config.tie_word_embeddings) by_name[model.lm_head_.name] = &model.lm_head_;
+  for (const TrainLayer& l : model.layers_) {
+    for (const TrainTensor* t : {&l.input_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_norm, &l.k_norm, &l.o_proj,
+                                 &l.post_attention_norm, &l.gate_proj, &l.up_proj, &l.down_proj})
+      by_name[t->name] = t;
+  }
+  for (const ExpectedWeight& expected : qwen3_expected_weights(config)) {
+    const TrainTensor* t = by_name.at(expected.name);
+    const bool decays = expected.kind == WeightKind::AttentionProjection ||
+                        expected.kind == WeightKind::MlpProjection || expected.kind == WeightKind::LmHead;
+    model.all_.push_back(Parameter{t->name, t->master, t->grad, decays});
+    if (t->trainable()) model.trainable_.push_back(model.all_.back());
+  }
+  model.refresh_quantized();
+  log::info("training model {}: {}; {} trainable tensors", files.path().string(), model.describe(),
+            model.trainable_.size());
+  return model;
+}
+
+DType Qwen3Trainable::compute_dtype() const { return compute_dtype_for(options_.device); }
+
+std::string Qwen3Trainable::describe() const {
+  std::string text = fmt::format("device {}, {} activations, {} masters", options_.device.str(),
+                                 options_.device.is_cpu() ? "fp32" : "bf16", options_.bf16_master ? "bf16" : "fp32");
+  if (options_.qat == QatMode::Off) {
+    text += ", QAT off";
+  } else {
+    text += fmt::format(", QAT {} (NVFP4 {} blocks, q/k/v and gate/up share tensor scales), lm_head {}",
+                        qat_mode_name(options_.qat), block_name(options_.block),
+                        lm_head_.quantized ? "quantized" : "unquantized");
+  }
+  if (options_.train_last_layers >= 0) text += fmt::format(", training the last {} layers", options_.train_last_layers);
+  return text;
+}
+
+std::vector<NamedTensor> Qwen3Trainable::master_weights() const {
+  std::vector<NamedTensor> out;
+  out.reserve(all_.size());
+  for (const Parameter& p : all_) out.push_back(NamedTensor{p.name, p.value});
+  return out;
+}
+
+void Qwen3Trainable::refresh_quantized() {
+  refresh_copy(embed_);
+  refresh_copy(final_norm_);
+  for (TrainLayer& l : layers_) {
+    for (TrainTensor* t : {&l.input_norm, &l.q_norm, &l.k_norm, &l.post_attention_norm}) refresh_copy(*t);
+    if (l.q_proj.quantized) {
+      refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block);
+      refresh_group({&l.o_proj}, options_.block);
+      refresh_group({&l.gate_proj, &l.up_proj}, options_.block);
+      refresh_group({&l.down_proj}, options_.block);
+    } else {
+      for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+        refresh_copy(*t);
+    }
+  }
+  if (lm_head_.quantized) {
+    refresh_group({&lm_head_}, options_.block);
+  } else if (!config_.tie_word_embeddings) {
+    refresh_copy(lm_head_);
+  }
+}
+
+void Qwen3Trainable::zero_grad() {
+  for (Parameter& p : trainable_) p.grad.zero();
+}
+
+Qwen3Model Qwen3Trainable::inference_model() const {
+  Qwen3Weights weights;
+  auto linear = [](const TrainTensor& t) {
+    LinearWeight w;
+    w.out_features = t.use.dim(0);
+    w.in_features = t.use.dim(1);
+    w.dense = t.use;
+    return w;
+  };
+  weights.embed_tokens = embed_.use;
+  for (const TrainLayer& l : layers_) {
+    Qwen3LayerWeights& w = weights.layers.emplace_back();
+    w.input_norm = l.input_norm.use;
+    w.post_attention_norm = l.post_attention_norm.use;
+    w.q_norm = l.q_norm.use;
+    w.k_norm = l.k_norm.use;
+    w.q_proj = linear(l.q_proj);
+    w.k_proj = linear(l.k_proj);
+    w.v_proj = linear(l.v_proj);
+    w.o_proj = linear(l.o_proj);
+    w.gate_proj = linear(l.gate_proj);
+    w.up_proj = linear(l.up_proj);
+    w.down_proj = linear(l.down_proj);
+  }
+  weights.final_norm = final_norm_.use;
+  weights.lm_head = linear(lm_head_);
+  return Qwen3Model(config_, std::move(weights));
+}
+
+}  // namespace nvfp4lm

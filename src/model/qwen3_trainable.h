@@ -1,0 +1,145 @@
+// Qwen3 for training (DESIGN.md §3): fp32 (or bf16) master weights under their Hugging Face names, a forward
+// pass that saves what the backward needs, a hand-written backward for every layer, and NVFP4 quantization-aware
+// training with a straight-through estimator (STE).
+//
+// QAT (QatMode::W4A16, the default): each projection (q/k/v/o, gate/up/down; lm_head with quantize_lm_head) is
+// used in the forward as deq(Q(W)) — NVFP4 with `block` scales (1x16 or 16x16) and one fp32 tensor scale shared
+// by q/k/v of a layer and by gate/up (their joint amax / (6 * 448), io/weight_names.h fused_scale_group), which
+// is exactly what the ModelOpt export writes, so the trained forward equals the exported model. The backward is
+// the STE: dx = dy · deq(Q(W)), dW = dyᵀ · x. Q(W) is computed by refresh_quantized(), once per optimizer step.
+// W4A4 also fake-quantizes the input activations of every quantized linear (1x16 blocks along the features, a
+// per-tensor scale from the activation's amax) and passes gradients straight through them; dW uses the
+// quantized input. Embeddings, norms and (by default) lm_head stay unquantized.
+//
+// Precision: CPU computes in fp32; on CUDA activations are bf16 (fp32 accumulation, norms / softmax / loss in
+// fp32). Gradients are F32 and ACCUMULATE (+=) over forward_backward calls until zero_grad(); a tied lm_head adds
+// its gradient to the embedding's. Activations of every trained block are kept until the backward (the CPU
+// target is small models); blocks are run by one function per block (model/qwen3_block.h) so a recompute-per-block
+// mode can re-run it from the block's saved input.
+//
+// train_last_layers = N >= 0 trains only the last N decoder blocks: parameters() lists only theirs, frozen
+// weights get no gradient, embeddings / final norm / lm_head stay frozen, and the backward stops at the input of
+// the lowest trained block (frozen blocks below it run forward only, without saving activations).
+//
+// Losses (sums over the non-ignored targets; targets equal to -100 are ignored; targets are already aligned with
+// positions, i.e. target[t] is the token expected after ids[t]):
+//  - CrossEntropy: token cross-entropy of the lm_head logits (fused lm_head + CE, chunked: no [tokens, vocab]
+//    tensor), in nats; `correct` counts argmax hits.
+//  - L1: a debug loss that exercises the whole backward without the lm_head: per token, mean_j |h_j| of the final
+//    hidden state h after the final norm; loss_sum sums it over the non-ignored tokens (loss_sum / tokens = mean
+//    |h| over their elements). Its gradient is sign(h) / hidden_size (0 where h == 0); `correct` stays 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/hf_config.h"
+#include "io/model_files.h"
+#include "model/qwen3_block.h"
+#include "model/qwen3_model.h"
+#include "ops/rope.h"
+#include "quant/nvfp4.h"
+#include "train/optim/parameter.h"
+
+namespace nvfp4lm {
+
+enum class QatMode { Off, W4A16, W4A4 };
+std::string_view qat_mode_name(QatMode mode);   // "off", "w4a16", "w4a4"
+QatMode parse_qat_mode(std::string_view name);  // Error listing the names otherwise
+
+struct TrainModelOptions {
+  QatMode qat = QatMode::W4A16;
+  Nvfp4Block block = Nvfp4Block::Row1x16;  // weight blocks (W4A4 activations always use 1x16)
+  bool quantize_lm_head = false;
+  int train_last_layers = -1;  // -1: everything (embeddings, all blocks, final norm, lm_head); N: last N blocks
+  Device device = Device::cpu();
+  bool bf16_master = false;  // BF16 master weights (the optimizer rounds stochastically); gradients stay F32
+};
+
+// One batch. All I32 [B, T] CPU tensors (moved to the model's device here). targets: -100 (kIgnoreIndex) =
+// no loss. positions: optional (default 0..T-1 in every row). segment_ids: optional; attention stays inside a
+// segment (packed rows; pair them with positions that restart at 0 per sample).
+struct TrainBatch {
+  Tensor ids, targets, positions, segment_ids;
+};
+
+enum class LossKind { CrossEntropy, L1 };
+std::string_view loss_kind_name(LossKind kind);  // "ce", "l1"
+LossKind parse_loss_kind(std::string_view name);
+
+struct LossStats {
+  double loss_sum = 0;  // summed over non-ignored tokens
+  int64_t tokens = 0;   // non-ignored tokens
+  int64_t correct = 0;  // CrossEntropy: tokens whose argmax logit is the target
+  double mean() const { return tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0; }
+};
+
+// Non-ignored targets (!= -100) of a batch: the usual denominator of grad_scale.
+int64_t count_loss_tokens(const TrainBatch& batch);
+
+class Qwen3Trainable {
+ public:
+  // Masters from any model file (NVFP4 sources are dequantized into them); calls refresh_quantized().
+  static Qwen3Trainable from_files(const ModelFiles& files, const TrainModelOptions& options = {});
+  // Move-only: a copy would share the master weights and gradients with the original.
+  Qwen3Trainable(Qwen3Trainable&&) = default;
+  Qwen3Trainable& operator=(Qwen3Trainable&&) = default;
+  Qwen3Trainable(const Qwen3Trainable&) = delete;
+  Qwen3Trainable& operator=(const Qwen3Trainable&) = delete;
+
+  const Qwen3Config& config() const { return config_; }
+  const TrainModelOptions& options() const { return options_; }
+  Device device() const { return options_.device; }
+  DType compute_dtype() const;  // F32 on CPU, BF16 on CUDA
+  // For logs, e.g. "device cpu, fp32 activations, fp32 masters, QAT w4a16 (NVFP4 1x16 blocks, q/k/v and gate/up
+  // share tensor scales), lm_head unquantized".
+  std::string describe() const;
+
+  // The trainable parameters (HF names, canonical order; weight_decay for 2-D linears incl. an untied
+  // lm_head). Views: the optimizer updates values in place; the backward accumulates into grads.
+  std::span<Parameter> parameters() { return trainable_; }
+  std::span<const Parameter> parameters() const { return trainable_; }
+  // Every master weight (trained or frozen), HF names, canonical order (no lm_head when tied): views for the
+  // exporter and checkpoints. After writing into them, call refresh_quantized().
+  std::vector<NamedTensor> master_weights() const;
+  // Index of the lowest trained decoder block (num_hidden_layers when none trains).
+  int first_trained_layer() const { return first_trained_layer_; }
+
+  // Recomputes every weight the forward reads from its master: deq(Q(W)) for quantized linears (group tensor
+  // scales), compute-dtype copies where the master's dtype differs. Call after every optimizer step and after
+  // loading masters. A no-op for fp32 masters without QAT on the CPU.
+  void refresh_quantized();
+
+  // Forward + backward: gradients of grad_scale * loss_sum are accumulated into parameters()' grads.
+  LossStats forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss = LossKind::CrossEntropy);
+  // Forward only (no activations saved, no gradients).
+  LossStats evaluate(const TrainBatch& batch, LossKind loss = LossKind::CrossEntropy);
+  // grads = 0 for every trainable parameter.
+  void zero_grad();
+
+  // An inference model over the weights the forward uses (deq(Q(W)) under QAT): shares their storage, so it
+  // follows refresh_quantized(). For sampling during training; the exported NVFP4 model computes the same
+  // function (up to the packed path's summation order).
+  Qwen3Model inference_model() const;
+
+ private:
+  Qwen3Trainable() = default;
+  LossStats run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward);
+  const RopeTable& rope_for(int64_t max_position);
+
+  Qwen3Config config_;
+  TrainModelOptions options_;
+  detail::TrainTensor embed_, final_norm_, lm_head_;  // lm_head_ aliases embed_'s master / grad when tied
+  std::vector<detail::TrainLayer> layers_;
+  std::vector<Parameter> all_;        // every master, canonical order (grad undefined when frozen)
+  std::vector<Parameter> trainable_;  // the trained subset (same tensors)
+  int first_trained_layer_ = 0;
+  std::optional<RopeTable> rope_;
+};
+
+}  // namespace nvfp4lm

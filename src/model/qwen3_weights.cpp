@@ -1,0 +1,116 @@
+// Loading Qwen3Weights from any ModelFiles (see qwen3_weights.h).
+//  - Dense weights become the compute dtype on the target device. On the CPU an F32 file tensor is used as the
+//    zero-copy read-only view ModelFiles returns (inference never writes weights), anything else is converted.
+//  - NVFP4 linears stay packed (codes + block scales moved to the device as they are).
+//  - An NVFP4 tensor where the model needs a dense one (an embedding or norm quantized by some other tool) is
+//    dequantized: exact, just larger.
+#include "model/qwen3_weights.h"
+
+#include "core/logging.h"
+#include "io/weight_names.h"
+#include "ops/elementwise.h"
+
+namespace nvfp4lm {
+namespace {
+
+// `tensor` as a contiguous tensor of `dtype` on `device`.
+Tensor to_dense(const Tensor& tensor, DType dtype, Device device) {
+  if (tensor.dtype() == dtype && tensor.is_contiguous()) return tensor.to(device);
+  if (device.is_cpu()) {
+    Tensor out = Tensor::empty(tensor.shape(), dtype, Device::cpu());
+    convert_cpu(tensor, out);
+    return out;
+  }
+  const Tensor on_device = tensor.contiguous().to(device);
+  Tensor out = Tensor::empty(tensor.shape(), dtype, device);
+  cast(on_device, out);
+  return out;
+}
+
+Tensor load_dense(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+  const ModelWeight weight = files.load(name);
+  if (weight.is_nvfp4()) {
+    log::warn("{}: '{}' is stored as NVFP4; dequantizing it (this weight must be dense)", files.path().string(), name);
+    return to_dense(dequantize_nvfp4(weight.nvfp4, DType::F32), dtype, device);
+  }
+  return to_dense(weight.dense, dtype, device);
+}
+
+LinearWeight load_linear(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+  const WeightInfo& info = files.at(name);
+  LinearWeight linear;
+  linear.out_features = info.shape[0];
+  linear.in_features = info.shape[1];
+  const ModelWeight weight = files.load(name);
+  if (weight.is_nvfp4()) {
+    linear.nvfp4 = weight.nvfp4;
+    linear.nvfp4.codes = weight.nvfp4.codes.to(device);
+    linear.nvfp4.block_scales = weight.nvfp4.block_scales.to(device);
+  } else {
+    linear.dense = to_dense(weight.dense, dtype, device);
+  }
+  return linear;
+}
+
+size_t linear_bytes(const LinearWeight& linear) {
+  return linear.is_nvfp4() ? linear.nvfp4.nbytes() : linear.dense.nbytes();
+}
+
+}  // namespace
+
+bool Qwen3Weights::any_nvfp4() const {
+  if (lm_head.is_nvfp4()) return true;
+  for (const Qwen3LayerWeights& layer : layers) {
+    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                       &layer.up_proj, &layer.down_proj})
+      if (linear->is_nvfp4()) return true;
+  }
+  return false;
+}
+
+size_t Qwen3Weights::nbytes() const {
+  size_t bytes = embed_tokens.nbytes() + final_norm.nbytes();
+  // A tied lm_head is a view of embed_tokens: count its storage once.
+  if (lm_head.is_nvfp4() || lm_head.dense.storage() != embed_tokens.storage()) bytes += linear_bytes(lm_head);
+  for (const Qwen3LayerWeights& layer : layers) {
+    for (const Tensor* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm, &layer.k_norm})
+      bytes += norm->nbytes();
+    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                       &layer.up_proj, &layer.down_proj})
+      bytes += linear_bytes(*linear);
+  }
+  return bytes;
+}
+
+Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype) {
+  const Qwen3Config& config = files.config();
+  Qwen3Weights weights;
+  weights.embed_tokens = load_dense(files, "model.embed_tokens.weight", compute_dtype, device);
+  weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    Qwen3LayerWeights& layer = weights.layers[static_cast<size_t>(i)];
+    layer.input_norm = load_dense(files, p + "input_layernorm.weight", DType::F32, device);
+    layer.post_attention_norm = load_dense(files, p + "post_attention_layernorm.weight", DType::F32, device);
+    layer.q_norm = load_dense(files, p + "self_attn.q_norm.weight", DType::F32, device);
+    layer.k_norm = load_dense(files, p + "self_attn.k_norm.weight", DType::F32, device);
+    layer.q_proj = load_linear(files, p + "self_attn.q_proj.weight", compute_dtype, device);
+    layer.k_proj = load_linear(files, p + "self_attn.k_proj.weight", compute_dtype, device);
+    layer.v_proj = load_linear(files, p + "self_attn.v_proj.weight", compute_dtype, device);
+    layer.o_proj = load_linear(files, p + "self_attn.o_proj.weight", compute_dtype, device);
+    layer.gate_proj = load_linear(files, p + "mlp.gate_proj.weight", compute_dtype, device);
+    layer.up_proj = load_linear(files, p + "mlp.up_proj.weight", compute_dtype, device);
+    layer.down_proj = load_linear(files, p + "mlp.down_proj.weight", compute_dtype, device);
+  }
+  weights.final_norm = load_dense(files, "model.norm.weight", DType::F32, device);
+  if (config.tie_word_embeddings) {
+    weights.lm_head.out_features = config.vocab_size;
+    weights.lm_head.in_features = config.hidden_size;
+    weights.lm_head.dense = weights.embed_tokens;
+  } else {
+    weights.lm_head = load_linear(files, "lm_head.weight", compute_dtype, device);
+  }
+  return weights;
+}
+
+}  // namespace nvfp4lm

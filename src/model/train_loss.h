@@ -1,0 +1,18 @@
+// The loss heads of Qwen3Trainable (internal to model/): the final hidden state -> loss sum, token count and,
+// when asked, dL/d hidden. See qwen3_trainable.h for the definitions of the two losses.
+#pragma once
+
+#include "core/tensor.h"
+#include "model/qwen3_block.h"
+#include "model/qwen3_trainable.h"
+
+namespace nvfp4lm::detail {
+
+// hidden: [B, T, H] after the final norm; targets: I32 [B, T] on the device. d_hidden ([B, T, H], overwritten)
+// and the head's gradient (accumulated, CrossEntropy only, when the head is trainable) are filled when
+// d_hidden is given. quantize_input: fake-quantize hidden before the lm_head (W4A4 with a quantized lm_head),
+// with a straight-through gradient.
+LossStats loss_head(LossKind kind, const Tensor& hidden, TrainTensor& head, bool quantize_input, const Tensor& targets,
+                    float grad_scale, Tensor* d_hidden);
+
+}  // namespace nvfp4lm::detail

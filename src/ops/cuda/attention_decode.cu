@@ -1,0 +1,332 @@
+// Decode attention over a KV cache (flash-decoding): few query rows per kv head (Tq * group <= 64, e.g. one
+// new token and its group of q heads), thousands of keys.
+//  - decode_kernel: a CTA owns 16 rows (row R = t * group + g, as in the forward) of one (batch row, kv head)
+//    and one split of the key range; K / V tiles of 64 keys stream through two cp.async stages; warp w takes
+//    keys 16w..16w+15 of each tile (all 4 warps share the rows' Q fragments), with its own online softmax; the
+//    warps merge through shared memory and the CTA writes an unnormalised partial (O, max, sum) per row;
+//  - combine_kernel: per row, merges the splits' partials (base-2 log-sum-exp weights) into BF16 out and lse.
+// Splits: enough CTAs for ~2 per SM (batch * kv_heads * row groups * splits), each at least one key tile.
+// Keys past the row group's last query are never read, so a cache longer than q_start + Tq is fine.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/cuda/check.h"
+#include "ops/cuda/attention.h"
+#include "ops/cuda/attention_mma.h"
+
+namespace nvfp4lm::cuda {
+namespace attn {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kGroupRows = 16;      // rows per CTA: one m16 tile
+constexpr int kMaxDecodeRows = 64;  // Tq * group up to this use the decode path
+constexpr int kCombineThreads = 128;
+
+struct DecodePlan {
+  int64_t row_groups = 0, tiles = 0, tiles_per_split = 0, splits = 0;
+  int64_t partial_entries() const { return row_groups * kGroupRows * splits; }  // per (batch, kv head)
+};
+
+int multiprocessors() {
+  static int cached[64] = {};
+  int device = 0;
+  NVFP4LM_CUDA_CHECK(cudaGetDevice(&device));
+  int& count = cached[device & 63];
+  if (count == 0) NVFP4LM_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+DecodePlan plan(const AttentionShape& shape) {
+  DecodePlan plan;
+  const int64_t rows = shape.q_len * (shape.q_heads / shape.kv_heads);
+  plan.row_groups = (rows + kGroupRows - 1) / kGroupRows;
+  plan.tiles = (shape.q_start + shape.q_len + kTileRows - 1) / kTileRows;
+  const int64_t units = shape.batch * shape.kv_heads * plan.row_groups;
+  const int64_t wanted = (2 * multiprocessors() + units - 1) / units;
+  plan.splits = std::clamp<int64_t>(wanted, 1, plan.tiles);
+  plan.tiles_per_split = (plan.tiles + plan.splits - 1) / plan.splits;
+  plan.splits = (plan.tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
+  return plan;
+}
+
+struct DecodeParams {
+  AttentionHeads q, k, v, out;
+  float* lse;
+  float* partial_out;     // [B * Hkv][padded rows][splits][D], unnormalised
+  float2* partial_stats;  // [B * Hkv][padded rows][splits]: (running max in base 2, sum)
+  int q_len, q_heads, kv_heads, group, rows, padded_rows, q_start, kv_limit, tiles, tiles_per_split, splits;
+  float scale_log2;
+};
+
+template <int D>
+struct DecodeTiles {
+  static constexpr int kTileElements = kTileRows * D;
+  static constexpr int kKeyBytes = 4 * kTileElements * 2;                // K and V, two stages
+  static constexpr int kMergeBytes = kWarps * kGroupRows * (D + 2) * 4;  // per-warp O, max, sum (reuses K / V)
+  static constexpr int kSmemBytes = (kKeyBytes > kMergeBytes ? kKeyBytes : kMergeBytes) + kGroupRows * D * 2;
+};
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
+  using Tiles = DecodeTiles<D>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  bf16* k_tiles = reinterpret_cast<bf16*>(smem);
+  bf16* v_tiles = k_tiles + 2 * Tiles::kTileElements;
+  bf16* q_tile = reinterpret_cast<bf16*>(smem + (Tiles::kSmemBytes - kGroupRows * D * 2));
+
+  const int split = static_cast<int>(blockIdx.x), group_index = static_cast<int>(blockIdx.y);
+  const int head_pair = static_cast<int>(blockIdx.z);  // batch * kv_heads + kv_head
+  const int batch = head_pair / p.kv_heads, kv_head = head_pair % p.kv_heads;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, c = lane % 4;
+  const int row0 = group_index * kGroupRows;
+  const int t_first = row0 / p.group;
+  const int t_last = min(p.q_len - 1, (row0 + kGroupRows - 1) / p.group);
+  const int tile_begin = split * p.tiles_per_split;
+  const int tile_end = min(min(tile_begin + p.tiles_per_split, p.tiles), (p.q_start + t_last) / kTileRows + 1);
+
+  auto load_keys = [&](int key_tile, int stage) {
+    const int key0 = key_tile * kTileRows;
+    load_tile<D, kThreads>(k_tiles + stage * Tiles::kTileElements, p.k.base, [&](int r) -> const bf16* {
+      return key0 + r < p.kv_limit ? head_row(p.k, batch, key0 + r, kv_head, D) : nullptr;
+    });
+    load_tile<D, kThreads>(v_tiles + stage * Tiles::kTileElements, p.v.base, [&](int r) -> const bf16* {
+      return key0 + r < p.kv_limit ? head_row(p.v, batch, key0 + r, kv_head, D) : nullptr;
+    });
+  };
+
+  load_tile<D, kThreads, kGroupRows>(q_tile, p.q.base, [&](int r) -> const bf16* {
+    const int row = row0 + r;
+    if (row >= p.rows) return nullptr;
+    return head_row(p.q, batch, row / p.group, kv_head * p.group + row % p.group, D);
+  });
+  if (tile_begin < tile_end) load_keys(tile_begin, 0);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+  uint32_t q_frag[D / 16][4];
+#pragma unroll
+  for (int kd = 0; kd < D / 16; ++kd) ldmatrix_x4(q_frag[kd], a_address<D>(q_tile, 0, kd, lane));
+
+  int row_limit[2];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) row_limit[rr] = p.q_start + (row0 + g + 8 * rr) / p.group;
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int nb = 0; nb < D / 8; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+
+  int stage = 0;
+  for (int j = tile_begin; j < tile_end; ++j, stage ^= 1) {
+    if (j + 1 < tile_end) load_keys(j + 1, stage ^ 1);
+    cp_async_commit();
+
+    // S for 16 rows x this warp's 16 keys.
+    const bf16* k_tile = k_tiles + stage * Tiles::kTileElements;
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd) {
+      uint32_t kb[4];
+      ldmatrix_x4(kb, b_address<D>(k_tile, warp * 16, kd, lane));
+      mma_bf16(s[0], q_frag[kd], kb[0], kb[1]);
+      mma_bf16(s[1], q_frag[kd], kb[2], kb[3]);
+    }
+    const int key0 = j * kTileRows + warp * 16;
+    const bool masked = key0 + 15 > p.q_start + t_first;
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        s[nb][i] *= p.scale_log2;
+        if (masked && key0 + nb * 8 + 2 * c + (i & 1) > row_limit[i >> 1]) s[nb][i] = -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      float tile_max = fmaxf(fmaxf(s[0][2 * rr], s[0][2 * rr + 1]), fmaxf(s[1][2 * rr], s[1][2 * rr + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
+      const float new_max = fmaxf(row_max[rr], tile_max);
+      const float base = new_max == -INFINITY ? 0.f : new_max;
+      const float correction = fast_exp2(row_max[rr] - base);
+      row_max[rr] = new_max;
+      float sum = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb) {
+        s[nb][2 * rr] = fast_exp2(s[nb][2 * rr] - base);
+        s[nb][2 * rr + 1] = fast_exp2(s[nb][2 * rr + 1] - base);
+        sum += s[nb][2 * rr] + s[nb][2 * rr + 1];
+      }
+      row_sum[rr] = row_sum[rr] * correction + sum;
+#pragma unroll
+      for (int nb = 0; nb < D / 8; ++nb) {
+        o[nb][2 * rr] *= correction;
+        o[nb][2 * rr + 1] *= correction;
+      }
+    }
+    uint32_t pa[4];
+    accumulator_to_a(s, 0, pa);
+    const bf16* v_tile = v_tiles + stage * Tiles::kTileElements;
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      uint32_t vb[4];
+      ldmatrix_x4_trans(vb, bt_address<D>(v_tile, warp * 16, dp, lane));
+      mma_bf16(o[2 * dp], pa, vb[0], vb[1]);
+      mma_bf16(o[2 * dp + 1], pa, vb[2], vb[3]);
+    }
+    cp_async_wait_all();
+    __syncthreads();
+  }
+
+  // Merge the 4 warps (the K / V stages are free: the loop ended on a barrier after its last wait).
+  float* merge_o = reinterpret_cast<float*>(smem);       // [warp][row][D]
+  float* merge_max = merge_o + kWarps * kGroupRows * D;  // [warp][row]
+  float* merge_sum = merge_max + kWarps * kGroupRows;    // [warp][row]
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    float sum = row_sum[rr];
+    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+    const int row = g + 8 * rr;
+    float* target = merge_o + (warp * kGroupRows + row) * D + 2 * c;
+#pragma unroll
+    for (int nb = 0; nb < D / 8; ++nb)
+      *reinterpret_cast<float2*>(target + nb * 8) = make_float2(o[nb][2 * rr], o[nb][2 * rr + 1]);
+    if (c == 0) {
+      merge_max[warp * kGroupRows + row] = row_max[rr];
+      merge_sum[warp * kGroupRows + row] = sum;
+    }
+  }
+  __syncthreads();
+  for (int index = static_cast<int>(threadIdx.x); index < kGroupRows * D; index += kThreads) {
+    const int row = index / D, col = index % D;
+    if (row0 + row >= p.rows) break;  // rows are in order: the rest are padding too
+    float best = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) best = fmaxf(best, merge_max[w * kGroupRows + row]);
+    float value = 0.f, sum = 0.f;
+    if (best != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float weight = fast_exp2(merge_max[w * kGroupRows + row] - best);
+        value += weight * merge_o[(w * kGroupRows + row) * D + col];
+        sum += weight * merge_sum[w * kGroupRows + row];
+      }
+    }
+    const int64_t entry = (static_cast<int64_t>(head_pair) * p.padded_rows + row0 + row) * p.splits + split;
+    p.partial_out[entry * D + col] = value;
+    if (col == 0) p.partial_stats[entry] = make_float2(best, sum);
+  }
+}
+
+// (max, sum) pairs in base 2: the merged pair. An empty partial is (-inf, 0).
+__device__ __forceinline__ float2 merge_stats(float2 a, float2 b) {
+  const float best = fmaxf(a.x, b.x);
+  if (best == -INFINITY) return make_float2(-INFINITY, 0.f);
+  return make_float2(best, a.y * fast_exp2(a.x - best) + b.y * fast_exp2(b.x - best));
+}
+
+template <int D>
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel(DecodeParams p) {
+  __shared__ float2 total;
+  const int row = static_cast<int>(blockIdx.x), head_pair = static_cast<int>(blockIdx.y);
+  const int batch = head_pair / p.kv_heads, kv_head = head_pair % p.kv_heads;
+  const int64_t entry0 = (static_cast<int64_t>(head_pair) * p.padded_rows + row) * p.splits;
+  if (threadIdx.x < 32) {
+    float2 stats = make_float2(-INFINITY, 0.f);
+    for (int s = static_cast<int>(threadIdx.x); s < p.splits; s += 32)
+      stats = merge_stats(stats, p.partial_stats[entry0 + s]);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float2 other =
+          make_float2(__shfl_xor_sync(0xFFFFFFFFu, stats.x, offset), __shfl_xor_sync(0xFFFFFFFFu, stats.y, offset));
+      stats = merge_stats(stats, other);
+    }
+    if (threadIdx.x == 0) total = stats;
+  }
+  __syncthreads();
+  const int t = row / p.group, head = kv_head * p.group + row % p.group;
+  const float inverse = 1.f / total.y;
+  bf16* out = const_cast<bf16*>(head_row(p.out, batch, t, head, D));
+  for (int col = static_cast<int>(threadIdx.x); col < D; col += kCombineThreads) {
+    float value = 0.f;
+    for (int s = 0; s < p.splits; ++s)
+      value += p.partial_out[(entry0 + s) * D + col] * fast_exp2(p.partial_stats[entry0 + s].x - total.x);
+    out[col] = __float2bfloat16_rn(value * inverse);
+  }
+  if (p.lse != nullptr && threadIdx.x == 0)
+    p.lse[(static_cast<int64_t>(batch) * p.q_heads + head) * p.q_len + t] = (total.x + log2f(total.y)) * kLn2;
+}
+
+template <int D>
+void launch(const DecodeParams& params, const DecodePlan& plan, int64_t head_pairs) {
+  constexpr int kSmem = DecodeTiles<D>::kSmemBytes;
+  static bool configured = false;
+  if (!configured) {
+    NVFP4LM_CUDA_CHECK(cudaFuncSetAttribute(decode_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    configured = true;
+  }
+  const dim3 grid(static_cast<unsigned int>(plan.splits), static_cast<unsigned int>(plan.row_groups),
+                  static_cast<unsigned int>(head_pairs));
+  decode_kernel<D><<<grid, kThreads, kSmem, stream()>>>(params);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+  const dim3 combine_grid(static_cast<unsigned int>(params.rows), static_cast<unsigned int>(head_pairs));
+  combine_kernel<D><<<combine_grid, kCombineThreads, 0, stream()>>>(params);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads k, AttentionHeads v,
+                   AttentionHeads out, float* lse, void* scratch) {
+  const DecodePlan decode = plan(shape);
+  const int64_t head_pairs = shape.batch * shape.kv_heads;
+  DecodeParams params{};
+  params.q = q;
+  params.k = k;
+  params.v = v;
+  params.out = out;
+  params.lse = lse;
+  params.partial_out = static_cast<float*>(scratch);
+  params.partial_stats =
+      reinterpret_cast<float2*>(params.partial_out + head_pairs * decode.partial_entries() * shape.head_dim);
+  params.q_len = static_cast<int>(shape.q_len);
+  params.q_heads = static_cast<int>(shape.q_heads);
+  params.kv_heads = static_cast<int>(shape.kv_heads);
+  params.group = static_cast<int>(shape.q_heads / shape.kv_heads);
+  params.rows = static_cast<int>(shape.q_len * params.group);
+  params.padded_rows = static_cast<int>(decode.row_groups * kGroupRows);
+  params.q_start = static_cast<int>(shape.q_start);
+  params.kv_limit = static_cast<int>(shape.q_start + shape.q_len);
+  params.tiles = static_cast<int>(decode.tiles);
+  params.tiles_per_split = static_cast<int>(decode.tiles_per_split);
+  params.splits = static_cast<int>(decode.splits);
+  params.scale_log2 = shape.scale * kLog2e;
+  switch (shape.head_dim) {
+    case 16:
+      launch<16>(params, decode, head_pairs);
+      break;
+    case 64:
+      launch<64>(params, decode, head_pairs);
+      break;
+    default:
+      launch<128>(params, decode, head_pairs);
+      break;
+  }
+}
+
+}  // namespace attn
+
+int64_t attention_decode_scratch_bytes(const AttentionShape& shape) {
+  const int64_t rows = shape.q_len * (shape.q_heads / shape.kv_heads);
+  if (shape.segment_ids != nullptr || rows > attn::kMaxDecodeRows || rows == 0 || shape.batch == 0) return 0;
+  const attn::DecodePlan decode = attn::plan(shape);
+  return shape.batch * shape.kv_heads * decode.partial_entries() * (shape.head_dim + 2) *
+         static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace nvfp4lm::cuda

@@ -1,0 +1,206 @@
+// CUDA elementwise ops (see elementwise.h). One grid-stride kernel per op over the [rows, ceil(width / 8)] chunks
+// of the operands, templated on the element type only (F32 / BF16 / F16; cast on both types).
+#include <algorithm>
+
+#include "core/cuda/check.h"
+#include "ops/cuda/elementwise.h"
+#include "ops/cuda/kernel_common.cuh"
+
+namespace nvfp4lm::cuda {
+namespace {
+
+using namespace kernels;
+
+constexpr int kThreads = 256;
+constexpr int kSumBlocks = 1024;
+
+#define NVFP4LM_GRID_STRIDE(item, items)                                                           \
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < (items); \
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <typename T>
+__global__ void add_kernel(DeviceRows a, DeviceRows b, DeviceRows out, int64_t chunks_per_row, int64_t items,
+                           bool vec) {
+  NVFP4LM_GRID_STRIDE(item, items) {
+    const ChunkPosition p = chunk_position(item, chunks_per_row);
+    float x[kChunk], y[kChunk];
+    load_chunk(row_ptr<const T>(a, p.row), p.col, a.width, vec, x);
+    load_chunk(row_ptr<const T>(b, p.row), p.col, a.width, vec, y);
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) x[k] += y[k];
+    store_chunk(row_ptr<T>(out, p.row), p.col, a.width, vec, x);
+  }
+}
+
+template <typename T>
+__global__ void scale_kernel(DeviceRows a, float s, int64_t chunks_per_row, int64_t items, bool vec) {
+  NVFP4LM_GRID_STRIDE(item, items) {
+    const ChunkPosition p = chunk_position(item, chunks_per_row);
+    float x[kChunk];
+    T* row = row_ptr<T>(a, p.row);
+    load_chunk(row, p.col, a.width, vec, x);
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) x[k] *= s;
+    store_chunk(row, p.col, a.width, vec, x);
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(DeviceRows a, float value, int64_t chunks_per_row, int64_t items, bool vec) {
+  float x[kChunk];
+#pragma unroll
+  for (int k = 0; k < kChunk; ++k) x[k] = value;
+  NVFP4LM_GRID_STRIDE(item, items) {
+    const ChunkPosition p = chunk_position(item, chunks_per_row);
+    store_chunk(row_ptr<T>(a, p.row), p.col, a.width, vec, x);
+  }
+}
+
+template <typename Src, typename Dst>
+__global__ void cast_kernel(DeviceRows src, DeviceRows dst, int64_t chunks_per_row, int64_t items, bool vec) {
+  NVFP4LM_GRID_STRIDE(item, items) {
+    const ChunkPosition p = chunk_position(item, chunks_per_row);
+    float x[kChunk];
+    load_chunk(row_ptr<const Src>(src, p.row), p.col, src.width, vec, x);
+    store_chunk(row_ptr<Dst>(dst, p.row), p.col, src.width, vec, x);
+  }
+}
+
+template <typename T>
+__global__ void sum_squares_kernel(DeviceRows a, int64_t chunks_per_row, int64_t items, bool vec, double* partial) {
+  __shared__ double scratch[32];
+  double acc = 0.0;
+  NVFP4LM_GRID_STRIDE(item, items) {
+    const ChunkPosition p = chunk_position(item, chunks_per_row);
+    float x[kChunk];
+    load_chunk(row_ptr<const T>(a, p.row), p.col, a.width, vec, x);
+    float chunk = 0.f;
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) chunk += x[k] * x[k];
+    acc += chunk;
+  }
+  const double total = block_sum(acc, scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+__global__ void sum_partials_kernel(const double* partial, int count, double* out) {
+  __shared__ double scratch[32];
+  double acc = 0.0;
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x)) acc += partial[i];
+  const double total = block_sum(acc, scratch);
+  if (threadIdx.x == 0) *out = total;
+}
+
+// Calls f(T{}) for the element type of `dtype`.
+template <typename F>
+void with_float_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::F32:
+      f(float{});
+      return;
+    case DType::BF16:
+      f(bf16{});
+      return;
+    case DType::F16:
+      f(f16{});
+      return;
+    default:
+      fail(cudaErrorInvalidValue, "elementwise op on a non-float dtype", __FILE__, __LINE__);
+  }
+}
+
+struct Launch {
+  int64_t chunks_per_row = 0;
+  int64_t items = 0;
+  unsigned blocks = 1;
+};
+
+Launch launch_for(const DeviceRows& rows) {
+  Launch launch;
+  launch.chunks_per_row = ceil_div(rows.width, kChunk);
+  launch.items = rows.count * launch.chunks_per_row;
+  launch.blocks = grid_for(launch.items, kThreads);
+  return launch;
+}
+
+}  // namespace
+
+void add(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_in) {
+  const bool dense = a_in.dense() && b_in.dense() && out_in.dense();
+  const DeviceRows a = dense ? flattened(a_in) : a_in, b = dense ? flattened(b_in) : b_in;
+  const DeviceRows out = dense ? flattened(out_in) : out_in;
+  const Launch launch = launch_for(a);
+  if (launch.items == 0) return;
+  const bool vec = vectorizable(a) && vectorizable(b) && vectorizable(out);
+  with_float_type(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    add_kernel<T><<<launch.blocks, kThreads, 0, stream()>>>(a, b, out, launch.chunks_per_row, launch.items, vec);
+  });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+void scale(const DeviceRows& a_in, float s) {
+  const DeviceRows a = flattened(a_in);
+  const Launch launch = launch_for(a);
+  if (launch.items == 0) return;
+  const bool vec = vectorizable(a);
+  with_float_type(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    scale_kernel<T><<<launch.blocks, kThreads, 0, stream()>>>(a, s, launch.chunks_per_row, launch.items, vec);
+  });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+void fill(const DeviceRows& a_in, float value) {
+  const DeviceRows a = flattened(a_in);
+  const Launch launch = launch_for(a);
+  if (launch.items == 0) return;
+  const bool vec = vectorizable(a);
+  with_float_type(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fill_kernel<T><<<launch.blocks, kThreads, 0, stream()>>>(a, value, launch.chunks_per_row, launch.items, vec);
+  });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+void cast(const DeviceRows& src_in, const DeviceRows& dst_in) {
+  const bool dense = src_in.dense() && dst_in.dense();
+  const DeviceRows src = dense ? flattened(src_in) : src_in, dst = dense ? flattened(dst_in) : dst_in;
+  const Launch launch = launch_for(src);
+  if (launch.items == 0) return;
+  const bool vec = vectorizable(src) && vectorizable(dst);
+  with_float_type(src.dtype, [&](auto src_tag) {
+    with_float_type(dst.dtype, [&](auto dst_tag) {
+      using Src = decltype(src_tag);
+      using Dst = decltype(dst_tag);
+      cast_kernel<Src, Dst>
+          <<<launch.blocks, kThreads, 0, stream()>>>(src, dst, launch.chunks_per_row, launch.items, vec);
+    });
+  });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+size_t sum_squares_scratch_bytes() { return (kSumBlocks + 1) * sizeof(double); }
+
+double sum_squares(const DeviceRows& a_in, void* scratch) {
+  const DeviceRows a = flattened(a_in);
+  const Launch launch = launch_for(a);
+  if (launch.items == 0) return 0.0;
+  const bool vec = vectorizable(a);
+  // The block count depends on the element count only, so the summation order is fixed for a given shape.
+  const auto blocks = static_cast<int>(std::min<int64_t>(kSumBlocks, ceil_div(launch.items, kThreads * 4)));
+  auto* partial = static_cast<double*>(scratch);
+  double* total = partial + kSumBlocks;
+  with_float_type(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    sum_squares_kernel<T><<<blocks, kThreads, 0, stream()>>>(a, launch.chunks_per_row, launch.items, vec, partial);
+  });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+  sum_partials_kernel<<<1, 1024, 0, stream()>>>(partial, blocks, total);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+  double result = 0.0;
+  copy(&result, false, total, true, sizeof(double));
+  return result;
+}
+
+}  // namespace nvfp4lm::cuda

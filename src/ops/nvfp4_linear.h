@@ -1,0 +1,44 @@
+// The linear layer with an NVFP4 weight kept packed in memory: y [N, out] = x [N, in] · deq(w)ᵀ, where
+// deq(w) = e2m1 code * e4m3 block scale * tensor scale (quant/nvfp4.h). Forward only (inference; training
+// keeps fp32 masters and uses ops/gemm.h on the dequantized weight).
+//
+// Compute paths (DESIGN.md §3), chosen by the operands' device:
+//  - CPU, "cpu/dequant-gemm": for N > kNvfp4FusedMaxRows rows the weight is dequantized into the caller's F32
+//    scratch and multiplied with OpenBLAS sgemm (in blocks of output rows when the scratch holds less than the
+//    whole weight, e.g. a 150k-row quantized lm_head); for the few rows of a decode step each thread
+//    dequantizes one weight row at a time into an L1-resident buffer and takes its dot products with x, so
+//    only the packed bytes (0.5625 bytes per weight) cross the memory bus. Both paths dequantize with the same
+//    products as dequantize_nvfp4, so they agree up to fp32 summation order.
+//  - CUDA (ops/cuda/nvfp4_linear.h): the fused W4A16 kernel ("cuda/nvfp4-w4a16") for the few rows of a decode
+//    step, dequantization into the BF16 `scratch` + cuBLASLt ("cuda/dequant-gemm") for more rows. This call is
+//    also the seam for a Blackwell FP4 tensor-core GEMM (W4A4 with the activations quantized on the fly): callers
+//    never change; they pass x, the packed weight, y and one scratch buffer sized by
+//    nvfp4_linear_scratch_elements for the largest linear they run.
+// Op conventions (shared by ops/*.h): outputs are allocated by the caller; CPU tensors are F32; shape / dtype /
+// device mismatches are internal errors (NVFP4LM_ASSERT). x / y may be row-strided 2-D views or contiguous
+// [..., features] tensors (flattened to rows).
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm {
+
+// Up to this many rows of x use the CPU's fused row-by-row path; more rows dequantize the whole weight once.
+inline constexpr int64_t kNvfp4FusedMaxRows = 8;
+
+// y = x · deq(w)ᵀ. scratch: contiguous, F32 on the CPU (BF16 on CUDA), on w's device, with at least one weight
+// row (w.cols elements); nvfp4_linear_scratch_elements(w) elements dequantize the weight in one pass. Its
+// contents are overwritten (it is work space, reused across layers).
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch);
+
+// Elements of scratch that dequantize w in one pass (rows * cols).
+int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w);
+
+// The compute path NVFP4 linears take on `device` ("cpu/dequant-gemm"), or throws the Error that says why
+// none can run there (CUDA: no kernel yet).
+const char* nvfp4_linear_compute_path(Device device);
+
+}  // namespace nvfp4lm

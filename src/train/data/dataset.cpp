@@ -1,0 +1,273 @@
+// read_dataset (dataset.h): parse the file into records (dataset_{jsonl,tsv,text}.cpp), tokenize them in
+// parallel, then apply lengths, skips and masks in file order so that errors and counts are deterministic.
+#include "train/data/dataset.h"
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+
+#include "core/error.h"
+#include "train/data/dataset_records.h"
+
+namespace nvfp4lm {
+namespace {
+
+using data::RawRecord;
+using data::RecordKind;
+
+struct Rendering {
+  ChatOptions chat;
+  PairTemplate pair_template = PairTemplate::Chat;
+  int32_t eos = -1;        // raw pairs end with it
+  int32_t endoftext = -1;  // text documents end with it
+};
+
+bool has_assistant(const RawRecord& record) {
+  return std::any_of(record.messages.begin(), record.messages.end(),
+                     [](const ChatMessage& m) { return m.role == "assistant"; });
+}
+
+Sample tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering) {
+  Sample sample;
+  sample.source_line = record.line;
+  if (record.kind == RecordKind::Text) {
+    sample.ids = tokenizer.encode(record.text);
+    sample.ids.push_back(rendering.endoftext);
+    sample.train_mask.assign(sample.ids.size(), 1);
+  } else if (record.kind == RecordKind::Pair && rendering.pair_template == PairTemplate::Raw) {
+    sample.ids = tokenizer.encode(record.prompt);
+    sample.train_mask.assign(sample.ids.size(), 0);
+    tokenizer.encode_append(record.target, sample.ids);
+    sample.ids.push_back(rendering.eos);
+    sample.train_mask.resize(sample.ids.size(), 1);
+  } else {
+    EncodedChat chat;
+    if (record.kind == RecordKind::Pair) {
+      const ChatMessage messages[] = {{"user", record.prompt}, {"assistant", record.target}};
+      chat = encode_chat(tokenizer, messages, rendering.chat);
+    } else {
+      chat = encode_chat(tokenizer, record.messages, rendering.chat);
+    }
+    sample.ids = std::move(chat.ids);
+    sample.train_mask = std::move(chat.train_mask);
+  }
+  return sample;
+}
+
+// Cuts a text document into pieces of at most max_tokens tokens, each starting at the previous one's last token.
+void split_document(Sample&& document, int64_t max_tokens, std::vector<Sample>& out) {
+  const size_t n = document.ids.size();
+  const size_t length = static_cast<size_t>(max_tokens);
+  for (size_t begin = 0;; begin += length - 1) {
+    const size_t end = std::min(begin + length, n);
+    Sample piece;
+    piece.source_line = document.source_line;
+    piece.ids.assign(document.ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                     document.ids.begin() + static_cast<std::ptrdiff_t>(end));
+    piece.train_mask.assign(document.train_mask.begin() + static_cast<std::ptrdiff_t>(begin),
+                            document.train_mask.begin() + static_cast<std::ptrdiff_t>(end));
+    out.push_back(std::move(piece));
+    if (end == n) break;
+  }
+}
+
+Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& options, RecordKind kinds_present) {
+  Rendering rendering;
+  rendering.chat.style = options.chat_style.value_or(detect_chat_template(tokenizer.chat_template_source()));
+  rendering.chat.train_all_assistant_turns = options.train_all_assistant_turns;
+  rendering.pair_template = options.pair_template;
+  const SpecialTokenIds& special = tokenizer.special_ids();
+  rendering.endoftext = special.endoftext;
+  rendering.eos = special.eos >= 0 ? special.eos : special.endoftext;
+  if (kinds_present == RecordKind::Text) {
+    NVFP4LM_CHECK(rendering.endoftext >= 0, "tokenizer {} has no <|endoftext|> token to end text documents with",
+                  tokenizer.origin());
+  }
+  return rendering;
+}
+
+}  // namespace
+
+Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options) {
+  NVFP4LM_CHECK(options.max_tokens == 0 || options.max_tokens >= 2,
+                "dataset {}: max_tokens (seq_len) {} is too small; a sample needs at least 2 tokens", path.string(),
+                options.max_tokens);
+  const std::string file = path.string();
+  const DataFormat format = detect_data_format(path, options.format);
+  const std::string content = data::read_dataset_text(path);
+  data::ParsedFile parsed;
+  switch (format) {
+    case DataFormat::Jsonl:
+      parsed = data::parse_jsonl(content, file);
+      break;
+    case DataFormat::Tsv:
+      parsed = data::parse_tsv(content, file);
+      break;
+    case DataFormat::Text:
+      parsed = data::parse_text(content, options.text_split);
+      break;
+    case DataFormat::Auto:
+      NVFP4LM_ASSERT(false, "format not resolved");
+      break;
+  }
+  const std::vector<RawRecord>& records = parsed.records;
+  const Rendering rendering =
+      rendering_for(tokenizer, options, format == DataFormat::Text ? RecordKind::Text : RecordKind::Chat);
+  if (options.pair_template == PairTemplate::Raw && format != DataFormat::Text) {
+    NVFP4LM_CHECK(rendering.eos >= 0, "dataset {}: raw template needs an EOS token, and tokenizer {} has none", file,
+                  tokenizer.origin());
+  }
+
+  // Tokenize in parallel; errors are kept per record and the first in file order is thrown below.
+  const int64_t count = static_cast<int64_t>(records.size());
+  std::vector<Sample> tokenized(records.size());
+  std::vector<std::string> errors(records.size());
+  std::vector<uint8_t> skip_no_assistant(records.size(), 0);
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int64_t i = 0; i < count; ++i) {
+    const RawRecord& record = records[static_cast<size_t>(i)];
+    if (record.kind == RecordKind::Chat && !has_assistant(record) && !options.train_on_everything) {
+      skip_no_assistant[static_cast<size_t>(i)] = 1;
+      continue;
+    }
+    try {
+      tokenized[static_cast<size_t>(i)] = tokenize(record, tokenizer, rendering);
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(i)] = e.what();
+    }
+  }
+
+  Dataset dataset;
+  DatasetSummary& summary = dataset.summary;
+  summary.path = path;
+  summary.format = format;
+  summary.records = count;
+  summary.max_tokens = options.max_tokens;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::string place = data::where(file, records[i].line, parsed.numbered_by_entry);
+    NVFP4LM_CHECK(errors[i].empty(), "{}: {}", place, errors[i]);
+    if (skip_no_assistant[i]) {
+      NVFP4LM_CHECK(!options.strict,
+                    "{}: conversation has no assistant message, so nothing to train on (drop it, or train on every "
+                    "token with train_on_everything)",
+                    place);
+      ++summary.skipped_no_assistant;
+      continue;
+    }
+    Sample& sample = tokenized[i];
+    if (options.train_on_everything) std::fill(sample.train_mask.begin(), sample.train_mask.end(), 1);
+    const auto length = static_cast<int64_t>(sample.ids.size());
+    std::vector<Sample> pieces;
+    if (options.max_tokens > 0 && length > options.max_tokens && records[i].kind == RecordKind::Text) {
+      ++summary.split_documents;
+      split_document(std::move(sample), options.max_tokens, pieces);
+    } else {
+      if (options.max_tokens > 0 && length > options.max_tokens) {
+        NVFP4LM_CHECK(!options.strict,
+                      "{}: sample has {} tokens, more than seq_len {} (strict mode; without it the "
+                      "sample is truncated)",
+                      place, length, options.max_tokens);
+        ++summary.truncated;
+        sample.ids.resize(static_cast<size_t>(options.max_tokens));
+        sample.train_mask.resize(static_cast<size_t>(options.max_tokens));
+      }
+      pieces.push_back(std::move(sample));
+    }
+    for (Sample& piece : pieces) {
+      const int64_t trained = trained_token_count(piece);
+      if (trained == 0) {
+        NVFP4LM_CHECK(!options.strict, "{}: no token left to train on ({} tokens{}); strict mode", place,
+                      piece.ids.size(),
+                      options.max_tokens > 0 ? fmt::format(", seq_len {}", options.max_tokens) : std::string());
+        ++summary.skipped_no_trained_tokens;
+        continue;
+      }
+      summary.tokens += static_cast<int64_t>(piece.ids.size());
+      summary.trained_tokens += trained;
+      summary.longest_sample_tokens = std::max<int64_t>(summary.longest_sample_tokens, piece.ids.size());
+      dataset.samples.push_back(std::move(piece));
+    }
+  }
+  summary.samples = static_cast<int64_t>(dataset.samples.size());
+  NVFP4LM_CHECK(summary.samples > 0,
+                "dataset {}: no sample to train on ({} records read, {} without an assistant message, {} with no "
+                "trained token left)",
+                file, summary.records, summary.skipped_no_assistant, summary.skipped_no_trained_tokens);
+  return dataset;
+}
+
+DataFormat detect_data_format(const std::filesystem::path& path, DataFormat requested) {
+  if (requested != DataFormat::Auto) return requested;
+  std::string extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (extension == ".jsonl" || extension == ".json") return DataFormat::Jsonl;
+  if (extension == ".tsv") return DataFormat::Tsv;
+  if (extension == ".txt") return DataFormat::Text;
+  NVFP4LM_FAIL(
+      "dataset {}: cannot tell the format from the extension \"{}\"; known: .jsonl/.json (JSON lines with "
+      "\"messages\" or \"prompt\"/\"completion\"), .tsv (prompt<TAB>target), .txt (plain text); or name it with "
+      "--data-format jsonl|tsv|text",
+      path.string(), extension);
+}
+
+DataFormat parse_data_format(std::string_view name) {
+  if (name == "auto") return DataFormat::Auto;
+  if (name == "jsonl") return DataFormat::Jsonl;
+  if (name == "tsv") return DataFormat::Tsv;
+  if (name == "text") return DataFormat::Text;
+  NVFP4LM_FAIL("unknown data format \"{}\"; use auto, jsonl, tsv or text", name);
+}
+
+PairTemplate parse_pair_template(std::string_view name) {
+  if (name == "chat") return PairTemplate::Chat;
+  if (name == "raw") return PairTemplate::Raw;
+  NVFP4LM_FAIL("unknown data template \"{}\"; use chat or raw", name);
+}
+
+TextSplit parse_text_split(std::string_view name) {
+  if (name == "whole-file") return TextSplit::WholeFile;
+  if (name == "blank-lines") return TextSplit::BlankLines;
+  NVFP4LM_FAIL("unknown text split \"{}\"; use whole-file or blank-lines", name);
+}
+
+std::string_view data_format_name(DataFormat format) {
+  switch (format) {
+    case DataFormat::Auto:
+      return "auto";
+    case DataFormat::Jsonl:
+      return "jsonl";
+    case DataFormat::Tsv:
+      return "tsv";
+    case DataFormat::Text:
+      return "text";
+  }
+  return "?";
+}
+
+std::string_view pair_template_name(PairTemplate pair_template) {
+  return pair_template == PairTemplate::Chat ? "chat" : "raw";
+}
+
+std::string_view text_split_name(TextSplit split) {
+  return split == TextSplit::WholeFile ? "whole-file" : "blank-lines";
+}
+
+std::string describe_dataset_summary(const DatasetSummary& s) {
+  std::string text = fmt::format("dataset {} ({}): {} records -> {} samples\n", s.path.string(),
+                                 data_format_name(s.format), s.records, s.samples);
+  if (s.skipped_no_assistant + s.skipped_no_trained_tokens > 0) {
+    text += fmt::format("  skipped: {} without an assistant message, {} with no token to train on\n",
+                        s.skipped_no_assistant, s.skipped_no_trained_tokens);
+  }
+  if (s.truncated + s.split_documents > 0) {
+    text += fmt::format("  longer than seq_len {}: {} truncated, {} text documents split\n", s.max_tokens, s.truncated,
+                        s.split_documents);
+  }
+  const double trained_percent = s.tokens ? 100.0 * static_cast<double>(s.trained_tokens) / s.tokens : 0.0;
+  text += fmt::format("  tokens: {} total, {} trained ({:.1f}%); sample length {:.1f} average, {} longest\n", s.tokens,
+                      s.trained_tokens, trained_percent, s.average_sample_tokens(), s.longest_sample_tokens);
+  return text;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,122 @@
+// JSON-lines datasets: {"messages": [...]} conversations and {"prompt", "completion"} pairs (dataset.h).
+// A line is parsed on its own, so a syntax error names its line; blank lines are skipped. A file that starts
+// with '[' is one JSON array of the same objects, numbered by entry.
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "train/data/dataset_records.h"
+
+namespace nvfp4lm::data {
+namespace {
+
+using nlohmann::json;
+
+std::string key_list(const json& object) {
+  std::string keys;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (!keys.empty()) keys += ", ";
+    keys += "\"" + it.key() + "\"";
+  }
+  return keys.empty() ? "none" : keys;
+}
+
+// The string at object[key]; Error naming `place` when it is missing or not a string.
+std::string string_field(const json& object, const char* key, const std::string& place, const std::string& what) {
+  auto it = object.find(key);
+  NVFP4LM_CHECK(it != object.end(), "{}: {} has no \"{}\"", place, what, key);
+  NVFP4LM_CHECK(it->is_string(), "{}: \"{}\" of {} is {}, expected a string", place, key, what, it->type_name());
+  return it->get<std::string>();
+}
+
+RawRecord conversation(const json& messages, const std::string& place) {
+  NVFP4LM_CHECK(messages.is_array(), "{}: \"messages\" is {}, expected an array of {{\"role\", \"content\"}} objects",
+                place, messages.type_name());
+  RawRecord record;
+  record.kind = RecordKind::Chat;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& message = messages[i];
+    const std::string what = fmt::format("messages[{}]", i);
+    NVFP4LM_CHECK(message.is_object(), "{}: {} is {}, expected an object with \"role\" and \"content\"", place, what,
+                  message.type_name());
+    ChatMessage parsed;
+    parsed.role = string_field(message, "role", place, what);
+    NVFP4LM_CHECK(
+        parsed.role == "system" || parsed.role == "user" || parsed.role == "assistant" || parsed.role == "tool",
+        "{}: {} has role \"{}\"; roles are system, user, assistant, tool", place, what, parsed.role);
+    parsed.content = string_field(message, "content", place, fmt::format("{} ({})", what, parsed.role));
+    record.messages.push_back(std::move(parsed));
+  }
+  return record;
+}
+
+RawRecord pair(const json& object, const std::string& place) {
+  RawRecord record;
+  record.kind = RecordKind::Pair;
+  record.prompt = string_field(object, "prompt", place, "the object");
+  record.target = string_field(object, "completion", place, "the object");
+  NVFP4LM_CHECK(!is_blank(record.target), "{}: \"completion\" is empty; every pair needs a target to train on", place);
+  return record;
+}
+
+RawRecord record_of(const json& object, const std::string& place) {
+  NVFP4LM_CHECK(object.is_object(),
+                "{}: expected a JSON object ({{\"messages\": [...]}} or {{\"prompt\", "
+                "\"completion\"}}), got {}",
+                place, object.type_name());
+  const bool has_messages = object.contains("messages");
+  const bool has_pair = object.contains("prompt") || object.contains("completion");
+  NVFP4LM_CHECK(!(has_messages && has_pair), "{}: has both \"messages\" and \"prompt\"/\"completion\"; use one", place);
+  NVFP4LM_CHECK(has_messages || has_pair,
+                "{}: missing \"messages\" (or \"prompt\" and \"completion\"); the object's keys are {}", place,
+                key_list(object));
+  return has_messages ? conversation(object["messages"], place) : pair(object, place);
+}
+
+std::string short_json_error(const json::exception& e) {
+  // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> drop the bracketed id.
+  std::string message = e.what();
+  size_t close = message.find("] ");
+  return close == std::string::npos ? message : message.substr(close + 2);
+}
+
+}  // namespace
+
+ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
+  ParsedFile parsed;
+  const size_t first = content.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && content[first] == '[') {
+    json array;
+    try {
+      array = json::parse(content);
+    } catch (const json::exception& e) {
+      NVFP4LM_FAIL("{}: bad JSON (read as one JSON array because it starts with '['): {}", file, short_json_error(e));
+    }
+    parsed.numbered_by_entry = true;
+    for (size_t i = 0; i < array.size(); ++i) {
+      const int64_t entry = static_cast<int64_t>(i) + 1;
+      RawRecord record = record_of(array[i], where(file, entry, true));
+      record.line = entry;
+      parsed.records.push_back(std::move(record));
+    }
+    return parsed;
+  }
+  for (const Line& line : split_lines(content)) {
+    if (is_blank(line.text)) continue;
+    const std::string place = where(file, line.number);
+    json object;
+    try {
+      object = json::parse(line.text);
+    } catch (const json::exception& e) {
+      // The parser saw one line, so its "line 1, column N" is just the column.
+      std::string problem = short_json_error(e);
+      if (size_t at = problem.find("at line 1, column "); at != std::string::npos) problem.erase(at + 3, 8);
+      NVFP4LM_FAIL("{}: bad JSON: {} (each line must be one complete JSON object)", place, problem);
+    }
+    RawRecord record = record_of(object, place);
+    record.line = line.number;
+    parsed.records.push_back(std::move(record));
+  }
+  return parsed;
+}
+
+}  // namespace nvfp4lm::data

@@ -1,0 +1,56 @@
+// Internal to train/data: the first stage of read_dataset (dataset.h) — a file's text split into records
+// (a conversation, a prompt/target pair or a text document) with their line numbers, before tokenization.
+// Every parser checks its format completely and throws Error naming "<file> line N" (or "entry N") and the
+// problem; tokenization and masking happen later, in dataset.cpp.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/chat.h"
+#include "train/data/dataset.h"
+
+namespace nvfp4lm::data {
+
+enum class RecordKind { Chat, Pair, Text };
+
+struct RawRecord {
+  RecordKind kind = RecordKind::Text;
+  int64_t line = 0;                   // 1-based line (or entry number of a JSON array) where it starts
+  std::vector<ChatMessage> messages;  // Chat
+  std::string prompt;                 // Pair
+  std::string target;                 // Pair
+  std::string text;                   // Text
+};
+
+struct ParsedFile {
+  std::vector<RawRecord> records;
+  bool numbered_by_entry = false;  // a JSON array: record.line is the entry number
+};
+
+// A dataset file's bytes with a leading UTF-8 byte-order mark removed. Error (naming the path) when it cannot be
+// read or is a directory; Error naming the line and byte offset at the first byte that is not valid UTF-8.
+std::string read_dataset_text(const std::filesystem::path& path);
+
+// "<file> line N" / "<file> entry N": how messages name a place.
+std::string where(const std::string& file, int64_t line, bool entry = false);
+
+// One line of a file: text without its "\n" (and without a trailing "\r"), 1-based number.
+struct Line {
+  std::string_view text;
+  int64_t number = 0;
+};
+std::vector<Line> split_lines(std::string_view content);
+bool is_blank(std::string_view text);  // empty or only spaces, tabs, CR
+
+ParsedFile parse_jsonl(std::string_view content, const std::string& file);
+ParsedFile parse_tsv(std::string_view content, const std::string& file);
+ParsedFile parse_text(std::string_view content, TextSplit split);
+
+// TSV field escapes: \n \t \r \\ \# ; any other backslash is kept.
+std::string unescape_tsv_field(std::string_view field);
+
+}  // namespace nvfp4lm::data

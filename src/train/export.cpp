@@ -1,0 +1,275 @@
+// See export.h.
+#include "train/export.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "io/checksum.h"
+#include "io/hf_config.h"
+#include "io/model_writer.h"
+#include "io/nvfp4_fixed_scale.h"
+#include "io/safetensors_reader.h"
+#include "io/weight_names.h"
+#include "train/checkpoint.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kLmHead = "lm_head.weight";
+constexpr const char* kEmbedding = "model.embed_tokens.weight";
+
+fs::path canonical_or_absolute(const fs::path& path) {
+  std::error_code ec;
+  fs::path result = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal() : result;
+}
+
+// Whether `inner` is `outer` or lies under it (both canonical).
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+std::optional<DType> dtype_of_torch_name(const json& config) {
+  if (!config.contains("torch_dtype") || !config["torch_dtype"].is_string()) return std::nullopt;
+  const std::string name = config["torch_dtype"].get<std::string>();
+  if (name == "bfloat16") return DType::BF16;
+  if (name == "float32") return DType::F32;
+  if (name == "float16") return DType::F16;
+  return std::nullopt;
+}
+
+const char* torch_name(DType dtype) {
+  return dtype == DType::F32 ? "float32" : dtype == DType::F16 ? "float16" : "bfloat16";
+}
+
+const char* format_title(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::ModeloptNvfp4:
+      return "NVFP4 (ModelOpt safetensors)";
+    case ModelFormat::Dat:
+      return "NVFP4 (.dat)";
+    case ModelFormat::HfSafetensors:
+      return "BF16 safetensors";
+  }
+  return "?";
+}
+
+Tensor host(const Tensor& tensor) { return tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu()); }
+
+struct PlannedExport {
+  WeightPlan plan;
+  std::string source;  // master it is made from
+};
+
+// Small files of a model directory that travel with an export (config.json is written from the JSON instead).
+std::vector<fs::path> tokenizer_files_in(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                           "merges.txt", "chat_template.jinja"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / name, ec)) files.push_back(dir / name);
+  }
+  return files;
+}
+
+}  // namespace
+
+void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite) {
+  NVFP4LM_CHECK(!out.empty(), "the export path is empty");
+  const fs::path target = canonical_or_absolute(out);
+  for (const ExportSource::Protected& entry : source.protected_paths) {
+    if (entry.path.empty()) continue;
+    const fs::path protected_path = canonical_or_absolute(entry.path);
+    NVFP4LM_CHECK(!is_within(protected_path, target),
+                  "refusing to export to {}: it {} {}, which the export reads; choose a new directory",
+                  out.string(), target == protected_path ? "is" : "contains", entry.path.string());
+    NVFP4LM_CHECK(entry.may_contain_out || !is_within(target, protected_path),
+                  "refusing to export to {}: it lies inside {}, which the export reads; choose a directory outside it",
+                  out.string(), entry.path.string());
+  }
+  std::error_code ec;
+  NVFP4LM_CHECK(overwrite || !fs::exists(out, ec), "export path {} already exists; pass --overwrite to replace it",
+                out.string());
+}
+
+ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& out,
+                            const ExportOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const MemoryPhase phase("export");
+  check_export_target(out, source, options.overwrite);
+  const Qwen3Config config = parse_qwen3_config(source.config_json, "the model's config.json");
+  const bool nvfp4_format = options.format != ModelFormat::HfSafetensors;
+
+  ExportReport report;
+  report.out = out;
+  report.format = options.format;
+  report.dense_dtype =
+      nvfp4_format ? options.dense_dtype.value_or(dtype_of_torch_name(source.config_json).value_or(DType::BF16))
+                   : DType::BF16;
+  NVFP4LM_CHECK(report.dense_dtype == DType::BF16 || report.dense_dtype == DType::F32 ||
+                    report.dense_dtype == DType::F16,
+                "dense weights can be exported as bf16, f32 or f16, not {}", dtype_name(report.dense_dtype));
+
+  std::unordered_map<std::string, const Tensor*> by_name;
+  for (const NamedTensor& master : masters) by_name[master.name] = &master.tensor;
+  std::vector<PlannedExport> plan;
+  const int64_t row_multiple = options.block == Nvfp4Block::Tile16x16 ? 16 : 1;
+  for (const ExpectedWeight& expected : qwen3_expected_weights(config)) {
+    auto it = by_name.find(expected.name);
+    NVFP4LM_CHECK(it != by_name.end(), "export: the trained weights have no '{}' (needed by the model's config)",
+                  expected.name);
+    NVFP4LM_CHECK(it->second->shape() == expected.shape, "export: '{}' has shape {}, the config needs {}",
+                  expected.name, it->second->shape().str(), expected.shape.str());
+    const bool nvfp4 = nvfp4_format && (is_nvfp4_projection(expected.kind) ||
+                                        (expected.kind == WeightKind::LmHead && options.quantize_lm_head));
+    if (nvfp4) {
+      NVFP4LM_CHECK(expected.shape[1] % kNvfp4BlockSize == 0 && expected.shape[0] % row_multiple == 0,
+                    "export: '{}' of shape {} cannot be NVFP4 with {} blocks; export --format bf16 instead",
+                    expected.name, expected.shape.str(), block_flag_name(options.block));
+    }
+    plan.push_back({{expected.name, expected.shape, nvfp4, report.dense_dtype}, expected.name});
+    if (expected.kind == WeightKind::FinalNorm && config.tie_word_embeddings && nvfp4_format &&
+        options.quantize_lm_head) {
+      plan.push_back({{kLmHead, by_name.at(kEmbedding)->shape(), true, report.dense_dtype}, kEmbedding});
+      report.lm_head_untied = true;
+    }
+  }
+
+  // Tensor scale per fused group: the trained forward's (joint amax / (6 * 448)), or 1 for `.dat`.
+  std::map<std::string, float> group_scale;
+  if (options.format == ModelFormat::ModeloptNvfp4) {
+    std::map<std::string, float> group_amax;
+    for (const PlannedExport& weight : plan) {
+      if (!weight.plan.nvfp4) continue;
+      float& amax = group_amax[fused_scale_group(weight.plan.name)];
+      amax = std::max(amax, weight_amax(host(*by_name.at(weight.source)), weight.source));
+    }
+    for (const auto& [group, amax] : group_amax) group_scale[group] = nvfp4_tensor_scale(amax);
+  } else if (options.format == ModelFormat::Dat) {
+    log::warn("the .dat format stores no tensor scale: NVFP4 weights are quantized with tensor scale 1, which is "
+              "close to but not exactly the trained QAT forward (export --format modelopt for an exact copy)");
+  }
+
+  ModelWriterOptions writer_options;
+  writer_options.overwrite = options.overwrite;
+  writer_options.config_json = source.config_json;
+  writer_options.config_json["torch_dtype"] = torch_name(report.dense_dtype);
+  if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
+  writer_options.generation_config = source.generation_config;
+  for (const fs::path& file : source.side_files) {
+    const std::string name = file.filename().string();
+    if (name == "config.json" || name == "generation_config.json") continue;
+    writer_options.copy_files.push_back(file);
+    report.copied_files.push_back(name);
+  }
+  std::vector<WeightPlan> writer_plan;
+  for (const PlannedExport& weight : plan) writer_plan.push_back(weight.plan);
+  ModelWriter writer(options.format, out, writer_plan, writer_options);
+  for (const PlannedExport& weight : plan) {
+    const Tensor values = host(*by_name.at(weight.source));
+    if (weight.plan.nvfp4) {
+      const auto scale = group_scale.find(fused_scale_group(weight.plan.name));
+      const float tensor_scale = scale == group_scale.end() ? 1.0f : scale->second;
+      writer.write_nvfp4(weight.plan.name,
+                         quantize_nvfp4_with_tensor_scale(values, tensor_scale, options.block, weight.plan.name));
+      ++report.nvfp4_tensors;
+    } else {
+      writer.write_dense(weight.plan.name, values);
+      ++report.dense_tensors;
+    }
+    report.parameters += weight.plan.shape.numel();
+  }
+  writer.finish();
+  report.weight_bytes = writer.bytes_written();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
+  std::error_code ec;
+  NVFP4LM_CHECK(fs::is_directory(path, ec), "{} does not exist or is not a directory (expected a checkpoint step-N or "
+                "a run directory)", path.string());
+  CheckpointExportInput input;
+  if (fs::is_regular_file(path / kTrainerStateFileName, ec)) {
+    input.checkpoint = path;
+  } else {
+    const std::optional<CheckpointInfo> latest = latest_checkpoint(path, VerifyLevel::Sizes);
+    NVFP4LM_CHECK(latest.has_value(),
+                  "{} is neither a checkpoint (a step-N directory with {}) nor a run directory with a complete "
+                  "checkpoint",
+                  path.string(), kTrainerStateFileName);
+    input.checkpoint = latest->dir;
+  }
+  const json state = read_trainer_state(input.checkpoint);
+  const std::string where = (input.checkpoint / kTrainerStateFileName).string();
+  input.step = state["step"].get<int64_t>();
+  NVFP4LM_CHECK(state.contains("config"), "{}: \"config\" (the run's settings) is missing", where);
+  input.run_options = train_options_from_json(state["config"], where);
+  NVFP4LM_CHECK(state.contains("model") && state["model"].is_object() && state["model"].contains("config") &&
+                    state["model"]["config"].is_object(),
+                "{}: \"model\".\"config\" (the model's config.json) is missing; this checkpoint cannot be exported "
+                "on its own",
+                where);
+  const json& model = state["model"];
+  input.source.config_json = model["config"];
+  if (model.contains("generation_config") && model["generation_config"].is_object())
+    input.source.generation_config = model["generation_config"];
+
+  const fs::path run_dir = input.checkpoint.parent_path();
+  const fs::path copy = run_dir / kSourceModelDirName;
+  const std::string source_model = model.value("source", std::string());
+  if (fs::is_directory(copy, ec)) {
+    input.source.side_files = tokenizer_files_in(copy);
+  } else if (!source_model.empty() && fs::exists(source_model, ec)) {
+    const fs::path dir = fs::is_directory(source_model, ec) ? fs::path(source_model) : fs::path(source_model).parent_path();
+    input.source.side_files = tokenizer_files_in(dir);
+  }
+  if (input.source.side_files.empty())
+    log::warn("no tokenizer files found for {} (neither {} nor the source model {}); the export will lack them",
+              input.checkpoint.string(), copy.string(), source_model.empty() ? "(unknown)" : source_model);
+  input.source.protected_paths = {{input.checkpoint, false}, {run_dir, true}};
+  if (!source_model.empty()) input.source.protected_paths.push_back({source_model, false});
+  return input;
+}
+
+ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options) {
+  check_export_target(out, input.source, options.overwrite);
+  const std::string problem =
+      verify_checksum_manifest(input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName},
+                               VerifyLevel::Checksums);
+  NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
+  const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(input.checkpoint / kModelFileName);
+  std::vector<NamedTensor> masters;
+  for (const SafetensorsEntry& entry : file->entries()) masters.push_back({entry.name, file->tensor(entry)});
+  return export_weights(masters, input.source, out, options);
+}
+
+std::string describe_export(const ExportReport& report) {
+  std::string text = fmt::format("exported {} to {} in {:.1f} s: ", format_title(report.format), report.out.string(),
+                                 report.seconds);
+  if (report.format == ModelFormat::HfSafetensors) {
+    text += fmt::format("{} BF16 tensors", report.dense_tensors);
+  } else {
+    text += fmt::format("{} NVFP4 + {} dense {} tensors", report.nvfp4_tensors, report.dense_tensors,
+                        dtype_name(report.dense_dtype));
+  }
+  text += fmt::format(", {:.1f} MiB of weights", to_mib(report.weight_bytes));
+  if (report.lm_head_untied) text += ", lm_head untied and quantized";
+  text += report.copied_files.empty() ? ", no tokenizer files"
+                                      : fmt::format(", {} files copied (tokenizer)", report.copied_files.size());
+  return text;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,98 @@
+// Exporting trained master weights as a model directory: NVFP4 ModelOpt safetensors, NVFP4 `.dat`, or dense BF16
+// safetensors (io/model_writer.h), from a live model at the end of `train --export` or from a checkpoint
+// (`nvfp4lm export`).
+//
+// NVFP4 (ModelOpt): the projections (and lm_head with quantize_lm_head) are quantized exactly as QAT computed
+// them in training (model/qwen3_trainable.h refresh_quantized): the run's block shape, round-to-nearest-even, and
+// one tensor scale per fused group (q/k/v, gate/up; io/weight_names.h fused_scale_group) from the group's joint
+// amax / (6 * 448) — so the exported model's weights equal the weights the trained forward used, bit for bit.
+// `.dat` has no tensor scale: its weights are quantized with tensor scale 1 (what the format means), which is
+// close to but not exactly the QAT forward; a warning says so. BF16: every master rounded to BF16.
+// Dense weights (embeddings, norms) of the NVFP4 formats are stored in `dense_dtype` (default: the dtype the
+// source config's torch_dtype names, else BF16); config.json's torch_dtype says which.
+// A tied lm_head with quantize_lm_head is written as its own NVFP4 lm_head.weight (from the embedding master) and
+// the config's tie_word_embeddings becomes false, as `nvfp4lm quantize` does.
+//
+// Safety: OUT is refused when it is, contains, or lies inside a protected path (the source model, the checkpoint,
+// the run directory): an export never overwrites what it reads. An existing OUT is replaced only with overwrite.
+// config.json, generation_config.json and the tokenizer files travel with the export.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/files.h"
+#include "io/model_files.h"
+#include "quant/nvfp4.h"
+#include "train/optim/parameter.h"
+#include "train/train_options.h"
+
+namespace nvfp4lm {
+
+// What an export needs besides the weights.
+struct ExportSource {
+  nlohmann::json config_json;                       // the model's config.json
+  std::optional<nlohmann::json> generation_config;  // generation_config.json, when known
+  std::vector<fs::path> side_files;                 // tokenizer files etc., copied as they are
+  struct Protected {
+    fs::path path;
+    bool may_contain_out = false;  // OUT may lie inside it (a run directory) but not be it or contain it
+  };
+  std::vector<Protected> protected_paths;
+};
+
+struct ExportOptions {
+  ModelFormat format = ModelFormat::ModeloptNvfp4;  // ModeloptNvfp4, Dat, or HfSafetensors (dense BF16)
+  Nvfp4Block block = Nvfp4Block::Row1x16;
+  bool quantize_lm_head = false;
+  std::optional<DType> dense_dtype;  // NVFP4 formats: dtype of the dense weights (see above)
+  bool overwrite = false;
+};
+
+struct ExportReport {
+  fs::path out;
+  ModelFormat format = ModelFormat::ModeloptNvfp4;
+  int64_t nvfp4_tensors = 0;
+  int64_t dense_tensors = 0;
+  int64_t parameters = 0;
+  uint64_t weight_bytes = 0;
+  DType dense_dtype = DType::BF16;
+  bool lm_head_untied = false;
+  std::vector<std::string> copied_files;
+  double seconds = 0;
+};
+
+// Refuses (Error) an OUT that would overwrite a protected path, and an existing OUT without overwrite. Call it
+// before long work (training) as well as at export time.
+void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite);
+
+// masters: every master weight by HF name (Qwen3Trainable::master_weights(), or a checkpoint's model.safetensors),
+// on any device, F32 or BF16. Error when one the config needs is missing or misshapen.
+ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& out,
+                            const ExportOptions& options);
+
+// A checkpoint as an export input: `path` is a checkpoint directory (step-N) or a run directory (its newest
+// complete checkpoint). The config comes from the checkpoint's trainer_state.json ("model"); the tokenizer files
+// from the run directory's source-model/ copy (or, if that is gone, beside the original model).
+struct CheckpointExportInput {
+  fs::path checkpoint;
+  int64_t step = 0;
+  TrainOptions run_options;  // the run's settings (block, quantize_lm_head: the export defaults)
+  ExportSource source;
+};
+CheckpointExportInput open_checkpoint_for_export(const fs::path& path);
+
+// Verifies the checkpoint's checksums, then writes OUT from its model.safetensors.
+ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options);
+
+// "exported NVFP4 (ModelOpt) to out/ in 1.2 s: 14 NVFP4 + 9 dense tensors, 12.3 MiB of weights, tokenizer copied"
+std::string describe_export(const ExportReport& report);
+
+// The run directory's copy of the source model's small files (config, generation config, tokenizer).
+inline constexpr const char* kSourceModelDirName = "source-model";
+
+}  // namespace nvfp4lm

@@ -1,0 +1,151 @@
+// See metrics.h.
+#include "train/metrics.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/memory.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+}  // namespace
+
+json step_metrics_json(const StepMetrics& m) {
+  json out = {{"step", m.step},
+              {"total_steps", m.total_steps},
+              {"epoch", m.epoch},
+              {"loss", finite_or_null(m.loss)},
+              {"token_accuracy", m.token_accuracy},
+              {"loss_tokens", m.loss_tokens},
+              {"input_tokens", m.input_tokens},
+              {"micro_batches", m.micro_batches},
+              {"lr", m.lr},
+              {"grad_norm", finite_or_null(m.grad_norm)},
+              {"clip_coefficient", m.clip_coefficient},
+              {"skipped", m.skipped},
+              {"step_s", m.step_seconds},
+              {"tokens_per_s", m.tokens_per_second},
+              {"elapsed_s", m.elapsed_seconds},
+              {"eta_s", m.eta_seconds},
+              {"device_bytes", m.device_bytes},
+              {"device_peak_bytes", m.device_peak_bytes},
+              {"rss_bytes", m.rss_bytes}};
+  if (m.skipped) out["skip_reason"] = m.skip_reason;
+  return out;
+}
+
+MetricsFile::MetricsFile(const fs::path& path, int64_t keep_through_step) : path_(path) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  std::string kept;
+  if (keep_through_step >= 0 && fs::exists(path, ec)) {
+    std::istringstream lines(read_text_file(path));
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.empty()) continue;
+      json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      // A torn last line (a crash mid-write) or a step after the checkpoint is dropped.
+      if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) continue;
+      if (record["step"].get<int64_t>() <= keep_through_step) kept += line + "\n";
+    }
+  }
+  write_file_atomic(path, kept);
+  file_ = std::fopen(path.c_str(), "ab");
+  NVFP4LM_CHECK(file_ != nullptr, "cannot open the metrics file {} for writing", path.string());
+}
+
+MetricsFile::~MetricsFile() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsFile::append(const StepMetrics& metrics) {
+  const std::string line = step_metrics_json(metrics).dump() + "\n";
+  const bool ok = std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0;
+  NVFP4LM_CHECK(ok, "cannot write to the metrics file {} (disk full?)", path_.string());
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto total = static_cast<int64_t>(std::llround(seconds));
+  const int64_t hours = total / 3600, minutes = (total / 60) % 60, secs = total % 60;
+  return hours > 0 ? fmt::format("{}:{:02}:{:02}", hours, minutes, secs) : fmt::format("{}:{:02}", minutes, secs);
+}
+
+std::string format_step_line(const StepMetrics& m, Device device) {
+  const int width = static_cast<int>(std::to_string(m.total_steps).size());
+  std::string line = fmt::format("step {:>{}}/{} | epoch {:.2f} | ", m.step, width, m.total_steps, m.epoch);
+  if (m.skipped) {
+    line += fmt::format("SKIPPED ({}) | ", m.skip_reason);
+  } else {
+    line += fmt::format("loss {:.4f} | acc {:5.1f}% | ", m.loss, 100.0 * m.token_accuracy);
+  }
+  line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
+                      m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),
+                      to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.str());
+  return line;
+}
+
+ProgressDisplay::ProgressDisplay(Device device, bool interactive, std::FILE* out)
+    : device_(device), interactive_(interactive), out_(out) {}
+
+ProgressDisplay::~ProgressDisplay() { finish(); }
+
+bool ProgressDisplay::stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+void ProgressDisplay::update(const StepMetrics& metrics) {
+  const std::string line = format_step_line(metrics, device_);
+  if (interactive_) {
+    // Skipped steps stay on screen: they are news, not progress.
+    std::fprintf(out_, "\r%s\x1b[K%s", line.c_str(), metrics.skipped ? "\n" : "");
+    line_open_ = !metrics.skipped;
+  } else {
+    std::fprintf(out_, "%s\n", line.c_str());
+  }
+  std::fflush(out_);
+}
+
+void ProgressDisplay::finish() {
+  if (line_open_) {
+    std::fputc('\n', out_);
+    std::fflush(out_);
+    line_open_ = false;
+  }
+}
+
+json memory_report_json(Device device) {
+  const MemoryTracker& tracker = MemoryTracker::instance();
+  json phases = json::array();
+  for (const PhasePeak& peak : tracker.phase_peaks()) {
+    phases.push_back({{"phase", peak.phase},
+                      {"device", peak.device.str()},
+                      {"peak_bytes", peak.peak_bytes},
+                      {"peak_gib", to_gib(peak.peak_bytes)}});
+  }
+  return {{"device", device.str()},
+          {"phases", phases},
+          {"device_peak_bytes", tracker.peak_bytes(device)},
+          {"device_limit_bytes", tracker.limit_bytes(device)},
+          {"host_peak_rss_bytes", peak_rss_bytes()}};
+}
+
+std::string format_memory_report(const json& report) {
+  std::string text;
+  for (const json& phase : report["phases"]) {
+    if (!text.empty()) text += ", ";
+    text += fmt::format("{} {:.2f} GiB", phase["phase"].get<std::string>(), phase["peak_gib"].get<double>());
+    if (phase["device"] != report["device"]) text += " (" + phase["device"].get<std::string>() + ")";
+  }
+  return fmt::format("peak memory by phase ({} tensors): {}; host peak RSS {:.2f} GiB",
+                     report["device"].get<std::string>(), text.empty() ? "none" : text,
+                     to_gib(report["host_peak_rss_bytes"].get<size_t>()));
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,101 @@
+// What the training loop reports about each optimizer step, and where it goes:
+//  - StepMetrics: one record per step (also the JSONL line, see step_metrics_json for the keys);
+//  - MetricsFile: the JSONL metrics file, one object per line, flushed after every step; a resumed run keeps the
+//    lines of the steps up to its checkpoint and drops later ones (they were never checkpointed), so the file
+//    always describes one consistent run;
+//  - ProgressDisplay: the human view on stderr — one line per step, or a single line rewritten in place when
+//    stderr is a terminal;
+//  - memory_report_json: peak memory per phase (core/memory.h phases: load, forward, backward, optimizer,
+//    checkpoint, export) plus the host's peak RSS, for --memory-report.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/device.h"
+#include "core/files.h"
+
+namespace nvfp4lm {
+
+struct StepMetrics {
+  int64_t step = 0;         // 1-based: optimizer steps completed after this one
+  int64_t total_steps = 0;  // of the run
+  double epoch = 0;         // epochs completed, fractional (after this step)
+  double loss = 0;          // mean over the step's trained tokens (NaN when non-finite)
+  double token_accuracy = 0;
+  int64_t loss_tokens = 0;   // trained targets in the step (the loss normaliser)
+  int64_t input_tokens = 0;  // non-padding tokens run through the model
+  int micro_batches = 0;
+  double lr = 0;
+  double grad_norm = 0;  // before clipping
+  double clip_coefficient = 1;
+  bool skipped = false;     // non-finite loss or gradient: no update was made
+  std::string skip_reason;  // "non-finite loss", "non-finite gradient norm"
+  double step_seconds = 0;
+  double tokens_per_second = 0;  // input_tokens / step_seconds
+  double elapsed_seconds = 0;    // since the start of this process's training
+  double eta_seconds = 0;        // remaining steps at the average step time so far
+  size_t device_bytes = 0;       // MemoryTracker current bytes on the device after the step
+  size_t device_peak_bytes = 0;  // MemoryTracker peak so far
+  size_t rss_bytes = 0;
+};
+
+// JSON object of one step: step, total_steps, epoch, loss (null when non-finite), token_accuracy, loss_tokens,
+// input_tokens, micro_batches, lr, grad_norm, clip_coefficient, skipped, skip_reason (when skipped), step_s,
+// tokens_per_s, elapsed_s, eta_s, device_bytes, device_peak_bytes, rss_bytes.
+nlohmann::json step_metrics_json(const StepMetrics& metrics);
+
+class MetricsFile {
+ public:
+  // Opens `path` for appending. keep_through_step < 0: a new file (replacing an old one); otherwise the lines
+  // with "step" <= keep_through_step are kept and the rest dropped (atomically).
+  MetricsFile(const fs::path& path, int64_t keep_through_step);
+  ~MetricsFile();
+  MetricsFile(const MetricsFile&) = delete;
+  MetricsFile& operator=(const MetricsFile&) = delete;
+
+  void append(const StepMetrics& metrics);
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  std::FILE* file_ = nullptr;
+};
+
+// "0:42", "1:02:03": durations for people.
+std::string format_duration(double seconds);
+// "step 12/100 | epoch 0.36 | loss 2.3456 | acc 45.1% | lr 1.00e-04 | gnorm 1.23 | 1234 tok/s | 0:12 < 1:30 |
+// mem 0.52 GiB"
+std::string format_step_line(const StepMetrics& metrics, Device device);
+
+class ProgressDisplay {
+ public:
+  // interactive: rewrite one line in place (stderr is a terminal); otherwise one line per step.
+  explicit ProgressDisplay(Device device, bool interactive, std::FILE* out = stderr);
+  ~ProgressDisplay();  // ends the in-place line
+  ProgressDisplay(const ProgressDisplay&) = delete;
+  ProgressDisplay& operator=(const ProgressDisplay&) = delete;
+
+  void update(const StepMetrics& metrics);
+  // Ends the in-place line (before other output).
+  void finish();
+
+  // Whether stderr is a terminal.
+  static bool stderr_is_terminal();
+
+ private:
+  Device device_;
+  bool interactive_;
+  std::FILE* out_;
+  bool line_open_ = false;
+};
+
+// {"device": "cpu", "phases": [{"phase": "load", "device": "cpu", "peak_bytes": N, "peak_gib": x}, ...],
+//  "device_peak_bytes": N, "device_limit_bytes": N (0 = none), "host_peak_rss_bytes": N}
+nlohmann::json memory_report_json(Device device);
+// The same as text lines ("load 0.52 GiB, forward 1.10 GiB, ...; host peak RSS 1.3 GiB").
+std::string format_memory_report(const nlohmann::json& report);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,108 @@
+// The settings of a training run (`nvfp4lm train` flags), their checks, their JSON form in trainer_state.json, and
+// how a resumed run combines the saved settings with the flags given again.
+//
+// JSON: one key per setting, named like its flag with '_' for '-' ("seq_len" for --seq-len; "packing" for
+// --no-packing, stored positively), enum values as their flag spellings ("w4a16", "1d", "cosine", ...). Paths are
+// stored absolute so a run can be resumed from another working directory.
+//
+// Resume (resolve_resume_options): the run continues with the SAVED settings; a flag given again must either
+// equal the saved value or be one that may change:
+//   - identity of the run (model, data, data rendering, batch shape, model / QAT / optimizer choices, seed, loss):
+//     a different value is an Error naming the flag, both values and the fix (omit the flag);
+//   - schedule (lr, lr schedule, warmup, min-lr-ratio, max-grad-norm, epochs / max-steps): allowed, with a warning
+//     that the run no longer matches an uninterrupted one from here on;
+//   - bookkeeping (output, save-every, keep, export, device, max-memory, metrics, memory-report, nonfinite): free.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "core/device.h"
+#include "core/files.h"
+#include "io/model_files.h"
+#include "model/qwen3_trainable.h"
+#include "quant/nvfp4.h"
+#include "tokenizer/chat.h"
+#include "train/data/dataset.h"
+#include "train/optim/lr_schedule.h"
+
+namespace nvfp4lm {
+
+enum class NonFinitePolicy { Skip, Stop };
+
+struct TrainOptions {
+  // what to train on
+  std::string model;      // --model (required)
+  std::string tokenizer;  // --tokenizer (default: the model's)
+  std::string data;       // --data (required)
+  DataFormat data_format = DataFormat::Auto;
+  PairTemplate data_template = PairTemplate::Chat;
+  bool strict = false;
+  bool train_on_everything = false;
+  bool packing = true;
+  std::optional<ChatTemplate> chat_template;  // nullopt: the tokenizer's own (chat_template_choice.h)
+  // model
+  QatMode qat = QatMode::W4A16;
+  bool quantize_lm_head = false;
+  Nvfp4Block block = Nvfp4Block::Row1x16;
+  LossKind loss = LossKind::CrossEntropy;
+  int train_last_layers = -1;  // -1: all
+  bool bf16_master = false;    // --master bf16
+  // batches and length
+  int64_t seq_len = 512;
+  int64_t batch = 4;
+  int64_t grad_accum = 1;
+  int64_t epochs = 1;     // used when max_steps == 0
+  int64_t max_steps = 0;  // > 0: this many optimizer steps (the data repeats as needed)
+  // optimizer and schedule
+  std::string optimizer = "adamw";  // adamw | adamw8bit
+  double lr = 1e-5;
+  LrDecay lr_schedule = LrDecay::Cosine;
+  int64_t warmup = 0;
+  double min_lr_ratio = 0.0;
+  double weight_decay = 0.1;
+  double max_grad_norm = 1.0;  // <= 0: no clipping
+  uint64_t seed = 0;           // data order and stochastic rounding
+  // bookkeeping
+  std::string output;         // run directory (checkpoints, metrics.jsonl, source-model/)
+  int64_t save_every = 0;     // 0: only at the end
+  int keep = 2;               // checkpoints kept
+  bool resume = false;
+  std::string export_path;    // --export OUT (empty: none)
+  ModelFormat export_format = ModelFormat::ModeloptNvfp4;
+  bool overwrite = false;     // the export may replace an existing OUT
+  std::string device = "cpu";
+  double max_memory_gib = 0;  // 0: no limit
+  std::string metrics;        // default <output>/metrics.jsonl
+  std::string memory_report;  // --memory-report FILE.json (empty: none)
+  NonFinitePolicy nonfinite = NonFinitePolicy::Skip;
+};
+
+// Checks values and combinations; Error names the flag and the accepted range.
+void validate_train_options(const TrainOptions& options);
+
+nlohmann::json train_options_to_json(const TrainOptions& options);
+// Error naming `where` and the key when a value is missing or of the wrong type.
+TrainOptions train_options_from_json(const nlohmann::json& json, const std::string& where);
+
+// Keys of train_options_to_json, and the flag each one comes from ("seq_len" -> "--seq-len").
+std::string_view train_option_flag(std::string_view key);
+
+// The settings a resumed run uses: `saved` (trainer_state.json "config") with the keys in `given` taken from
+// `current` (the flags given this time), following the rules above. `where` names the checkpoint for messages.
+TrainOptions resolve_resume_options(const nlohmann::json& saved, const TrainOptions& current,
+                                    const std::set<std::string>& given, const std::string& where);
+
+// Flag spellings of the enums.
+std::string_view block_flag_name(Nvfp4Block block);  // "1d", "2d"
+Nvfp4Block parse_block_flag(std::string_view name);
+std::string_view export_format_flag_name(ModelFormat format);  // "modelopt", "dat", "bf16"
+ModelFormat parse_export_format(std::string_view name);
+std::string_view nonfinite_name(NonFinitePolicy policy);  // "skip", "stop"
+NonFinitePolicy parse_nonfinite(std::string_view name);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,515 @@
+// See trainer.h. Set-up (options, resume, loading) first, then one optimizer step, checkpoints, and the run.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "infer/system_report.h"
+#include "io/hf_config.h"
+#include "train/chat_template_choice.h"
+#include "train/checkpoint.h"
+#include "train/optim/grad_clip.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// Tokenizer and chat files of a model directory (what exports and the source-model/ copy carry).
+std::vector<fs::path> tokenizer_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                           "merges.txt", "chat_template.jinja"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / name, ec)) files.push_back(dir / name);
+  }
+  return files;
+}
+
+json read_json_file(const fs::path& path) {
+  try {
+    return json::parse(read_text_file(path));
+  } catch (const json::exception& e) {
+    NVFP4LM_FAIL("{} is not valid JSON: {}", path.string(), e.what());
+  }
+}
+
+int64_t input_tokens_of(const TokenBatch& batch) { return batch.rows() * batch.row_tokens() - batch.padding_tokens; }
+
+}  // namespace
+
+// ---- set-up ---------------------------------------------------------------------------------------------------
+
+Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given) : options_(options) {
+  NVFP4LM_CHECK(!options_.output.empty(), "--output is empty: name the run directory");
+  if (options_.resume) resolve_resume(given);
+  validate_train_options(options_);
+  device_ = Device::parse(options_.device);
+  const std::string unavailable = device_unavailable_reason(device_);
+  NVFP4LM_CHECK(unavailable.empty(), "--device {}: {}; run `nvfp4lm diagnose` for details, or use --device cpu",
+                options_.device, unavailable);
+  if (options_.max_memory_gib > 0) {
+    const double bytes = options_.max_memory_gib * 1024.0 * 1024.0 * 1024.0;
+    NVFP4LM_CHECK(bytes >= 1, "--max-memory {} GiB is less than a byte", options_.max_memory_gib);
+    MemoryTracker::instance().set_limit(device_, static_cast<size_t>(bytes));
+  }
+  if (!options_.resume) {
+    const std::optional<CheckpointInfo> existing = latest_checkpoint(options_.output, VerifyLevel::Sizes);
+    NVFP4LM_CHECK(!existing, "{} already holds checkpoints (newest: {}); pass --resume to continue that run, or choose "
+                  "another --output", options_.output, existing ? existing->dir.filename().string() : "");
+  }
+  load();
+  if (!options_.export_path.empty()) check_export_target(options_.export_path, export_source(), options_.overwrite);
+  if (resume_checkpoint_) restore_checkpoint();
+  prepare_run_directory();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::resolve_resume(const std::set<std::string>& given) {
+  std::error_code ec;
+  NVFP4LM_CHECK(fs::is_directory(options_.output, ec),
+                "--resume: the run directory {} does not exist (name it with --output)", options_.output);
+  resume_checkpoint_ = latest_checkpoint(options_.output);
+  NVFP4LM_CHECK(resume_checkpoint_.has_value(),
+                "--resume: {} holds no complete checkpoint (step-N directories that verify); start a new run without "
+                "--resume",
+                options_.output);
+  const json state = read_trainer_state(resume_checkpoint_->dir);
+  const std::string where = resume_checkpoint_->dir.string();
+  NVFP4LM_CHECK(state.contains("config"), "{}: trainer_state.json has no \"config\"; it was not written by `nvfp4lm "
+                "train` and cannot be resumed", where);
+  options_ = resolve_resume_options(state["config"], options_, given, where);
+}
+
+void Trainer::load() {
+  OpenModelOptions open_options;
+  if (!options_.tokenizer.empty()) open_options.tokenizer_dir = options_.tokenizer;
+  files_ = open_model(options_.model, open_options);
+  const Qwen3Config& config = files_->config();
+
+  if (!options_.tokenizer.empty()) {
+    tokenizer_.emplace(Tokenizer::load(options_.tokenizer));
+  } else {
+    NVFP4LM_CHECK(files_->tokenizer_dir().has_value(),
+                  "the model {} has no tokenizer.json beside it; name a tokenizer directory with --tokenizer",
+                  options_.model);
+    tokenizer_.emplace(Tokenizer::load(*files_->tokenizer_dir()));
+  }
+  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= config.vocab_size,
+                "the tokenizer {} has {} tokens but the model's vocabulary is {}; use the model's own tokenizer",
+                tokenizer_->origin(), tokenizer_->vocab_size(), config.vocab_size);
+  chat_template_ = resolve_chat_template(*tokenizer_, options_.chat_template);
+
+  model_config_json_ = files_->config_json();
+  const fs::path generation = files_->directory() / "generation_config.json";
+  std::error_code ec;
+  generation_config_json_ =
+      fs::is_regular_file(generation, ec) ? read_json_file(generation) : generation_config_to_json(config);
+
+  DatasetOptions data_options;
+  data_options.format = options_.data_format;
+  data_options.pair_template = options_.data_template;
+  data_options.chat_style = chat_template_;
+  data_options.train_on_everything = options_.train_on_everything;
+  data_options.strict = options_.strict;
+  data_options.max_tokens = options_.seq_len;
+  Dataset dataset = read_dataset(options_.data, *tokenizer_, data_options);
+  dataset_summary_ = dataset.summary;
+  DataLoaderOptions loader_options;
+  loader_options.batch_size = options_.batch;
+  loader_options.seq_len = options_.seq_len;
+  loader_options.packing = options_.packing;
+  loader_options.shuffle = true;
+  loader_options.seed = options_.seed;
+  loader_options.pad_id = default_pad_id(*tokenizer_);
+  loader_ = std::make_unique<DataLoader>(std::move(dataset.samples), loader_options);
+
+  if (options_.max_steps > 0) {
+    total_steps_ = options_.max_steps;
+  } else {
+    total_batches_ = loader_->total_batches(options_.epochs);
+    total_steps_ = (total_batches_ + options_.grad_accum - 1) / options_.grad_accum;
+  }
+  NVFP4LM_CHECK(options_.warmup <= total_steps_, "--warmup {} is longer than the run ({} optimizer steps)",
+                options_.warmup, total_steps_);
+  schedule_.decay = options_.lr_schedule;
+  schedule_.peak_lr = options_.lr;
+  schedule_.warmup_steps = options_.warmup;
+  schedule_.total_steps = total_steps_;
+  schedule_.min_lr_ratio = options_.min_lr_ratio;
+  check_lr_schedule(schedule_);
+
+  TrainModelOptions model_options;
+  model_options.qat = options_.qat;
+  model_options.block = options_.block;
+  model_options.quantize_lm_head = options_.quantize_lm_head;
+  model_options.train_last_layers = options_.train_last_layers;
+  model_options.device = device_;
+  model_options.bf16_master = options_.bf16_master;
+  NVFP4LM_CHECK(options_.train_last_layers <= config.num_hidden_layers,
+                "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
+                config.num_hidden_layers);
+  model_.emplace(Qwen3Trainable::from_files(*files_, model_options));
+  NVFP4LM_CHECK(!model_->parameters().empty(), "--train-last-layers 0 trains nothing; give at least 1 (or -1 for all)");
+
+  AdamWOptions adamw;
+  adamw.weight_decay = options_.weight_decay;
+  adamw.seed = options_.seed;
+  check_adamw_options(adamw);
+  optimizer_ = make_optimizer(options_.optimizer, model_->parameters(), adamw);
+}
+
+void Trainer::restore_checkpoint() {
+  const fs::path& dir = resume_checkpoint_->dir;
+  std::vector<Parameter> masters;
+  for (const NamedTensor& master : model_->master_weights()) masters.push_back({master.name, master.tensor, {}, false});
+  // latest_checkpoint() verified the checksums a moment ago.
+  const json state = load_checkpoint(dir, masters, *optimizer_, VerifyLevel::Sizes);
+  model_->refresh_quantized();
+  const std::string where = (dir / kTrainerStateFileName).string();
+  NVFP4LM_CHECK(state.contains("data_position"), "{}: \"data_position\" is missing", where);
+  loader_->restore(state["data_position"]);
+  step_ = state["step"].get<int64_t>();
+  const json totals = state.value("totals", json::object());
+  skipped_steps_ = totals.value("skipped_steps", int64_t{0});
+  total_loss_tokens_ = totals.value("loss_tokens", int64_t{0});
+  best_loss_ = totals.value("best_loss", 0.0);
+  best_step_ = totals.value("best_step", int64_t{0});
+  for (const json& record : state.value("metrics", json::array())) metrics_tail_.push_back(record);
+  if (!metrics_tail_.empty() && metrics_tail_.back().contains("loss") && metrics_tail_.back()["loss"].is_number())
+    last_loss_ = metrics_tail_.back()["loss"].get<double>();
+  const int64_t saved_total = totals.value("total_steps", total_steps_);
+  if (saved_total != total_steps_)
+    log::warn("the run now has {} steps (it had {}); the LR schedule is stretched to the new length", total_steps_,
+              saved_total);
+  NVFP4LM_CHECK(step_ <= total_steps_,
+                "--resume: the checkpoint is at step {} but the run has only {} steps; raise --max-steps or --epochs",
+                step_, total_steps_);
+  resumed_from_ = step_;
+}
+
+void Trainer::prepare_run_directory() {
+  const fs::path run_dir = options_.output;
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  NVFP4LM_CHECK(!ec, "cannot create the run directory {}: {}", run_dir.string(), ec.message());
+  // The model's small files, once per run, for exports from checkpoints (written aside, then renamed).
+  const fs::path copy = run_dir / kSourceModelDirName;
+  if (!fs::exists(copy, ec)) {
+    const fs::path tmp = temporary_sibling(copy);
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    NVFP4LM_CHECK(!ec, "cannot create {}: {}", tmp.string(), ec.message());
+    write_file_atomic(tmp / "config.json", model_config_json_.dump(2) + "\n");
+    if (generation_config_json_)
+      write_file_atomic(tmp / "generation_config.json", generation_config_json_->dump(2) + "\n");
+    const fs::path tokenizer_dir = !options_.tokenizer.empty() ? fs::path(options_.tokenizer)
+                                                               : files_->tokenizer_dir().value_or(fs::path());
+    for (const fs::path& file : tokenizer_files(tokenizer_dir)) {
+      fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing, ec);
+      NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), tmp.string(), ec.message());
+    }
+    commit_rename(tmp, copy);
+  }
+  const fs::path metrics = options_.metrics.empty() ? run_dir / "metrics.jsonl" : fs::path(options_.metrics);
+  metrics_file_ = std::make_unique<MetricsFile>(metrics, resumed_from_ ? *resumed_from_ : -1);
+}
+
+std::string Trainer::compute_path() const {
+  return fmt::format("{}/{}", device_.is_cpu() ? "cpu" : "cuda", options_.qat == QatMode::Off ? "dense" : "dequant-gemm");
+}
+
+std::string Trainer::precision() const {
+  return fmt::format("{} activations{}, {} master weights, fp32 gradients",
+                     device_.is_cpu() ? "fp32" : "bf16", device_.is_cpu() ? "" : " (fp32 accumulation)",
+                     options_.bf16_master ? "bf16 (stochastic rounding)" : "fp32");
+}
+
+std::vector<std::string> Trainer::setup_lines() const {
+  std::vector<std::string> lines;
+  const Qwen3Config& config = model_->config();
+  lines.push_back(fmt::format("model {} ({}, {} layers, hidden {}, vocab {}, {:.1f}M parameters)",
+                              files_->path().string(), model_format_name(files_->format()), config.num_hidden_layers,
+                              config.hidden_size, config.vocab_size, config.total_parameters() / 1e6));
+  lines.push_back("training " + model_->describe());
+  for (const std::string& line : split_lines(describe_dataset_summary(dataset_summary_))) lines.push_back(line);
+  lines.push_back(fmt::format("chat template {} ({}), data template {}{}", chat_template_name(chat_template_),
+                              options_.chat_template ? "--chat-template" : "the tokenizer's own",
+                              pair_template_name(options_.data_template),
+                              options_.train_on_everything ? ", training on every token" : ""));
+  int64_t trained = 0;
+  for (const Parameter& p : model_->parameters()) trained += p.value.numel();
+  lines.push_back(fmt::format("parameters trained: {} ({:.2f}M) in {} tensors, of {:.2f}M", trained, trained / 1e6,
+                              model_->parameters().size(), config.total_parameters() / 1e6));
+  lines.push_back(fmt::format("optimizer {} (weight decay {}, betas 0.9/0.95), state {:.1f} MiB; lr {:g} {} "
+                              "(warmup {}, min ratio {:g}), max grad norm {:g}",
+                              options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()),
+                              options_.lr, lr_decay_name(options_.lr_schedule), options_.warmup,
+                              options_.min_lr_ratio, options_.max_grad_norm));
+  const std::string length =
+      options_.max_steps > 0
+          ? fmt::format("{} steps (--max-steps)", total_steps_)
+          : fmt::format("{} steps = {} epochs x {} batches / grad-accum {}", total_steps_, options_.epochs,
+                        options_.epochs > 0 ? total_batches_ / options_.epochs : 0, options_.grad_accum);
+  lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", length, options_.batch,
+                              options_.seq_len, options_.packing ? "packed" : "one sample a row",
+                              loss_kind_name(options_.loss), options_.seed));
+  if (resumed_from_)
+    lines.push_back(fmt::format("resuming {} at step {} of {}", resume_checkpoint_->dir.string(), *resumed_from_,
+                                total_steps_));
+  lines.push_back(fmt::format("run directory {} (checkpoints {}, keeping {}; metrics {})", options_.output,
+                              options_.save_every > 0 ? fmt::format("every {} steps and at the end", options_.save_every)
+                                                      : std::string("at the end"),
+                              options_.keep, metrics_file_->path().string()));
+  return lines;
+}
+
+// ---- one step -------------------------------------------------------------------------------------------------
+
+StepMetrics Trainer::train_step() {
+  NVFP4LM_CHECK(!done(), "the run is complete ({} of {} steps)", step_, total_steps_);
+  const Clock::time_point start = Clock::now();
+  if (!session_start_) session_start_ = start;
+
+  StepMetrics m;
+  m.step = step_ + 1;
+  m.total_steps = total_steps_;
+  m.micro_batches = static_cast<int>(options_.max_steps > 0
+                                         ? options_.grad_accum
+                                         : std::min(options_.grad_accum, total_batches_ - step_ * options_.grad_accum));
+  NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);
+  std::vector<TokenBatch> batches;
+  for (int i = 0; i < m.micro_batches; ++i) {
+    batches.push_back(loader_->next_batch());
+    m.loss_tokens += batches.back().tokens_in_batch;
+    m.input_tokens += input_tokens_of(batches.back());
+  }
+  // Every sample carries a trained token (dataset.h), so a batch always does.
+  NVFP4LM_ASSERT(m.loss_tokens > 0, "step {}: no trained tokens in its batches", m.step);
+
+  model_->zero_grad();
+  LossStats total;
+  {
+    const MemoryPhase phase("forward");
+    const auto grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
+    for (const TokenBatch& batch : batches) {
+      const TrainBatch train_batch{batch.ids, batch.targets, batch.positions, batch.segment_ids};
+      const LossStats stats = model_->forward_backward(train_batch, grad_scale, options_.loss);
+      total.loss_sum += stats.loss_sum;
+      total.tokens += stats.tokens;
+      total.correct += stats.correct;
+    }
+  }
+  NVFP4LM_ASSERT(total.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}",
+                 m.step, total.tokens, m.loss_tokens);
+  m.loss = total.loss_sum / static_cast<double>(m.loss_tokens);
+  m.token_accuracy = static_cast<double>(total.correct) / static_cast<double>(m.loss_tokens);
+  m.lr = lr_at(schedule_, step_);
+
+  {
+    const MemoryPhase phase("optimizer");
+    m.grad_norm = grad_norm(model_->parameters());
+    if (!std::isfinite(m.loss)) {
+      m.skip_reason = "non-finite loss";
+    } else if (!std::isfinite(m.grad_norm)) {
+      m.skip_reason = "non-finite gradient norm";
+    }
+    if (!m.skip_reason.empty()) {
+      NVFP4LM_CHECK(options_.nonfinite == NonFinitePolicy::Skip,
+                    "step {}: {} (loss {}, gradient norm {}); stopping (--nonfinite stop). Nothing of this step was "
+                    "applied or saved; the newest checkpoint in {} is intact",
+                    m.step, m.skip_reason, m.loss, m.grad_norm, options_.output);
+      m.skipped = true;
+      ++skipped_steps_;
+      log::warn("step {}: {} (loss {}, gradient norm {}); step skipped, no update made (--nonfinite skip)", m.step,
+                m.skip_reason, m.loss, m.grad_norm);
+      model_->zero_grad();
+    } else {
+      m.clip_coefficient = clip_coefficient(m.grad_norm, options_.max_grad_norm);
+      optimizer_->step(model_->parameters(), m.lr, static_cast<float>(m.clip_coefficient));
+      model_->refresh_quantized();
+    }
+  }
+  ++step_;
+
+  const Clock::time_point end = Clock::now();
+  ++session_steps_;
+  session_loss_tokens_ += m.loss_tokens;
+  session_input_tokens_ += m.input_tokens;
+  total_loss_tokens_ += m.loss_tokens;
+  m.epoch = static_cast<double>(loader_->epoch()) +
+            static_cast<double>(loader_->next_sample()) / static_cast<double>(loader_->samples().size());
+  m.step_seconds = seconds_between(start, end);
+  m.tokens_per_second = m.step_seconds > 0 ? static_cast<double>(m.input_tokens) / m.step_seconds : 0;
+  m.elapsed_seconds = seconds_between(*session_start_, end);
+  m.eta_seconds = m.elapsed_seconds / static_cast<double>(session_steps_) * static_cast<double>(total_steps_ - step_);
+  const MemoryTracker& tracker = MemoryTracker::instance();
+  m.device_bytes = tracker.current_bytes(device_);
+  m.device_peak_bytes = tracker.peak_bytes(device_);
+  m.rss_bytes = current_rss_bytes();
+  if (!m.skipped) {
+    last_loss_ = m.loss;
+    if (best_step_ == 0 || m.loss < best_loss_) {
+      best_loss_ = m.loss;
+      best_step_ = m.step;
+    }
+  }
+
+  metrics_file_->append(m);
+  metrics_tail_.push_back(step_metrics_json(m));
+  while (metrics_tail_.size() > kMetricsTail) metrics_tail_.pop_front();
+  return m;
+}
+
+// ---- checkpoints and export -----------------------------------------------------------------------------------
+
+json Trainer::trainer_state() const {
+  json metrics = json::array();
+  for (const json& record : metrics_tail_) metrics.push_back(record);
+  return {{"config", train_options_to_json(options_)},
+          {"epoch", loader_->epoch()},
+          {"data_position", loader_->state()},
+          {"rng", json::object()},
+          {"seeds", {{"data_order", options_.seed}, {"stochastic_rounding", options_.seed}}},
+          {"model",
+           {{"config", model_config_json_},
+            {"generation_config", generation_config_json_ ? *generation_config_json_ : json(nullptr)},
+            {"source", fs::absolute(options_.model).lexically_normal().string()}}},
+          {"totals",
+           {{"total_steps", total_steps_},
+            {"loss_tokens", total_loss_tokens_},
+            {"skipped_steps", skipped_steps_},
+            {"best_loss", best_loss_},
+            {"best_step", best_step_}}},
+          {"metrics", metrics}};
+}
+
+fs::path Trainer::save_checkpoint() {
+  const MemoryPhase phase("checkpoint");
+  const std::vector<NamedTensor> masters = model_->master_weights();
+  const fs::path dir = ::nvfp4lm::save_checkpoint(options_.output, step_, masters, optimizer_->state_tensors(),
+                                                  optimizer_->describe(), trainer_state());
+  prune_checkpoints(options_.output, options_.keep, VerifyLevel::Sizes);
+  return dir;
+}
+
+ExportSource Trainer::export_source() const {
+  ExportSource source;
+  source.config_json = model_config_json_;
+  source.generation_config = generation_config_json_;
+  const fs::path copy = fs::path(options_.output) / kSourceModelDirName;
+  std::error_code ec;
+  const fs::path tokenizer_dir = fs::is_directory(copy, ec) ? copy
+                                 : !options_.tokenizer.empty()
+                                     ? fs::path(options_.tokenizer)
+                                     : files_->tokenizer_dir().value_or(fs::path());
+  source.side_files = tokenizer_files(tokenizer_dir);
+  source.protected_paths = {{files_->path(), false}, {options_.output, true}};
+  if (!options_.tokenizer.empty()) source.protected_paths.push_back({options_.tokenizer, false});
+  if (files_->path() != files_->directory()) source.protected_paths.push_back({files_->config_path(), false});
+  return source;
+}
+
+ExportReport Trainer::export_model() {
+  NVFP4LM_CHECK(!options_.export_path.empty(), "no export path (--export OUT)");
+  ExportOptions export_options;
+  export_options.format = options_.export_format;
+  export_options.block = options_.block;
+  export_options.quantize_lm_head = options_.quantize_lm_head;
+  export_options.overwrite = options_.overwrite;
+  const std::vector<NamedTensor> masters = model_->master_weights();
+  return export_weights(masters, export_source(), options_.export_path, export_options);
+}
+
+// ---- the run --------------------------------------------------------------------------------------------------
+
+TrainSummary Trainer::run(const Progress& progress) {
+  TrainSummary summary;
+  summary.start_step = step_;
+  auto before_output = [&] {
+    if (progress.before_output) progress.before_output();
+  };
+  if (done()) {
+    before_output();
+    log::info("the run is already complete ({} of {} steps); nothing to train", step_, total_steps_);
+  }
+  std::optional<int64_t> saved_step = resumed_from_;
+  while (!done()) {
+    const StepMetrics metrics = train_step();
+    if (progress.on_step) progress.on_step(metrics);
+    if (options_.save_every > 0 && step_ % options_.save_every == 0 && !done()) {
+      before_output();
+      save_checkpoint();
+      saved_step = step_;
+    }
+  }
+  before_output();
+  if (saved_step != step_) save_checkpoint();
+  if (!options_.export_path.empty()) summary.export_report = export_model();
+
+  const json memory = memory_report_json(device_);
+  summary.memory_text = format_memory_report(memory);
+  if (!options_.memory_report.empty()) {
+    write_file_atomic(options_.memory_report, memory.dump(2) + "\n");
+    summary.memory_report_path = options_.memory_report;
+  }
+  summary.steps = step_;
+  summary.total_steps = total_steps_;
+  summary.skipped_steps = skipped_steps_;
+  summary.loss_tokens = session_loss_tokens_;
+  summary.input_tokens = session_input_tokens_;
+  summary.seconds = session_start_ ? seconds_between(*session_start_, Clock::now()) : 0;
+  summary.final_loss = last_loss_;
+  summary.best_loss = best_loss_;
+  summary.best_step = best_step_;
+  for (int64_t s = step_; s >= 0; --s) {
+    std::error_code ec;
+    if (fs::is_directory(checkpoint_dir(options_.output, s), ec))
+      summary.checkpoints.insert(summary.checkpoints.begin(), checkpoint_dir(options_.output, s));
+    if (static_cast<int>(summary.checkpoints.size()) >= options_.keep) break;
+  }
+  summary.metrics_path = metrics_file_->path();
+  return summary;
+}
+
+std::vector<std::string> format_train_summary(const TrainSummary& s) {
+  std::vector<std::string> lines;
+  const double tokens_per_second = s.seconds > 0 ? static_cast<double>(s.input_tokens) / s.seconds : 0;
+  lines.push_back(fmt::format("done: {} of {} steps{} in {} ({:.1f} s), {} tokens ({} trained), {:.0f} tok/s{}",
+                              s.steps, s.total_steps,
+                              s.start_step > 0 ? fmt::format(" (resumed at step {})", s.start_step) : "",
+                              format_duration(s.seconds), s.seconds, s.input_tokens, s.loss_tokens, tokens_per_second,
+                              s.skipped_steps > 0 ? fmt::format(", {} steps skipped (non-finite)", s.skipped_steps)
+                                                  : ""));
+  lines.push_back(
+      fmt::format("loss: final {:.4f}, best {:.4f} at step {}", s.final_loss, s.best_loss, s.best_step));
+  for (const fs::path& checkpoint : s.checkpoints) lines.push_back("checkpoint: " + checkpoint.string());
+  if (s.export_report) lines.push_back(describe_export(*s.export_report));
+  lines.push_back("metrics: " + s.metrics_path.string());
+  lines.push_back(s.memory_text);
+  if (s.memory_report_path) lines.push_back("memory report: " + s.memory_report_path->string());
+  return lines;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,258 @@
+// generate, chat, bench infer and diagnose end to end through the real executable on a tiny random model
+// (`synth --preset tiny`, which copies the bundled tokenizer in): exit codes, the header and statistics lines,
+// greedy output that is deterministic and equal to a manual greedy loop over the library's forward pass, the chat
+// commands under a pipe, and one-line errors for bad flags and for --device cuda without a usable GPU.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/test_util.h"
+#include "model/qwen3_model.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+std::string quoted(const fs::path& path) {
+  std::string text = "'";
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
+class CliGenerate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const CliResult synth = run_cli("synth --preset tiny --seed 7 " + quoted(model_path()));
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static fs::path model_path() { return *dir_ / "tiny"; }
+  static std::string model_flag() { return "--model " + quoted(model_path()); }
+
+  static TempDir* dir_;
+};
+TempDir* CliGenerate::dir_ = nullptr;
+
+// The last line of stderr: generate's statistics line.
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
+  return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
+}
+
+void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts) {
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_LT(result.exit_code, 128) << "crashed or aborted: " << result.err;
+  const size_t at = result.err.find("error");
+  ASSERT_NE(at, std::string::npos) << result.err;
+  const std::string line = result.err.substr(at);
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "error must be one line: " << result.err;
+  for (const auto& part : parts) EXPECT_NE(line.find(part), std::string::npos) << "'" << part << "' not in: " << line;
+}
+
+TEST_F(CliGenerate, GreedyIsDeterministicAndEqualsAManualLoop) {
+  const std::string args = "generate " + model_flag() + " --prompt 'Write a haiku.' --max-tokens 10 --temperature 0";
+  const CliResult first = run_cli(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const CliResult second = run_cli(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(first.out, second.out);
+
+  // First stderr line: device, compute path, precision.
+  EXPECT_EQ(first.err.rfind("nvfp4lm generate: device cpu, compute path cpu/dense, precision fp32", 0), 0u)
+      << first.err;
+  const std::string stats = last_line(first.err);
+  for (const char* part : {"prompt ", "generated 10 tokens", "prefill ", "decode ", "tok/s", "peak memory"})
+    EXPECT_NE(stats.find(part), std::string::npos) << stats;
+
+  // The same answer from full forward passes of the library model, rendered with the same template.
+  const Tokenizer tokenizer = Tokenizer::load(model_path());
+  const Qwen3Model model = Qwen3Model::load(model_path());
+  ChatOptions chat;
+  chat.add_generation_prompt = true;
+  chat.style = detect_chat_template(tokenizer.chat_template_source());
+  const std::vector<ChatMessage> messages = {{"user", "Write a haiku."}};
+  std::vector<int32_t> ids = tokenizer.encode(render_chat(messages, chat));
+  std::vector<int32_t> generated;
+  const int64_t vocab = model.config().vocab_size, decodable = static_cast<int64_t>(tokenizer.vocab_size());
+  for (int step = 0; step < 10; ++step) {
+    const int64_t tokens = static_cast<int64_t>(ids.size());
+    const Tensor logits = model.forward(Tensor::from_ints(ids, Shape{1, tokens}));
+    const float* last = logits.data<float>() + (tokens - 1) * vocab;
+    const int32_t next = static_cast<int32_t>(std::max_element(last, last + decodable) - last);
+    ASSERT_NE(next, *tokenizer.token_id("<|im_end|>")) << "the tiny model ended early; pick another seed";
+    generated.push_back(next);
+    ids.push_back(next);
+  }
+  EXPECT_EQ(first.out, tokenizer.decode(generated, true) + "\n");
+}
+
+TEST_F(CliGenerate, RawPromptSamplingAndStopStrings) {
+  const CliResult raw = run_cli("generate " + model_flag() +
+                                " --raw --prompt 'Once upon a time' --max-tokens 6 --seed 3 --temperature 1.2 "
+                                "--top-k 0 --top-p 0.95 --min-p 0.01 --repetition-penalty 1.1");
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_NE(last_line(raw.err).find("prompt 4 tokens"), std::string::npos) << raw.err;  // no template
+  const CliResult again = run_cli("generate " + model_flag() +
+                                  " --raw --prompt 'Once upon a time' --max-tokens 6 --seed 3 --temperature 1.2 "
+                                  "--top-k 0 --top-p 0.95 --min-p 0.01 --repetition-penalty 1.1");
+  EXPECT_EQ(raw.out, again.out) << "same seed, same text";
+
+  // A stop string made of the greedy answer's second half: the output is cut before it.
+  const CliResult greedy = run_cli("generate " + model_flag() + " --prompt Hi --max-tokens 8 --temperature 0");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  const std::string text = greedy.out.substr(0, greedy.out.size() - 1);
+  ASSERT_GE(text.size(), 4u);
+  const std::string stop = text.substr(text.size() / 2);
+  const std::string expected = text.substr(0, text.find(stop));
+  // Shell-quote the stop string (it may hold quotes).
+  std::string quoted_stop = "'";
+  for (char c : stop) quoted_stop += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted_stop += "'";
+  const CliResult stopped =
+      run_cli("generate " + model_flag() + " --prompt Hi --max-tokens 8 --temperature 0 --stop " + quoted_stop);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_EQ(stopped.out, expected + "\n");
+  EXPECT_NE(last_line(stopped.err).find("stop: stop string"), std::string::npos) << stopped.err;
+}
+
+TEST_F(CliGenerate, ChatThroughAPipe) {
+  const std::string args = "chat " + model_flag() + " --max-tokens 5 --temperature 0";
+  const CliResult one = run_cli(args, "Hello\n");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.err.rfind("nvfp4lm chat: device cpu, compute path cpu/dense", 0), 0u) << one.err;
+  ASSERT_FALSE(one.out.empty());
+  EXPECT_EQ(one.out.find("> "), std::string::npos) << "no prompt marker under a pipe";
+
+  // Two turns keep history (the second answer sees the first); /reset forgets it; /exit stops reading.
+  const CliResult two = run_cli(args, "Hello\nHello\n");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.out.substr(0, one.out.size()), one.out);
+  EXPECT_NE(two.out, one.out + one.out) << "the second turn must see the first";
+  EXPECT_NE(two.err.find("cached)"), std::string::npos) << "the second turn reuses the cache: " << two.err;
+  const CliResult reset = run_cli(args, "Hello\n/reset\nHello\n/exit\nHello\n");
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_EQ(reset.out, one.out + one.out);
+  EXPECT_NE(reset.err.find("[conversation reset]"), std::string::npos) << reset.err;
+
+  // /system starts a new conversation with a system prompt: the same as --system from the start.
+  const CliResult system = run_cli(args, "Hello\n/system You are a pirate.\nHello\n");
+  const CliResult flag = run_cli(args + " --system 'You are a pirate.'", "Hello\n");
+  ASSERT_EQ(system.exit_code, 0) << system.err;
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(system.out, one.out + flag.out);
+  EXPECT_NE(flag.out, one.out);
+
+  // End of input (Ctrl-D) with no message at all is a clean exit.
+  const CliResult empty = run_cli(args, "");
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, "");
+}
+
+TEST_F(CliGenerate, CudaWithoutAGpuIsAClearError) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present";
+  for (const std::string& command : {"generate " + model_flag() + " --prompt hi", "chat " + model_flag(),
+                                     std::string("bench infer --preset tiny")}) {
+    const CliResult result = run_cli(command + " --device cuda", "hi\n");
+    expect_one_line_error(result, {"--device cuda"});
+    EXPECT_TRUE(result.err.find("without CUDA") != std::string::npos || result.err.find("no GPU") != std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.out, "") << "nothing may run on the CPU instead";
+  }
+}
+
+TEST_F(CliGenerate, BadFlagsAreClearErrors) {
+  const std::string generate = "generate " + model_flag() + " --prompt hi ";
+  expect_one_line_error(run_cli(generate + "--temperature -1"), {"--temperature"});
+  expect_one_line_error(run_cli(generate + "--top-p 1.5"), {"--top-p"});
+  expect_one_line_error(run_cli(generate + "--min-p 1"), {"--min-p"});
+  expect_one_line_error(run_cli(generate + "--repetition-penalty 0"), {"--repetition-penalty"});
+  expect_one_line_error(run_cli(generate + "--max-tokens 0"), {"--max-tokens"});
+  expect_one_line_error(run_cli(generate + "--stop ''"), {"--stop"});
+  expect_one_line_error(run_cli(generate + "--device tpu"), {"tpu"});
+  expect_one_line_error(run_cli(generate + "--max-memory -2"), {"--max-memory"});
+  expect_one_line_error(run_cli(generate + "--max-memory 0.001"), {"limit"});
+  expect_one_line_error(run_cli(generate + "--raw --system x"), {"--system"});
+  expect_one_line_error(run_cli("generate --model /nonexistent/model --prompt hi"), {"/nonexistent/model"});
+  const CliResult missing = run_cli("generate " + model_flag());
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("--prompt"), std::string::npos) << missing.err;
+  expect_one_line_error(run_cli("chat " + model_flag() + " --context 1"), {"--context"});
+  expect_one_line_error(run_cli("bench infer --preset tiny " + model_flag()), {"--model", "--preset"});
+  expect_one_line_error(run_cli("bench infer " + model_flag() + " --nvfp4"), {"--nvfp4"});
+  expect_one_line_error(run_cli("bench infer --preset nope"), {"nope"});
+}
+
+TEST_F(CliGenerate, ContextGuard) {
+  // The same model with a 24-token context (--config overrides config.json).
+  nlohmann::json config = nlohmann::json::parse(read_file(model_path() / "config.json"));
+  config["max_position_embeddings"] = 24;
+  write_file(*dir_ / "short.json", config.dump());
+  const std::string args =
+      "generate " + model_flag() + " --config " + quoted(*dir_ / "short.json") + " --temperature 0 ";
+  // "Hi" in the template takes 9 tokens: 16 new tokens fit, not 100; the cap is announced.
+  const CliResult capped = run_cli(args + "--prompt Hi --max-tokens 100");
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_NE(capped.err.find("capped from 100 to 16"), std::string::npos) << capped.err;
+  EXPECT_NE(last_line(capped.err).find("generated 16 tokens"), std::string::npos) << capped.err;
+  EXPECT_NE(last_line(capped.err).find("stop: context full"), std::string::npos) << capped.err;
+  std::string long_prompt;
+  for (int i = 0; i < 30; ++i) long_prompt += " word";
+  expect_one_line_error(run_cli(args + "--prompt '" + long_prompt + "'"), {"the prompt has", "24 tokens"});
+}
+
+TEST_F(CliGenerate, BenchInferWritesTableAndJson) {
+  const fs::path json_path = *dir_ / "bench.json";
+  const CliResult result =
+      run_cli("bench infer " + model_flag() + " --prompt-len 16 --gen 4 --copy-mib 16 --json " + quoted(json_path));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err.rfind("nvfp4lm bench infer: device cpu, compute path cpu/dense", 0), 0u) << result.err;
+  for (const char* part : {"prefill", "decode", "time to first token", "achieved weight bandwidth", "memcpy"})
+    EXPECT_NE(result.out.find(part), std::string::npos) << result.out;
+  const nlohmann::json json = nlohmann::json::parse(read_file(json_path));
+  EXPECT_EQ(json["prompt_tokens"], 16);
+  EXPECT_EQ(json["generated_tokens"], 4);
+  EXPECT_GT(json["decode_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(json["copy_gb_per_s"].get<double>(), 0);
+  EXPECT_EQ(json["compute_path"], "cpu/dense");
+
+  // --preset synthesises (and with --nvfp4 quantizes) a model in a temporary directory.
+  const CliResult preset = run_cli("bench infer --preset tiny --nvfp4 --prompt-len 8 --gen 3 --copy-mib 16 --json -");
+  ASSERT_EQ(preset.exit_code, 0) << preset.err;
+  const nlohmann::json preset_json = nlohmann::json::parse(preset.out);
+  EXPECT_EQ(preset_json["compute_path"], "cpu/dequant-gemm");
+  EXPECT_NE(preset.err.find("weights NVFP4"), std::string::npos) << preset.err;
+}
+
+TEST(CliDiagnose, ReportsComputePaths) {
+  const CliResult text = run_cli("diagnose");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.err.rfind("nvfp4lm diagnose: device ", 0), 0u) << text.err;
+  for (const char* part : {"build", "cpu", "blas", "gpu", "cpu/dequant-gemm", "cuda/nvfp4-w4a16"})
+    EXPECT_NE(text.out.find(part), std::string::npos) << text.out;
+  const CliResult json_run = run_cli("diagnose --json");
+  ASSERT_EQ(json_run.exit_code, 0) << json_run.err;
+  const nlohmann::json json = nlohmann::json::parse(json_run.out);
+  EXPECT_EQ(json["build"]["cuda"].get<bool>(), NVFP4LM_HAS_CUDA != 0);
+  EXPECT_GT(json["cpu"]["logical_cores"].get<int>(), 0);
+  std::map<std::string, nlohmann::json> paths;
+  for (const auto& path : json["compute_paths"]) paths[path["name"]] = path;
+  ASSERT_TRUE(paths.count("cpu/dequant-gemm"));
+  EXPECT_TRUE(paths["cpu/dequant-gemm"]["available"].get<bool>());
+  ASSERT_TRUE(paths.count("cuda/nvfp4-w4a16"));
+  if (!cuda_available()) {
+    EXPECT_FALSE(paths["cuda/nvfp4-w4a16"]["available"].get<bool>());
+    const std::string why = paths["cuda/nvfp4-w4a16"]["detail"];
+    EXPECT_TRUE(why.find("not built with CUDA") != std::string::npos || why.find("no GPU") != std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

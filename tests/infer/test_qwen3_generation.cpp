@@ -1,0 +1,131 @@
+// Generation with the real (tiny, random) Qwen3 model: greedy tokens through the KV cache equal a manual loop of
+// full forward passes; chat turns that reuse and truncate the cache equal a fresh run of the whole conversation;
+// the decode weight bytes; the inference benchmark's bookkeeping.
+#include <gtest/gtest.h>
+
+#include "core/memory.h"
+#include "infer/bench_infer.h"
+#include "infer/chat_session.h"
+#include "infer/generator.h"
+#include "infer/qwen3_cached_lm.h"
+#include "infer/stop_conditions.h"
+#include "infer_test_util.h"
+#include "io/synth_model.h"
+#include "model/qwen3_model.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+// One tiny model (bundled tokenizer copied in) for the whole file.
+const Qwen3Model& tiny_model() {
+  static TempDir dir;
+  static const Qwen3Model model = [] {
+    SynthOptions options;
+    options.seed = 5;
+    synth_model(qwen3_preset("tiny"), dir / "tiny", options);
+    return Qwen3Model::load(dir / "tiny");
+  }();
+  return model;
+}
+
+// Greedy continuation by full forward passes over the growing sequence (no cache), over the tokenizer's ids.
+std::vector<int32_t> manual_greedy(const Qwen3Model& model, std::vector<int32_t> ids, int64_t count) {
+  const int64_t decodable = static_cast<int64_t>(qwen3_tokenizer().vocab_size());
+  const int64_t vocab = model.config().vocab_size;
+  std::vector<int32_t> generated;
+  for (int64_t step = 0; step < count; ++step) {
+    const int64_t tokens = static_cast<int64_t>(ids.size());
+    const Tensor logits = model.forward(Tensor::from_ints(ids, Shape{1, tokens}));
+    const float* last = logits.data<float>() + (tokens - 1) * vocab;
+    const int32_t next = static_cast<int32_t>(std::max_element(last, last + decodable) - last);
+    generated.push_back(next);
+    ids.push_back(next);
+  }
+  return generated;
+}
+
+TEST(Qwen3Generation, GreedyThroughTheCacheEqualsFullForwardPasses) {
+  const Qwen3Model& model = tiny_model();
+  const std::vector<int32_t> prompt = qwen3_tokenizer().encode("The quick brown fox jumps over");
+  Qwen3CachedLm lm(model, 64);
+  GenerationOptions options;
+  options.max_new_tokens = 12;
+  options.sampling.temperature = 0;  // no EOS ids: exactly 12 tokens
+  Generator generator(lm, qwen3_tokenizer(), options);
+  const GenerationResult result = generator.generate(prompt);
+  EXPECT_EQ(result.tokens, manual_greedy(model, prompt, 12));
+  EXPECT_EQ(result.text, qwen3_tokenizer().decode(result.tokens, true));
+  EXPECT_EQ(lm.length(), static_cast<int64_t>(prompt.size()) + 11);
+  EXPECT_EQ(lm.cache().length(), lm.length());
+  EXPECT_GT(result.stats.peak_device_bytes, model.weights().nbytes());
+}
+
+TEST(Qwen3Generation, ChatTurnsReuseTheCacheAndMatchAFreshRun) {
+  const Qwen3Model& model = tiny_model();
+  ChatSessionOptions options;
+  options.generation.max_new_tokens = 6;
+  options.generation.sampling.temperature = 0;
+  options.generation.eos_ids = end_of_sequence_ids(model.config(), std::nullopt, qwen3_tokenizer(), 151936);
+  options.system_prompt = "You are a test.";
+  Qwen3CachedLm lm(model, 512);
+  ChatSession session(lm, qwen3_tokenizer(), options);
+  // The third turn comes after a /reset: the cache holds a longer conversation than the new prompt shares.
+  const std::vector<std::string> turns = {"Hello there", "Tell me more", "", "Hello there"};
+  bool first = true;
+  for (const std::string& user : turns) {
+    if (user.empty()) {
+      session.reset();
+      continue;
+    }
+    const std::vector<int32_t> prompt = session.prompt_ids(user);
+    Qwen3CachedLm fresh_lm(model, 512);
+    Generator fresh(fresh_lm, qwen3_tokenizer(), options.generation);
+    const GenerationResult expected = fresh.generate(prompt);
+    const GenerationResult result = session.reply(user);
+    EXPECT_EQ(result.tokens, expected.tokens) << user;
+    // After the first turn, the system prompt at least is reused.
+    if (!first) {
+      EXPECT_GT(result.stats.cached_tokens, 0) << user;
+    }
+    first = false;
+  }
+}
+
+TEST(Qwen3Generation, DecodeWeightBytes) {
+  const Qwen3Model& model = tiny_model();
+  const Qwen3Config& c = model.config();
+  // Dense F32 on the CPU: every projection, every norm, the (tied) lm_head and one embedding row.
+  const int64_t per_layer =
+      c.attention_parameters_per_layer() + c.mlp_parameters_per_layer() + c.norm_parameters_per_layer();
+  const int64_t elements =
+      c.num_hidden_layers * per_layer + c.hidden_size + c.vocab_size * c.hidden_size + c.hidden_size;
+  EXPECT_EQ(decode_weight_bytes(model.weights()), static_cast<uint64_t>(elements) * 4);
+}
+
+TEST(Qwen3Generation, InferBenchReportsConsistentNumbers) {
+  const Qwen3Model& model = tiny_model();
+  Qwen3CachedLm lm(model, 16 + 5 - 1);
+  InferBenchOptions options;
+  options.prompt_tokens = 16;
+  options.generate_tokens = 5;
+  InferBenchResult result = run_infer_bench(lm, 1000000, options);
+  EXPECT_EQ(lm.length(), 0);
+  EXPECT_GT(result.prefill_tokens_per_second, 0);
+  EXPECT_GT(result.decode_tokens_per_second, 0);
+  EXPECT_NEAR(result.prefill_tokens_per_second * result.prefill_seconds, 16, 1e-6);
+  EXPECT_NEAR(result.decode_tokens_per_second * result.decode_seconds, 4, 1e-6);
+  EXPECT_NEAR(result.weight_gb_per_s, 1e6 * result.decode_tokens_per_second / 1e9, 1e-9);
+  EXPECT_GE(result.time_to_first_token_seconds, result.prefill_seconds);
+  set_copy_ceiling(result, measure_copy_bandwidth(Device::cpu(), 16u << 20));
+  EXPECT_GT(result.copy.gb_per_s, 0.1);
+  EXPECT_NEAR(result.percent_of_copy, 100 * result.weight_gb_per_s / result.copy.gb_per_s, 1e-9);
+  const auto json = infer_bench_json(result);
+  EXPECT_EQ(json["generated_tokens"], 5);
+  EXPECT_NE(infer_bench_table(result).find("decode"), std::string::npos);
+  // Too small a cache is an Error, not an overflow.
+  Qwen3CachedLm small(model, 8);
+  EXPECT_THROW(run_infer_bench(small, 1, options), Error);
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -1,0 +1,100 @@
+// Helpers for the model tests: the committed PyTorch fixtures (tests/fixtures/qwen3-tiny{,-tied}, made by
+// tests/reference/make_fixtures.py in float64), batches built from them, and the error measure the tests use:
+//   relative error of a tensor = max |actual - expected| / max |expected|   (per tensor)
+// printed with the max absolute error when a check fails.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/test_util.h"
+#include "io/model_files.h"
+#include "io/safetensors_reader.h"
+#include "model/qwen3_trainable.h"
+
+namespace nvfp4lm::test {
+
+inline fs::path tiny_model_dir(bool tied) { return fixture_path(tied ? "qwen3-tiny-tied" : "qwen3-tiny"); }
+
+// reference.safetensors of a fixture model.
+class Reference {
+ public:
+  explicit Reference(bool tied) : file_(SafetensorsFile::open(tiny_model_dir(tied) / "reference.safetensors")) {}
+  Tensor get(const std::string& name) const { return file_->tensor(name); }
+  bool has(const std::string& name) const { return file_->find(name) != nullptr; }
+  nlohmann::json adamw() const { return nlohmann::json::parse(file_->metadata().at("adamw")); }
+
+  // The fixture batch: plain (targets, default positions) or packed (segments, reset positions, packed targets).
+  TrainBatch batch(bool packed) const {
+    TrainBatch b;
+    b.ids = get("input_ids").clone();
+    b.targets = get(packed ? "packed_targets" : "targets").clone();
+    if (packed) {
+      b.positions = get("positions").clone();
+      b.segment_ids = get("segment_ids").clone();
+    }
+    return b;
+  }
+
+ private:
+  std::shared_ptr<SafetensorsFile> file_;
+};
+
+struct RelError {
+  double max_abs = 0;
+  double max_ref = 0;
+  double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
+};
+
+inline RelError rel_error(const Tensor& actual, const Tensor& expected) {
+  const std::vector<float> a = to_float_vector(actual.to(Device::cpu()));
+  const std::vector<float> e = to_float_vector(expected.to(Device::cpu()));
+  RelError r;
+  if (a.size() != e.size()) {
+    r.max_abs = INFINITY;
+    return r;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - e[i]);
+    r.max_abs = std::isnan(d) ? INFINITY : std::max(r.max_abs, d);
+    r.max_ref = std::max(r.max_ref, std::fabs(static_cast<double>(e[i])));
+  }
+  return r;
+}
+
+// Fails (naming the tensor, max abs error and max |expected|) when max|a - e| / max|e| >= bound.
+inline void expect_rel_close(const Tensor& actual, const Tensor& expected, double bound, const std::string& what) {
+  ASSERT_EQ(actual.shape(), expected.shape())
+      << what << ": " << actual.shape().str() << " vs " << expected.shape().str();
+  const RelError r = rel_error(actual, expected);
+  if (std::getenv("NVFP4LM_TEST_VERBOSE") != nullptr)
+    std::fprintf(stderr, "%s: max abs %.3g, max |ref| %.3g, rel %.3g\n", what.c_str(), r.max_abs, r.max_ref, r.rel());
+  EXPECT_LT(r.rel(), bound) << what << ": max abs error " << r.max_abs << ", max |reference| " << r.max_ref
+                            << ", relative " << r.rel();
+}
+
+// Targets (not -100) that are the argmax (first maximum) of their row of logits [B, T, V].
+inline int64_t argmax_hits(const Tensor& logits, const Tensor& targets) {
+  const int64_t vocab = logits.dim(2);
+  const Tensor z = logits.contiguous();
+  const float* values = z.data<float>();
+  const int32_t* t = targets.data<int32_t>();
+  int64_t hits = 0;
+  for (int64_t i = 0; i < targets.numel(); ++i) {
+    if (t[i] == -100) continue;
+    const float* row = values + i * vocab;
+    hits += std::max_element(row, row + vocab) - row == t[i] ? 1 : 0;
+  }
+  return hits;
+}
+
+inline std::unique_ptr<ModelFiles> open_tiny(bool tied) { return open_model(tiny_model_dir(tied)); }
+
+}  // namespace nvfp4lm::test

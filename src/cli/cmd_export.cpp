@@ -33,7 +33,7 @@ DType parse_dense_dtype(const std::string& name) {
 
 int run_export(const ExportCliOptions& cli) {
   ExportOptions options;
-  options.format = parse_export_format(cli.format);
+  options.format = parse_flag_value("--format", cli.format, parse_export_format);
   if (!cli.dtype.empty()) {
     NVFP4LM_CHECK(options.format != ModelFormat::HfSafetensors,
                   "--dtype sets the dense weights of the NVFP4 formats; --format bf16 writes everything as BF16");
@@ -41,13 +41,15 @@ int run_export(const ExportCliOptions& cli) {
   }
   options.overwrite = cli.overwrite;
   const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
-  options.block = cli.block.empty() ? input.run_options.block : parse_block_flag(cli.block);
+  options.block =
+      cli.block.empty() ? input.run_options.block : parse_flag_value("--block", cli.block, parse_block_flag);
   options.quantize_lm_head = cli.quantize_lm_head || input.run_options.quantize_lm_head;
   if (options.format != ModelFormat::HfSafetensors && input.run_options.qat != QatMode::Off &&
       (options.block != input.run_options.block || options.quantize_lm_head != input.run_options.quantize_lm_head))
-    log::warn("exporting with other NVFP4 settings than the run trained with (--block {}, lm_head {}): the export "
-              "will not compute exactly what training did",
-              block_flag_name(options.block), options.quantize_lm_head ? "quantized" : "unquantized");
+    log::warn(
+        "exporting with other NVFP4 settings than the run trained with (--block {}, lm_head {}): the export "
+        "will not compute exactly what training did",
+        block_flag_name(options.block), options.quantize_lm_head ? "quantized" : "unquantized");
   log::info("exporting checkpoint {} (step {}, QAT {}, {} blocks) as {}", input.checkpoint.string(), input.step,
             qat_mode_name(input.run_options.qat), block_flag_name(input.run_options.block),
             export_format_flag_name(options.format));

@@ -39,25 +39,24 @@ std::string default_output() {
 
 int run_train(TrainCliOptions& cli) {
   TrainOptions& o = cli.options;
-  o.qat = parse_qat_mode(cli.qat);
-  o.block = parse_block_flag(cli.block);
-  o.loss = parse_loss_kind(cli.loss);
-  o.lr_schedule = parse_lr_decay(cli.lr_schedule);
+  o.qat = parse_flag_value("--qat", cli.qat, parse_qat_mode);
+  o.block = parse_flag_value("--block", cli.block, parse_block_flag);
+  o.loss = parse_flag_value("--loss", cli.loss, parse_loss_kind);
+  o.lr_schedule = parse_flag_value("--lr-schedule", cli.lr_schedule, parse_lr_decay);
   NVFP4LM_CHECK(cli.master == "fp32" || cli.master == "bf16", "unknown --master '{}' (choose fp32 or bf16)",
                 cli.master);
   o.bf16_master = cli.master == "bf16";
-  o.export_format = parse_export_format(cli.export_format);
-  o.nonfinite = parse_nonfinite(cli.nonfinite);
-  o.data_format = parse_data_format(cli.data_format);
-  o.data_template = parse_pair_template(cli.data_template);
-  o.chat_template = parse_chat_template_flag(cli.chat_template);
+  o.export_format = parse_flag_value("--export-format", cli.export_format, parse_export_format);
+  o.nonfinite = parse_flag_value("--nonfinite", cli.nonfinite, parse_nonfinite);
+  o.data_format = parse_flag_value("--data-format", cli.data_format, parse_data_format);
+  o.data_template = parse_flag_value("--data-template", cli.data_template, parse_pair_template);
+  o.chat_template = parse_flag_value("--chat-template", cli.chat_template, parse_chat_template_flag);
   o.packing = !cli.no_packing;
 
   std::set<std::string> given;
   for (const auto& [key, option] : cli.flags)
     if (option->count() > 0) given.insert(key);
-  NVFP4LM_CHECK(!(given.count("epochs") && given.count("max_steps")),
-                "pass either --epochs or --max-steps, not both");
+  NVFP4LM_CHECK(!(given.count("epochs") && given.count("max_steps")), "pass either --epochs or --max-steps, not both");
   if (o.output.empty()) {
     NVFP4LM_CHECK(!o.resume, "--resume needs --output RUN_DIR (the run to continue)");
     o.output = default_output();
@@ -96,7 +95,8 @@ CommandRegistration registration(
       };
       flag("model", app.add_option("--model", o.model, "model to fine-tune: HF directory, ModelOpt NVFP4 or .dat"));
       flag("tokenizer", app.add_option("--tokenizer", o.tokenizer, "tokenizer directory (default: the model's)"));
-      flag("data", app.add_option("--data", o.data, "training data: .jsonl (messages or prompt/completion), .tsv, .txt"));
+      flag("data",
+           app.add_option("--data", o.data, "training data: .jsonl (messages or prompt/completion), .tsv, .txt"));
       flag("output", app.add_option("--output", o.output,
                                     "run directory for checkpoints and metrics (default runs/train-<date-time>)"));
       flag("qat", app.add_option("--qat", cli->qat, "w4a16 (default), w4a4 or off (plain training)"));
@@ -119,7 +119,8 @@ CommandRegistration registration(
       flag("master", app.add_option("--master", cli->master, "master weights: fp32 (default) or bf16"));
       flag("train_last_layers",
            app.add_option("--train-last-layers", o.train_last_layers, "train only the last N layers (default: all)"));
-      flag("save_every", app.add_option("--save-every", o.save_every, "checkpoint every N steps (default: at the end)"));
+      flag("save_every",
+           app.add_option("--save-every", o.save_every, "checkpoint every N steps (default: at the end)"));
       flag("keep", app.add_option("--keep", o.keep, "checkpoints to keep (default 2)"));
       app.add_flag("--resume", o.resume, "continue the run in --output from its newest complete checkpoint");
       flag("export", app.add_option("--export", o.export_path, "export the trained model here at the end"));

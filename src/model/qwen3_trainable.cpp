@@ -11,6 +11,7 @@
 #include "io/weight_names.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
+#include "train/optim/master_amax.h"
 
 namespace nvfp4lm {
 namespace {
@@ -30,10 +31,8 @@ Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype
   return master.to(device);
 }
 
-// Largest magnitude of a master weight (the CPU scan; CUDA masters are copied to the host first).
-float master_amax(const Tensor& master, const std::string& name) {
-  return weight_amax(master.device().is_cpu() ? master : master.to(Device::cpu()), name);
-}
+// Largest magnitude of a master weight, scanned on its own device (no host copy of CUDA masters).
+float master_amax(const Tensor& master, const std::string& name) { return master_weight_amax(master, name); }
 
 // deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the tensor scale of
 // the group's joint amax: what the ModelOpt export writes (io/nvfp4_fixed_scale.h).

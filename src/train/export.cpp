@@ -93,8 +93,8 @@ void check_export_target(const fs::path& out, const ExportSource& source, bool o
     if (entry.path.empty()) continue;
     const fs::path protected_path = canonical_or_absolute(entry.path);
     NVFP4LM_CHECK(!is_within(protected_path, target),
-                  "refusing to export to {}: it {} {}, which the export reads; choose a new directory",
-                  out.string(), target == protected_path ? "is" : "contains", entry.path.string());
+                  "refusing to export to {}: it {} {}, which the export reads; choose a new directory", out.string(),
+                  target == protected_path ? "is" : "contains", entry.path.string());
     NVFP4LM_CHECK(entry.may_contain_out || !is_within(target, protected_path),
                   "refusing to export to {}: it lies inside {}, which the export reads; choose a directory outside it",
                   out.string(), entry.path.string());
@@ -115,12 +115,12 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   ExportReport report;
   report.out = out;
   report.format = options.format;
-  report.dense_dtype =
-      nvfp4_format ? options.dense_dtype.value_or(dtype_of_torch_name(source.config_json).value_or(DType::BF16))
-                   : DType::BF16;
-  NVFP4LM_CHECK(report.dense_dtype == DType::BF16 || report.dense_dtype == DType::F32 ||
-                    report.dense_dtype == DType::F16,
-                "dense weights can be exported as bf16, f32 or f16, not {}", dtype_name(report.dense_dtype));
+  report.dense_dtype = nvfp4_format
+                           ? options.dense_dtype.value_or(dtype_of_torch_name(source.config_json).value_or(DType::BF16))
+                           : DType::BF16;
+  NVFP4LM_CHECK(
+      report.dense_dtype == DType::BF16 || report.dense_dtype == DType::F32 || report.dense_dtype == DType::F16,
+      "dense weights can be exported as bf16, f32 or f16, not {}", dtype_name(report.dense_dtype));
 
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const NamedTensor& master : masters) by_name[master.name] = &master.tensor;
@@ -158,8 +158,9 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
     }
     for (const auto& [group, amax] : group_amax) group_scale[group] = nvfp4_tensor_scale(amax);
   } else if (options.format == ModelFormat::Dat) {
-    log::warn("the .dat format stores no tensor scale: NVFP4 weights are quantized with tensor scale 1, which is "
-              "close to but not exactly the trained QAT forward (export --format modelopt for an exact copy)");
+    log::warn(
+        "the .dat format stores no tensor scale: NVFP4 weights are quantized with tensor scale 1, which is "
+        "close to but not exactly the trained QAT forward (export --format modelopt for an exact copy)");
   }
 
   ModelWriterOptions writer_options;
@@ -199,8 +200,10 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
 
 CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   std::error_code ec;
-  NVFP4LM_CHECK(fs::is_directory(path, ec), "{} does not exist or is not a directory (expected a checkpoint step-N or "
-                "a run directory)", path.string());
+  NVFP4LM_CHECK(fs::is_directory(path, ec),
+                "{} does not exist or is not a directory (expected a checkpoint step-N or "
+                "a run directory)",
+                path.string());
   CheckpointExportInput input;
   if (fs::is_regular_file(path / kTrainerStateFileName, ec)) {
     input.checkpoint = path;
@@ -233,7 +236,8 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   if (fs::is_directory(copy, ec)) {
     input.source.side_files = tokenizer_files_in(copy);
   } else if (!source_model.empty() && fs::exists(source_model, ec)) {
-    const fs::path dir = fs::is_directory(source_model, ec) ? fs::path(source_model) : fs::path(source_model).parent_path();
+    const fs::path dir =
+        fs::is_directory(source_model, ec) ? fs::path(source_model) : fs::path(source_model).parent_path();
     input.source.side_files = tokenizer_files_in(dir);
   }
   if (input.source.side_files.empty())
@@ -241,14 +245,14 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
               input.checkpoint.string(), copy.string(), source_model.empty() ? "(unknown)" : source_model);
   input.source.protected_paths = {{input.checkpoint, false}, {run_dir, true}};
   if (!source_model.empty()) input.source.protected_paths.push_back({source_model, false});
+  if (!input.run_options.data.empty()) input.source.protected_paths.push_back({input.run_options.data, false});
   return input;
 }
 
 ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options) {
   check_export_target(out, input.source, options.overwrite);
-  const std::string problem =
-      verify_checksum_manifest(input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName},
-                               VerifyLevel::Checksums);
+  const std::string problem = verify_checksum_manifest(
+      input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
   NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
   const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(input.checkpoint / kModelFileName);
   std::vector<NamedTensor> masters;
@@ -257,8 +261,8 @@ ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::pat
 }
 
 std::string describe_export(const ExportReport& report) {
-  std::string text = fmt::format("exported {} to {} in {:.1f} s: ", format_title(report.format), report.out.string(),
-                                 report.seconds);
+  std::string text =
+      fmt::format("exported {} to {} in {:.1f} s: ", format_title(report.format), report.out.string(), report.seconds);
   if (report.format == ModelFormat::HfSafetensors) {
     text += fmt::format("{} BF16 tensors", report.dense_tensors);
   } else {

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "core/device.h"
+#include "core/error.h"
 #include "core/files.h"
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
@@ -68,13 +69,13 @@ struct TrainOptions {
   double max_grad_norm = 1.0;  // <= 0: no clipping
   uint64_t seed = 0;           // data order and stochastic rounding
   // bookkeeping
-  std::string output;         // run directory (checkpoints, metrics.jsonl, source-model/)
-  int64_t save_every = 0;     // 0: only at the end
-  int keep = 2;               // checkpoints kept
+  std::string output;      // run directory (checkpoints, metrics.jsonl, source-model/)
+  int64_t save_every = 0;  // 0: only at the end
+  int keep = 2;            // checkpoints kept
   bool resume = false;
-  std::string export_path;    // --export OUT (empty: none)
+  std::string export_path;  // --export OUT (empty: none)
   ModelFormat export_format = ModelFormat::ModeloptNvfp4;
-  bool overwrite = false;     // the export may replace an existing OUT
+  bool overwrite = false;  // the export may replace an existing OUT
   std::string device = "cpu";
   double max_memory_gib = 0;  // 0: no limit
   std::string metrics;        // default <output>/metrics.jsonl
@@ -96,6 +97,19 @@ std::string_view train_option_flag(std::string_view key);
 // `current` (the flags given this time), following the rules above. `where` names the checkpoint for messages.
 TrainOptions resolve_resume_options(const nlohmann::json& saved, const TrainOptions& current,
                                     const std::set<std::string>& given, const std::string& where);
+
+// parse(value), with an Error that names `flag` ("--qat: unknown QAT mode 'x' (...)") when the parser's own
+// message does not: the enum parsers of other modules name the value but not the flag it came from.
+template <typename Parse>
+auto parse_flag_value(std::string_view flag, const std::string& value, Parse parse) {
+  try {
+    return parse(value);
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.find(flag) != std::string::npos) throw;
+    NVFP4LM_FAIL("{}: {}", flag, message);
+  }
+}
 
 // Flag spellings of the enums.
 std::string_view block_flag_name(Nvfp4Block block);  // "1d", "2d"

@@ -75,8 +75,10 @@ Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given
   }
   if (!options_.resume) {
     const std::optional<CheckpointInfo> existing = latest_checkpoint(options_.output, VerifyLevel::Sizes);
-    NVFP4LM_CHECK(!existing, "{} already holds checkpoints (newest: {}); pass --resume to continue that run, or choose "
-                  "another --output", options_.output, existing ? existing->dir.filename().string() : "");
+    NVFP4LM_CHECK(!existing,
+                  "{} already holds checkpoints (newest: {}); pass --resume to continue that run, or choose "
+                  "another --output",
+                  options_.output, existing ? existing->dir.filename().string() : "");
   }
   load();
   if (!options_.export_path.empty()) check_export_target(options_.export_path, export_source(), options_.overwrite);
@@ -97,8 +99,10 @@ void Trainer::resolve_resume(const std::set<std::string>& given) {
                 options_.output);
   const json state = read_trainer_state(resume_checkpoint_->dir);
   const std::string where = resume_checkpoint_->dir.string();
-  NVFP4LM_CHECK(state.contains("config"), "{}: trainer_state.json has no \"config\"; it was not written by `nvfp4lm "
-                "train` and cannot be resumed", where);
+  NVFP4LM_CHECK(state.contains("config"),
+                "{}: trainer_state.json has no \"config\"; it was not written by `nvfp4lm "
+                "train` and cannot be resumed",
+                where);
   options_ = resolve_resume_options(state["config"], options_, given, where);
 }
 
@@ -224,8 +228,8 @@ void Trainer::prepare_run_directory() {
     write_file_atomic(tmp / "config.json", model_config_json_.dump(2) + "\n");
     if (generation_config_json_)
       write_file_atomic(tmp / "generation_config.json", generation_config_json_->dump(2) + "\n");
-    const fs::path tokenizer_dir = !options_.tokenizer.empty() ? fs::path(options_.tokenizer)
-                                                               : files_->tokenizer_dir().value_or(fs::path());
+    const fs::path tokenizer_dir =
+        !options_.tokenizer.empty() ? fs::path(options_.tokenizer) : files_->tokenizer_dir().value_or(fs::path());
     for (const fs::path& file : tokenizer_files(tokenizer_dir)) {
       fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing, ec);
       NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), tmp.string(), ec.message());
@@ -237,12 +241,13 @@ void Trainer::prepare_run_directory() {
 }
 
 std::string Trainer::compute_path() const {
-  return fmt::format("{}/{}", device_.is_cpu() ? "cpu" : "cuda", options_.qat == QatMode::Off ? "dense" : "dequant-gemm");
+  return fmt::format("{}/{}", device_.is_cpu() ? "cpu" : "cuda",
+                     options_.qat == QatMode::Off ? "dense" : "dequant-gemm");
 }
 
 std::string Trainer::precision() const {
-  return fmt::format("{} activations{}, {} master weights, fp32 gradients",
-                     device_.is_cpu() ? "fp32" : "bf16", device_.is_cpu() ? "" : " (fp32 accumulation)",
+  return fmt::format("{} activations{}, {} master weights, fp32 gradients", device_.is_cpu() ? "fp32" : "bf16",
+                     device_.is_cpu() ? "" : " (fp32 accumulation)",
                      options_.bf16_master ? "bf16 (stochastic rounding)" : "fp32");
 }
 
@@ -262,11 +267,11 @@ std::vector<std::string> Trainer::setup_lines() const {
   for (const Parameter& p : model_->parameters()) trained += p.value.numel();
   lines.push_back(fmt::format("parameters trained: {} ({:.2f}M) in {} tensors, of {:.2f}M", trained, trained / 1e6,
                               model_->parameters().size(), config.total_parameters() / 1e6));
-  lines.push_back(fmt::format("optimizer {} (weight decay {}, betas 0.9/0.95), state {:.1f} MiB; lr {:g} {} "
-                              "(warmup {}, min ratio {:g}), max grad norm {:g}",
-                              options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()),
-                              options_.lr, lr_decay_name(options_.lr_schedule), options_.warmup,
-                              options_.min_lr_ratio, options_.max_grad_norm));
+  lines.push_back(
+      fmt::format("optimizer {} (weight decay {}, betas 0.9/0.95), state {:.1f} MiB; lr {:g} {} "
+                  "(warmup {}, min ratio {:g}), max grad norm {:g}",
+                  options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()), options_.lr,
+                  lr_decay_name(options_.lr_schedule), options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
   const std::string length =
       options_.max_steps > 0
           ? fmt::format("{} steps (--max-steps)", total_steps_)
@@ -276,11 +281,12 @@ std::vector<std::string> Trainer::setup_lines() const {
                               options_.seq_len, options_.packing ? "packed" : "one sample a row",
                               loss_kind_name(options_.loss), options_.seed));
   if (resumed_from_)
-    lines.push_back(fmt::format("resuming {} at step {} of {}", resume_checkpoint_->dir.string(), *resumed_from_,
-                                total_steps_));
+    lines.push_back(
+        fmt::format("resuming {} at step {} of {}", resume_checkpoint_->dir.string(), *resumed_from_, total_steps_));
   lines.push_back(fmt::format("run directory {} (checkpoints {}, keeping {}; metrics {})", options_.output,
-                              options_.save_every > 0 ? fmt::format("every {} steps and at the end", options_.save_every)
-                                                      : std::string("at the end"),
+                              options_.save_every > 0
+                                  ? fmt::format("every {} steps and at the end", options_.save_every)
+                                  : std::string("at the end"),
                               options_.keep, metrics_file_->path().string()));
   return lines;
 }
@@ -321,8 +327,8 @@ StepMetrics Trainer::train_step() {
       total.correct += stats.correct;
     }
   }
-  NVFP4LM_ASSERT(total.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}",
-                 m.step, total.tokens, m.loss_tokens);
+  NVFP4LM_ASSERT(total.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}", m.step,
+                 total.tokens, m.loss_tokens);
   m.loss = total.loss_sum / static_cast<double>(m.loss_tokens);
   m.token_accuracy = static_cast<double>(total.correct) / static_cast<double>(m.loss_tokens);
   m.lr = lr_at(schedule_, step_);
@@ -420,13 +426,16 @@ ExportSource Trainer::export_source() const {
   source.generation_config = generation_config_json_;
   const fs::path copy = fs::path(options_.output) / kSourceModelDirName;
   std::error_code ec;
-  const fs::path tokenizer_dir = fs::is_directory(copy, ec) ? copy
-                                 : !options_.tokenizer.empty()
-                                     ? fs::path(options_.tokenizer)
-                                     : files_->tokenizer_dir().value_or(fs::path());
+  const fs::path tokenizer_dir = fs::is_directory(copy, ec)    ? copy
+                                 : !options_.tokenizer.empty() ? fs::path(options_.tokenizer)
+                                                               : files_->tokenizer_dir().value_or(fs::path());
   source.side_files = tokenizer_files(tokenizer_dir);
-  source.protected_paths = {{files_->path(), false}, {options_.output, true}};
+  // An --overwrite export replaces OUT as a whole: it must not hold the model, tokenizer or data it was trained
+  // from, nor the run's own files.
+  source.protected_paths = {{files_->path(), false}, {options_.output, true}, {options_.data, false}};
   if (!options_.tokenizer.empty()) source.protected_paths.push_back({options_.tokenizer, false});
+  if (!options_.metrics.empty()) source.protected_paths.push_back({options_.metrics, false});
+  if (!options_.memory_report.empty()) source.protected_paths.push_back({options_.memory_report, false});
   if (files_->path() != files_->directory()) source.protected_paths.push_back({files_->config_path(), false});
   return source;
 }
@@ -496,14 +505,12 @@ TrainSummary Trainer::run(const Progress& progress) {
 std::vector<std::string> format_train_summary(const TrainSummary& s) {
   std::vector<std::string> lines;
   const double tokens_per_second = s.seconds > 0 ? static_cast<double>(s.input_tokens) / s.seconds : 0;
-  lines.push_back(fmt::format("done: {} of {} steps{} in {} ({:.1f} s), {} tokens ({} trained), {:.0f} tok/s{}",
-                              s.steps, s.total_steps,
-                              s.start_step > 0 ? fmt::format(" (resumed at step {})", s.start_step) : "",
-                              format_duration(s.seconds), s.seconds, s.input_tokens, s.loss_tokens, tokens_per_second,
-                              s.skipped_steps > 0 ? fmt::format(", {} steps skipped (non-finite)", s.skipped_steps)
-                                                  : ""));
   lines.push_back(
-      fmt::format("loss: final {:.4f}, best {:.4f} at step {}", s.final_loss, s.best_loss, s.best_step));
+      fmt::format("done: {} of {} steps{} in {} ({:.1f} s), {} tokens ({} trained), {:.0f} tok/s{}", s.steps,
+                  s.total_steps, s.start_step > 0 ? fmt::format(" (resumed at step {})", s.start_step) : "",
+                  format_duration(s.seconds), s.seconds, s.input_tokens, s.loss_tokens, tokens_per_second,
+                  s.skipped_steps > 0 ? fmt::format(", {} steps skipped (non-finite)", s.skipped_steps) : ""));
+  lines.push_back(fmt::format("loss: final {:.4f}, best {:.4f} at step {}", s.final_loss, s.best_loss, s.best_step));
   for (const fs::path& checkpoint : s.checkpoints) lines.push_back("checkpoint: " + checkpoint.string());
   if (s.export_report) lines.push_back(describe_export(*s.export_report));
   lines.push_back("metrics: " + s.metrics_path.string());

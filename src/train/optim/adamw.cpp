@@ -1,11 +1,16 @@
 #include "train/optim/adamw.h"
 
+#if NVFP4LM_HAS_CUDA
+#include "train/optim/cuda/optim_kernels.h"
+#endif
+
 namespace nvfp4lm {
 
 AdamW::AdamW(std::span<const Parameter> parameters, const AdamWOptions& options) : Optimizer(parameters, options) {
   moments_.reserve(slots().size());
   for (const Slot& slot : slots()) {
-    moments_.push_back({Tensor::zeros(slot.shape, DType::F32), Tensor::zeros(slot.shape, DType::F32)});
+    moments_.push_back(
+        {Tensor::zeros(slot.shape, DType::F32, device()), Tensor::zeros(slot.shape, DType::F32, device())});
   }
 }
 
@@ -23,6 +28,14 @@ void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& 
   const int64_t n = parameter.value.numel();
   const bool is_bf16 = parameter.value.dtype() == DType::BF16;
   void* master = parameter.value.raw();
+#if NVFP4LM_HAS_CUDA
+  if (parameter.value.device().is_cuda()) {  // the state is on the same device (Optimizer checks)
+    cuda::adamw_step(master, is_bf16, static_cast<const float*>(parameter.grad.raw()),
+                     static_cast<float*>(moments_[slot_index].exp_avg.raw()),
+                     static_cast<float*>(moments_[slot_index].exp_avg_sq.raw()), n, scalars, rounding_seed);
+    return;
+  }
+#endif
   const float* grad = parameter.grad.data<float>();
   float* exp_avg = moments_[slot_index].exp_avg.data<float>();
   float* exp_avg_sq = moments_[slot_index].exp_avg_sq.data<float>();

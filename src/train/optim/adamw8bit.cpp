@@ -6,6 +6,10 @@
 #include "train/optim/moment_quant.h"
 #include "train/optim/stochastic_rounding.h"
 
+#if NVFP4LM_HAS_CUDA
+#include "train/optim/cuda/optim_kernels.h"
+#endif
+
 namespace nvfp4lm {
 
 AdamW8bit::AdamW8bit(std::span<const Parameter> parameters, const AdamWOptions& options)
@@ -14,8 +18,8 @@ AdamW8bit::AdamW8bit(std::span<const Parameter> parameters, const AdamWOptions& 
   for (const Slot& slot : slots()) {
     const Shape blocks({moment_block_count(slot.shape.numel())});
     // Code 0 decodes to 0 in both maps, so zero-filled state is the zero moment.
-    moments_.push_back({Tensor::zeros(slot.shape, DType::I8), Tensor::zeros(blocks, DType::F32),
-                        Tensor::zeros(slot.shape, DType::U8), Tensor::zeros(blocks, DType::F32)});
+    moments_.push_back({Tensor::zeros(slot.shape, DType::I8, device()), Tensor::zeros(blocks, DType::F32, device()),
+                        Tensor::zeros(slot.shape, DType::U8, device()), Tensor::zeros(blocks, DType::F32, device())});
   }
 }
 
@@ -43,15 +47,26 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
   const int64_t blocks = moment_block_count(n);
   const bool is_bf16 = parameter.value.dtype() == DType::BF16;
   void* master = parameter.value.raw();
-  const float* grad = parameter.grad.data<float>();
   QuantizedMoments& state = moments_[slot_index];
+  // Independent rounding streams for the two moments (the master weight uses rounding_seed itself).
+  const uint64_t m_seed = derive_rounding_seed(rounding_seed, 1);
+  const uint64_t s_seed = derive_rounding_seed(rounding_seed, 2);
+#if NVFP4LM_HAS_CUDA
+  if (parameter.value.device().is_cuda()) {  // the state is on the same device (Optimizer checks)
+    const cuda::Moments8bit moments{static_cast<int8_t*>(state.exp_avg_codes.raw()),
+                                    static_cast<float*>(state.exp_avg_absmax.raw()),
+                                    static_cast<uint8_t*>(state.exp_avg_sq_sqrt_codes.raw()),
+                                    static_cast<float*>(state.exp_avg_sq_sqrt_absmax.raw())};
+    cuda::adamw8bit_step(master, is_bf16, static_cast<const float*>(parameter.grad.raw()), moments, n, scalars,
+                         {rounding_seed, m_seed, s_seed});
+    return;
+  }
+#endif
+  const float* grad = parameter.grad.data<float>();
   int8_t* m_codes = state.exp_avg_codes.data<int8_t>();
   float* m_absmax = state.exp_avg_absmax.data<float>();
   uint8_t* s_codes = state.exp_avg_sq_sqrt_codes.data<uint8_t>();
   float* s_absmax = state.exp_avg_sq_sqrt_absmax.data<float>();
-  // Independent rounding streams for the two moments (the master weight uses rounding_seed itself).
-  const uint64_t m_seed = derive_rounding_seed(rounding_seed, 1);
-  const uint64_t s_seed = derive_rounding_seed(rounding_seed, 2);
 #pragma omp parallel for schedule(static) if (blocks > 64)
   for (int64_t block = 0; block < blocks; ++block) {
     const int64_t begin = block * kMomentBlockSize;
@@ -62,9 +77,9 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
     dequantize_unsigned_block(s_codes + begin, count, s_absmax[block], exp_avg_sq_sqrt);
     for (int64_t j = 0; j < count; ++j) {
       const int64_t i = begin + j;
-      float exp_avg_sq = exp_avg_sq_sqrt[j] * exp_avg_sq_sqrt[j];
+      float exp_avg_sq = mul_rn(exp_avg_sq_sqrt[j], exp_avg_sq_sqrt[j]);  // the kernel's ops
       const float updated = adamw_update(load_master(master, is_bf16, i), grad[i], exp_avg[j], exp_avg_sq, scalars);
-      exp_avg_sq_sqrt[j] = std::sqrt(exp_avg_sq);
+      exp_avg_sq_sqrt[j] = sqrt_rn(exp_avg_sq);
       store_master(master, is_bf16, i, updated, rounding_seed);
     }
     const auto first = static_cast<uint64_t>(begin);

@@ -1,7 +1,7 @@
-// AdamW with block-wise 8-bit moments (the state of the <= 24 GiB GPU memory mode; this is the CPU
-// reference). The update is the same fp32 element math as AdamW (adamw_math.h): per block of
-// kMomentBlockSize elements the moments are decoded, updated in fp32 and re-encoded with fresh block maxima
-// (moment_quant.h). State per parameter, keyed by name:
+// AdamW with block-wise 8-bit moments (the state of the <= 24 GiB GPU memory mode). The update is the same fp32
+// element math as AdamW (adamw_math.h): per block of kMomentBlockSize elements the moments are decoded, updated in
+// fp32 and re-encoded with fresh block maxima (moment_quant.h). The CPU loop is the reference; CUDA parameters take
+// cuda/optim_kernels.h's adamw8bit_step, which writes the same bits. State per parameter, keyed by name:
 //   "<name>.exp_avg.q8"            I8,  parameter shape   first moment codes
 //   "<name>.exp_avg.absmax"        F32, [blocks]          first moment block maxima
 //   "<name>.exp_avg_sq_sqrt.q8"    U8,  parameter shape   sqrt(second moment) codes

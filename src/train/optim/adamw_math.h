@@ -10,14 +10,15 @@
 //
 // Scalars (bias corrections, step size, 1 - beta) are computed in double on the host and rounded to float
 // once, as PyTorch does with Python floats; the element math is fp32 with the operation order above.
-// The CPU build does not contract a*b+c into FMA (-std=c++20, ISO mode); a CUDA twin that must agree bit for
-// bit has to use __fmul_rn/__fadd_rn (or --fmad=false) for these lines.
+// Every operation is rounded on its own (unfused_math.h): the CPU build never contracts a*b+c into an FMA and nvcc
+// would, so written this way the CUDA kernels (cuda/optim_kernels.cu) produce the same bits as the CPU.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "core/numeric.h"  // NVFP4LM_HD
+#include "train/optim/unfused_math.h"
 
 namespace nvfp4lm {
 
@@ -52,12 +53,12 @@ inline AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double 
 
 // Updates the moments in place and returns the new parameter value.
 NVFP4LM_HD float adamw_update(float param, float grad, float& exp_avg, float& exp_avg_sq, const AdamWScalars& s) {
-  const float g = grad * s.grad_multiplier;
-  param = param * s.decay;
-  exp_avg = exp_avg * s.beta1 + s.one_minus_beta1 * g;
-  exp_avg_sq = exp_avg_sq * s.beta2 + s.one_minus_beta2 * g * g;
-  const float denom = sqrtf(exp_avg_sq) / s.bias_correction2_sqrt + s.eps;
-  return param + -s.step_size * exp_avg / denom;  // torch addcdiv: self + (value * t1) / t2
+  const float g = mul_rn(grad, s.grad_multiplier);
+  param = mul_rn(param, s.decay);
+  exp_avg = add_rn(mul_rn(exp_avg, s.beta1), mul_rn(s.one_minus_beta1, g));
+  exp_avg_sq = add_rn(mul_rn(exp_avg_sq, s.beta2), mul_rn(mul_rn(s.one_minus_beta2, g), g));
+  const float denom = add_rn(div_rn(sqrt_rn(exp_avg_sq), s.bias_correction2_sqrt), s.eps);
+  return add_rn(param, div_rn(mul_rn(-s.step_size, exp_avg), denom));  // torch addcdiv: self + (value * t1) / t2
 }
 
 }  // namespace nvfp4lm

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#if NVFP4LM_HAS_CUDA
+#include "train/optim/cuda/optim_kernels.h"
+#endif
+
 namespace nvfp4lm {
 namespace {
 
@@ -32,14 +36,23 @@ double sum_of_squares(const float* data, int64_t count) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-}  // namespace
-
-double grad_norm(std::span<const Parameter> parameters) {
-  std::vector<Chunk> chunks;
+// The device every gradient is on (CPU when there are none); an Error when they are not all on one.
+Device gradient_device(std::span<const Parameter> parameters) {
+  if (parameters.empty()) return Device::cpu();
+  const Device device = parameters.front().grad.device();
   for (const Parameter& parameter : parameters) {
     check_parameter(parameter);
-    NVFP4LM_ASSERT(parameter.grad.device().is_cpu(), "grad_norm: parameter {} is on {}", parameter.name,
-                   parameter.grad.device().str());
+    NVFP4LM_CHECK(parameter.grad.device() == device,
+                  "gradient norm: parameter {} has its gradient on {} but {} on {}; all gradients must be on one "
+                  "device",
+                  parameter.name, parameter.grad.device().str(), parameters.front().name, device.str());
+  }
+  return device;
+}
+
+double grad_norm_cpu(std::span<const Parameter> parameters) {
+  std::vector<Chunk> chunks;
+  for (const Parameter& parameter : parameters) {
     const float* grad = parameter.grad.data<float>();
     const int64_t n = parameter.grad.numel();
     for (int64_t begin = 0; begin < n; begin += kChunkElements) {
@@ -58,6 +71,35 @@ double grad_norm(std::span<const Parameter> parameters) {
   return std::sqrt(total);
 }
 
+#if NVFP4LM_HAS_CUDA
+// Partials of every gradient into one device buffer, one final pass, one read back (cuda/optim_kernels.h).
+double grad_norm_cuda(std::span<const Parameter> parameters, Device device) {
+  int64_t partial_count = 0;
+  for (const Parameter& parameter : parameters)
+    partial_count += cuda::sum_of_squares_partial_count(parameter.grad.numel());
+  Tensor scratch = Tensor::empty({partial_count + 1}, DType::I64, device);  // doubles: the partials, then the total
+  double* partials = static_cast<double*>(scratch.raw());
+  int64_t offset = 0;
+  for (const Parameter& parameter : parameters) {
+    const int64_t n = parameter.grad.numel();
+    cuda::sum_of_squares_partials(static_cast<const float*>(parameter.grad.raw()), n, partials + offset);
+    offset += cuda::sum_of_squares_partial_count(n);
+  }
+  return std::sqrt(cuda::sum_of_squares_total(partials, partial_count, partials + partial_count));
+}
+#endif
+
+}  // namespace
+
+double grad_norm(std::span<const Parameter> parameters) {
+  const Device device = gradient_device(parameters);
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda()) return grad_norm_cuda(parameters, device);
+#endif
+  NVFP4LM_ASSERT(device.is_cpu(), "grad_norm: gradients on {} in a build without CUDA", device.str());
+  return grad_norm_cpu(parameters);
+}
+
 float clip_coefficient(double norm, double max_norm) {
   NVFP4LM_ASSERT(std::isfinite(norm), "clip coefficient of a non-finite norm");
   if (max_norm <= 0) return 1.0f;
@@ -73,6 +115,12 @@ ClipResult clip_grad_norm(std::span<Parameter> parameters, double max_norm) {
   if (result.coefficient == 1.0f) return result;
   const float coefficient = result.coefficient;
   for (Parameter& parameter : parameters) {
+#if NVFP4LM_HAS_CUDA
+    if (parameter.grad.device().is_cuda()) {
+      cuda::scale_in_place(static_cast<float*>(parameter.grad.raw()), parameter.grad.numel(), coefficient);
+      continue;
+    }
+#endif
     float* grad = parameter.grad.data<float>();
     const int64_t n = parameter.grad.numel();
 #pragma omp parallel for schedule(static) if (n > 65536)

@@ -3,6 +3,9 @@
 //   coefficient = min(1, max_norm / (norm + 1e-6));  grads *= coefficient
 // The norm is accumulated in double in fixed-size chunks combined in a fixed order, so it is the same bits
 // for any number of threads (needed for bit-identical resume). It is returned before clipping, for logging.
+// Gradients on CUDA are summed on the device (cuda/optim_kernels.h), also in double over fixed tiles in a fixed tree:
+// the same bits on every run, within ~1e-15 relative of the CPU value (a different summation order). All gradients
+// must be on one device (an Error otherwise).
 //
 // A non-finite norm (an inf or NaN gradient) is reported, never "clipped": the caller decides whether to skip
 // the step or stop (DESIGN.md §7), and gradients are left as they are.

@@ -43,35 +43,20 @@ float block_absmax(const float* values, int64_t n) {
 const float* signed_magnitude_table() { return kSignedTable.data(); }
 const float* unsigned_table() { return kUnsignedTable.data(); }
 
-int stochastic_code(const float* table, int size, float x, float uniform) {
-  // Branchless binary search for the last entry <= x (table[0] = 0 <= x); size is a power of two.
-  int lower = 0;
-  for (int step = size / 2; step > 0; step /= 2) lower += table[lower + step] <= x ? step : 0;
-  if (lower == size - 1) return lower;  // x == 1: the block maximum
-  const float fraction = (x - table[lower]) / (table[lower + 1] - table[lower]);
-  return uniform < fraction ? lower + 1 : lower;
-}
-
 void quantize_signed_block(const float* values, int64_t n, int8_t* codes, float* absmax, uint64_t seed,
                            uint64_t first_element) {
   NVFP4LM_ASSERT(n > 0 && n <= kMomentBlockSize, "block of {} elements", n);
   const float scale = block_absmax(values, n);
   *absmax = scale;
   for (int64_t i = 0; i < n; ++i) {
-    const float magnitude = scale > 0.0f ? std::fabs(values[i]) / scale : 0.0f;  // <= 1 exactly
     const float uniform = counter_uniform(seed, first_element + static_cast<uint64_t>(i));
-    const int code = stochastic_code(kSignedTable.data(), kSignedMagnitudeCodes, magnitude, uniform);
-    const int sign = std::signbit(values[i]) && code != 0 ? 0x80 : 0;
-    codes[i] = static_cast<int8_t>(static_cast<uint8_t>(sign | code));
+    codes[i] = static_cast<int8_t>(encode_signed_moment(values[i], scale, kSignedTable.data(), uniform));
   }
 }
 
 void dequantize_signed_block(const int8_t* codes, int64_t n, float absmax, float* values) {
-  for (int64_t i = 0; i < n; ++i) {
-    const auto code = static_cast<uint8_t>(codes[i]);
-    const float magnitude = kSignedTable[code & 0x7f] * absmax;
-    values[i] = (code & 0x80) ? -magnitude : magnitude;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = decode_signed_moment(static_cast<uint8_t>(codes[i]), absmax, kSignedTable.data());
 }
 
 void quantize_unsigned_block(const float* values, int64_t n, uint8_t* codes, float* absmax, uint64_t seed,
@@ -80,16 +65,13 @@ void quantize_unsigned_block(const float* values, int64_t n, uint8_t* codes, flo
   const float scale = block_absmax(values, n);
   *absmax = scale;
   for (int64_t i = 0; i < n; ++i) {
-    const float x = scale > 0.0f ? values[i] / scale : 0.0f;
     const float uniform = counter_uniform(seed, first_element + static_cast<uint64_t>(i));
-    int code = stochastic_code(kUnsignedTable.data(), kUnsignedCodes, x, uniform);
-    if (code == 0 && x > 0.0f) code = 1;  // never lose a positive second moment (see header)
-    codes[i] = static_cast<uint8_t>(code);
+    codes[i] = encode_unsigned_moment(values[i], scale, kUnsignedTable.data(), uniform);
   }
 }
 
 void dequantize_unsigned_block(const uint8_t* codes, int64_t n, float absmax, float* values) {
-  for (int64_t i = 0; i < n; ++i) values[i] = kUnsignedTable[codes[i]] * absmax;
+  for (int64_t i = 0; i < n; ++i) values[i] = decode_unsigned_moment(codes[i], absmax, kUnsignedTable.data());
 }
 
 }  // namespace nvfp4lm

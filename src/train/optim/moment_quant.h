@@ -25,9 +25,15 @@
 // fp32-moment run's and its weights 9% apart; stochastic rounding, 2-7% and ~5% (mostly the noise itself).
 // The noise comes from counter_uniform(seed, element index) (core/rng.h): deterministic, independent of
 // threading, reproducible by a CUDA twin. The block maximum always encodes exactly.
+//
+// The per-element encode and decode rules are host/device functions here, so the CPU block functions and the CUDA
+// kernel (cuda/optim_kernels.cu, which keeps the tables in shared memory) are one code and write the same codes.
 #pragma once
 
 #include <cstdint>
+
+#include "core/numeric.h"  // NVFP4LM_HD, float_bits
+#include "train/optim/unfused_math.h"
 
 namespace nvfp4lm {
 
@@ -43,7 +49,40 @@ const float* unsigned_table();          // kUnsignedCodes entries
 
 // The code for x in [0, 1]: the table entry just below or just above x, the upper one with probability
 // (x - below) / (above - below), decided by `uniform` in [0, 1).
-int stochastic_code(const float* table, int size, float x, float uniform);
+NVFP4LM_HD int stochastic_code(const float* table, int size, float x, float uniform) {
+  // Branchless binary search for the last entry <= x (table[0] = 0 <= x); size is a power of two.
+  int lower = 0;
+  for (int step = size / 2; step > 0; step /= 2) lower += table[lower + step] <= x ? step : 0;
+  if (lower == size - 1) return lower;  // x == 1: the block maximum
+  const float fraction = div_rn(sub_rn(x, table[lower]), sub_rn(table[lower + 1], table[lower]));
+  return uniform < fraction ? lower + 1 : lower;
+}
+
+// One element of a block whose largest magnitude is `absmax` (the block's maximum of |value|); `table` is
+// signed_magnitude_table() / unsigned_table() (or a copy of it), `uniform` the element's rounding noise.
+NVFP4LM_HD uint8_t encode_signed_moment(float value, float absmax, const float* table, float uniform) {
+  const float magnitude = absmax > 0.0f ? div_rn(abs_bits(value), absmax) : 0.0f;  // <= 1 exactly
+  const int code = stochastic_code(table, kSignedMagnitudeCodes, magnitude, uniform);
+  const int sign = (float_bits(value) >> 31) != 0 && code != 0 ? 0x80 : 0;
+  return static_cast<uint8_t>(sign | code);
+}
+
+NVFP4LM_HD float decode_signed_moment(uint8_t code, float absmax, const float* table) {
+  const float magnitude = mul_rn(table[code & 0x7f], absmax);
+  return (code & 0x80) ? -magnitude : magnitude;
+}
+
+// value must be >= 0.
+NVFP4LM_HD uint8_t encode_unsigned_moment(float value, float absmax, const float* table, float uniform) {
+  const float x = absmax > 0.0f ? div_rn(value, absmax) : 0.0f;
+  int code = stochastic_code(table, kUnsignedCodes, x, uniform);
+  if (code == 0 && x > 0.0f) code = 1;  // never lose a positive second moment (see the top of this file)
+  return static_cast<uint8_t>(code);
+}
+
+NVFP4LM_HD float decode_unsigned_moment(uint8_t code, float absmax, const float* table) {
+  return mul_rn(table[code], absmax);
+}
 
 // One block of n <= kMomentBlockSize values <-> codes + absmax. Element i of the block draws its rounding noise
 // from counter_uniform(seed, first_element + i), first_element being the block's offset in the tensor.

@@ -20,10 +20,12 @@ void check_adamw_options(const AdamWOptions& o) {
 Optimizer::Optimizer(std::span<const Parameter> parameters, const AdamWOptions& options) : options_(options) {
   check_adamw_options(options);
   check_parameters(parameters);
+  if (!parameters.empty()) device_ = parameters.front().value.device();
   slots_.reserve(parameters.size());
   for (const Parameter& parameter : parameters) {
-    NVFP4LM_ASSERT(parameter.value.device().is_cpu(), "parameter {} is on {}; this optimizer runs on the CPU",
-                   parameter.name, parameter.value.device().str());
+    NVFP4LM_CHECK(parameter.value.device() == device_,
+                  "optimizer: parameter {} is on {} but {} is on {}; one optimizer updates parameters on one device",
+                  parameter.name, parameter.value.device().str(), parameters.front().name, device_.str());
     slot_by_name_.emplace(parameter.name, slots_.size());
     slots_.push_back({parameter.name, parameter.value.shape(), parameter.weight_decay,
                       xxh64(parameter.name.data(), parameter.name.size())});
@@ -54,6 +56,13 @@ void Optimizer::step(std::span<Parameter> parameters, double lr, float grad_mult
   NVFP4LM_ASSERT(parameters.size() == slots_.size(), "optimizer built for {} parameters, step() given {}",
                  slots_.size(), parameters.size());
   check_parameters(parameters);  // with the count check above: the same set of names
+  // Devices are checked before any update, so an error leaves every parameter as it was.
+  for (const Parameter& parameter : parameters) {
+    NVFP4LM_CHECK(parameter.value.device() == device_,
+                  "optimizer: parameter {} is on {} but the optimizer's state is on {}; build the optimizer after "
+                  "moving the model to the device it trains on",
+                  parameter.name, parameter.value.device().str(), device_.str());
+  }
   const int64_t t = step_count_ + 1;
   for (size_t position = 0; position < parameters.size(); ++position) {
     Parameter& parameter = parameters[position];

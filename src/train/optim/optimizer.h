@@ -13,6 +13,9 @@
 //  - BF16 master weights are updated in fp32 and written back with stochastic rounding (stochastic_rounding.h).
 //  - state_tensors() returns views of the state keyed "<parameter name>.<state name>": the checkpoint
 //    writer saves them and the loader copies into them in place.
+//  - Device: all parameters of one optimizer live on one device (an Error otherwise), and the state is allocated
+//    there. CPU parameters take the fp32 reference loops; CUDA parameters the kernels of cuda/optim_kernels.h, which
+//    write the same bits (same element math, same counter-based rounding noise), one launch per parameter.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +59,8 @@ class Optimizer {
   void set_step_count(int64_t steps);
 
   const AdamWOptions& options() const { return options_; }
+  // Where the parameters and the state are (CPU when built from no parameters).
+  Device device() const { return device_; }
 
   // Views of every state tensor, in parameter order ("<name>.exp_avg", ...).
   virtual std::vector<NamedTensor> state_tensors() const = 0;
@@ -83,6 +88,7 @@ class Optimizer {
   size_t find_slot(const Parameter& parameter, size_t position) const;
 
   AdamWOptions options_;
+  Device device_ = Device::cpu();
   std::vector<Slot> slots_;
   std::unordered_map<std::string, size_t> slot_by_name_;
   int64_t step_count_ = 0;

@@ -5,7 +5,7 @@
 //    checkpoint entries are keyed by it, so the order of a parameter list may change between runs.
 //  - `value` is the master weight: F32, or BF16 when the run keeps bf16 masters (the optimizer then writes
 //    it back with stochastic rounding). `grad` is F32 with the same shape. Both contiguous, on one device
-//    (CPU for the reference optimizers).
+//    (CPU: the fp32 reference optimizers; CUDA: their kernels, cuda/optim_kernels.h).
 //  - The backward pass *accumulates* into `grad` (+=); the training loop zeroes it after each optimizer step.
 //  - `weight_decay` is true for 2-D linear weights, false for embeddings and norm weights.
 //  - The model owns the parameters; optimizers and checkpoints take them as a span each call and keep

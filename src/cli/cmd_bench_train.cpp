@@ -1,0 +1,152 @@
+// `nvfp4lm bench train`: throughput, FLOP/s against a dense GEMM measured in the same run, and memory of full
+// training steps (train/bench_train.h), as a table on stdout and optionally JSON.
+//
+// bench train (--model M | --preset P) --seq-len N --batch B [--steps S] [--warmup-steps W] [--device cpu|cuda]
+//             [--qat w4a16|w4a4|off] [--optimizer adamw|adamw8bit] [--master fp32|bf16] [--json FILE|-]
+// --preset builds a random model of that shape in memory (no files); --model trains a copy of a model's weights
+// (nothing is written). Every flag is checked before the model is built; the header line (device, compute path,
+// precision) is the first line on stderr.
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "io/hf_config.h"
+#include "io/model_files.h"
+#include "model/qwen3_trainable.h"
+#include "train/bench_train.h"
+#include "train/optim/optimizer.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct BenchTrainCliOptions {
+  std::string model;
+  std::string preset;
+  std::string config;
+  DeviceFlags device;
+  TrainBenchOptions bench;
+  std::string qat = "w4a16";
+  std::string optimizer = "adamw";
+  std::string master = "fp32";
+  int64_t gemm_size = 0;
+  std::string json;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_bench_train(const BenchTrainCliOptions& cli) {
+  NVFP4LM_CHECK(cli.model.empty() != cli.preset.empty(), "bench train: pass exactly one of --model M and --preset ({})",
+                fmt::join(qwen3_preset_names(), ", "));
+  NVFP4LM_CHECK(cli.config.empty() || !cli.model.empty(), "bench train: --config goes with --model, not --preset");
+  check_train_bench_options(cli.bench);
+  const QatMode qat = parse_qat_mode(cli.qat);
+  NVFP4LM_CHECK(cli.optimizer == "adamw" || cli.optimizer == "adamw8bit", "--optimizer {}: choose adamw or adamw8bit",
+                cli.optimizer);
+  NVFP4LM_CHECK(cli.master == "fp32" || cli.master == "bf16", "--master {}: choose fp32 or bf16", cli.master);
+  NVFP4LM_CHECK(cli.gemm_size >= 0, "--gemm-size must be >= 0 (0: 2048 on the CPU, 8192 on CUDA), got {}",
+                cli.gemm_size);
+  const Qwen3Config preset = cli.preset.empty() ? Qwen3Config{} : qwen3_preset(cli.preset);
+  const Device device = setup_device(cli.device);
+  const bool bf16_master = cli.master == "bf16";
+
+  print_header("bench train", device, train_compute_path(device, qat), train_precision(device, bf16_master, qat));
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<ModelFiles> files;
+  if (cli.preset.empty()) {
+    OpenModelOptions open_options;
+    if (!cli.config.empty()) open_options.config_path = cli.config;
+    files = open_model(cli.model, open_options);
+  } else {
+    files = random_model_files(preset, "preset:" + cli.preset, cli.bench.seed);
+  }
+  const Qwen3Config config = files->config();
+  NVFP4LM_CHECK(cli.bench.seq_len <= config.max_position_embeddings,
+                "--seq-len {} exceeds the context of {} ({} tokens)", cli.bench.seq_len, files->path().string(),
+                config.max_position_embeddings);
+
+  TrainModelOptions model_options;
+  model_options.qat = qat;
+  model_options.device = device;
+  model_options.bf16_master = bf16_master;
+  std::optional<Qwen3Trainable> model;
+  std::unique_ptr<Optimizer> optimizer;
+  {
+    const QuietInfoLogs quiet;  // from_files logs what the header line says
+    model.emplace(Qwen3Trainable::from_files(*files, model_options));
+    const MemoryPhase phase("load");
+    AdamWOptions adamw;
+    adamw.seed = cli.bench.seed;
+    optimizer = make_optimizer(cli.optimizer, model->parameters(), adamw);
+  }
+  files.reset();
+  log::info("model {} ({} layers, hidden {}, vocab {}, {:.1f}M parameters) ready in {:.1f} s; optimizer {}",
+            cli.preset.empty() ? cli.model : "preset:" + cli.preset, config.num_hidden_layers, config.hidden_size,
+            config.vocab_size, config.total_parameters() / 1e6, seconds_since(start), cli.optimizer);
+  log::info("bench train: {} warm-up + {} timed steps of {} x {} random tokens", cli.bench.warmup_steps,
+            cli.bench.steps, cli.bench.batch, cli.bench.seq_len);
+
+  TrainBenchResult result = run_train_bench(*model, *optimizer, cli.bench);
+  set_gemm_ceilings(result, measure_gemm_ceilings(device, config, result.tokens_per_step, cli.gemm_size));
+
+  nlohmann::json json = train_bench_json(result);
+  json["benchmark"] = "train";
+  json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset;
+  json["device"] = device.str();
+  json["compute_path"] = train_compute_path(device, qat);
+  json["precision"] = train_precision(device, bf16_master, qat);
+  json["qat"] = std::string(qat_mode_name(qat));
+  json["optimizer"] = cli.optimizer;
+  json["master"] = cli.master;
+  json["parameters"] = config.total_parameters();
+
+  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}\n", "model",
+                                 json["model"].get<std::string>(), "compute path", train_compute_path(device, qat),
+                                 device.str(), train_precision(device, bf16_master, qat), cli.optimizer);
+  text += train_bench_table(result);
+  if (cli.json == "-") {
+    text = json.dump(2) + "\n";
+  } else if (!cli.json.empty()) {
+    write_file_atomic(cli.json, json.dump(2) + "\n");
+    text += fmt::format("wrote {}\n", cli.json);
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+BenchRegistration registration(
+    "train", "Training step throughput, FLOP/s against a dense GEMM measured in the same run, and memory",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<BenchTrainCliOptions>();
+      app.add_option("--model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file");
+      app.add_option("--preset", options->preset, "a random model of this shape, in memory (tiny, small, qwen3-4b)");
+      app.add_option("--config", options->config, "with --model: config.json for a .dat model without one beside it");
+      app.add_option("--seq-len", options->bench.seq_len, "tokens per row")->required();
+      app.add_option("--batch", options->bench.batch, "rows per step")->required();
+      app.add_option("--steps", options->bench.steps, "timed optimizer steps (default 5)");
+      app.add_option("--warmup-steps", options->bench.warmup_steps, "untimed steps first (default 1)");
+      app.add_option("--qat", options->qat, "w4a16 (default), w4a4 or off");
+      app.add_option("--optimizer", options->optimizer, "adamw (default) or adamw8bit");
+      app.add_option("--master", options->master, "master weights: fp32 (default) or bf16");
+      app.add_option("--lr", options->bench.lr, "constant learning rate (default 1e-5)");
+      app.add_option("--seed", options->bench.seed, "seed of the random ids and of a --preset's weights (default 0)");
+      app.add_option("--gemm-size", options->gemm_size,
+                     "size of the square GEMM of the ceiling (default 0: 2048 on the CPU, 8192 on CUDA)");
+      app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
+      add_device_flags(app, options->device);
+      return [options] { return run_bench_train(*options); };
+    });
+
+}  // namespace
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,330 @@
+// Optimizer kernels (declared and described in optim_kernels.h). Kernels:
+//  - adamw_kernel: one element per thread-iteration of a grid-stride loop; master (F32 or BF16), gradient and both
+//    moments are each read and written once (4 + 4 + 8 + 8 bytes, or 2 + 4 + 8 + 8 with a bf16 master). Memory bound.
+//  - adamw8bit_kernel: one CTA of kMomentBlockSize (256) threads per moment block, one element per thread: decode
+//    both moments (tables in shared memory), update, reduce the two new block maxima (warp shuffles, then the 8 warp
+//    values through shared memory; a maximum, so the order does not matter), encode, write the codes and maxima.
+//  - sum_of_squares_partial_kernel: one CTA of 256 threads per tile of kSumTile elements; thread t accumulates the
+//    tile's elements t, t + 256, ... in double (fma), then a fixed shuffle tree per warp and the 8 warp sums in
+//    order. sum_of_squares_total_kernel: one CTA of 1024 threads adds the partials the same way (thread t takes
+//    partials t, t + 1024, ...). Fixed trees and fixed tiles: the total depends only on the data.
+//  - scale_kernel: data *= factor. amax_kernel: max over finite |x| (atomicMax on the float's bits, which order like
+//    the values since all are >= 0) and the lowest index of a non-finite element (atomicMin).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/cuda/check.h"
+#include "core/numeric.h"
+#include "core/rng.h"
+#include "train/optim/cuda/optim_kernels.h"
+#include "train/optim/moment_quant.h"
+#include "train/optim/stochastic_rounding.h"
+
+namespace nvfp4lm::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int64_t kMaxGrid = int64_t{65535} * 16;  // grid-stride loops cover the rest
+
+constexpr int kMomentBlock = static_cast<int>(kMomentBlockSize);
+static_assert(kMomentBlock == 256, "adamw8bit_kernel runs one thread per element of a moment block");
+constexpr int kMomentWarps = kMomentBlock / 32;
+
+constexpr int kSumThreads = 256;
+constexpr int kSumPerThread = 64;
+constexpr int64_t kSumTile = int64_t{kSumThreads} * kSumPerThread;  // elements per partial
+constexpr int kTotalThreads = 1024;
+
+unsigned grid_for(int64_t items, int threads) {
+  const int64_t blocks = (items + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxGrid));
+}
+
+// ---- master weights ---------------------------------------------------------------------------------------------
+
+template <bool kBf16>
+__device__ __forceinline__ float load_master(const void* master, int64_t i) {
+  if constexpr (kBf16) {
+    return bf16_to_float(static_cast<const uint16_t*>(master)[i]);
+  } else {
+    return static_cast<const float*>(master)[i];
+  }
+}
+
+// As optimizer.cpp's store_master: BF16 with stochastic rounding drawn from (seed, element index).
+template <bool kBf16>
+__device__ __forceinline__ void store_master(void* master, int64_t i, float value, uint64_t seed) {
+  if constexpr (kBf16) {
+    static_cast<uint16_t*>(master)[i] =
+        float_to_bf16_stochastic(value, counter_uniform(seed, static_cast<uint64_t>(i)));
+  } else {
+    static_cast<float*>(master)[i] = value;
+  }
+}
+
+// ---- AdamW, fp32 moments ----------------------------------------------------------------------------------------
+
+template <bool kBf16>
+__global__ void __launch_bounds__(kThreads)
+    adamw_kernel(void* __restrict__ master, const float* __restrict__ grad, float* __restrict__ exp_avg,
+                 float* __restrict__ exp_avg_sq, int64_t count, AdamWScalars scalars, uint64_t rounding_seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    float m = exp_avg[i];
+    float v = exp_avg_sq[i];
+    const float updated = adamw_update(load_master<kBf16>(master, i), grad[i], m, v, scalars);
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    store_master<kBf16>(master, i, updated, rounding_seed);
+  }
+}
+
+// ---- AdamW, 8-bit moments ---------------------------------------------------------------------------------------
+
+// The code tables, passed by value as a __grid_constant__ parameter (no global state, no upload) and copied into
+// shared memory, where the binary searches of the encoder read them.
+struct MomentTables {
+  float signed_magnitude[kSignedMagnitudeCodes];
+  float unsigned_values[kUnsignedCodes];
+};
+
+__device__ __forceinline__ float warp_max(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(kFullMask, value, offset));
+  return value;
+}
+
+template <bool kBf16>
+__global__ void __launch_bounds__(kMomentBlock)
+    adamw8bit_kernel(void* __restrict__ master, const float* __restrict__ grad, Moments8bit state, int64_t count,
+                     int64_t blocks, AdamWScalars scalars, Rounding8bitSeeds seeds,
+                     const __grid_constant__ MomentTables tables) {
+  __shared__ float signed_table[kSignedMagnitudeCodes];
+  __shared__ float unsigned_table[kUnsignedCodes];
+  __shared__ float warp_maxima[2][kMomentWarps];
+  static_assert(kSignedMagnitudeCodes <= kMomentBlock && kUnsignedCodes == kMomentBlock);
+  if (threadIdx.x < kSignedMagnitudeCodes) signed_table[threadIdx.x] = tables.signed_magnitude[threadIdx.x];
+  unsigned_table[threadIdx.x] = tables.unsigned_values[threadIdx.x];
+  __syncthreads();
+
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
+    const int64_t i = block * kMomentBlock + threadIdx.x;
+    const bool active = i < count;  // the last block may be short
+    float exp_avg = 0.0f, exp_avg_sq_sqrt = 0.0f;
+    if (active) {
+      exp_avg =
+          decode_signed_moment(static_cast<uint8_t>(state.exp_avg_codes[i]), state.exp_avg_absmax[block], signed_table);
+      const float old_sqrt =
+          decode_unsigned_moment(state.exp_avg_sq_sqrt_codes[i], state.exp_avg_sq_sqrt_absmax[block], unsigned_table);
+      // As adamw8bit.cpp: v = s * s, the fp32 update, s = sqrt(v).
+      float exp_avg_sq = mul_rn(old_sqrt, old_sqrt);
+      const float updated = adamw_update(load_master<kBf16>(master, i), grad[i], exp_avg, exp_avg_sq, scalars);
+      exp_avg_sq_sqrt = sqrt_rn(exp_avg_sq);
+      store_master<kBf16>(master, i, updated, seeds.master);
+    }
+    // Fresh block maxima (the CPU's block_absmax: max of |x| from 0; inactive threads add 0).
+    const float m_max = warp_max(abs_bits(exp_avg));
+    const float s_max = warp_max(abs_bits(exp_avg_sq_sqrt));
+    if (lane == 0) {
+      warp_maxima[0][warp] = m_max;
+      warp_maxima[1][warp] = s_max;
+    }
+    __syncthreads();  // also orders every thread's reads of the old maxima before thread 0 overwrites them
+    float m_absmax = 0.0f, s_absmax = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kMomentWarps; ++w) {
+      m_absmax = fmaxf(m_absmax, warp_maxima[0][w]);
+      s_absmax = fmaxf(s_absmax, warp_maxima[1][w]);
+    }
+    if (active) {
+      const auto element = static_cast<uint64_t>(i);
+      state.exp_avg_codes[i] = static_cast<int8_t>(
+          encode_signed_moment(exp_avg, m_absmax, signed_table, counter_uniform(seeds.exp_avg, element)));
+      state.exp_avg_sq_sqrt_codes[i] = encode_unsigned_moment(exp_avg_sq_sqrt, s_absmax, unsigned_table,
+                                                              counter_uniform(seeds.exp_avg_sq_sqrt, element));
+    }
+    if (threadIdx.x == 0) {
+      state.exp_avg_absmax[block] = m_absmax;
+      state.exp_avg_sq_sqrt_absmax[block] = s_absmax;
+    }
+    __syncthreads();  // warp_maxima is rewritten by the next block
+  }
+}
+
+// ---- sum of squares ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ double warp_sum(double value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);
+  return value;
+}
+
+// Sum over the CTA (blockDim.x = kWarps * 32) in a fixed tree; valid in thread 0.
+template <int kWarps>
+__device__ __forceinline__ double block_sum(double value) {
+  __shared__ double warp_sums[kWarps];
+  value = warp_sum(value);
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  if (lane == 0) warp_sums[warp] = value;
+  __syncthreads();
+  value = 0.0;
+  if (warp == 0) {
+    value = lane < kWarps ? warp_sums[lane] : 0.0;
+    value = warp_sum(value);
+  }
+  return value;
+}
+
+__global__ void __launch_bounds__(kSumThreads)
+    sum_of_squares_partial_kernel(const float* __restrict__ data, int64_t count, double* __restrict__ partials) {
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kSumTile;
+  double sum = 0.0;
+#pragma unroll 8
+  for (int k = 0; k < kSumPerThread; ++k) {
+    const int64_t i = begin + static_cast<int64_t>(k) * kSumThreads + threadIdx.x;
+    if (i < count) {
+      const double g = data[i];
+      sum = fma(g, g, sum);
+    }
+  }
+  sum = block_sum<kSumThreads / 32>(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+__global__ void __launch_bounds__(kTotalThreads)
+    sum_of_squares_total_kernel(const double* __restrict__ partials, int64_t count, double* __restrict__ total) {
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += kTotalThreads) sum += partials[i];
+  sum = block_sum<kTotalThreads / 32>(sum);
+  if (threadIdx.x == 0) *total = sum;
+}
+
+// ---- scale, amax ------------------------------------------------------------------------------------------------
+
+__global__ void __launch_bounds__(kThreads) scale_kernel(float* __restrict__ data, int64_t count, float factor) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    data[i] = __fmul_rn(data[i], factor);
+}
+
+struct AmaxScratch {
+  unsigned int amax_bits;
+  unsigned int padding;
+  unsigned long long first_bad;  // lowest index of a non-finite element, or all ones
+};
+static_assert(sizeof(AmaxScratch) == kAmaxScratchBytes);
+
+template <bool kBf16>
+__global__ void __launch_bounds__(kThreads)
+    amax_kernel(const void* __restrict__ data, int64_t count, AmaxScratch* __restrict__ result) {
+  float thread_max = 0.0f;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const float magnitude = fabsf(load_master<kBf16>(data, i));
+    if (magnitude <= 3.402823466e+38f) {
+      thread_max = fmaxf(thread_max, magnitude);
+    } else {  // inf or NaN: rare, so a direct atomic is fine
+      atomicMin(&result->first_bad, static_cast<unsigned long long>(i));
+    }
+  }
+  thread_max = warp_max(thread_max);
+  if (threadIdx.x % 32 == 0) atomicMax(&result->amax_bits, __float_as_uint(thread_max));
+}
+
+}  // namespace
+
+void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
+                const AdamWScalars& scalars, uint64_t rounding_seed) {
+  if (count <= 0) return;
+  const unsigned grid = grid_for(count, kThreads);
+  if (master_bf16) {
+    adamw_kernel<true>
+        <<<grid, kThreads, 0, stream()>>>(master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
+  } else {
+    adamw_kernel<false>
+        <<<grid, kThreads, 0, stream()>>>(master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
+  }
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Moments8bit& moments, int64_t count,
+                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds) {
+  if (count <= 0) return;
+  MomentTables tables;
+  std::memcpy(tables.signed_magnitude, signed_magnitude_table(), sizeof(tables.signed_magnitude));
+  std::memcpy(tables.unsigned_values, unsigned_table(), sizeof(tables.unsigned_values));
+  const int64_t blocks = moment_block_count(count);
+  const auto grid = static_cast<unsigned>(std::min(blocks, kMaxGrid));
+  if (master_bf16) {
+    adamw8bit_kernel<true>
+        <<<grid, kMomentBlock, 0, stream()>>>(master, grad, moments, count, blocks, scalars, seeds, tables);
+  } else {
+    adamw8bit_kernel<false>
+        <<<grid, kMomentBlock, 0, stream()>>>(master, grad, moments, count, blocks, scalars, seeds, tables);
+  }
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+int64_t sum_of_squares_partial_count(int64_t count) { return count <= 0 ? 0 : (count + kSumTile - 1) / kSumTile; }
+
+void sum_of_squares_partials(const float* data, int64_t count, double* partials) {
+  const int64_t tiles = sum_of_squares_partial_count(count);
+  if (tiles == 0) return;
+  // One CTA per tile (the tile, not the grid, fixes the summation order); 2^31 - 1 tiles are 3.5e13 elements.
+  sum_of_squares_partial_kernel<<<static_cast<unsigned>(tiles), kSumThreads, 0, stream()>>>(data, count, partials);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+double sum_of_squares_total(const double* partials, int64_t count, double* total) {
+  cudaStream_t s = stream();
+  sum_of_squares_total_kernel<<<1, kTotalThreads, 0, s>>>(partials, std::max<int64_t>(count, 0), total);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+  double host = 0.0;
+  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, total, sizeof(double), cudaMemcpyDeviceToHost, s));
+  NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
+  return host;
+}
+
+void scale_in_place(float* data, int64_t count, float factor) {
+  if (count <= 0) return;
+  scale_kernel<<<grid_for(count, kThreads), kThreads, 0, stream()>>>(data, count, factor);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+AmaxResult amax(const void* data, bool bf16, int64_t count, void* scratch) {
+  auto* result = static_cast<AmaxScratch*>(scratch);
+  cudaStream_t s = stream();
+  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->amax_bits, 0, sizeof(unsigned int), s));
+  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_bad, 0xFF, sizeof(unsigned long long), s));
+  if (count > 0) {
+    const unsigned grid = std::min(grid_for(count, kThreads), 4096u);  // grid-stride: enough to fill the GPU
+    if (bf16) {
+      amax_kernel<true><<<grid, kThreads, 0, s>>>(data, count, result);
+    } else {
+      amax_kernel<false><<<grid, kThreads, 0, s>>>(data, count, result);
+    }
+    NVFP4LM_CUDA_CHECK_LAUNCH();
+  }
+  AmaxScratch host{};
+  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxScratch), cudaMemcpyDeviceToHost, s));
+  NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
+  AmaxResult out;
+  out.amax = bits_float(host.amax_bits);
+  if (host.first_bad != ~0ull) {
+    out.first_non_finite = static_cast<int64_t>(host.first_bad);
+    const size_t element_bytes = bf16 ? 2 : 4;
+    const auto* bad = static_cast<const unsigned char*>(data) + out.first_non_finite * element_bytes;
+    uint32_t bits = 0;  // little endian: a BF16 lands in the low half
+    NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&bits, bad, element_bytes, cudaMemcpyDeviceToHost, s));
+    NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
+    out.non_finite_value = bf16 ? bf16_to_float(static_cast<uint16_t>(bits)) : bits_float(bits);
+  }
+  return out;
+}
+
+}  // namespace nvfp4lm::cuda

@@ -1,0 +1,71 @@
+// CUDA twins of the optimizer's element work (train/optim/), implemented in optim_kernels.cu. Raw-pointer
+// launchers: adamw.cpp, adamw8bit.cpp, grad_clip.cpp and master_amax.cpp check the tensors and call these (the .cu
+// stays free of Tensor and fmt, whose compile-time format strings nvcc cannot compile in C++20). Everything runs on
+// cuda::stream() of the current device; all pointers are device pointers unless said otherwise.
+//
+// What matches the CPU reference, and how:
+//  - adamw_step / adamw8bit_step: bit-identical masters and moments (codes and block maxima for 8-bit). Same element
+//    math (adamw_math.h, each operation rounded on its own: unfused_math.h), same counter-based noise for bf16
+//    masters and 8-bit codes (stochastic_rounding.h, core/rng.h), same per-element moment codecs (moment_quant.h,
+//    with the tables copied into the kernel's shared memory). Block maxima are maxima, so their order is free.
+//  - gradient sum of squares: fp32 squares accumulated in double in a fixed tree of its own (not the CPU's chunk
+//    order): the same bits on every run and launch shape, within ~1e-15 relative of the CPU value.
+//  - scale_in_place: one fp32 multiply per element, as the CPU.
+//  - amax: exact (a maximum), and the same first non-finite element as the CPU scan.
+#pragma once
+
+#include <cstdint>
+
+#include "train/optim/adamw_math.h"  // AdamWScalars
+
+namespace nvfp4lm::cuda {
+
+// One AdamW update of `count` elements. master: F32, or BF16 (as uint16_t) when master_bf16, written back with
+// stochastic rounding from counter_uniform(rounding_seed, element). grad: F32, read only. exp_avg, exp_avg_sq: F32,
+// updated in place.
+void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
+                const AdamWScalars& scalars, uint64_t rounding_seed);
+
+// The 8-bit state of one parameter (AdamW8bit): codes of `count` elements, one absmax per kMomentBlockSize block.
+struct Moments8bit {
+  int8_t* exp_avg_codes = nullptr;
+  float* exp_avg_absmax = nullptr;
+  uint8_t* exp_avg_sq_sqrt_codes = nullptr;
+  float* exp_avg_sq_sqrt_absmax = nullptr;
+};
+
+// Seeds of the three rounding streams (adamw8bit.cpp derives the moment seeds from the master's).
+struct Rounding8bitSeeds {
+  uint64_t master = 0;
+  uint64_t exp_avg = 0;
+  uint64_t exp_avg_sq_sqrt = 0;
+};
+
+// One AdamW update with block-quantized moments: per block decode, update in fp32, re-encode with fresh maxima.
+void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Moments8bit& moments, int64_t count,
+                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds);
+
+// Sum of squares of fp32 data in two passes: sum_of_squares_partials writes one double per tile of `count` elements
+// to partials[0, sum_of_squares_partial_count(count)); after the partials of every tensor are written (one buffer),
+// sum_of_squares_total adds `count` partials in a fixed tree, writes the total to *total (device) and returns it
+// (synchronizing the stream).
+int64_t sum_of_squares_partial_count(int64_t count);
+void sum_of_squares_partials(const float* data, int64_t count, double* partials);
+double sum_of_squares_total(const double* partials, int64_t count, double* total);
+
+// data[i] *= factor (gradient clipping).
+void scale_in_place(float* data, int64_t count, float factor);
+
+struct AmaxResult {
+  float amax = 0.0f;              // max |x| over the finite elements
+  int64_t first_non_finite = -1;  // lowest index of an inf/NaN element, -1 when all are finite
+  float non_finite_value = 0.0f;  // its value
+};
+
+inline constexpr int64_t kAmaxScratchBytes = 16;
+
+// max |x| over `count` F32 or BF16 elements; synchronizes the stream to read it back. scratch: kAmaxScratchBytes of
+// device memory.
+AmaxResult amax(const void* data, bool bf16, int64_t count, void* scratch);
+
+}  // namespace nvfp4lm::cuda

@@ -1,0 +1,256 @@
+// `nvfp4lm train` and `nvfp4lm export` through the real executable, on the fixture model with the tiny tokenizer
+// (tests/train/trainer_test_support.h): a run with --export and --memory-report (header, summary, metrics.jsonl,
+// memory JSON, a model that `generate` runs); exports of its checkpoint in every format that reload and generate and
+// never replace an existing directory without --overwrite; --resume that skips a damaged newest checkpoint and still
+// reproduces the uninterrupted run's losses; and one-line errors (exit code != 0) naming the flag, file or line for
+// bad flags, bad data, impossible resumes, a run directory that already holds checkpoints and --device cuda without
+// a usable GPU (never a silent fallback to the CPU).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/test_util.h"
+#include "io/model_files.h"
+#include "train/trainer_test_support.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::string quoted(const fs::path& path) {
+  std::string text = "'";  // built in steps: GCC 12's -Wrestrict misfires on "'" + string + "'"
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
+// A failure with exactly one error line ("nvfp4lm: error: ...") that contains every part.
+void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts, const std::string& what) {
+  EXPECT_NE(result.exit_code, 0) << what;
+  EXPECT_LT(result.exit_code, 128) << what << ": crashed or aborted: " << result.err;
+  const size_t at = result.err.find("error");
+  ASSERT_NE(at, std::string::npos) << what << ": " << result.err;
+  const std::string line = result.err.substr(at);
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << what << ": the error must be one line: " << result.err;
+  for (const std::string& part : parts)
+    EXPECT_NE(line.find(part), std::string::npos) << what << ": '" << part << "' not in: " << line;
+}
+
+std::vector<double> losses_of(const fs::path& metrics) {
+  std::vector<double> losses;
+  for (const json& record : read_jsonl(metrics)) losses.push_back(record["loss"].get<double>());
+  return losses;
+}
+
+class TrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override { data_ = write_pairs_jsonl(dir_ / "pairs.jsonl", 8); }
+  std::string train(const std::string& extra, const std::map<std::string, std::string>& changed = {}) const {
+    return "train " + tiny_train_flags(data_, changed) + " " + extra;
+  }
+
+  TempDir dir_;
+  fs::path data_;
+};
+
+TEST_F(TrainCli, TrainsExportsAndReportsMemoryAndMetrics) {
+  const fs::path run = dir_ / "run", out = dir_ / "export", memory = dir_ / "memory.json";
+  const CliResult result = run_cli(train("--output " + quoted(run) + " --export " + quoted(out) + " --memory-report " +
+                                         quoted(memory) + " --save-every 4"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err.rfind("nvfp4lm train: device cpu, compute path cpu/dequant-gemm", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find("done: 6 of 6 steps"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("exported NVFP4 (ModelOpt safetensors)"), std::string::npos) << result.err;
+  EXPECT_TRUE(fs::is_directory(run / "step-4"));
+  EXPECT_TRUE(fs::is_directory(run / "step-6"));
+
+  const std::vector<json> metrics = read_jsonl(run / "metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 6u);
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    EXPECT_EQ(metrics[i]["step"], i + 1);
+    for (const char* key : {"loss", "token_accuracy", "lr", "grad_norm", "tokens_per_s"})
+      EXPECT_TRUE(metrics[i][key].is_number()) << key << " in " << metrics[i].dump();
+  }
+  std::set<std::string> phases;
+  const json report = json::parse(read_file(memory));
+  for (const json& phase : report["phases"]) {
+    phases.insert(phase["phase"].get<std::string>());
+    EXPECT_GT(phase["peak_bytes"].get<uint64_t>(), 0u);
+  }
+  for (const char* phase : {"load", "forward", "backward", "optimizer", "export"})
+    EXPECT_TRUE(phases.count(phase)) << phase << " missing from " << read_file(memory);
+
+  EXPECT_EQ(open_model(out)->format(), ModelFormat::ModeloptNvfp4);
+  const CliResult generated =
+      run_cli("generate --model " + quoted(out) + " --prompt 'What is 2 plus 3?' --max-tokens 6 --temperature 0");
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_FALSE(generated.out.empty());
+}
+
+TEST_F(TrainCli, ExportWritesEveryFormatAndNeverOverwritesWithoutTheFlag) {
+  const fs::path run = dir_ / "run";
+  ASSERT_EQ(run_cli(train("--output " + quoted(run))).exit_code, 0);
+  const std::map<std::string, ModelFormat> formats = {
+      {"modelopt", ModelFormat::ModeloptNvfp4}, {"dat", ModelFormat::Dat}, {"bf16", ModelFormat::HfSafetensors}};
+  for (const auto& [flag, format] : formats) {
+    const fs::path out = dir_ / ("export-" + flag);
+    // From a checkpoint directory and from the run directory (its newest checkpoint).
+    const fs::path input = flag == "dat" ? run : run / "step-6";
+    const CliResult exported = run_cli("export " + quoted(input) + " " + quoted(out) + " --format " + flag);
+    ASSERT_EQ(exported.exit_code, 0) << flag << ": " << exported.err;
+    EXPECT_NE(exported.err.find("step 6"), std::string::npos) << exported.err;
+    EXPECT_EQ(open_model(out)->format(), format) << flag;
+    const CliResult generated =
+        run_cli("generate --model " + quoted(out) + " --prompt 'What is 4 plus 3?' --max-tokens 6 --temperature 0");
+    EXPECT_EQ(generated.exit_code, 0) << flag << ": " << generated.err;
+    EXPECT_FALSE(generated.out.empty()) << flag;
+  }
+
+  const fs::path out = dir_ / "export-modelopt";
+  const std::string before = read_file(out / "model.safetensors");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(out) + " --format bf16"),
+                        {out.string(), "already exists", "--overwrite"}, "existing OUT");
+  EXPECT_EQ(read_file(out / "model.safetensors"), before);
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run / "step-6") + " --overwrite"),
+                        {"refusing to export"}, "OUT = the checkpoint");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run) + " --overwrite"), {"refusing to export"},
+                        "OUT = the run directory");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "x") + " --format onnx"),
+                        {"--format", "onnx", "modelopt, dat or bf16"}, "--format onnx");
+  expect_one_line_error(run_cli("export " + quoted(dir_ / "nothing") + " " + quoted(dir_ / "x")),
+                        {(dir_ / "nothing").string()}, "missing checkpoint");
+  ASSERT_EQ(run_cli("export " + quoted(run) + " " + quoted(out) + " --format bf16 --overwrite").exit_code, 0);
+  EXPECT_EQ(open_model(out)->format(), ModelFormat::HfSafetensors);
+
+  // train --export into an existing directory is refused before any training.
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "run2") + " --export " + quoted(out))),
+                        {"--overwrite"}, "train --export existing");
+  EXPECT_FALSE(fs::exists(dir_ / "run2" / "metrics.jsonl"));
+}
+
+// A run that died after step 4, while its step-4 checkpoint was being damaged (model file cut short) and a step-6
+// write had begun (step-6.tmp), resumes from step-2 with a warning and ends with exactly the losses of a run that
+// was never interrupted (the flags given again with their saved values change nothing).
+TEST_F(TrainCli, ResumeSkipsADamagedCheckpointAndMatchesTheUninterruptedRun) {
+  const fs::path straight = dir_ / "straight", run = dir_ / "run";
+  ASSERT_EQ(run_cli(train("--output " + quoted(straight))).exit_code, 0);
+  ASSERT_EQ(run_cli(train("--output " + quoted(run) + " --save-every 2 --keep 3")).exit_code, 0);
+  fs::rename(run / "step-6", run / "step-6.tmp");
+  const fs::path model = run / "step-4" / "model.safetensors";
+  fs::resize_file(model, fs::file_size(model) / 2);
+
+  const CliResult resumed = run_cli("train --resume --output " + quoted(run) + " --seq-len 64 --lr 2e-3");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("skipping checkpoint " + (run / "step-4").string()), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming " + (run / "step-2").string() + " at step 2 of 6"), std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(losses_of(run / "metrics.jsonl"), losses_of(straight / "metrics.jsonl"));
+
+  // Resuming a finished run trains nothing and succeeds; a longer schedule continues it, with a warning.
+  const CliResult finished = run_cli("train --resume --output " + quoted(run));
+  EXPECT_EQ(finished.exit_code, 0) << finished.err;
+  EXPECT_NE(finished.err.find("already complete"), std::string::npos) << finished.err;
+  const CliResult longer = run_cli("train --resume --output " + quoted(run) + " --max-steps 8");
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  EXPECT_NE(longer.err.find("--max-steps 8 (was 6)"), std::string::npos) << longer.err;
+  EXPECT_EQ(read_jsonl(run / "metrics.jsonl").size(), 8u);
+}
+
+TEST_F(TrainCli, BadFlagsGiveOneLineErrorsNamingTheFlag) {
+  const std::string output = " --output " + quoted(dir_ / "run");
+  const struct {
+    std::string args;
+    std::vector<std::string> parts;
+  } cases[] = {
+      {train("", {{"--seq-len", "0"}}), {"--seq-len", "0"}},
+      {train("", {{"--lr", "-1"}}), {"--lr", "-1"}},
+      {train("", {{"--lr", "0"}}), {"--lr"}},
+      {train("", {{"--batch", "0"}}), {"--batch"}},
+      {train("--grad-accum 0"), {"--grad-accum"}},
+      {train("--qat w3a8"), {"--qat", "w3a8", "w4a16"}},
+      {train("--block 3d"), {"--block", "3d", "1d", "2d"}},
+      {train("--loss mse"), {"--loss", "mse"}},
+      {train("--lr-schedule step"), {"--lr-schedule", "step"}},
+      {train("--optimizer sgd"), {"--optimizer", "sgd"}},
+      {train("--master fp8"), {"--master", "fp8"}},
+      {train("--export-format onnx"), {"--export-format", "onnx"}},
+      {train("--nonfinite ignore"), {"--nonfinite", "ignore"}},
+      {train("--data-format csv"), {"--data-format", "csv"}},
+      {train("--data-template alpaca"), {"--data-template", "alpaca"}},
+      {train("--chat-template llama"), {"--chat-template", "llama"}},
+      {train("", {{"--warmup", "50"}}), {"--warmup", "50"}},
+      {train("--min-lr-ratio 2"), {"--min-lr-ratio"}},
+      {train("--keep 0"), {"--keep"}},
+      {train("--max-memory -1"), {"--max-memory"}},
+      {train("--epochs 2"), {"--epochs", "--max-steps"}},
+      {train("--train-last-layers 5"), {"--train-last-layers", "5"}},
+      {train("", {{"--data", ""}}), {"--data"}},
+      {train("", {{"--model", ""}}), {"--model"}},
+      {train("", {{"--tokenizer", quoted(dir_ / "no-tokenizer")}}), {(dir_ / "no-tokenizer").string()}},
+  };
+  for (const auto& c : cases) {
+    const CliResult result = run_cli(c.args + output);
+    EXPECT_NE(result.exit_code, 0) << c.args;
+    const size_t at = result.err.find("error");
+    ASSERT_NE(at, std::string::npos) << c.args << ": " << result.err;
+    const std::string line = result.err.substr(at);
+    EXPECT_EQ(line.find('\n'), line.size() - 1) << c.args << ": the error must be one line: " << result.err;
+    for (const std::string& part : c.parts)
+      EXPECT_NE(line.find(part), std::string::npos) << c.args << ": '" << part << "' not in: " << line;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "metrics.jsonl"));
+}
+
+TEST_F(TrainCli, BadDataGivesAnErrorNamingTheFileAndLine) {
+  const fs::path bad = dir_ / "bad.jsonl";
+  write_file(bad,
+             "{\"prompt\": \"What is 2 plus 3?\", \"completion\": \"5\"}\n"
+             "{\"prompt\": \"What is 4 plus 3?\", \"completion\": \"7\"}\n"
+             "{\"prompt\": \"What is 1 plus 1?\", \"completion\": 2\n");
+  const std::string flags = "--model " + quoted(tiny_model_dir()) + " --tokenizer " + quoted(tiny_tokenizer_dir()) +
+                            " --seq-len 64 --output " + quoted(dir_ / "run");
+  expect_one_line_error(run_cli("train " + flags + " --data " + quoted(bad)), {bad.string(), "line 3"}, "bad JSON");
+
+  const fs::path missing = dir_ / "missing.jsonl";
+  expect_one_line_error(run_cli("train " + flags + " --data " + quoted(missing)), {missing.string()}, "missing data");
+
+  const fs::path schema = dir_ / "schema.jsonl";
+  write_file(schema, "{\"prompt\": \"a\", \"completion\": \"b\"}\n{\"question\": \"a\"}\n");
+  expect_one_line_error(run_cli("train " + flags + " --data " + quoted(schema)), {schema.string(), "line 2"},
+                        "missing keys");
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "metrics.jsonl"));
+}
+
+TEST_F(TrainCli, ImpossibleResumesAndOccupiedRunDirectoriesAreRefused) {
+  const fs::path run = dir_ / "run";
+  expect_one_line_error(run_cli("train --resume --output " + quoted(run)), {"--resume", run.string()},
+                        "resume of a missing directory");
+  fs::create_directories(run);
+  expect_one_line_error(run_cli("train --resume --output " + quoted(run)), {"--resume", "no complete checkpoint"},
+                        "resume without a checkpoint");
+  expect_one_line_error(run_cli("train --resume"), {"--resume", "--output"}, "resume without --output");
+
+  ASSERT_EQ(run_cli(train("--output " + quoted(run), {{"--max-steps", "2"}})).exit_code, 0);
+  const std::string metrics = read_file(run / "metrics.jsonl");
+  expect_one_line_error(run_cli(train("--output " + quoted(run))),
+                        {run.string(), "already holds checkpoints", "--resume"}, "new run into an occupied directory");
+  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --resume", {{"--seq-len", "48"}})),
+                        {"--seq-len is 48", "started with 64", "omit --seq-len"}, "resume with another --seq-len");
+  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --resume --optimizer adamw8bit")), {"--optimizer"},
+                        "resume with another --optimizer");
+  EXPECT_EQ(read_file(run / "metrics.jsonl"), metrics);  // nothing was touched
+}
+
+TEST_F(TrainCli, DeviceCudaWithoutAGpuIsAnErrorNotASilentCpuRun) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is usable here";
+  const fs::path run = dir_ / "run";
+  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --device cuda")), {"--device cuda"},
+                        "--device cuda");
+  EXPECT_FALSE(fs::exists(run / "metrics.jsonl"));
+  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --device tpu")), {"tpu"}, "--device tpu");
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -18,6 +18,7 @@
 #include "ops/attention.h"
 #include "ops/cross_entropy.h"
 #include "ops/gemm.h"
+#include "ops/nvfp4_linear.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
@@ -115,6 +116,26 @@ void BM_DequantizeNvfp4(benchmark::State& state) {
   set_bytes(state, static_cast<double>(w.nbytes()));
 }
 BENCHMARK(BM_DequantizeNvfp4)->Apply(linear_shapes);
+
+// A decode step's NVFP4 linear (1 row, the fused path that never materialises the weight): GB/s of packed
+// weight read (codes + block scales), to compare with BM_Memcpy. Args: out, in (Qwen3-4B gate/up, down, o;
+// the small preset's gate/up and q).
+void BM_Nvfp4DecodeLinear(benchmark::State& state) {
+  const int64_t out = state.range(0), in = state.range(1);
+  const Nvfp4Tensor q = quantize_nvfp4(random_tensor({out, in}, 2));
+  Tensor x = random_tensor({1, in}, 1), y = Tensor::zeros({1, out}, DType::F32);
+  Tensor scratch = Tensor::zeros({in}, DType::F32);
+  for (auto _ : state) nvfp4_linear_forward(x, q, y, scratch);
+  set_bytes(state, static_cast<double>(q.codes.nbytes() + q.block_scales.nbytes()));
+}
+BENCHMARK(BM_Nvfp4DecodeLinear)
+    ->Args({9728, 2560})
+    ->Args({2560, 9728})
+    ->Args({2560, 2560})
+    ->Args({1536, 512})
+    ->Args({512, 512})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Attention, Qwen3-4B heads (32 q, 8 kv, head_dim 128); args: batch, seq_len.
 struct AttentionInputs {

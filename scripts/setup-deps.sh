@@ -4,9 +4,11 @@
 # here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built too.
 set -euo pipefail
 
+# OpenBLAS: the OpenMP-threaded build, which shares nvfp4lm's OpenMP thread pool (the default pthreads build's
+# spinning threads slow the CPU kernels ~2.7x; CMakeLists.txt prefers this variant when both are installed).
 packages=(
   build-essential cmake pkg-config
-  libopenblas-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

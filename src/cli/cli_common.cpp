@@ -10,6 +10,7 @@
 #include "core/memory.h"
 #include "infer/system_report.h"
 #include "io/model_files.h"
+#include "ops/cpu/gemm.h"
 
 namespace nvfp4lm::cli {
 
@@ -59,6 +60,7 @@ void print_header(std::string_view command, Device device, std::string_view comp
   const std::string line = header_line(command, device, compute_path, precision) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+  if (const std::string warning = cpu::blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
 }
 
 QuietInfoLogs::QuietInfoLogs() : saved_(log::level()) {

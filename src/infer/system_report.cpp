@@ -14,6 +14,8 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "ops/cpu/gemm.h"
+#include "ops/cpu/nvfp4_dot.h"
 #include "ops/nvfp4_linear.h"
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
@@ -83,7 +85,9 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   }
   if (!nvfp4_cpu.empty())
     paths.push_back({"cpu/dequant-gemm", nvfp4_cpu == "cpu/dequant-gemm",
-                     nvfp4_cpu == "cpu/dequant-gemm" ? "NVFP4 weights kept packed, " + cpu_detail
+                     nvfp4_cpu == "cpu/dequant-gemm"
+                         ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel", cpu_detail,
+                                       cpu::dot_isa_name(cpu::best_nvfp4_dot_isa()))
                                                      : "NVFP4 linears on the CPU use " + nvfp4_cpu});
 
   const std::string missing = cuda_prerequisite_missing(report);
@@ -150,7 +154,9 @@ SystemReport collect_system_report() {
   report.openmp_threads = omp_get_max_threads();
   const char* config = openblas_get_config();
   const char* core = openblas_get_corename();
-  report.blas = fmt::format("OpenBLAS ({}; core {})", config ? config : "?", core ? core : "?");
+  report.blas = fmt::format("OpenBLAS ({}; core {}; {} threading)", config ? config : "?", core ? core : "?",
+                            cpu::blas_threading());
+  report.blas_warning = cpu::blas_threading_warning();
   report.blas_threads = openblas_get_num_threads();
   report.memory_total_bytes = meminfo_total_bytes();
 #if NVFP4LM_HAS_CUDA
@@ -192,6 +198,7 @@ nlohmann::json system_report_json(const SystemReport& report) {
         {"openmp_threads", report.openmp_threads},
         {"blas", report.blas},
         {"blas_threads", report.blas_threads},
+        {"blas_warning", report.blas_warning},
         {"memory_total_bytes", report.memory_total_bytes}}},
       {"gpus", gpus},
       {"compute_paths", paths}};
@@ -207,6 +214,7 @@ std::string system_report_text(const SystemReport& report) {
       fmt::format("cpu      {} ({}), {} logical cores, {} OpenMP threads, {:.1f} GiB memory\n", report.cpu_model,
                   report.cpu_features, report.logical_cores, report.openmp_threads, to_gib(report.memory_total_bytes));
   text += fmt::format("blas     {}, {} threads\n", report.blas, report.blas_threads);
+  if (!report.blas_warning.empty()) text += fmt::format("         warning: {}\n", report.blas_warning);
   if (report.gpus.empty()) text += fmt::format("gpu      none: {}\n", report.gpu_unavailable);
   for (const GpuReport& gpu : report.gpus) {
     text += fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB ({:.1f} GiB free), driver {}, runtime {}\n",

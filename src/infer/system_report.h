@@ -41,6 +41,7 @@ struct SystemReport {
   int openmp_threads = 0;
   std::string blas;  // OpenBLAS configuration and core
   int blas_threads = 0;
+  std::string blas_warning;  // cpu::blas_threading_warning(): "" when OpenBLAS and OpenMP get along
   uint64_t memory_total_bytes = 0;
   std::vector<GpuReport> gpus;
   std::string gpu_unavailable;  // why there are no GPUs ("not built with CUDA", the driver's reason)

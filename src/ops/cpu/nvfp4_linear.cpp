@@ -2,22 +2,22 @@
 //  - many rows (prefill, training-size batches): dequantize the weight into the F32 scratch, then OpenBLAS sgemm;
 //    the dequantization is amortised over the rows. A scratch smaller than the weight is used in blocks of
 //    output rows (one sgemm per block, writing a column block of y).
-//  - few rows (decode): threads split the output features; each dequantizes its weight rows one at a time into a
-//    private buffer that stays in L1 and takes the dot products with the (few) x rows right away. Memory traffic
-//    is then the packed weight only, which is what makes NVFP4 decoding faster than a dense F32 model.
+//  - few rows (decode): threads split the output features; each takes the dot products of its weight rows with
+//    the (few) x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per CPU). Memory traffic is then
+//    the packed weight only, which is what makes NVFP4 decoding faster than a dense F32 model.
 // Weight values are e2m1_to_float(code) * nvfp4_dequant_scale(scale, tensor_scale), the products every
 // dequantization uses, so the two paths differ only in fp32 summation order.
 #include "ops/cpu/nvfp4_linear.h"
 
+#include <omp.h>
+
 #include <algorithm>
-#include <vector>
+#include <array>
 
 #include "ops/cpu/gemm.h"
-#include "ops/cpu/simd.h"
+#include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/views.h"
 #include "ops/nvfp4_linear.h"
-#include "quant/e2m1.h"
-#include "quant/e4m3.h"
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -27,45 +27,27 @@ namespace {
 // time slice, far more than the work it splits.
 constexpr int64_t kParallelElements = int64_t{1} << 20;
 
-// One weight row: cols / 16 blocks of 8 packed bytes and one scale byte each. e2m1_to_float is bit arithmetic
-// (no table), so the inner loop vectorizes (variable shifts pick the nibbles).
-inline void dequantize_row(const uint8_t* codes, const uint8_t* scales, int64_t cols, float tensor_scale, float* out) {
-  for (int64_t b = 0; b < cols / kNvfp4BlockSize; ++b) {
-    const float denominator = nvfp4_dequant_scale(scales[b], tensor_scale);
-    const uint8_t* packed = codes + b * (kNvfp4BlockSize / 2);
-    float* target = out + b * kNvfp4BlockSize;
-#pragma omp simd
-    for (int i = 0; i < kNvfp4BlockSize; ++i) {
-      const auto code = static_cast<uint8_t>((packed[i >> 1] >> ((i & 1) * 4)) & 0xF);
-      target[i] = e2m1_to_float(code) * denominator;
-    }
+void fused_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
+                float tensor_scale, const MatrixF32& y) {
+  const auto n = static_cast<int>(x.rows);
+  std::array<const float*, kNvfp4FusedMaxRows> x_rows{};
+  std::array<float*, kNvfp4FusedMaxRows> y_rows{};
+  for (int r = 0; r < n; ++r) {
+    x_rows[static_cast<size_t>(r)] = x.row(r);
+    y_rows[static_cast<size_t>(r)] = y.row(r);
   }
-}
-
-// Dot product with 16 independent lane sums (vectorizes without reassociation flags; fixed order).
-inline float dot(const float* a, const float* b, int64_t n) {
-  float lanes[kNvfp4BlockSize] = {};
-  for (int64_t k = 0; k < n; k += kNvfp4BlockSize) {
-#pragma omp simd
-    for (int i = 0; i < kNvfp4BlockSize; ++i) lanes[i] += a[k + i] * b[k + i];
+  const Nvfp4Rows w{codes, scales, cols, tensor_scale};
+  const DotIsa isa = best_nvfp4_dot_isa();
+  if (rows * cols < kParallelElements) {
+    nvfp4_dot_rows(isa, w, 0, rows, x_rows.data(), y_rows.data(), n);
+    return;
   }
-  float sum = 0.f;
-  for (float lane : lanes) sum += lane;
-  return sum;
-}
-
-NVFP4LM_CPU_CLONES void fused_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows,
-                                   int64_t cols, float tensor_scale, const MatrixF32& y) {
-  const int64_t n_rows = x.rows;
-#pragma omp parallel if (rows * cols >= kParallelElements)
+  // Contiguous slices of output rows, one per thread: each streams its own part of the weight.
+#pragma omp parallel
   {
-    std::vector<float> weight_row(static_cast<size_t>(cols));
-    float* w = weight_row.data();
-#pragma omp for schedule(static)
-    for (int64_t o = 0; o < rows; ++o) {
-      dequantize_row(codes + o * (cols / 2), scales + o * (cols / kNvfp4BlockSize), cols, tensor_scale, w);
-      for (int64_t n = 0; n < n_rows; ++n) y.row(n)[o] = dot(x.row(n), w, cols);
-    }
+    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    const int64_t begin = rows * thread / threads, end = rows * (thread + 1) / threads;
+    nvfp4_dot_rows(isa, w, begin, end, x_rows.data(), y_rows.data(), n);
   }
 }
 

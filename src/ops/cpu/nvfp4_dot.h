@@ -1,0 +1,36 @@
+// Dot products of a few activation rows with packed NVFP4 weight rows, without materialising the weight: the
+// inner loop of a CPU decode step (ops/cpu/nvfp4_linear.cpp's fused path). The weight is read once, 4.5 bits an
+// element, so a decode step is bound by memory bandwidth, as on the GPU.
+//
+// Per 16-element block the E2M1 codes become floats with one table permute (AVX-512: the 16 signed values; AVX2:
+// the 8 magnitudes plus the sign bit), are multiplied by the block's multiplier nvfp4_dequant_scale(...) (the same
+// fp32 product every dequantization makes, quant/e4m3.h) and fused-multiply-added into per-lane sums. Results
+// equal x · deq(w)ᵀ up to fp32 summation order; the order is fixed per ISA, so runs repeat bit for bit on one
+// machine. The ISA is picked once from the CPU (best_nvfp4_dot_isa); tests run every ISA the CPU has.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace nvfp4lm::cpu {
+
+enum class DotIsa { Scalar, Avx2, Avx512 };
+
+const char* dot_isa_name(DotIsa isa);  // "scalar", "avx2+fma", "avx512f"
+bool dot_isa_supported(DotIsa isa);    // this CPU can run it (and this build has it)
+DotIsa best_nvfp4_dot_isa();           // the widest supported one, probed once
+std::vector<DotIsa> supported_dot_isas();
+
+struct Nvfp4Rows {
+  const uint8_t* codes;   // [rows, cols / 2], two E2M1 codes a byte, element 2i in the low nibble
+  const uint8_t* scales;  // [rows, cols / 16] E4M3 block scales
+  int64_t cols;           // a multiple of 16
+  float tensor_scale;
+};
+
+// y_rows[r][o] = Σ_k x_rows[r][k] · deq(w)[o][k] for weight rows o in [first, last) and r < n (1 <= n <= 8).
+// x rows hold `cols` floats; y rows are written at index o.
+void nvfp4_dot_rows(DotIsa isa, const Nvfp4Rows& w, int64_t first, int64_t last, const float* const* x_rows,
+                    float* const* y_rows, int n);
+
+}  // namespace nvfp4lm::cpu

@@ -1,0 +1,155 @@
+// ops/cpu/nvfp4_dot.h: every SIMD variant this CPU can run (scalar always) against x · deq(w)ᵀ summed in double,
+// for 1..8 activation rows, odd block counts (the AVX-512 tail), sub-ranges of weight rows, all 16 codes incl.
+// -0, the tensor scale, and extreme block scales. Variants must also agree with each other to fp32 rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/test_util.h"
+#include "core/rng.h"
+#include "ops/cpu/nvfp4_dot.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+using cpu::DotIsa;
+
+struct Case {
+  Nvfp4Tensor w;
+  Tensor x;
+};
+
+// out x in weight; every code and scale byte drawn at random (not a quantized tensor), so all 16 codes and
+// E4M3 scales from tiny subnormals to 448 appear. NaN scale bytes (0x7F/0xFF) are excluded: they are rejected
+// when a model loads.
+Case random_case(int64_t out, int64_t in, int64_t n, uint64_t seed, float tensor_scale) {
+  Rng rng(seed);
+  Case c;
+  c.w.rows = out;
+  c.w.cols = in;
+  c.w.tensor_scale = tensor_scale;
+  c.w.codes = Tensor::empty({out, in / 2}, DType::E2M1x2);
+  c.w.block_scales = Tensor::empty({out, in / 16}, DType::E4M3);
+  auto* codes = static_cast<uint8_t*>(c.w.codes.raw());
+  for (int64_t i = 0; i < c.w.codes.numel(); ++i) codes[i] = static_cast<uint8_t>(rng.next_u64() & 0xFF);
+  auto* scales = static_cast<uint8_t*>(c.w.block_scales.raw());
+  for (int64_t i = 0; i < c.w.block_scales.numel(); ++i) {
+    uint8_t s = static_cast<uint8_t>(rng.next_u64() & 0xFF);
+    if ((s & 0x7F) == 0x7F) s = 0x38;  // 1.0
+    scales[i] = s;
+  }
+  c.x = random_normal({n, in}, rng);
+  return c;
+}
+
+std::vector<double> reference(const Case& c) {
+  const Tensor dense = dequantize_nvfp4(c.w, DType::F32);
+  const int64_t n = c.x.dim(0), in = c.w.cols, out = c.w.rows;
+  std::vector<double> y(static_cast<size_t>(n * out));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (int64_t k = 0; k < in; ++k)
+        acc += static_cast<double>(c.x.data<float>()[r * in + k]) * dense.data<float>()[o * in + k];
+      y[static_cast<size_t>(r * out + o)] = acc;
+    }
+  return y;
+}
+
+// Sum of |x · w| per output: the scale of the rounding error of any fp32 summation order.
+std::vector<double> magnitude(const Case& c) {
+  const Tensor dense = dequantize_nvfp4(c.w, DType::F32);
+  const int64_t n = c.x.dim(0), in = c.w.cols, out = c.w.rows;
+  std::vector<double> m(static_cast<size_t>(n * out));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (int64_t k = 0; k < in; ++k)
+        acc += std::abs(static_cast<double>(c.x.data<float>()[r * in + k]) * dense.data<float>()[o * in + k]);
+      m[static_cast<size_t>(r * out + o)] = acc;
+    }
+  return m;
+}
+
+std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
+  const int64_t n = c.x.dim(0), out = c.w.rows;
+  std::vector<float> y(static_cast<size_t>(n * out), -7.0f);  // rows outside [first, last) must stay -7
+  std::vector<const float*> x_rows;
+  std::vector<float*> y_rows;
+  for (int64_t r = 0; r < n; ++r) {
+    x_rows.push_back(c.x.data<float>() + r * c.w.cols);
+    y_rows.push_back(y.data() + r * out);
+  }
+  const cpu::Nvfp4Rows rows{static_cast<const uint8_t*>(c.w.codes.raw()),
+                            static_cast<const uint8_t*>(c.w.block_scales.raw()), c.w.cols, c.w.tensor_scale};
+  cpu::nvfp4_dot_rows(isa, rows, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
+  return y;
+}
+
+TEST(Nvfp4Dot, EveryVariantMatchesTheDequantizedProduct) {
+  const std::vector<DotIsa> isas = cpu::supported_dot_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), DotIsa::Scalar);
+  EXPECT_EQ(cpu::best_nvfp4_dot_isa(), isas.back());
+  uint64_t seed = 1;
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{37, 48}, {16, 16}, {5, 160}, {64, 2560}}) {
+    for (int64_t n = 1; n <= 8; ++n) {
+      for (float tensor_scale : {1.0f, 3.1e-4f}) {
+        const Case c = random_case(out, in, n, ++seed, tensor_scale);
+        const std::vector<double> expected = reference(c), scale = magnitude(c);
+        for (DotIsa isa : isas) {
+          const std::vector<float> y = run(isa, c, 0, out);
+          for (size_t i = 0; i < y.size(); ++i) {
+            // fp32 sums of `in` products: a few ulps of the sum of magnitudes.
+            ASSERT_NEAR(y[i], expected[i], 1e-6 * scale[i] + 1e-30)
+                << cpu::dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Nvfp4Dot, WritesOnlyTheRequestedWeightRowsAndRepeatsBitForBit) {
+  const Case c = random_case(29, 80, 3, 77, 0.5f);
+  for (DotIsa isa : cpu::supported_dot_isas()) {
+    const std::vector<float> full = run(isa, c, 0, 29);
+    const std::vector<float> part = run(isa, c, 7, 19);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t o = 0; o < 29; ++o) {
+        const size_t i = static_cast<size_t>(r * 29 + o);
+        if (o >= 7 && o < 19)
+          EXPECT_EQ(part[i], full[i]) << cpu::dot_isa_name(isa);
+        else
+          EXPECT_EQ(part[i], -7.0f) << cpu::dot_isa_name(isa);
+      }
+    EXPECT_EQ(run(isa, c, 0, 29), full) << cpu::dot_isa_name(isa);
+  }
+}
+
+TEST(Nvfp4Dot, NegativeZeroCodesAndZeroScalesGiveZero) {
+  Case c = random_case(4, 32, 2, 5, 1.0f);
+  auto* codes = static_cast<uint8_t*>(c.w.codes.raw());
+  for (int64_t i = 0; i < c.w.codes.numel(); ++i) codes[i] = 0x88;  // -0, -0
+  for (DotIsa isa : cpu::supported_dot_isas())
+    for (float v : run(isa, c, 0, 4)) EXPECT_EQ(v, 0.0f) << cpu::dot_isa_name(isa);
+}
+
+TEST(Nvfp4Dot, BadArgumentsAreInternalErrors) {
+  const Case c = random_case(4, 32, 1, 5, 1.0f);
+  const cpu::Nvfp4Rows rows{static_cast<const uint8_t*>(c.w.codes.raw()),
+                            static_cast<const uint8_t*>(c.w.block_scales.raw()), 32, 1.0f};
+  const float* x = c.x.data<float>();
+  float y[4];
+  float* y_row = y;
+  EXPECT_THROW(cpu::nvfp4_dot_rows(DotIsa::Scalar, rows, 0, 4, &x, &y_row, 0), Error);
+  EXPECT_THROW(cpu::nvfp4_dot_rows(DotIsa::Scalar, rows, 0, 4, &x, &y_row, 9), Error);
+  cpu::Nvfp4Rows odd = rows;
+  odd.cols = 24;
+  EXPECT_THROW(cpu::nvfp4_dot_rows(DotIsa::Scalar, odd, 0, 4, &x, &y_row, 1), Error);
+  EXPECT_STREQ(cpu::dot_isa_name(DotIsa::Avx512), "avx512f");
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

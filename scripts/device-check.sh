@@ -3,7 +3,7 @@
 # call, printing a short table last. Run from the repository root there, with `.device` carried:
 #
 #   (here, once)  mkdir -p .device && (cd .device && apt-get download libpcre2-dev)
-#   (device run)  scripts/device-check.sh [build] [test] [fixtures] [bench-infer] [bench-train] [torch]
+#   (device run)  scripts/device-check.sh [build] [test] [fixtures] [safetensors] [bench-infer] [bench-train] [torch]
 #
 # That machine has CMake, nvcc, OpenBLAS, fmt, CLI11, nlohmann-json, GoogleTest and Google Benchmark but no PCRE2
 # headers: Debian's libpcre2-dev (carried in .device/) is unpacked to /tmp and its static library linked.
@@ -11,7 +11,7 @@
 set -uo pipefail
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(build test fixtures bench-infer bench-train torch)
+[ ${#steps[@]} -eq 0 ] && steps=(build test fixtures safetensors bench-infer bench-train torch)
 out=${OUT:-out}
 mkdir -p "$out"
 build=build-gpu
@@ -65,6 +65,23 @@ if has_step fixtures; then
     tail -20 "$out/fixtures.log"
     record fixtures "FAILED (see fixtures.log)"
   fi
+fi
+
+if has_step safetensors; then
+  # Files nvfp4lm writes load with the `safetensors` package in PyTorch, with the values `info --checksums` reports:
+  # a BF16 synth, its F32 twin, and the ModelOpt NVFP4 quantization of each (1D and 2D blocks, lm_head too).
+  ok=0 total=0
+  $nv synth --preset tiny --overwrite /tmp/st-bf16 >"$out/st.log" 2>&1
+  $nv synth --preset tiny --dtype f32 --overwrite /tmp/st-f32 >>"$out/st.log" 2>&1
+  $nv quantize /tmp/st-bf16 /tmp/st-nvfp4 --format modelopt --overwrite >>"$out/st.log" 2>&1
+  $nv quantize /tmp/st-f32 /tmp/st-nvfp4-2d --format modelopt --block 2d --quantize-lm-head --overwrite \
+    >>"$out/st.log" 2>&1
+  for m in /tmp/st-bf16 /tmp/st-f32 /tmp/st-nvfp4 /tmp/st-nvfp4-2d; do
+    total=$((total + 1))
+    $nv info "$m" --json --checksums >"$m.expected.json" 2>>"$out/st.log" &&
+      python3 tests/reference/check_safetensors_load.py "$m" "$m.expected.json" >>"$out/st.log" 2>&1 && ok=$((ok + 1))
+  done
+  record safetensors "$ok of $total models load in torch $(python3 -c 'import torch, safetensors; print(torch.__version__, "safetensors", safetensors.__version__)') with nvfp4lm's values"
 fi
 
 if has_step bench-infer; then

@@ -25,6 +25,7 @@
 #include "model/qwen3_trainable.h"
 #include "train/bench_train.h"
 #include "train/optim/optimizer.h"
+#include "train/train_options.h"
 
 namespace nvfp4lm::cli {
 namespace {
@@ -38,6 +39,7 @@ struct BenchTrainCliOptions {
   std::string qat = "w4a16";
   std::string optimizer = "adamw";
   std::string master = "fp32";
+  std::string recompute = "none";
   int64_t gemm_size = 0;
   std::string json;
 };
@@ -60,6 +62,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   const Qwen3Config preset = cli.preset.empty() ? Qwen3Config{} : qwen3_preset(cli.preset);
   const Device device = setup_device(cli.device);
   const bool bf16_master = cli.master == "bf16";
+  const Recompute recompute = parse_flag_value("--recompute", cli.recompute, parse_recompute);
 
   print_header("bench train", device, train_compute_path(device, qat), train_precision(device, bf16_master, qat));
   const auto start = std::chrono::steady_clock::now();
@@ -80,6 +83,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   model_options.qat = qat;
   model_options.device = device;
   model_options.bf16_master = bf16_master;
+  model_options.recompute = recompute;
   std::optional<Qwen3Trainable> model;
   std::unique_ptr<Optimizer> optimizer;
   {
@@ -109,11 +113,12 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   json["qat"] = std::string(qat_mode_name(qat));
   json["optimizer"] = cli.optimizer;
   json["master"] = cli.master;
+  json["recompute"] = cli.recompute;
   json["parameters"] = config.total_parameters();
 
-  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}\n", "model",
+  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}; recompute {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", train_compute_path(device, qat),
-                                 device.str(), train_precision(device, bf16_master, qat), cli.optimizer);
+                                 device.str(), train_precision(device, bf16_master, qat), cli.optimizer, cli.recompute);
   text += train_bench_table(result);
   if (cli.json == "-") {
     text = json.dump(2) + "\n";
@@ -139,6 +144,8 @@ BenchRegistration registration(
       app.add_option("--qat", options->qat, "w4a16 (default), w4a4 or off");
       app.add_option("--optimizer", options->optimizer, "adamw (default) or adamw8bit");
       app.add_option("--master", options->master, "master weights: fp32 (default) or bf16");
+      app.add_option("--recompute", options->recompute,
+                     "none (default) or block: re-run each block's forward in the backward (less memory)");
       app.add_option("--lr", options->bench.lr, "constant learning rate (default 1e-5)");
       app.add_option("--seed", options->bench.seed, "seed of the random ids and of a --preset's weights (default 0)");
       app.add_option("--gemm-size", options->gemm_size,

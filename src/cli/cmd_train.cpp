@@ -21,7 +21,7 @@ namespace {
 // Flag values kept as text until after parsing, so bad values get nvfp4lm's one-line errors.
 struct TrainCliOptions {
   TrainOptions options;
-  std::string qat = "w4a16", block = "1d", loss = "ce", lr_schedule = "cosine", master = "fp32";
+  std::string qat = "w4a16", block = "1d", loss = "ce", lr_schedule = "cosine", master = "fp32", recompute = "none";
   std::string export_format = "modelopt", nonfinite = "skip", data_format = "auto", data_template = "chat";
   std::string chat_template = "auto";
   bool no_packing = false;
@@ -46,6 +46,7 @@ int run_train(TrainCliOptions& cli) {
   NVFP4LM_CHECK(cli.master == "fp32" || cli.master == "bf16", "unknown --master '{}' (choose fp32 or bf16)",
                 cli.master);
   o.bf16_master = cli.master == "bf16";
+  o.recompute = parse_flag_value("--recompute", cli.recompute, parse_recompute);
   o.export_format = parse_flag_value("--export-format", cli.export_format, parse_export_format);
   o.nonfinite = parse_flag_value("--nonfinite", cli.nonfinite, parse_nonfinite);
   o.data_format = parse_flag_value("--data-format", cli.data_format, parse_data_format);
@@ -117,6 +118,9 @@ CommandRegistration registration(
            app.add_option("--max-grad-norm", o.max_grad_norm, "clip the global grad norm; <= 0 = off (default 1)"));
       flag("optimizer", app.add_option("--optimizer", o.optimizer, "adamw (default) or adamw8bit"));
       flag("master", app.add_option("--master", cli->master, "master weights: fp32 (default) or bf16"));
+      flag("recompute", app.add_option("--recompute", cli->recompute,
+                                       "none (default) or block: keep only each block's input and re-run its forward "
+                                       "in the backward (less memory, one more forward)"));
       flag("train_last_layers",
            app.add_option("--train-last-layers", o.train_last_layers, "train only the last N layers (default: all)"));
       flag("save_every",

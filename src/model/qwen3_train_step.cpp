@@ -3,7 +3,8 @@
 //   h = final_norm(x); loss head (CE through the lm_head, or L1);
 //   backward: final norm, trained blocks top-down, then the embedding (when trained).
 // Buffers are allocated per call: the residual stream of every trained block (its saved input) plus one set of
-// gradient work buffers shared by all blocks.
+// gradient work buffers shared by all blocks; without recompute every trained block's activations, with
+// Recompute::Block one set that each block's forward re-fills right before its backward.
 #include <algorithm>
 #include <bit>
 #include <optional>
@@ -95,12 +96,22 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
     detail::BlockActivations scratch = detail::make_block_activations(config_, x, false, w4a4);
     for (int l = 0; l < first_saved; ++l) detail::block_forward(layers_[static_cast<size_t>(l)], context, scratch, x);
   }
-  std::vector<detail::BlockActivations> saved;
+  const bool recompute = options_.recompute == Recompute::Block;
+  std::vector<detail::BlockActivations> saved;  // per trained block; with recompute only x_in is kept
   saved.reserve(static_cast<size_t>(layers - first_saved));
+  std::optional<detail::BlockActivations> shared;  // recompute: the one set every block's forward fills
   for (int l = first_saved; l < layers; ++l) {
     Tensor next = Tensor::empty({b, t, h}, dtype, device);
-    saved.push_back(detail::make_block_activations(config_, x, true, w4a4));
-    detail::block_forward(layers_[static_cast<size_t>(l)], context, saved.back(), next);
+    if (recompute) {
+      if (!shared) shared = detail::make_block_activations(config_, x, true, w4a4);
+      shared->x_in = x;
+      detail::block_forward(layers_[static_cast<size_t>(l)], context, *shared, next);
+      saved.push_back(detail::BlockActivations{});
+      saved.back().x_in = x;
+    } else {
+      saved.push_back(detail::make_block_activations(config_, x, true, w4a4));
+      detail::block_forward(layers_[static_cast<size_t>(l)], context, saved.back(), next);
+    }
     x = next;
   }
   Tensor hidden = Tensor::empty({b, t, h}, dtype, device);
@@ -122,9 +133,22 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
       final_norm_.trainable() ? final_norm_.grad : Tensor::zeros(final_norm_.master.shape(), DType::F32, device);
   rmsnorm_backward(d_hidden, x, final_norm_.use, final_rstd, d_resid, final_norm_grad);
   detail::BlockGradBuffers buffers(config_, b, t, dtype, device);
-  for (int l = layers - 1; l >= first_saved; --l)
-    detail::block_backward(layers_[static_cast<size_t>(l)], context, saved[static_cast<size_t>(l - first_saved)],
-                           buffers, d_resid);
+  Tensor recomputed_out;  // recompute: the re-run block's output (unused; the next block's input is saved)
+  if (recompute && layers - first_saved > 1) recomputed_out = Tensor::empty({b, t, h}, dtype, device);
+  for (int l = layers - 1; l >= first_saved; --l) {
+    detail::TrainLayer& layer = layers_[static_cast<size_t>(l)];
+    detail::BlockActivations& acts = saved[static_cast<size_t>(l - first_saved)];
+    if (recompute) {
+      // The top block's activations are still in `shared` from the forward; every other block runs again.
+      if (l != layers - 1) {
+        shared->x_in = acts.x_in;
+        detail::block_forward(layer, context, *shared, recomputed_out);
+      }
+      detail::block_backward(layer, context, *shared, buffers, d_resid);
+    } else {
+      detail::block_backward(layer, context, acts, buffers, d_resid);
+    }
+  }
   if (embed_.trainable()) embedding_backward(ids, d_resid, embed_.grad);
   return stats;
 }

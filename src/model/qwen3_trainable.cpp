@@ -71,6 +71,14 @@ QatMode parse_qat_mode(std::string_view name) {
   NVFP4LM_FAIL("unknown QAT mode '{}' (choose off, w4a16 or w4a4)", name);
 }
 
+std::string_view recompute_name(Recompute mode) { return mode == Recompute::None ? "none" : "block"; }
+
+Recompute parse_recompute(std::string_view name) {
+  if (name == "none") return Recompute::None;
+  if (name == "block") return Recompute::Block;
+  NVFP4LM_FAIL("unknown --recompute '{}' (choose none, or block to re-run each block's forward in the backward)", name);
+}
+
 std::string_view loss_kind_name(LossKind kind) { return kind == LossKind::CrossEntropy ? "ce" : "l1"; }
 
 LossKind parse_loss_kind(std::string_view name) {
@@ -191,6 +199,7 @@ std::string Qwen3Trainable::describe() const {
                         lm_head_.quantized ? "quantized" : "unquantized");
   }
   if (options_.train_last_layers >= 0) text += fmt::format(", training the last {} layers", options_.train_last_layers);
+  if (options_.recompute == Recompute::Block) text += ", activations recomputed per block";
   return text;
 }
 

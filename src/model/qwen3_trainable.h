@@ -17,6 +17,11 @@
 // target is small models); blocks are run by one function per block (model/qwen3_block.h) so a recompute-per-block
 // mode can re-run it from the block's saved input.
 //
+// Recompute::Block keeps only each trained block's input (the residual stream) through the forward and re-runs
+// the block's forward just before its backward, into one shared set of activation buffers: activation memory
+// drops from every block's ~30 tensors to one tensor per block plus one block's worth, for one extra forward.
+// Gradients are bit-identical to Recompute::None (the forward is deterministic and reads the same weights).
+//
 // train_last_layers = N >= 0 trains only the last N decoder blocks: parameters() lists only theirs, frozen
 // weights get no gradient, embeddings / final norm / lm_head stay frozen, and the backward stops at the input of
 // the lowest trained block (frozen blocks below it run forward only, without saving activations).
@@ -52,6 +57,10 @@ enum class QatMode { Off, W4A16, W4A4 };
 std::string_view qat_mode_name(QatMode mode);   // "off", "w4a16", "w4a4"
 QatMode parse_qat_mode(std::string_view name);  // Error listing the names otherwise
 
+enum class Recompute { None, Block };
+std::string_view recompute_name(Recompute mode);   // "none", "block"
+Recompute parse_recompute(std::string_view name);  // Error naming --recompute and the choices otherwise
+
 struct TrainModelOptions {
   QatMode qat = QatMode::W4A16;
   Nvfp4Block block = Nvfp4Block::Row1x16;  // weight blocks (W4A4 activations always use 1x16)
@@ -59,6 +68,7 @@ struct TrainModelOptions {
   int train_last_layers = -1;  // -1: everything (embeddings, all blocks, final norm, lm_head); N: last N blocks
   Device device = Device::cpu();
   bool bf16_master = false;  // BF16 master weights (the optimizer rounds stochastically); gradients stay F32
+  Recompute recompute = Recompute::None;
 };
 
 // One batch. All I32 [B, T] CPU tensors (moved to the model's device here). targets: -100 (kIgnoreIndex) =

@@ -25,9 +25,7 @@ constexpr double kDemoLr = 3e-3;
 constexpr int64_t kDemoSeqLen = 128;
 constexpr int64_t kDemoBatch = 4;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // ./demo-run/run-YYYYmmdd-HHMMSS (with a -N suffix when that exists).
 fs::path fresh_work_dir() {

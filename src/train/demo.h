@@ -28,13 +28,13 @@ namespace nvfp4lm {
 Qwen3Config demo_model_config();
 
 struct DemoOptions {
-  fs::path work_dir;          // empty: a new directory under ./demo-run
+  fs::path work_dir;  // empty: a new directory under ./demo-run
   Qwen3Config model = demo_model_config();
-  int64_t epochs = 0;         // 0: kDemoEpochs
-  double lr = 0;              // 0: kDemoLr
+  int64_t epochs = 0;  // 0: kDemoEpochs
+  double lr = 0;       // 0: kDemoLr
   uint64_t seed = 0;
-  std::FILE* out = stderr;    // progress and results; nullptr: silent
-  bool interactive = false;   // rewrite the progress line in place (a terminal)
+  std::FILE* out = stderr;   // progress and results; nullptr: silent
+  bool interactive = false;  // rewrite the progress line in place (a terminal)
 };
 
 struct DemoAnswer {

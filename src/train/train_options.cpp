@@ -39,6 +39,7 @@ void for_each_field(Options& o, Visit&& visit) {
   visit("loss", o.loss, G::Identity);
   visit("train_last_layers", o.train_last_layers, G::Identity);
   visit("master", o.bf16_master, G::Identity);
+  visit("recompute", o.recompute, G::Free);  // memory for compute; the gradients are the same
   visit("seq_len", o.seq_len, G::Identity);
   visit("batch", o.batch, G::Identity);
   visit("grad_accum", o.grad_accum, G::Identity);
@@ -90,6 +91,7 @@ json encode(const std::optional<ChatTemplate>& v) { return chat_template_flag_na
 json encode(QatMode v) { return qat_mode_name(v); }
 json encode(Nvfp4Block v) { return block_flag_name(v); }
 json encode(LossKind v) { return loss_kind_name(v); }
+json encode(Recompute v) { return recompute_name(v); }
 json encode(LrDecay v) { return lr_decay_name(v); }
 json encode(ModelFormat v) { return export_format_flag_name(v); }
 json encode(NonFinitePolicy v) { return nonfinite_name(v); }
@@ -145,6 +147,7 @@ struct Decoder {
   void operator()(QatMode& out) const { out = parsed(parse_qat_mode); }
   void operator()(Nvfp4Block& out) const { out = parsed(parse_block_flag); }
   void operator()(LossKind& out) const { out = parsed(parse_loss_kind); }
+  void operator()(Recompute& out) const { out = parsed(parse_recompute); }
   void operator()(LrDecay& out) const { out = parsed(parse_lr_decay); }
   void operator()(ModelFormat& out) const { out = parsed(parse_export_format); }
   void operator()(NonFinitePolicy& out) const { out = parsed(parse_nonfinite); }

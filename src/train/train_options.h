@@ -53,6 +53,7 @@ struct TrainOptions {
   LossKind loss = LossKind::CrossEntropy;
   int train_last_layers = -1;  // -1: all
   bool bf16_master = false;    // --master bf16
+  Recompute recompute = Recompute::None;
   // batches and length
   int64_t seq_len = 512;
   int64_t batch = 4;

@@ -171,6 +171,7 @@ void Trainer::load() {
   model_options.train_last_layers = options_.train_last_layers;
   model_options.device = device_;
   model_options.bf16_master = options_.bf16_master;
+  model_options.recompute = options_.recompute;
   NVFP4LM_CHECK(options_.train_last_layers <= config.num_hidden_layers,
                 "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
                 config.num_hidden_layers);

@@ -45,8 +45,8 @@
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/data_loader.h"
 #include "train/checkpoint.h"
+#include "train/data/data_loader.h"
 #include "train/data/dataset.h"
 #include "train/export.h"
 #include "train/metrics.h"
@@ -62,12 +62,12 @@ struct TrainSummary {
   int64_t start_step = 0;  // steps done before this process (resume)
   int64_t steps = 0;       // steps done at the end
   int64_t total_steps = 0;
-  int64_t skipped_steps = 0;    // in the whole run
-  int64_t loss_tokens = 0;      // trained targets processed by this process
-  int64_t input_tokens = 0;     // non-padding tokens processed by this process
-  double seconds = 0;           // training time of this process
-  double final_loss = 0;        // the last finite step loss
-  double best_loss = 0;         // lowest step loss of the whole run
+  int64_t skipped_steps = 0;  // in the whole run
+  int64_t loss_tokens = 0;    // trained targets processed by this process
+  int64_t input_tokens = 0;   // non-padding tokens processed by this process
+  double seconds = 0;         // training time of this process
+  double final_loss = 0;      // the last finite step loss
+  double best_loss = 0;       // lowest step loss of the whole run
   int64_t best_step = 0;
   std::vector<fs::path> checkpoints;  // on disk at the end (newest last)
   std::optional<ExportReport> export_report;

@@ -40,6 +40,7 @@ struct BenchTrainCliOptions {
   std::string optimizer = "adamw";
   std::string master = "fp32";
   std::string recompute = "none";
+  bool fused_update = false;
   int64_t gemm_size = 0;
   std::string json;
 };
@@ -84,6 +85,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   model_options.device = device;
   model_options.bf16_master = bf16_master;
   model_options.recompute = recompute;
+  model_options.fused_update = cli.fused_update;
   std::optional<Qwen3Trainable> model;
   std::unique_ptr<Optimizer> optimizer;
   {
@@ -114,11 +116,13 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   json["optimizer"] = cli.optimizer;
   json["master"] = cli.master;
   json["recompute"] = cli.recompute;
+  json["fused_update"] = cli.fused_update;
   json["parameters"] = config.total_parameters();
 
-  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}; recompute {}\n", "model",
+  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}{}; recompute {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", train_compute_path(device, qat),
-                                 device.str(), train_precision(device, bf16_master, qat), cli.optimizer, cli.recompute);
+                                 device.str(), train_precision(device, bf16_master, qat), cli.optimizer,
+                                 cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
   text += train_bench_table(result);
   if (cli.json == "-") {
     text = json.dump(2) + "\n";
@@ -144,6 +148,8 @@ BenchRegistration registration(
       app.add_option("--qat", options->qat, "w4a16 (default), w4a4 or off");
       app.add_option("--optimizer", options->optimizer, "adamw (default) or adamw8bit");
       app.add_option("--master", options->master, "master weights: fp32 (default) or bf16");
+      app.add_flag("--fused-update", options->fused_update,
+                   "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)");
       app.add_option("--recompute", options->recompute,
                      "none (default) or block: re-run each block's forward in the backward (less memory)");
       app.add_option("--lr", options->bench.lr, "constant learning rate (default 1e-5)");

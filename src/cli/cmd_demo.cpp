@@ -30,7 +30,8 @@ CommandRegistration registration(
     "demo", "The whole pipeline on bundled data: synthesise, NVFP4-QAT train, export, reload and ask (CPU, minutes)",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<DemoCliOptions>();
-      app.add_option("--work-dir", cli->work_dir, "where to put data, model, run and export (default: ./demo-run/run-<date-time>)");
+      app.add_option("--work-dir", cli->work_dir,
+                     "where to put data, model, run and export (default: ./demo-run/run-<date-time>)");
       app.add_option("--seed", cli->seed, "seed of the random model and the data order (default 0)");
       return [cli] { return run_demo_command(*cli); };
     },

@@ -121,6 +121,10 @@ CommandRegistration registration(
       flag("recompute", app.add_option("--recompute", cli->recompute,
                                        "none (default) or block: keep only each block's input and re-run its forward "
                                        "in the backward (less memory, one more forward)"));
+      flag("fused_update",
+           app.add_flag("--fused-update", o.fused_update,
+                        "apply each layer's optimizer update inside the backward, keeping one layer's gradients "
+                        "(needs --grad-accum 1 and --max-grad-norm 0)"));
       flag("train_last_layers",
            app.add_option("--train-last-layers", o.train_last_layers, "train only the last N layers (default: all)"));
       flag("save_every",

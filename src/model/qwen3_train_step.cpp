@@ -2,11 +2,13 @@
 //   x = embed(ids); frozen blocks run in place without saving; trained blocks save their activations;
 //   h = final_norm(x); loss head (CE through the lm_head, or L1);
 //   backward: final norm, trained blocks top-down, then the embedding (when trained).
+// With fused_update, each group of parameters goes to the GradientSink as soon as its gradients are final.
 // Buffers are allocated per call: the residual stream of every trained block (its saved input) plus one set of
 // gradient work buffers shared by all blocks; without recompute every trained block's activations, with
 // Recompute::Block one set that each block's forward re-fills right before its backward.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -37,13 +39,19 @@ const RopeTable& Qwen3Trainable::rope_for(int64_t max_position) {
   return *rope_;
 }
 
-LossStats Qwen3Trainable::forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss) {
-  return run(batch, grad_scale, loss, true);
+LossStats Qwen3Trainable::forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss,
+                                           const GradientSink* sink) {
+  NVFP4LM_ASSERT((sink != nullptr) == options_.fused_update,
+                 "forward_backward: a gradient sink goes with fused_update, and only with it");
+  return run(batch, grad_scale, loss, true, sink);
 }
 
-LossStats Qwen3Trainable::evaluate(const TrainBatch& batch, LossKind loss) { return run(batch, 0.0f, loss, false); }
+LossStats Qwen3Trainable::evaluate(const TrainBatch& batch, LossKind loss) {
+  return run(batch, 0.0f, loss, false, nullptr);
+}
 
-LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward) {
+LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward,
+                              const GradientSink* sink) {
   NVFP4LM_CHECK(
       batch.ids.defined() && batch.ids.dtype() == DType::I32 && batch.ids.rank() == 2 && batch.ids.numel() > 0,
       "batch ids must be a non-empty I32 [batch, tokens] tensor, got {}",
@@ -124,6 +132,9 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   const LossStats stats = detail::loss_head(loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale,
                                             any_backward ? &d_hidden : nullptr);
   if (!any_backward) return stats;
+  // Fused update: a non-finite loss means nothing of this step may be applied; the caller sees the loss.
+  if (sink != nullptr && !std::isfinite(stats.loss_sum)) return stats;
+  if (sink != nullptr) deliver(*sink, lm_head_group_, [this] { refresh_lm_head(); });
 
   // Backward. A frozen final norm still passes the gradient down (into a throw-away weight gradient).
   phase.reset();
@@ -132,6 +143,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   Tensor final_norm_grad =
       final_norm_.trainable() ? final_norm_.grad : Tensor::zeros(final_norm_.master.shape(), DType::F32, device);
   rmsnorm_backward(d_hidden, x, final_norm_.use, final_rstd, d_resid, final_norm_grad);
+  if (sink != nullptr) deliver(*sink, final_norm_group_, [this] { refresh_final_norm(); });
   detail::BlockGradBuffers buffers(config_, b, t, dtype, device);
   Tensor recomputed_out;  // recompute: the re-run block's output (unused; the next block's input is saved)
   if (recompute && layers - first_saved > 1) recomputed_out = Tensor::empty({b, t, h}, dtype, device);
@@ -148,8 +160,10 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
     } else {
       detail::block_backward(layer, context, acts, buffers, d_resid);
     }
+    if (sink != nullptr) deliver(*sink, layer_groups_[static_cast<size_t>(l)], [&] { refresh_layer(layer); });
   }
   if (embed_.trainable()) embedding_backward(ids, d_resid, embed_.grad);
+  if (sink != nullptr) deliver(*sink, embed_group_, [this] { refresh_embedding(); });
   return stats;
 }
 

@@ -3,6 +3,7 @@
 #include "model/qwen3_trainable.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "core/logging.h"
@@ -113,11 +114,19 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
   const DType compute = compute_dtype_for(options.device);
   const bool qat = options.qat != QatMode::Off;
 
-  auto make = [&](const std::string& name, bool trainable, bool is_norm, bool quantized) {
+  // Fused update: the trained blocks share one gradient tensor per block weight (qwen3_trainable.h).
+  std::array<Tensor, 11> shared_block_grads;
+  auto make = [&](const std::string& name, bool trainable, bool is_norm, bool quantized,
+                  Tensor* shared_grad = nullptr) {
     TrainTensor t;
     t.name = name;
     t.master = load_master(files, name, master_dtype, options.device);
-    if (trainable) t.grad = Tensor::zeros(t.master.shape(), DType::F32, options.device);
+    if (trainable && shared_grad != nullptr && shared_grad->defined()) {
+      t.grad = *shared_grad;
+    } else if (trainable) {
+      t.grad = Tensor::zeros(t.master.shape(), DType::F32, options.device);
+      if (shared_grad != nullptr) *shared_grad = t.grad;
+    }
     t.quantized = quantized;
     const DType use_dtype = is_norm ? DType::F32 : compute;
     t.use = quantized || t.master.dtype() != use_dtype ? Tensor::empty(t.master.shape(), use_dtype, options.device)
@@ -139,17 +148,18 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     const std::string p = fmt::format("model.layers.{}.", i);
     const bool train = i >= model.first_trained_layer_;
     TrainLayer& l = model.layers_[static_cast<size_t>(i)];
-    l.input_norm = make(p + "input_layernorm.weight", train, true, false);
-    l.q_proj = make(p + "self_attn.q_proj.weight", train, false, qat);
-    l.k_proj = make(p + "self_attn.k_proj.weight", train, false, qat);
-    l.v_proj = make(p + "self_attn.v_proj.weight", train, false, qat);
-    l.q_norm = make(p + "self_attn.q_norm.weight", train, true, false);
-    l.k_norm = make(p + "self_attn.k_norm.weight", train, true, false);
-    l.o_proj = make(p + "self_attn.o_proj.weight", train, false, qat);
-    l.post_attention_norm = make(p + "post_attention_layernorm.weight", train, true, false);
-    l.gate_proj = make(p + "mlp.gate_proj.weight", train, false, qat);
-    l.up_proj = make(p + "mlp.up_proj.weight", train, false, qat);
-    l.down_proj = make(p + "mlp.down_proj.weight", train, false, qat);
+    auto shared = [&](size_t k) { return options.fused_update ? &shared_block_grads[k] : nullptr; };
+    l.input_norm = make(p + "input_layernorm.weight", train, true, false, shared(0));
+    l.q_proj = make(p + "self_attn.q_proj.weight", train, false, qat, shared(1));
+    l.k_proj = make(p + "self_attn.k_proj.weight", train, false, qat, shared(2));
+    l.v_proj = make(p + "self_attn.v_proj.weight", train, false, qat, shared(3));
+    l.q_norm = make(p + "self_attn.q_norm.weight", train, true, false, shared(4));
+    l.k_norm = make(p + "self_attn.k_norm.weight", train, true, false, shared(5));
+    l.o_proj = make(p + "self_attn.o_proj.weight", train, false, qat, shared(6));
+    l.post_attention_norm = make(p + "post_attention_layernorm.weight", train, true, false, shared(7));
+    l.gate_proj = make(p + "mlp.gate_proj.weight", train, false, qat, shared(8));
+    l.up_proj = make(p + "mlp.up_proj.weight", train, false, qat, shared(9));
+    l.down_proj = make(p + "mlp.down_proj.weight", train, false, qat, shared(10));
   }
   model.final_norm_ = make("model.norm.weight", train_outer, true, false);
   const bool quantize_head = qat && options.quantize_lm_head;
@@ -178,8 +188,21 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     const bool decays = expected.kind == WeightKind::AttentionProjection ||
                         expected.kind == WeightKind::MlpProjection || expected.kind == WeightKind::LmHead;
     model.all_.push_back(Parameter{t->name, t->master, t->grad, decays});
-    if (t->trainable()) model.trainable_.push_back(model.all_.back());
+    if (!t->trainable()) continue;
+    const Parameter& p = model.trainable_.emplace_back(model.all_.back());
+    // Fused-update groups.
+    if (expected.layer >= 0) {
+      model.layer_groups_.resize(static_cast<size_t>(layers));
+      model.layer_groups_[static_cast<size_t>(expected.layer)].push_back(p);
+    } else if (expected.kind == WeightKind::Embedding) {
+      model.embed_group_.push_back(p);
+    } else if (expected.kind == WeightKind::FinalNorm) {
+      model.final_norm_group_.push_back(p);
+    } else {
+      model.lm_head_group_.push_back(p);
+    }
   }
+  model.layer_groups_.resize(static_cast<size_t>(layers));
   model.refresh_quantized();
   log::info("training model {}: {}; {} trainable tensors", files.path().string(), model.describe(),
             model.trainable_.size());
@@ -200,6 +223,7 @@ std::string Qwen3Trainable::describe() const {
   }
   if (options_.train_last_layers >= 0) text += fmt::format(", training the last {} layers", options_.train_last_layers);
   if (options_.recompute == Recompute::Block) text += ", activations recomputed per block";
+  if (options_.fused_update) text += ", optimizer step fused into the backward";
   return text;
 }
 
@@ -211,25 +235,47 @@ std::vector<NamedTensor> Qwen3Trainable::master_weights() const {
 }
 
 void Qwen3Trainable::refresh_quantized() {
-  refresh_copy(embed_);
-  refresh_copy(final_norm_);
-  for (TrainLayer& l : layers_) {
-    for (TrainTensor* t : {&l.input_norm, &l.q_norm, &l.k_norm, &l.post_attention_norm}) refresh_copy(*t);
-    if (l.q_proj.quantized) {
-      refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block);
-      refresh_group({&l.o_proj}, options_.block);
-      refresh_group({&l.gate_proj, &l.up_proj}, options_.block);
-      refresh_group({&l.down_proj}, options_.block);
-    } else {
-      for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-        refresh_copy(*t);
-    }
-  }
+  refresh_embedding();
+  refresh_final_norm();
+  for (TrainLayer& l : layers_) refresh_layer(l);
+  refresh_lm_head();
+}
+
+void Qwen3Trainable::refresh_embedding() {
+  refresh_copy(embed_);  // an unquantized tied lm_head reads the same copy
+  if (config_.tie_word_embeddings && lm_head_.quantized) refresh_group({&lm_head_}, options_.block);
+}
+
+void Qwen3Trainable::refresh_final_norm() { refresh_copy(final_norm_); }
+
+void Qwen3Trainable::refresh_lm_head() {
+  if (config_.tie_word_embeddings) return;  // refresh_embedding()
   if (lm_head_.quantized) {
     refresh_group({&lm_head_}, options_.block);
-  } else if (!config_.tie_word_embeddings) {
+  } else {
     refresh_copy(lm_head_);
   }
+}
+
+void Qwen3Trainable::refresh_layer(TrainLayer& l) {
+  for (TrainTensor* t : {&l.input_norm, &l.q_norm, &l.k_norm, &l.post_attention_norm}) refresh_copy(*t);
+  if (l.q_proj.quantized) {
+    refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block);
+    refresh_group({&l.o_proj}, options_.block);
+    refresh_group({&l.gate_proj, &l.up_proj}, options_.block);
+    refresh_group({&l.down_proj}, options_.block);
+  } else {
+    for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      refresh_copy(*t);
+  }
+}
+
+void Qwen3Trainable::deliver(const GradientSink& sink, std::vector<Parameter>& group,
+                             const std::function<void()>& refresh) {
+  if (group.empty()) return;
+  sink(group);
+  refresh();
+  for (Parameter& p : group) p.grad.zero();
 }
 
 void Qwen3Trainable::zero_grad() {

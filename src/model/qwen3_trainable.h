@@ -22,6 +22,16 @@
 // drops from every block's ~30 tensors to one tensor per block plus one block's worth, for one extra forward.
 // Gradients are bit-identical to Recompute::None (the forward is deterministic and reads the same weights).
 //
+// Fused update (TrainModelOptions::fused_update; the low-memory mode): the optimizer step runs inside the
+// backward. forward_backward() then takes a GradientSink and calls it with each group of parameters as soon as
+// their gradients are final: an untied lm_head, the final norm, each trained block top-down, and last the
+// embedding (holding a tied lm_head's part too). After the sink returns, the model refreshes that group's forward
+// weights and zeroes its gradients. All trained blocks share one set of gradient tensors, so gradient memory is one
+// block's plus the outer parameters' instead of the whole model's; parameters()' block gradients are therefore
+// only meaningful inside the sink. A non-finite loss skips the backward (the sink is not called). The sink must
+// update or skip exactly what it is given (Optimizer::update_parameters / skip_parameters): with the same
+// optimizer and no clipping, the result equals an unfused step bit for bit.
+//
 // train_last_layers = N >= 0 trains only the last N decoder blocks: parameters() lists only theirs, frozen
 // weights get no gradient, embeddings / final norm / lm_head stay frozen, and the backward stops at the input of
 // the lowest trained block (frozen blocks below it run forward only, without saving activations).
@@ -36,6 +46,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -69,7 +80,11 @@ struct TrainModelOptions {
   Device device = Device::cpu();
   bool bf16_master = false;  // BF16 master weights (the optimizer rounds stochastically); gradients stay F32
   Recompute recompute = Recompute::None;
+  bool fused_update = false;  // optimizer step inside the backward (see the top of this file)
 };
+
+// Receives a group of parameters whose gradients are final, during a fused-update backward.
+using GradientSink = std::function<void(std::span<Parameter>)>;
 
 // One batch. All I32 [B, T] CPU tensors (moved to the model's device here). targets: -100 (kIgnoreIndex) =
 // no loss. positions: optional (default 0..T-1 in every row). segment_ids: optional; attention stays inside a
@@ -125,8 +140,10 @@ class Qwen3Trainable {
   // loading masters. A no-op for fp32 masters without QAT on the CPU.
   void refresh_quantized();
 
-  // Forward + backward: gradients of grad_scale * loss_sum are accumulated into parameters()' grads.
-  LossStats forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss = LossKind::CrossEntropy);
+  // Forward + backward: gradients of grad_scale * loss_sum are accumulated into parameters()' grads. With
+  // fused_update, `sink` (required) receives each group as its gradients become final (see the top of this file).
+  LossStats forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss = LossKind::CrossEntropy,
+                             const GradientSink* sink = nullptr);
   // Forward only (no activations saved, no gradients).
   LossStats evaluate(const TrainBatch& batch, LossKind loss = LossKind::CrossEntropy);
   // grads = 0 for every trainable parameter.
@@ -139,8 +156,15 @@ class Qwen3Trainable {
 
  private:
   Qwen3Trainable() = default;
-  LossStats run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward);
+  LossStats run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward, const GradientSink* sink);
   const RopeTable& rope_for(int64_t max_position);
+  // Forward weights recomputed from the masters, per group (refresh_quantized() runs them all).
+  void refresh_embedding();  // and a tied lm_head
+  void refresh_final_norm();
+  void refresh_lm_head();  // untied
+  void refresh_layer(detail::TrainLayer& layer);
+  // Fused update: hands `group` to the sink, refreshes what refresh() names, zeroes the group's gradients.
+  void deliver(const GradientSink& sink, std::vector<Parameter>& group, const std::function<void()>& refresh);
 
   Qwen3Config config_;
   TrainModelOptions options_;
@@ -148,6 +172,9 @@ class Qwen3Trainable {
   std::vector<detail::TrainLayer> layers_;
   std::vector<Parameter> all_;        // every master, canonical order (grad undefined when frozen)
   std::vector<Parameter> trainable_;  // the trained subset (same tensors)
+  // The trained subset by fused-update group (empty where nothing trains): per layer, and the outer ones.
+  std::vector<std::vector<Parameter>> layer_groups_;
+  std::vector<Parameter> embed_group_, final_norm_group_, lm_head_group_;
   int first_trained_layer_ = 0;
   std::optional<RopeTable> rope_;
 };

@@ -16,6 +16,7 @@
 #include "io/synth_model.h"
 #include "io/weight_names.h"
 #include "ops/gemm.h"
+#include "train/fused_step.h"
 #include "train/optim/grad_clip.h"
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
@@ -257,12 +258,25 @@ TrainBenchResult run_train_bench(Qwen3Trainable& model, Optimizer& optimizer, co
     StepTimes times;
     auto start = Clock::now();
     model.zero_grad();
-    const LossStats stats = model.forward_backward(batch, grad_scale);  // phases "forward", "backward"
-    synchronize(device);
-    times.forward_backward = seconds_since(start);
-    const double loss = stats.mean();
+    double loss = 0;
+    if (model.options().fused_update) {
+      // Optimizer and refresh run inside the backward: the whole step is "forward+backward" (no clipping).
+      const FusedStepResult fused =
+          fused_train_step(model, optimizer, batch, grad_scale, LossKind::CrossEntropy, options.lr);
+      synchronize(device);
+      times.forward_backward = seconds_since(start);
+      loss = fused.stats.mean();
+      NVFP4LM_CHECK(fused.applied && fused.skipped_groups.empty(),
+                    "bench train: step {} has a non-finite loss ({}) or gradient norm ({}); try a smaller --lr",
+                    step + 1, loss, fused.grad_norm);
+    } else {
+      const LossStats stats = model.forward_backward(batch, grad_scale);  // phases "forward", "backward"
+      synchronize(device);
+      times.forward_backward = seconds_since(start);
+      loss = stats.mean();
+    }
     start = Clock::now();
-    {
+    if (!model.options().fused_update) {
       const MemoryPhase phase("optimizer");
       const double norm = grad_norm(parameters);
       NVFP4LM_CHECK(std::isfinite(loss) && std::isfinite(norm),
@@ -273,7 +287,7 @@ TrainBenchResult run_train_bench(Qwen3Trainable& model, Optimizer& optimizer, co
     }
     times.optimizer = seconds_since(start);
     start = Clock::now();
-    {
+    if (!model.options().fused_update) {
       const MemoryPhase phase("refresh");
       model.refresh_quantized();
       synchronize(device);

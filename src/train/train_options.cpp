@@ -39,7 +39,8 @@ void for_each_field(Options& o, Visit&& visit) {
   visit("loss", o.loss, G::Identity);
   visit("train_last_layers", o.train_last_layers, G::Identity);
   visit("master", o.bf16_master, G::Identity);
-  visit("recompute", o.recompute, G::Free);  // memory for compute; the gradients are the same
+  visit("recompute", o.recompute, G::Free);        // memory for compute; the gradients are the same
+  visit("fused_update", o.fused_update, G::Free);  // the same updates (no clipping either way), less memory
   visit("seq_len", o.seq_len, G::Identity);
   visit("batch", o.batch, G::Identity);
   visit("grad_accum", o.grad_accum, G::Identity);
@@ -239,6 +240,14 @@ void validate_train_options(const TrainOptions& o) {
   NVFP4LM_CHECK(std::isfinite(o.max_memory_gib) && o.max_memory_gib >= 0,
                 "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}", o.max_memory_gib);
   NVFP4LM_CHECK(!o.output.empty(), "--output is empty: name the run directory");
+  if (o.fused_update) {
+    NVFP4LM_CHECK(o.grad_accum == 1,
+                  "--fused-update applies each layer's update as soon as its gradient exists, so gradients cannot "
+                  "accumulate over micro-batches: use --grad-accum 1 (with a larger --batch), or drop --fused-update");
+    NVFP4LM_CHECK(o.max_grad_norm <= 0,
+                  "--fused-update updates each layer before the global gradient norm is known, so it cannot clip by "
+                  "it: pass --max-grad-norm 0 (the norm is still computed and logged), or drop --fused-update");
+  }
   Device::parse(o.device);  // Error names the accepted forms
 }
 

@@ -54,6 +54,7 @@ struct TrainOptions {
   int train_last_layers = -1;  // -1: all
   bool bf16_master = false;    // --master bf16
   Recompute recompute = Recompute::None;
+  bool fused_update = false;  // --fused-update: optimizer step inside the backward (needs grad_accum 1, no clipping)
   // batches and length
   int64_t seq_len = 512;
   int64_t batch = 4;

@@ -11,6 +11,7 @@
 #include "io/hf_config.h"
 #include "train/chat_template_choice.h"
 #include "train/checkpoint.h"
+#include "train/fused_step.h"
 #include "train/optim/grad_clip.h"
 
 namespace nvfp4lm {
@@ -172,6 +173,7 @@ void Trainer::load() {
   model_options.device = device_;
   model_options.bf16_master = options_.bf16_master;
   model_options.recompute = options_.recompute;
+  model_options.fused_update = options_.fused_update;
   NVFP4LM_CHECK(options_.train_last_layers <= config.num_hidden_layers,
                 "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
                 config.num_hidden_layers);
@@ -316,47 +318,12 @@ StepMetrics Trainer::train_step() {
   NVFP4LM_ASSERT(m.loss_tokens > 0, "step {}: no trained tokens in its batches", m.step);
 
   model_->zero_grad();
-  LossStats total;
-  {
-    const MemoryPhase phase("forward");
-    const auto grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
-    for (const TokenBatch& batch : batches) {
-      const TrainBatch train_batch{batch.ids, batch.targets, batch.positions, batch.segment_ids};
-      const LossStats stats = model_->forward_backward(train_batch, grad_scale, options_.loss);
-      total.loss_sum += stats.loss_sum;
-      total.tokens += stats.tokens;
-      total.correct += stats.correct;
-    }
-  }
-  NVFP4LM_ASSERT(total.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}", m.step,
-                 total.tokens, m.loss_tokens);
-  m.loss = total.loss_sum / static_cast<double>(m.loss_tokens);
-  m.token_accuracy = static_cast<double>(total.correct) / static_cast<double>(m.loss_tokens);
   m.lr = lr_at(schedule_, step_);
-
-  {
-    const MemoryPhase phase("optimizer");
-    m.grad_norm = grad_norm(model_->parameters());
-    if (!std::isfinite(m.loss)) {
-      m.skip_reason = "non-finite loss";
-    } else if (!std::isfinite(m.grad_norm)) {
-      m.skip_reason = "non-finite gradient norm";
-    }
-    if (!m.skip_reason.empty()) {
-      NVFP4LM_CHECK(options_.nonfinite == NonFinitePolicy::Skip,
-                    "step {}: {} (loss {}, gradient norm {}); stopping (--nonfinite stop). Nothing of this step was "
-                    "applied or saved; the newest checkpoint in {} is intact",
-                    m.step, m.skip_reason, m.loss, m.grad_norm, options_.output);
-      m.skipped = true;
-      ++skipped_steps_;
-      log::warn("step {}: {} (loss {}, gradient norm {}); step skipped, no update made (--nonfinite skip)", m.step,
-                m.skip_reason, m.loss, m.grad_norm);
-      model_->zero_grad();
-    } else {
-      m.clip_coefficient = clip_coefficient(m.grad_norm, options_.max_grad_norm);
-      optimizer_->step(model_->parameters(), m.lr, static_cast<float>(m.clip_coefficient));
-      model_->refresh_quantized();
-    }
+  if (options_.fused_update) {
+    NVFP4LM_ASSERT(batches.size() == 1, "--fused-update with {} micro-batches", batches.size());
+    fused_update(m, batches.front());
+  } else {
+    separate_update(m, batches);
   }
   ++step_;
 
@@ -387,6 +354,78 @@ StepMetrics Trainer::train_step() {
   metrics_tail_.push_back(step_metrics_json(m));
   while (metrics_tail_.size() > kMetricsTail) metrics_tail_.pop_front();
   return m;
+}
+
+void Trainer::separate_update(StepMetrics& m, const std::vector<TokenBatch>& batches) {
+  LossStats total;
+  {
+    const MemoryPhase phase("forward");
+    const auto grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
+    for (const TokenBatch& batch : batches) {
+      const TrainBatch train_batch{batch.ids, batch.targets, batch.positions, batch.segment_ids};
+      const LossStats stats = model_->forward_backward(train_batch, grad_scale, options_.loss);
+      total.loss_sum += stats.loss_sum;
+      total.tokens += stats.tokens;
+      total.correct += stats.correct;
+    }
+  }
+  NVFP4LM_ASSERT(total.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}", m.step,
+                 total.tokens, m.loss_tokens);
+  m.loss = total.loss_sum / static_cast<double>(m.loss_tokens);
+  m.token_accuracy = static_cast<double>(total.correct) / static_cast<double>(m.loss_tokens);
+
+  const MemoryPhase phase("optimizer");
+  m.grad_norm = grad_norm(model_->parameters());
+  if (!std::isfinite(m.loss) || !std::isfinite(m.grad_norm)) {
+    report_nonfinite(m, !std::isfinite(m.loss) ? "non-finite loss" : "non-finite gradient norm", false);
+    model_->zero_grad();
+    return;
+  }
+  m.clip_coefficient = clip_coefficient(m.grad_norm, options_.max_grad_norm);
+  optimizer_->step(model_->parameters(), m.lr, static_cast<float>(m.clip_coefficient));
+  model_->refresh_quantized();
+}
+
+void Trainer::fused_update(StepMetrics& m, const TokenBatch& batch) {
+  const MemoryPhase phase("forward");
+  const auto grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
+  const TrainBatch train_batch{batch.ids, batch.targets, batch.positions, batch.segment_ids};
+  const FusedStepResult result = fused_train_step(*model_, *optimizer_, train_batch, grad_scale, options_.loss, m.lr);
+  NVFP4LM_ASSERT(result.stats.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batch {}",
+                 m.step, result.stats.tokens, m.loss_tokens);
+  m.loss = result.stats.loss_sum / static_cast<double>(m.loss_tokens);
+  m.token_accuracy = static_cast<double>(result.stats.correct) / static_cast<double>(m.loss_tokens);
+  m.grad_norm = result.grad_norm;
+  if (!result.applied) {
+    report_nonfinite(m, "non-finite loss", false);
+  } else if (!result.skipped_groups.empty()) {
+    report_nonfinite(m,
+                     fmt::format("non-finite gradient in {} parameter group(s) (first: {}), which kept their weights",
+                                 result.skipped_groups.size(), result.skipped_groups.front()),
+                     true);
+  }
+  model_->zero_grad();  // a group whose update was skipped still holds its gradient
+}
+
+void Trainer::report_nonfinite(StepMetrics& m, const std::string& reason, bool partly_applied) {
+  m.skip_reason = reason;
+  NVFP4LM_CHECK(options_.nonfinite == NonFinitePolicy::Skip,
+                "step {}: {} (loss {}, gradient norm {}); stopping (--nonfinite stop). {}; the newest checkpoint "
+                "in {} is intact",
+                m.step, reason, m.loss, m.grad_norm,
+                partly_applied
+                    ? "The rest of this step's update was applied in memory (--fused-update) and is not saved"
+                    : "Nothing of this step was applied or saved",
+                options_.output);
+  if (partly_applied) {
+    log::warn("step {}: {} (loss {}, gradient norm {}); the other groups were updated (--fused-update)", m.step, reason,
+              m.loss, m.grad_norm);
+    return;
+  }
+  m.skipped = true;
+  ++skipped_steps_;
+  log::warn("step {}: {} (loss {}, gradient norm {}); step skipped, no update made (--nonfinite skip)", m.step, reason,
+            m.loss, m.grad_norm);
 }
 
 // ---- checkpoints and export -----------------------------------------------------------------------------------

@@ -133,6 +133,13 @@ class Trainer {
   TrainSummary run(const Progress& progress = {});
 
  private:
+  // The update of one step (train_step's middle): forward + backward over the micro-batches, then the optimizer;
+  // or both at once with --fused-update. Fill m's loss, accuracy, grad norm, clip coefficient and skip fields.
+  void separate_update(StepMetrics& m, const std::vector<TokenBatch>& batches);
+  void fused_update(StepMetrics& m, const TokenBatch& batch);
+  // A step with a non-finite loss or gradient: an Error under --nonfinite stop, else a warning (m.skipped when
+  // nothing of the step was applied).
+  void report_nonfinite(StepMetrics& m, const std::string& reason, bool partly_applied);
   void resolve_resume(const std::set<std::string>& given);
   void load();
   void restore_checkpoint();

@@ -50,7 +50,7 @@ Device gradient_device(std::span<const Parameter> parameters) {
   return device;
 }
 
-double grad_norm_cpu(std::span<const Parameter> parameters) {
+double sum_squares_cpu(std::span<const Parameter> parameters) {
   std::vector<Chunk> chunks;
   for (const Parameter& parameter : parameters) {
     const float* grad = parameter.grad.data<float>();
@@ -68,12 +68,12 @@ double grad_norm_cpu(std::span<const Parameter> parameters) {
   }
   double total = 0;
   for (double p : partial) total += p;
-  return std::sqrt(total);
+  return total;
 }
 
 #if NVFP4LM_HAS_CUDA
 // Partials of every gradient into one device buffer, one final pass, one read back (cuda/optim_kernels.h).
-double grad_norm_cuda(std::span<const Parameter> parameters, Device device) {
+double sum_squares_cuda(std::span<const Parameter> parameters, Device device) {
   int64_t partial_count = 0;
   for (const Parameter& parameter : parameters)
     partial_count += cuda::sum_of_squares_partial_count(parameter.grad.numel());
@@ -85,20 +85,22 @@ double grad_norm_cuda(std::span<const Parameter> parameters, Device device) {
     cuda::sum_of_squares_partials(static_cast<const float*>(parameter.grad.raw()), n, partials + offset);
     offset += cuda::sum_of_squares_partial_count(n);
   }
-  return std::sqrt(cuda::sum_of_squares_total(partials, partial_count, partials + partial_count));
+  return cuda::sum_of_squares_total(partials, partial_count, partials + partial_count);
 }
 #endif
 
 }  // namespace
 
-double grad_norm(std::span<const Parameter> parameters) {
+double grad_sum_of_squares(std::span<const Parameter> parameters) {
   const Device device = gradient_device(parameters);
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) return grad_norm_cuda(parameters, device);
+  if (device.is_cuda()) return sum_squares_cuda(parameters, device);
 #endif
   NVFP4LM_ASSERT(device.is_cpu(), "grad_norm: gradients on {} in a build without CUDA", device.str());
-  return grad_norm_cpu(parameters);
+  return sum_squares_cpu(parameters);
 }
+
+double grad_norm(std::span<const Parameter> parameters) { return std::sqrt(grad_sum_of_squares(parameters)); }
 
 float clip_coefficient(double norm, double max_norm) {
   NVFP4LM_ASSERT(std::isfinite(norm), "clip coefficient of a non-finite norm");

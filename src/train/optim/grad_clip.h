@@ -23,6 +23,8 @@ namespace nvfp4lm {
 
 // L2 norm of all gradients together.
 double grad_norm(std::span<const Parameter> parameters);
+// Its square, unrounded: sums over disjoint groups add up to the square of the norm over their union.
+double grad_sum_of_squares(std::span<const Parameter> parameters);
 
 // min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0 (clipping off). norm must be finite.
 float clip_coefficient(double norm, double max_norm);

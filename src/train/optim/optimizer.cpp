@@ -1,5 +1,6 @@
 #include "train/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/checksum.h"
@@ -51,29 +52,80 @@ size_t Optimizer::find_slot(const Parameter& parameter, size_t position) const {
 }
 
 void Optimizer::step(std::span<Parameter> parameters, double lr, float grad_multiplier) {
-  NVFP4LM_CHECK(std::isfinite(lr) && lr >= 0, "learning rate {} must be non-negative and finite", lr);
-  NVFP4LM_ASSERT(std::isfinite(grad_multiplier), "gradient multiplier {} is not finite", grad_multiplier);
   NVFP4LM_ASSERT(parameters.size() == slots_.size(), "optimizer built for {} parameters, step() given {}",
                  slots_.size(), parameters.size());
-  check_parameters(parameters);  // with the count check above: the same set of names
-  // Devices are checked before any update, so an error leaves every parameter as it was.
-  for (const Parameter& parameter : parameters) {
+  begin_step(lr, grad_multiplier);
+  try {
+    update_parameters(parameters);
+  } catch (...) {
+    pending_.reset();  // the checks run before any update: nothing changed, the optimizer stays usable
+    throw;
+  }
+  end_step();
+}
+
+void Optimizer::begin_step(double lr, float grad_multiplier) {
+  NVFP4LM_CHECK(std::isfinite(lr) && lr >= 0, "learning rate {} must be non-negative and finite", lr);
+  NVFP4LM_ASSERT(std::isfinite(grad_multiplier), "gradient multiplier {} is not finite", grad_multiplier);
+  NVFP4LM_ASSERT(!pending_, "optimizer step {} was begun and not ended", step_count_ + 1);
+  pending_ = PendingStep{lr, grad_multiplier, std::vector<bool>(slots_.size(), false)};
+}
+
+void Optimizer::visit(std::span<const Parameter> parameters, std::vector<size_t>& slots) {
+  NVFP4LM_ASSERT(pending_, "optimizer: parameters updated outside begin_step() / end_step()");
+  check_parameters(parameters);
+  // Devices and repeats are checked before any update, so an error leaves every parameter as it was.
+  for (size_t position = 0; position < parameters.size(); ++position) {
+    const Parameter& parameter = parameters[position];
     NVFP4LM_CHECK(parameter.value.device() == device_,
                   "optimizer: parameter {} is on {} but the optimizer's state is on {}; build the optimizer after "
                   "moving the model to the device it trains on",
                   parameter.name, parameter.value.device().str(), device_.str());
+    const size_t index = find_slot(parameter, position);
+    NVFP4LM_ASSERT(!pending_->visited[index], "optimizer step {}: parameter {} was already updated", step_count_ + 1,
+                   parameter.name);
+    slots.push_back(index);
   }
+  for (size_t index : slots) pending_->visited[index] = true;
+}
+
+void Optimizer::update_parameters(std::span<Parameter> parameters) {
+  std::vector<size_t> slots;
+  visit(parameters, slots);
   const int64_t t = step_count_ + 1;
   for (size_t position = 0; position < parameters.size(); ++position) {
-    Parameter& parameter = parameters[position];
-    const size_t index = find_slot(parameter, position);
-    const double decay = parameter.weight_decay ? options_.weight_decay : 0.0;
+    const size_t index = slots[position];
+    const double decay = parameters[position].weight_decay ? options_.weight_decay : 0.0;
     const AdamWScalars scalars =
-        adamw_scalars(lr, options_.beta1, options_.beta2, options_.eps, decay, t, grad_multiplier);
+        adamw_scalars(pending_->lr, options_.beta1, options_.beta2, options_.eps, decay, t, pending_->grad_multiplier);
     const uint64_t seed = master_rounding_seed(options_.seed, static_cast<uint64_t>(t), slots_[index].key);
-    update(index, parameter, scalars, seed);
+    update(index, parameters[position], scalars, seed);
   }
-  step_count_ = t;
+}
+
+void Optimizer::skip_parameters(std::span<const Parameter> parameters) {
+  std::vector<size_t> slots;
+  visit(parameters, slots);
+}
+
+bool Optimizer::step_has_updates() const {
+  return pending_ && std::find(pending_->visited.begin(), pending_->visited.end(), true) != pending_->visited.end();
+}
+
+void Optimizer::cancel_step() {
+  NVFP4LM_ASSERT(pending_, "optimizer: cancel_step() without begin_step()");
+  NVFP4LM_ASSERT(!step_has_updates(), "optimizer step {}: cannot cancel a step that has updated parameters",
+                 step_count_ + 1);
+  pending_.reset();
+}
+
+void Optimizer::end_step() {
+  NVFP4LM_ASSERT(pending_, "optimizer: end_step() without begin_step()");
+  for (size_t index = 0; index < slots_.size(); ++index)
+    NVFP4LM_ASSERT(pending_->visited[index], "optimizer step {}: parameter {} was never updated", step_count_ + 1,
+                   slots_[index].name);
+  pending_.reset();
+  ++step_count_;
 }
 
 size_t Optimizer::state_bytes() const {

@@ -13,6 +13,10 @@
 //  - BF16 master weights are updated in fp32 and written back with stochastic rounding (stochastic_rounding.h).
 //  - state_tensors() returns views of the state keyed "<parameter name>.<state name>": the checkpoint
 //    writer saves them and the loader copies into them in place.
+//  - A step may also be made in parts (the optimizer step fused into the backward, Qwen3Trainable's GradientSink):
+//    begin_step(), then update_parameters() on disjoint groups as their gradients become final (or
+//    skip_parameters() for a group whose gradient is not finite), then end_step(), which checks that every
+//    parameter was visited once. step() is exactly that sequence over all parameters, so both write the same bits.
 //  - Device: all parameters of one optimizer live on one device (an Error otherwise), and the state is allocated
 //    there. CPU parameters take the fp32 reference loops; CUDA parameters the kernels of cuda/optim_kernels.h, which
 //    write the same bits (same element math, same counter-based rounding noise), one launch per parameter.
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +60,15 @@ class Optimizer {
   // One AdamW update of every parameter with learning rate `lr`.
   void step(std::span<Parameter> parameters, double lr, float grad_multiplier = 1.0f);
 
+  // The same step in parts (see the top of this file).
+  void begin_step(double lr, float grad_multiplier = 1.0f);
+  void update_parameters(std::span<Parameter> parameters);
+  void skip_parameters(std::span<const Parameter> parameters);  // no update this step (non-finite gradient)
+  void end_step();
+  void cancel_step();  // a begun step in which nothing was visited yet (e.g. its loss was not finite)
+  bool in_step() const { return pending_.has_value(); }
+  bool step_has_updates() const;  // a parameter was updated or skipped in the step in progress
+
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t steps);
 
@@ -86,12 +100,21 @@ class Optimizer {
 
  private:
   size_t find_slot(const Parameter& parameter, size_t position) const;
+  // Marks slots visited by the step in progress; an Error when one was already visited.
+  void visit(std::span<const Parameter> parameters, std::vector<size_t>& slots);
+
+  struct PendingStep {
+    double lr = 0;
+    float grad_multiplier = 1.0f;
+    std::vector<bool> visited;  // per slot
+  };
 
   AdamWOptions options_;
   Device device_ = Device::cpu();
   std::vector<Slot> slots_;
   std::unordered_map<std::string, size_t> slot_by_name_;
   int64_t step_count_ = 0;
+  std::optional<PendingStep> pending_;
 };
 
 // Makes an optimizer by kind ("adamw" | "adamw8bit"); Error names the accepted kinds otherwise.

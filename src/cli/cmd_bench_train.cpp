@@ -41,6 +41,7 @@ struct BenchTrainCliOptions {
   std::string master = "fp32";
   std::string recompute = "none";
   bool fused_update = false;
+  bool packed_weights = false;
   int64_t gemm_size = 0;
   std::string json;
 };
@@ -86,6 +87,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   model_options.bf16_master = bf16_master;
   model_options.recompute = recompute;
   model_options.fused_update = cli.fused_update;
+  model_options.packed_weights = cli.packed_weights;
   std::optional<Qwen3Trainable> model;
   std::unique_ptr<Optimizer> optimizer;
   {
@@ -117,12 +119,14 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   json["master"] = cli.master;
   json["recompute"] = cli.recompute;
   json["fused_update"] = cli.fused_update;
+  json["packed_weights"] = cli.packed_weights;
   json["parameters"] = config.total_parameters();
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}{}; recompute {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", train_compute_path(device, qat),
                                  device.str(), train_precision(device, bf16_master, qat), cli.optimizer,
                                  cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
+  if (cli.packed_weights) text += fmt::format("{:<28} packed NVFP4, dequantized per block\n", "forward weights");
   text += train_bench_table(result);
   if (cli.json == "-") {
     text = json.dump(2) + "\n";
@@ -148,6 +152,8 @@ BenchRegistration registration(
       app.add_option("--qat", options->qat, "w4a16 (default), w4a4 or off");
       app.add_option("--optimizer", options->optimizer, "adamw (default) or adamw8bit");
       app.add_option("--master", options->master, "master weights: fp32 (default) or bf16");
+      app.add_flag("--packed-weights", options->packed_weights,
+                   "QAT: keep the forward's NVFP4 weights packed, dequantize one block at a time");
       app.add_flag("--fused-update", options->fused_update,
                    "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)");
       app.add_option("--recompute", options->recompute,

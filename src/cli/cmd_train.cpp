@@ -125,6 +125,9 @@ CommandRegistration registration(
            app.add_flag("--fused-update", o.fused_update,
                         "apply each layer's optimizer update inside the backward, keeping one layer's gradients "
                         "(needs --grad-accum 1 and --max-grad-norm 0)"));
+      flag("packed_weights", app.add_flag("--packed-weights", o.packed_weights,
+                                          "QAT: keep the forward's NVFP4 weights packed and dequantize one block at a "
+                                          "time (same results, ~3.5x less memory for them)"));
       flag("train_last_layers",
            app.add_option("--train-last-layers", o.train_last_layers, "train only the last N layers (default: all)"));
       flag("save_every",

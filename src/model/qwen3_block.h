@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "io/hf_config.h"
 #include "ops/rope.h"
+#include "quant/nvfp4.h"
 
 namespace nvfp4lm::detail {
 
@@ -30,6 +31,9 @@ struct TrainTensor {
   Tensor grad;             // F32, accumulated; undefined when frozen
   Tensor use;              // what the forward reads: `master` itself, or a copy refreshed from it
   bool quantized = false;  // use = deq(Q(master)) (the STE's forward weight)
+  // packed_weights: `packed` holds Q(master) and `use` is a scratch shared by all blocks, filled from it per block.
+  bool keep_packed = false;
+  Nvfp4Tensor packed;
   bool trainable() const { return grad.defined(); }
 };
 

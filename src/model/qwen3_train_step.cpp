@@ -102,7 +102,10 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   embedding_forward(ids, embed_.use, x);
   if (first_saved > 0) {
     detail::BlockActivations scratch = detail::make_block_activations(config_, x, false, w4a4);
-    for (int l = 0; l < first_saved; ++l) detail::block_forward(layers_[static_cast<size_t>(l)], context, scratch, x);
+    for (int l = 0; l < first_saved; ++l) {
+      unpack_layer(layers_[static_cast<size_t>(l)]);
+      detail::block_forward(layers_[static_cast<size_t>(l)], context, scratch, x);
+    }
   }
   const bool recompute = options_.recompute == Recompute::Block;
   std::vector<detail::BlockActivations> saved;  // per trained block; with recompute only x_in is kept
@@ -110,6 +113,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   std::optional<detail::BlockActivations> shared;  // recompute: the one set every block's forward fills
   for (int l = first_saved; l < layers; ++l) {
     Tensor next = Tensor::empty({b, t, h}, dtype, device);
+    unpack_layer(layers_[static_cast<size_t>(l)]);
     if (recompute) {
       if (!shared) shared = detail::make_block_activations(config_, x, true, w4a4);
       shared->x_in = x;
@@ -150,6 +154,8 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   for (int l = layers - 1; l >= first_saved; --l) {
     detail::TrainLayer& layer = layers_[static_cast<size_t>(l)];
     detail::BlockActivations& acts = saved[static_cast<size_t>(l - first_saved)];
+    // The top block's packed weights (packed_weights) are still unpacked from the forward; the others are not.
+    if (l != layers - 1) unpack_layer(layer);
     if (recompute) {
       // The top block's activations are still in `shared` from the forward; every other block runs again.
       if (l != layers - 1) {

@@ -36,14 +36,21 @@ Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype
 float master_amax(const Tensor& master, const std::string& name) { return master_weight_amax(master, name); }
 
 // deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the tensor scale of
-// the group's joint amax: what the ModelOpt export writes (io/nvfp4_fixed_scale.h).
+// the group's joint amax: what the ModelOpt export writes (io/nvfp4_fixed_scale.h). A packed member keeps Q(W)
+// (its `use` is filled later, by unpack_layer).
 void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block) {
   float amax = 0.0f;
   for (const TrainTensor* t : group) amax = std::max(amax, master_amax(t->master, t->name));
   Nvfp4QuantOptions options;
   options.block = block;
   options.tensor_scale = nvfp4_tensor_scale(amax);
-  for (TrainTensor* t : group) fake_quantize_nvfp4(t->master, t->use, options, t->name.c_str());
+  for (TrainTensor* t : group) {
+    if (t->keep_packed) {
+      t->packed = quantize_nvfp4(t->master, options, t->name.c_str());
+    } else {
+      fake_quantize_nvfp4(t->master, t->use, options, t->name.c_str());
+    }
+  }
 }
 
 void refresh_copy(TrainTensor& t) {
@@ -114,10 +121,11 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
   const DType compute = compute_dtype_for(options.device);
   const bool qat = options.qat != QatMode::Off;
 
-  // Fused update: the trained blocks share one gradient tensor per block weight (qwen3_trainable.h).
-  std::array<Tensor, 11> shared_block_grads;
-  auto make = [&](const std::string& name, bool trainable, bool is_norm, bool quantized,
-                  Tensor* shared_grad = nullptr) {
+  // Fused update: the trained blocks share one gradient tensor per block weight; packed weights: one dequantized
+  // scratch per block projection (qwen3_trainable.h).
+  std::array<Tensor, 11> shared_block_grads, shared_block_uses;
+  auto make = [&](const std::string& name, bool trainable, bool is_norm, bool quantized, Tensor* shared_grad = nullptr,
+                  Tensor* shared_use = nullptr) {
     TrainTensor t;
     t.name = name;
     t.master = load_master(files, name, master_dtype, options.device);
@@ -129,8 +137,14 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     }
     t.quantized = quantized;
     const DType use_dtype = is_norm ? DType::F32 : compute;
-    t.use = quantized || t.master.dtype() != use_dtype ? Tensor::empty(t.master.shape(), use_dtype, options.device)
-                                                       : t.master;
+    if (quantized && shared_use != nullptr) {
+      if (!shared_use->defined()) *shared_use = Tensor::empty(t.master.shape(), use_dtype, options.device);
+      t.use = *shared_use;
+      t.keep_packed = true;  // refresh_quantized() fills `packed`
+    } else {
+      t.use = quantized || t.master.dtype() != use_dtype ? Tensor::empty(t.master.shape(), use_dtype, options.device)
+                                                         : t.master;
+    }
     if (quantized) {
       const int64_t rows = t.master.dim(0), cols = t.master.dim(1);
       NVFP4LM_CHECK(cols % kNvfp4BlockSize == 0 && (options.block == Nvfp4Block::Row1x16 || rows % 16 == 0),
@@ -148,18 +162,19 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     const std::string p = fmt::format("model.layers.{}.", i);
     const bool train = i >= model.first_trained_layer_;
     TrainLayer& l = model.layers_[static_cast<size_t>(i)];
-    auto shared = [&](size_t k) { return options.fused_update ? &shared_block_grads[k] : nullptr; };
-    l.input_norm = make(p + "input_layernorm.weight", train, true, false, shared(0));
-    l.q_proj = make(p + "self_attn.q_proj.weight", train, false, qat, shared(1));
-    l.k_proj = make(p + "self_attn.k_proj.weight", train, false, qat, shared(2));
-    l.v_proj = make(p + "self_attn.v_proj.weight", train, false, qat, shared(3));
-    l.q_norm = make(p + "self_attn.q_norm.weight", train, true, false, shared(4));
-    l.k_norm = make(p + "self_attn.k_norm.weight", train, true, false, shared(5));
-    l.o_proj = make(p + "self_attn.o_proj.weight", train, false, qat, shared(6));
-    l.post_attention_norm = make(p + "post_attention_layernorm.weight", train, true, false, shared(7));
-    l.gate_proj = make(p + "mlp.gate_proj.weight", train, false, qat, shared(8));
-    l.up_proj = make(p + "mlp.up_proj.weight", train, false, qat, shared(9));
-    l.down_proj = make(p + "mlp.down_proj.weight", train, false, qat, shared(10));
+    auto grad = [&](size_t k) { return options.fused_update ? &shared_block_grads[k] : nullptr; };
+    auto use = [&](size_t k) { return options.packed_weights && qat ? &shared_block_uses[k] : nullptr; };
+    l.input_norm = make(p + "input_layernorm.weight", train, true, false, grad(0));
+    l.q_proj = make(p + "self_attn.q_proj.weight", train, false, qat, grad(1), use(1));
+    l.k_proj = make(p + "self_attn.k_proj.weight", train, false, qat, grad(2), use(2));
+    l.v_proj = make(p + "self_attn.v_proj.weight", train, false, qat, grad(3), use(3));
+    l.q_norm = make(p + "self_attn.q_norm.weight", train, true, false, grad(4));
+    l.k_norm = make(p + "self_attn.k_norm.weight", train, true, false, grad(5));
+    l.o_proj = make(p + "self_attn.o_proj.weight", train, false, qat, grad(6), use(6));
+    l.post_attention_norm = make(p + "post_attention_layernorm.weight", train, true, false, grad(7));
+    l.gate_proj = make(p + "mlp.gate_proj.weight", train, false, qat, grad(8), use(8));
+    l.up_proj = make(p + "mlp.up_proj.weight", train, false, qat, grad(9), use(9));
+    l.down_proj = make(p + "mlp.down_proj.weight", train, false, qat, grad(10), use(10));
   }
   model.final_norm_ = make("model.norm.weight", train_outer, true, false);
   const bool quantize_head = qat && options.quantize_lm_head;
@@ -224,6 +239,7 @@ std::string Qwen3Trainable::describe() const {
   if (options_.train_last_layers >= 0) text += fmt::format(", training the last {} layers", options_.train_last_layers);
   if (options_.recompute == Recompute::Block) text += ", activations recomputed per block";
   if (options_.fused_update) text += ", optimizer step fused into the backward";
+  if (options_.packed_weights && options_.qat != QatMode::Off) text += ", NVFP4 forward weights kept packed";
   return text;
 }
 
@@ -270,6 +286,14 @@ void Qwen3Trainable::refresh_layer(TrainLayer& l) {
   }
 }
 
+void Qwen3Trainable::unpack_layer(const TrainLayer& l) {
+  for (const TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+    if (!t->keep_packed) continue;
+    Tensor use = t->use;
+    dequantize_nvfp4(t->packed, use);
+  }
+}
+
 void Qwen3Trainable::deliver(const GradientSink& sink, std::vector<Parameter>& group,
                              const std::function<void()>& refresh) {
   if (group.empty()) return;
@@ -288,7 +312,11 @@ Qwen3Model Qwen3Trainable::inference_model() const {
     LinearWeight w;
     w.out_features = t.use.dim(0);
     w.in_features = t.use.dim(1);
-    w.dense = t.use;
+    if (t.keep_packed) {
+      w.nvfp4 = t.packed;  // the shared scratch holds some block's weights; the packed ones are this block's
+    } else {
+      w.dense = t.use;
+    }
     return w;
   };
   weights.embed_tokens = embed_.use;

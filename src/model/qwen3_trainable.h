@@ -32,6 +32,11 @@
 // update or skip exactly what it is given (Optimizer::update_parameters / skip_parameters): with the same
 // optimizer and no clipping, the result equals an unfused step bit for bit.
 //
+// Packed forward weights (TrainModelOptions::packed_weights, with QAT): each block projection keeps Q(W) packed
+// (4.5 bits a weight) instead of a dense deq(Q(W)) copy, and the forward and backward dequantize one block's
+// projections at a time into a scratch shared by all blocks. deq(Q(W)) is the same bits either way, so losses and
+// gradients are identical; the dense copies (2 bytes a weight on CUDA) shrink to ~0.56 bytes plus one block.
+//
 // train_last_layers = N >= 0 trains only the last N decoder blocks: parameters() lists only theirs, frozen
 // weights get no gradient, embeddings / final norm / lm_head stay frozen, and the backward stops at the input of
 // the lowest trained block (frozen blocks below it run forward only, without saving activations).
@@ -80,7 +85,8 @@ struct TrainModelOptions {
   Device device = Device::cpu();
   bool bf16_master = false;  // BF16 master weights (the optimizer rounds stochastically); gradients stay F32
   Recompute recompute = Recompute::None;
-  bool fused_update = false;  // optimizer step inside the backward (see the top of this file)
+  bool fused_update = false;    // optimizer step inside the backward (see the top of this file)
+  bool packed_weights = false;  // QAT: block projections' Q(W) stay packed (see the top of this file)
 };
 
 // Receives a group of parameters whose gradients are final, during a fused-update backward.
@@ -163,6 +169,8 @@ class Qwen3Trainable {
   void refresh_final_norm();
   void refresh_lm_head();  // untied
   void refresh_layer(detail::TrainLayer& layer);
+  // packed_weights: dequantizes the layer's packed projections into the shared scratch its `use` tensors view.
+  void unpack_layer(const detail::TrainLayer& layer);
   // Fused update: hands `group` to the sink, refreshes what refresh() names, zeroes the group's gradients.
   void deliver(const GradientSink& sink, std::vector<Parameter>& group, const std::function<void()>& refresh);
 

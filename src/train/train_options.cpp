@@ -39,8 +39,9 @@ void for_each_field(Options& o, Visit&& visit) {
   visit("loss", o.loss, G::Identity);
   visit("train_last_layers", o.train_last_layers, G::Identity);
   visit("master", o.bf16_master, G::Identity);
-  visit("recompute", o.recompute, G::Free);        // memory for compute; the gradients are the same
-  visit("fused_update", o.fused_update, G::Free);  // the same updates (no clipping either way), less memory
+  visit("recompute", o.recompute, G::Free);            // memory for compute; the gradients are the same
+  visit("fused_update", o.fused_update, G::Free);      // the same updates (no clipping either way), less memory
+  visit("packed_weights", o.packed_weights, G::Free);  // the same forward weights, less memory
   visit("seq_len", o.seq_len, G::Identity);
   visit("batch", o.batch, G::Identity);
   visit("grad_accum", o.grad_accum, G::Identity);

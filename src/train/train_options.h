@@ -54,7 +54,8 @@ struct TrainOptions {
   int train_last_layers = -1;  // -1: all
   bool bf16_master = false;    // --master bf16
   Recompute recompute = Recompute::None;
-  bool fused_update = false;  // --fused-update: optimizer step inside the backward (needs grad_accum 1, no clipping)
+  bool fused_update = false;    // --fused-update: optimizer step inside the backward (needs grad_accum 1, no clipping)
+  bool packed_weights = false;  // --packed-weights: QAT forward weights stay packed NVFP4 between uses
   // batches and length
   int64_t seq_len = 512;
   int64_t batch = 4;

@@ -174,6 +174,7 @@ void Trainer::load() {
   model_options.bf16_master = options_.bf16_master;
   model_options.recompute = options_.recompute;
   model_options.fused_update = options_.fused_update;
+  model_options.packed_weights = options_.packed_weights;
   NVFP4LM_CHECK(options_.train_last_layers <= config.num_hidden_layers,
                 "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
                 config.num_hidden_layers);

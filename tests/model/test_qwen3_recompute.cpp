@@ -1,6 +1,8 @@
-// Recompute::Block (model/qwen3_trainable.h): the loss and every gradient are bit-identical to keeping all
-// activations, for every QAT mode, packed rows and train_last_layers; and the backward's peak memory is lower
-// (one block's activations instead of all of them).
+// The memory modes of model/qwen3_trainable.h change memory, never results:
+//  - Recompute::Block: the loss and every gradient are bit-identical to keeping all activations, for every QAT
+//    mode, packed rows and train_last_layers; the backward's peak is lower (one block's activations, not all);
+//  - packed_weights: bit-identical losses, gradients and refreshed weights over optimizer steps, with or without
+//    recompute; the model's own footprint is lower (packed Q(W) + one block of scratch instead of dense copies).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -50,8 +52,10 @@ struct Result {
   size_t backward_peak = 0;
 };
 
-Result run(const ModelFiles& files, TrainModelOptions options, Recompute recompute, const TrainBatch& batch) {
+Result run(const ModelFiles& files, TrainModelOptions options, Recompute recompute, const TrainBatch& batch,
+           bool packed = false) {
   options.recompute = recompute;
+  options.packed_weights = packed;
   Qwen3Trainable model = Qwen3Trainable::from_files(files, options);
   MemoryTracker::instance().clear_phases();
   Result r;
@@ -116,6 +120,74 @@ TEST(Qwen3Recompute, BlockRecomputeLowersTheBackwardPeak) {
   // blocks the saved set dominates the backward's peak. Recompute keeps one set: expect well under half.
   EXPECT_LT(static_cast<double>(recomputed.backward_peak), 0.6 * static_cast<double>(saved.backward_peak))
       << "backward peak " << recomputed.backward_peak << " bytes with recompute, " << saved.backward_peak << " without";
+}
+
+TEST(Qwen3PackedWeights, BitIdenticalGradientsAndLowerFootprint) {
+  const Qwen3Config config = four_layer_config();
+  const std::unique_ptr<ModelFiles> files = random_model_files(config, "four-layer", 7);
+  const TrainBatch plain = random_batch(2, 24, config.vocab_size, 11, false);
+  const TrainBatch packed_rows = random_batch(2, 24, config.vocab_size, 12, true);
+  TrainModelOptions w4a4{QatMode::W4A4};
+  w4a4.block = Nvfp4Block::Tile16x16;
+  TrainModelOptions last_two{QatMode::W4A16};
+  last_two.train_last_layers = 2;
+  for (const auto& [name, options] : std::vector<std::pair<const char*, TrainModelOptions>>{
+           {"w4a16", TrainModelOptions{QatMode::W4A16}}, {"w4a4 2d", w4a4}, {"last 2 layers", last_two}}) {
+    for (Recompute recompute : {Recompute::None, Recompute::Block}) {
+      for (const TrainBatch* batch : {&plain, &packed_rows}) {
+        const Result dense = run(*files, options, recompute, *batch, false);
+        const Result packed = run(*files, options, recompute, *batch, true);
+        expect_identical(dense, packed, std::string(name) + (recompute == Recompute::Block ? " + recompute" : ""));
+      }
+    }
+  }
+  // Footprint of the model itself: F32 masters + dense deq(Q(W)) copies vs masters + packed codes + one block.
+  MemoryTracker& tracker = MemoryTracker::instance();
+  size_t bytes[2];
+  for (int packed = 0; packed < 2; ++packed) {
+    const size_t before = tracker.current_bytes(Device::cpu());
+    TrainModelOptions options{QatMode::W4A16};
+    options.packed_weights = packed != 0;
+    const Qwen3Trainable model = Qwen3Trainable::from_files(*files, options);
+    bytes[packed] = tracker.current_bytes(Device::cpu()) - before;
+    EXPECT_EQ(model.describe().find("kept packed") != std::string::npos, packed != 0) << model.describe();
+  }
+  const Qwen3Config& c = config;
+  const int64_t projections =
+      c.hidden_size * (2 * c.q_dim() + 2 * c.kv_dim()) + 3 * c.hidden_size * c.intermediate_size;
+  // Dense copies: 4 layers x projections x 4 bytes. Packed: 4 layers x (0.5 + 1/16) bytes, plus one block dense.
+  const auto saved = static_cast<double>(bytes[0]) - static_cast<double>(bytes[1]);
+  const double expected = 4.0 * projections * 4 - 4.0 * projections * (0.5 + 1.0 / 16) - 1.0 * projections * 4;
+  EXPECT_NEAR(saved, expected, 0.01 * expected);
+}
+
+TEST(Qwen3PackedWeights, OptimizerStepsStayIdentical) {
+  const Qwen3Config config = four_layer_config();
+  const std::unique_ptr<ModelFiles> files = random_model_files(config, "four-layer", 8);
+  std::vector<std::vector<float>> losses(2), weights(2);
+  for (int packed = 0; packed < 2; ++packed) {
+    TrainModelOptions options{QatMode::W4A16};
+    options.packed_weights = packed != 0;
+    Qwen3Trainable model = Qwen3Trainable::from_files(*files, options);
+    for (int step = 0; step < 3; ++step) {
+      model.zero_grad();
+      const LossStats stats =
+          model.forward_backward(random_batch(2, 16, config.vocab_size, 40 + static_cast<uint64_t>(step), false), 0.1f);
+      losses[static_cast<size_t>(packed)].push_back(static_cast<float>(stats.loss_sum));
+      for (Parameter& p : model.parameters()) {  // plain SGD: enough to move every weight across NVFP4 steps
+        float* w = p.value.data<float>();
+        const float* g = p.grad.data<float>();
+        for (int64_t i = 0; i < p.value.numel(); ++i) w[i] -= 0.5f * g[i];
+      }
+      model.refresh_quantized();
+    }
+    const Tensor logits = model.inference_model().forward(random_batch(1, 8, config.vocab_size, 3, false).ids);
+    weights[static_cast<size_t>(packed)] = to_float_vector(logits);
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  // The inference model reads the packed weights through the NVFP4 linear: equal up to summation order.
+  ASSERT_EQ(weights[0].size(), weights[1].size());
+  for (size_t i = 0; i < weights[0].size(); ++i) EXPECT_NEAR(weights[0][i], weights[1][i], 1e-4) << i;
 }
 
 TEST(Qwen3Recompute, NamesAndDescription) {

@@ -100,6 +100,11 @@ TEST(FusedUpdate, BitIdenticalToASeparateStep) {
   bf16.bf16_master = true;
   bf16.recompute = Recompute::Block;
   cases.push_back({"tied bf16 masters + recompute, adamw8bit", tied.get(), bf16, "adamw8bit"});
+  TrainModelOptions low_memory{QatMode::W4A16};  // the low-memory recipe: everything on at once
+  low_memory.bf16_master = true;
+  low_memory.recompute = Recompute::Block;
+  low_memory.packed_weights = true;
+  cases.push_back({"tied bf16 masters + recompute + packed weights, adamw8bit", tied.get(), low_memory, "adamw8bit"});
   TrainModelOptions w4a4{QatMode::W4A4};
   w4a4.quantize_lm_head = true;
   cases.push_back({"untied w4a4 quantized head, adamw", untied.get(), w4a4, "adamw"});

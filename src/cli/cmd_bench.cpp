@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
+#include "core/stopwatch.h"
 #include "infer/bench_infer.h"
 #include "infer/qwen3_cached_lm.h"
 #include "io/hf_config.h"
@@ -68,10 +69,6 @@ struct BenchInferCliOptions {
   std::string json;
   uint64_t copy_mib = 256;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int run_bench_infer(const BenchInferCliOptions& cli) {
   NVFP4LM_CHECK(cli.model.empty() != cli.preset.empty(), "bench infer: pass exactly one of --model M and --preset ({})",

@@ -20,6 +20,7 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/stopwatch.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
@@ -45,10 +46,6 @@ struct BenchTrainCliOptions {
   int64_t gemm_size = 0;
   std::string json;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int run_bench_train(const BenchTrainCliOptions& cli) {
   NVFP4LM_CHECK(cli.model.empty() != cli.preset.empty(), "bench train: pass exactly one of --model M and --preset ({})",

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/rng.h"
+#include "core/stopwatch.h"
 #include "core/tensor.h"
 #include "infer/sampler.h"
 #if NVFP4LM_HAS_CUDA
@@ -21,9 +22,6 @@
 
 namespace nvfp4lm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr int kCopyRepeats = 5;
 

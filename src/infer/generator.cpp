@@ -8,16 +8,11 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/stopwatch.h"
 #include "infer/stop_conditions.h"
 #include "tokenizer/streaming_decoder.h"
 
 namespace nvfp4lm {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-}  // namespace
 
 const char* stop_reason_name(StopReason reason) {
   switch (reason) {

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/stopwatch.h"
 #include "core/tensor.h"
 #include "io/synth_model.h"
 #include "io/weight_names.h"
@@ -24,9 +25,6 @@
 
 namespace nvfp4lm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Ids at and above this are Qwen3's special tokens; random rows stay below (smaller vocabularies: all ids).
 constexpr int64_t kOrdinaryTokenIds = 151643;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/stopwatch.h"
 #include "infer/generator.h"
 #include "infer/qwen3_cached_lm.h"
 #include "infer/stop_conditions.h"
@@ -18,14 +19,10 @@
 namespace nvfp4lm {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int64_t kDemoEpochs = 24;
 constexpr double kDemoLr = 3e-3;
 constexpr int64_t kDemoSeqLen = 128;
 constexpr int64_t kDemoBatch = 4;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // ./demo-run/run-YYYYmmdd-HHMMSS (with a -N suffix when that exists).
 fs::path fresh_work_dir() {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/stopwatch.h"
 #include "infer/system_report.h"
 #include "io/hf_config.h"
 #include "train/chat_template_choice.h"
@@ -18,11 +19,6 @@ namespace nvfp4lm {
 namespace {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point start, Clock::time_point end) {
-  return std::chrono::duration<double>(end - start).count();
-}
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;

@@ -43,33 +43,27 @@ Case random_case(int64_t out, int64_t in, int64_t n, uint64_t seed, float tensor
   return c;
 }
 
-std::vector<double> reference(const Case& c) {
-  const Tensor dense = dequantize_nvfp4(c.w, DType::F32);
-  const int64_t n = c.x.dim(0), in = c.w.cols, out = c.w.rows;
-  std::vector<double> y(static_cast<size_t>(n * out));
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double acc = 0;
-      for (int64_t k = 0; k < in; ++k)
-        acc += static_cast<double>(c.x.data<float>()[r * in + k]) * dense.data<float>()[o * in + k];
-      y[static_cast<size_t>(r * out + o)] = acc;
-    }
-  return y;
-}
+// x · deq(w)ᵀ summed in double, and the sum of |x · w| per output (the scale of any fp32 order's rounding error).
+struct Expected {
+  std::vector<double> value, magnitude;
+};
 
-// Sum of |x · w| per output: the scale of the rounding error of any fp32 summation order.
-std::vector<double> magnitude(const Case& c) {
+Expected reference(const Case& c) {
   const Tensor dense = dequantize_nvfp4(c.w, DType::F32);
   const int64_t n = c.x.dim(0), in = c.w.cols, out = c.w.rows;
-  std::vector<double> m(static_cast<size_t>(n * out));
+  Expected e{std::vector<double>(static_cast<size_t>(n * out)), std::vector<double>(static_cast<size_t>(n * out))};
   for (int64_t r = 0; r < n; ++r)
     for (int64_t o = 0; o < out; ++o) {
-      double acc = 0;
-      for (int64_t k = 0; k < in; ++k)
-        acc += std::abs(static_cast<double>(c.x.data<float>()[r * in + k]) * dense.data<float>()[o * in + k]);
-      m[static_cast<size_t>(r * out + o)] = acc;
+      double acc = 0, magnitude = 0;
+      for (int64_t k = 0; k < in; ++k) {
+        const double product = static_cast<double>(c.x.data<float>()[r * in + k]) * dense.data<float>()[o * in + k];
+        acc += product;
+        magnitude += std::abs(product);
+      }
+      e.value[static_cast<size_t>(r * out + o)] = acc;
+      e.magnitude[static_cast<size_t>(r * out + o)] = magnitude;
     }
-  return m;
+  return e;
 }
 
 std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
@@ -97,12 +91,12 @@ TEST(Nvfp4Dot, EveryVariantMatchesTheDequantizedProduct) {
     for (int64_t n = 1; n <= 8; ++n) {
       for (float tensor_scale : {1.0f, 3.1e-4f}) {
         const Case c = random_case(out, in, n, ++seed, tensor_scale);
-        const std::vector<double> expected = reference(c), scale = magnitude(c);
+        const Expected expected = reference(c);
         for (DotIsa isa : isas) {
           const std::vector<float> y = run(isa, c, 0, out);
           for (size_t i = 0; i < y.size(); ++i) {
             // fp32 sums of `in` products: a few ulps of the sum of magnitudes.
-            ASSERT_NEAR(y[i], expected[i], 1e-6 * scale[i] + 1e-30)
+            ASSERT_NEAR(y[i], expected.value[i], 1e-6 * expected.magnitude[i] + 1e-30)
                 << cpu::dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
           }
         }

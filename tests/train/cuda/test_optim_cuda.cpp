@@ -147,6 +147,9 @@ std::string label(const OptimCase& c) {
   return fmt::format("{} {} master, weight decay {}", c.kind, dtype_name(c.master), c.weight_decay);
 }
 
+// How ctest and gtest print a case (instead of its bytes).
+void PrintTo(const OptimCase& c, std::ostream* os) { *os << label(c); }
+
 class OptimizerCuda : public ::testing::TestWithParam<OptimCase> {};
 
 TEST_P(OptimizerCuda, StepsAreBitIdenticalToCpu) {

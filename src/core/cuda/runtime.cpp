@@ -1,6 +1,7 @@
 #include "core/cuda/runtime.h"
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <map>
 #include <mutex>
@@ -31,12 +32,28 @@ int device_count() {
   return count;
 }
 
+namespace {
+
+// True when the CUDA driver library is not on this machine at all.
+bool dlopen_driver_missing() {
+  void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return true;
+  dlclose(handle);
+  return false;
+}
+
+}  // namespace
+
 std::string unavailable_reason() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     cudaGetLastError();
-    return fmt::format("{} ({})", cudaGetErrorString(status), cudaGetErrorName(status));
+    const std::string detail = fmt::format("{} ({})", cudaGetErrorString(status), cudaGetErrorName(status));
+    // The runtime says "insufficient driver" both for an old driver and for none at all; tell them apart.
+    if (status == cudaErrorInsufficientDriver && dlopen_driver_missing())
+      return "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded; the CUDA runtime reports " + detail + ")";
+    return detail;
   }
   return count == 0 ? "the CUDA driver reports no GPU" : "";
 }

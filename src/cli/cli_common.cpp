@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
 #include "infer/system_report.h"
@@ -116,6 +117,17 @@ void add_sampling_flags(CLI::App& app, SamplingOptions& options) {
   app.add_option("--repetition-penalty", options.repetition_penalty,
                  "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)");
   app.add_option("--seed", options.seed, "random seed for sampling (default 0)");
+}
+
+void print_bench_result(const std::string& text, const nlohmann::json& json, const std::string& json_path) {
+  std::string out = text;
+  if (json_path == "-") {
+    out = json.dump(2) + "\n";
+  } else if (!json_path.empty()) {
+    write_file_atomic(json_path, json.dump(2) + "\n");
+    out += fmt::format("wrote {}\n", json_path);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
 }  // namespace nvfp4lm::cli

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,5 +88,9 @@ struct BenchRegistration {
     bench_registry().push_back({std::move(name), std::move(help), std::move(setup)});
   }
 };
+
+// A benchmark's result on stdout: the table `text`, or the JSON alone with --json -, or the table plus
+// "wrote FILE" after writing the JSON to json_path (atomically).
+void print_bench_result(const std::string& text, const nlohmann::json& json, const std::string& json_path);
 
 }  // namespace nvfp4lm::cli

@@ -127,13 +127,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n", "model", json["model"].get<std::string>(),
                                  "compute path", model.compute_path(), device.str(), precision_text(model));
   text += infer_bench_table(result);
-  if (cli.json == "-") {
-    text = json.dump(2) + "\n";
-  } else if (!cli.json.empty()) {
-    write_file_atomic(cli.json, json.dump(2) + "\n");
-    text += fmt::format("wrote {}\n", cli.json);
-  }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_bench_result(text, json, cli.json);
   return 0;
 }
 

@@ -125,13 +125,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
                                  cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
   if (cli.packed_weights) text += fmt::format("{:<28} packed NVFP4, dequantized per block\n", "forward weights");
   text += train_bench_table(result);
-  if (cli.json == "-") {
-    text = json.dump(2) + "\n";
-  } else if (!cli.json.empty()) {
-    write_file_atomic(cli.json, json.dump(2) + "\n");
-    text += fmt::format("wrote {}\n", cli.json);
-  }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_bench_result(text, json, cli.json);
   return 0;
 }
 

@@ -88,7 +88,7 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
                      nvfp4_cpu == "cpu/dequant-gemm"
                          ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel", cpu_detail,
                                        cpu::dot_isa_name(cpu::best_nvfp4_dot_isa()))
-                                                     : "NVFP4 linears on the CPU use " + nvfp4_cpu});
+                         : "NVFP4 linears on the CPU use " + nvfp4_cpu});
 
   const std::string missing = cuda_prerequisite_missing(report);
   if (!missing.empty()) {

@@ -16,14 +16,9 @@ namespace {
 
 constexpr const char* kBase = "bench train --preset tiny --seq-len 32 --batch 2 --steps 2 --warmup-steps 1 ";
 
-void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts) {
-  EXPECT_NE(result.exit_code, 0);
-  EXPECT_LT(result.exit_code, 128) << "crashed or aborted: " << result.err;
-  const size_t at = result.err.find("error");
-  ASSERT_NE(at, std::string::npos) << result.err;
-  const std::string line = result.err.substr(at);
-  EXPECT_EQ(line.find('\n'), line.size() - 1) << "error must be one line: " << result.err;
-  for (const auto& part : parts) EXPECT_NE(line.find(part), std::string::npos) << "'" << part << "' not in: " << line;
+// A bench that fails prints no table or JSON.
+void expect_error_without_output(const CliResult& result, std::initializer_list<std::string> parts) {
+  expect_one_line_error(result, parts);
   EXPECT_EQ(result.out, "");
 }
 
@@ -122,21 +117,23 @@ TEST(CliBenchTrain, OtherSettingsAndTable) {
 }
 
 TEST(CliBenchTrain, BadFlagsAreClearErrors) {
-  expect_one_line_error(run_cli("bench train --seq-len 8 --batch 1"), {"--model", "--preset"});
-  expect_one_line_error(run_cli("bench train --preset tiny --model x --seq-len 8 --batch 1"), {"--model", "--preset"});
-  expect_one_line_error(run_cli("bench train --preset nope --seq-len 8 --batch 1"), {"nope", "tiny"});
-  expect_one_line_error(run_cli("bench train --preset tiny --seq-len 8 --batch 1 --steps 0"), {"--steps"});
-  expect_one_line_error(run_cli("bench train --preset tiny --seq-len 8 --batch 1 --warmup-steps -1"),
-                        {"--warmup-steps"});
-  expect_one_line_error(run_cli("bench train --preset tiny --seq-len 0 --batch 2"), {"--seq-len"});
-  expect_one_line_error(run_cli("bench train --preset tiny --seq-len 8 --batch 0"), {"--batch"});
-  expect_one_line_error(run_cli("bench train --preset tiny --seq-len 5000 --batch 1"), {"--seq-len 5000", "4096"});
-  expect_one_line_error(run_cli(std::string(kBase) + "--qat w2"), {"w2", "w4a16"});
-  expect_one_line_error(run_cli(std::string(kBase) + "--optimizer sgd"), {"--optimizer", "adamw8bit"});
-  expect_one_line_error(run_cli(std::string(kBase) + "--master fp16"), {"--master", "bf16"});
-  expect_one_line_error(run_cli(std::string(kBase) + "--lr -1"), {"--lr"});
-  expect_one_line_error(run_cli("bench train --model /nonexistent/model --seq-len 8 --batch 1"),
-                        {"/nonexistent/model"});
+  expect_error_without_output(run_cli("bench train --seq-len 8 --batch 1"), {"--model", "--preset"});
+  expect_error_without_output(run_cli("bench train --preset tiny --model x --seq-len 8 --batch 1"),
+                              {"--model", "--preset"});
+  expect_error_without_output(run_cli("bench train --preset nope --seq-len 8 --batch 1"), {"nope", "tiny"});
+  expect_error_without_output(run_cli("bench train --preset tiny --seq-len 8 --batch 1 --steps 0"), {"--steps"});
+  expect_error_without_output(run_cli("bench train --preset tiny --seq-len 8 --batch 1 --warmup-steps -1"),
+                              {"--warmup-steps"});
+  expect_error_without_output(run_cli("bench train --preset tiny --seq-len 0 --batch 2"), {"--seq-len"});
+  expect_error_without_output(run_cli("bench train --preset tiny --seq-len 8 --batch 0"), {"--batch"});
+  expect_error_without_output(run_cli("bench train --preset tiny --seq-len 5000 --batch 1"),
+                              {"--seq-len 5000", "4096"});
+  expect_error_without_output(run_cli(std::string(kBase) + "--qat w2"), {"w2", "w4a16"});
+  expect_error_without_output(run_cli(std::string(kBase) + "--optimizer sgd"), {"--optimizer", "adamw8bit"});
+  expect_error_without_output(run_cli(std::string(kBase) + "--master fp16"), {"--master", "bf16"});
+  expect_error_without_output(run_cli(std::string(kBase) + "--lr -1"), {"--lr"});
+  expect_error_without_output(run_cli("bench train --model /nonexistent/model --seq-len 8 --batch 1"),
+                              {"/nonexistent/model"});
   const CliResult missing = run_cli("bench train --preset tiny --batch 1");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.err.find("--seq-len"), std::string::npos) << missing.err;
@@ -145,7 +142,7 @@ TEST(CliBenchTrain, BadFlagsAreClearErrors) {
 TEST(CliBenchTrain, CudaWithoutAGpuIsAClearError) {
   if (cuda_available()) GTEST_SKIP() << "a GPU is present";
   const CliResult result = run_cli(std::string(kBase) + "--device cuda");
-  expect_one_line_error(result, {"--device cuda"});
+  expect_error_without_output(result, {"--device cuda"});
   EXPECT_TRUE(result.err.find("without CUDA") != std::string::npos || result.err.find("no GPU") != std::string::npos)
       << result.err;
 }

@@ -47,16 +47,6 @@ std::string last_line(const std::string& text) {
   return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
 }
 
-void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts) {
-  EXPECT_NE(result.exit_code, 0);
-  EXPECT_LT(result.exit_code, 128) << "crashed or aborted: " << result.err;
-  const size_t at = result.err.find("error");
-  ASSERT_NE(at, std::string::npos) << result.err;
-  const std::string line = result.err.substr(at);
-  EXPECT_EQ(line.find('\n'), line.size() - 1) << "error must be one line: " << result.err;
-  for (const auto& part : parts) EXPECT_NE(line.find(part), std::string::npos) << "'" << part << "' not in: " << line;
-}
-
 TEST_F(CliGenerate, GreedyIsDeterministicAndEqualsAManualLoop) {
   const std::string args = "generate " + model_flag() + " --prompt 'Write a haiku.' --max-tokens 10 --temperature 0";
   const CliResult first = run_cli(args);

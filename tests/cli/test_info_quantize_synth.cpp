@@ -33,21 +33,6 @@ fs::path synth_small(const TempDir& dir) {
   return out;
 }
 
-void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts) {
-  EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.exit_code, 128 + 6) << "aborted";
-  EXPECT_NE(result.exit_code, 128 + 11) << "crashed";
-  // The last line of stderr is the error; exactly one line says "error".
-  EXPECT_NE(result.err.find("nvfp4lm: error: "), std::string::npos) << result.err;
-  size_t lines = 0;
-  for (size_t at = result.err.find("error: "); at != std::string::npos; at = result.err.find("error: ", at + 1))
-    ++lines;
-  EXPECT_EQ(lines, 1u) << result.err;
-  const std::string line = result.err.substr(result.err.find("nvfp4lm: error: "));
-  EXPECT_EQ(line.find('\n'), line.size() - 1) << "error must be one line: " << result.err;
-  for (const auto& part : parts) EXPECT_NE(line.find(part), std::string::npos) << "'" << part << "' not in: " << line;
-}
-
 TEST(CliFiles, SynthQuantizeInfoRoundTrip) {
   TempDir dir;
   const fs::path hf = synth_small(dir);

@@ -26,18 +26,6 @@ std::string quoted(const fs::path& path) {
   return text;
 }
 
-// A failure with exactly one error line ("nvfp4lm: error: ...") that contains every part.
-void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts, const std::string& what) {
-  EXPECT_NE(result.exit_code, 0) << what;
-  EXPECT_LT(result.exit_code, 128) << what << ": crashed or aborted: " << result.err;
-  const size_t at = result.err.find("error");
-  ASSERT_NE(at, std::string::npos) << what << ": " << result.err;
-  const std::string line = result.err.substr(at);
-  EXPECT_EQ(line.find('\n'), line.size() - 1) << what << ": the error must be one line: " << result.err;
-  for (const std::string& part : parts)
-    EXPECT_NE(line.find(part), std::string::npos) << what << ": '" << part << "' not in: " << line;
-}
-
 std::vector<double> losses_of(const fs::path& metrics) {
   std::vector<double> losses;
   for (const json& record : read_jsonl(metrics)) losses.push_back(record["loss"].get<double>());

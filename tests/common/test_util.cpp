@@ -124,6 +124,20 @@ CliResult run_cli(const std::string& args, const std::string& stdin_text) {
   return result;
 }
 
+void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts, const std::string& what) {
+  EXPECT_NE(result.exit_code, 0) << what;
+  EXPECT_LT(result.exit_code, 128) << what << ": crashed or aborted: " << result.err;
+  const size_t at = result.err.find("nvfp4lm: error: ");
+  ASSERT_NE(at, std::string::npos) << what << ": " << result.err;
+  size_t lines = 0;
+  for (size_t e = result.err.find("error: "); e != std::string::npos; e = result.err.find("error: ", e + 1)) ++lines;
+  EXPECT_EQ(lines, 1u) << what << ": " << result.err;
+  const std::string line = result.err.substr(at);
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << what << ": the error must be one line: " << result.err;
+  for (const std::string& part : parts)
+    EXPECT_NE(line.find(part), std::string::npos) << what << ": '" << part << "' not in: " << line;
+}
+
 bool cuda_available() {
 #if NVFP4LM_HAS_CUDA
   static const bool available = cuda::device_count() > 0;

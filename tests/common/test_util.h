@@ -68,6 +68,11 @@ struct CliResult {
 };
 CliResult run_cli(const std::string& args, const std::string& stdin_text = "");
 
+// A failed command, neither crashed nor aborted, whose stderr ends in exactly one error line
+// ("nvfp4lm: error: ...") containing every part. `what` prefixes the failure messages.
+void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts,
+                           const std::string& what = "");
+
 void write_file(const fs::path& path, const std::string& contents);
 std::string read_file(const fs::path& path);
 

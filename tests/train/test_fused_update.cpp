@@ -52,7 +52,7 @@ struct TrainRun {
 };
 
 TrainRun train(const ModelFiles& files, TrainModelOptions options, const std::string& optimizer_kind, bool fused,
-          int steps) {
+               int steps) {
   options.fused_update = fused;
   Qwen3Trainable model = Qwen3Trainable::from_files(files, options);
   AdamWOptions adamw;

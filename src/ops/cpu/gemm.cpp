@@ -3,7 +3,6 @@
 #include "ops/cpu/gemm.h"
 
 #include <cblas.h>
-
 #include <omp.h>
 
 #include <algorithm>
@@ -58,9 +57,12 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
 
 const char* blas_threading() {
   switch (openblas_get_parallel()) {
-    case 0: return "sequential";
-    case 1: return "pthreads";
-    case 2: return "OpenMP";
+    case 0:
+      return "sequential";
+    case 1:
+      return "pthreads";
+    case 2:
+      return "OpenMP";
   }
   return "unknown";
 }

@@ -401,7 +401,9 @@ void Trainer::fused_update(StepMetrics& m, const TokenBatch& batch) {
                                  result.skipped_groups.size(), result.skipped_groups.front()),
                      true);
   }
-  model_->zero_grad();  // a group whose update was skipped still holds its gradient
+  // Delivered groups are zeroed by the model; a non-finite loss returns before any delivery, with the loss
+  // head's gradients (lm_head, a tied embedding) already accumulated.
+  if (!result.applied) model_->zero_grad();
 }
 
 void Trainer::report_nonfinite(StepMetrics& m, const std::string& reason, bool partly_applied) {

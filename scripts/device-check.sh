@@ -92,6 +92,14 @@ if has_step bench-infer; then
       --json "$out/bench_infer_$len.json" >"$out/bench_infer_$len.log" 2>&1
     record "infer p$len" "$(tail -3 "$out/bench_infer_$len.log" | tr '\n' ' ')"
   done
+  # Decode without the CUDA graph (op by op through forward_cached): what the graph saves.
+  $nv bench infer --model /tmp/q4b-nvfp4 --device cuda --prompt-len 512 --gen 256 --cuda-graph off \
+    --json "$out/bench_infer_nograph.json" >"$out/bench_infer_nograph.log" 2>&1
+  record "infer nograph" "$(tail -3 "$out/bench_infer_nograph.log" | tr '\n' ' ')"
+  # Peak memory of generation at a 4K context (issue: <= 4 GiB).
+  $nv bench infer --model /tmp/q4b-nvfp4 --device cuda --prompt-len 3840 --gen 256 \
+    --json "$out/bench_infer_4k.json" >"$out/bench_infer_4k.log" 2>&1
+  record "infer 4k" "$(grep -iE 'peak' "$out/bench_infer_4k.log" | tr '\n' ' ')"
 fi
 
 if has_step bench-train; then

@@ -21,6 +21,18 @@ void add_device_flags(CLI::App& app, DeviceFlags& flags) {
                  "fail instead of allocating more than this many GiB on the device (default: no limit)");
 }
 
+void add_cuda_graph_flag(CLI::App& app, std::string& value) {
+  app.add_option("--cuda-graph", value,
+                 "on CUDA, run each decode step as one replayed CUDA graph (on, the default) or op by op through the "
+                 "prefill path (off); ignored on the CPU")
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
+std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda_graph) {
+  if (!device.is_cuda() || cuda_graph == "off") return std::nullopt;
+  return DecodeMode::Graph;
+}
+
 Device parse_device_flag(const std::string& text) {
   const Device device = Device::parse(text);
   const std::string reason = device_unavailable_reason(device);

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/device.h"
 #include "core/logging.h"
 #include "infer/sampler.h"
+#include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -71,6 +73,13 @@ Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device 
 // The model's tokenizer (--tokenizer, else the one beside the model); Error when its ids exceed the model's
 // vocabulary.
 Tokenizer load_tokenizer(const Qwen3Model& model);
+
+// ---- decode steps -------------------------------------------------------------------------------------------
+// --cuda-graph on|off (generate, chat, bench infer): on CUDA, single-token decode steps replay one captured CUDA
+// graph (model/qwen3_decode_step.h) unless off; the CPU always runs forward_cached (the flag is ignored there).
+void add_cuda_graph_flag(CLI::App& app, std::string& value);
+// The decode mode Qwen3CachedLm gets for `device`, or none (forward_cached).
+std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda_graph);
 
 // ---- sampling -----------------------------------------------------------------------------------------------
 // --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --seed, with the defaults of SamplingOptions.

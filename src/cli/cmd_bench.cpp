@@ -65,6 +65,7 @@ struct BenchInferCliOptions {
   bool nvfp4 = false;
   std::string config;
   DeviceFlags device;
+  std::string cuda_graph = "on";
   InferBenchOptions bench;
   std::string json;
   uint64_t copy_mib = 256;
@@ -109,7 +110,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   NVFP4LM_CHECK(tokens - 1 <= model.config().max_position_embeddings,
                 "--prompt-len {} + --gen {} exceed the model's context of {} tokens", cli.bench.prompt_tokens,
                 cli.bench.generate_tokens, model.config().max_position_embeddings);
-  Qwen3CachedLm lm(model, tokens - 1);
+  Qwen3CachedLm lm(model, tokens - 1, {}, decode_mode_for(device, cli.cuda_graph));
   log::info("bench infer: prompt {} tokens, {} generated (greedy, no EOS stop), seed {}", cli.bench.prompt_tokens,
             cli.bench.generate_tokens, cli.bench.seed);
   InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model.weights()), cli.bench);
@@ -123,9 +124,11 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   json["compute_path"] = model.compute_path();
   json["precision"] = precision_text(model);
   json["parameters"] = model.config().total_parameters();
+  json["decode_steps"] = lm.decode_path();
 
-  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n", "model", json["model"].get<std::string>(),
-                                 "compute path", model.compute_path(), device.str(), precision_text(model));
+  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
+                                 json["model"].get<std::string>(), "compute path", model.compute_path(), device.str(),
+                                 precision_text(model), "decode steps", lm.decode_path());
   text += infer_bench_table(result);
   print_bench_result(text, json, cli.json);
   return 0;
@@ -147,6 +150,7 @@ BenchRegistration bench_infer(
                      "the last-level cache)");
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
       add_device_flags(app, options->device);
+      add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_bench_infer(*options); };
     });
 

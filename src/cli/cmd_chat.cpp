@@ -26,6 +26,7 @@ namespace {
 struct ChatCliOptions {
   ModelFlags model;
   DeviceFlags device;
+  std::string cuda_graph = "on";
   std::string system;
   bool no_think = false;
   int64_t max_tokens = 1024;
@@ -49,7 +50,8 @@ int run_chat(const ChatCliOptions& cli) {
   Qwen3CachedLm lm(model, context,
                    fmt::format("the conversation's context of {} tokens (--context, at most max_position_embeddings "
                                "{})",
-                               context, model_context));
+                               context, model_context),
+                   decode_mode_for(device, cli.cuda_graph));
 
   ChatSessionOptions options;
   options.generation.max_new_tokens = cli.max_tokens;
@@ -84,6 +86,7 @@ CommandRegistration registration(
       app.add_option("--stop", options->stops, "end an answer before this text (repeat the flag for several)")
           ->allow_extra_args(false);
       add_device_flags(app, options->device);
+      add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_chat(*options); };
     },
     41);

@@ -24,6 +24,7 @@ namespace {
 struct GenerateCliOptions {
   ModelFlags model;
   DeviceFlags device;
+  std::string cuda_graph = "on";
   std::string prompt;
   std::string system;
   bool raw = false;
@@ -65,7 +66,8 @@ int run_generate(const GenerateCliOptions& cli) {
   Qwen3CachedLm lm(model, capacity,
                    capacity == context
                        ? fmt::format("the model's context of {} tokens (max_position_embeddings)", context)
-                       : fmt::format("the KV cache of {} tokens (prompt + --max-tokens)", capacity));
+                       : fmt::format("the KV cache of {} tokens (prompt + --max-tokens)", capacity),
+                   decode_mode_for(device, cli.cuda_graph));
 
   GenerationOptions options;
   options.max_new_tokens = cli.max_tokens;
@@ -76,6 +78,7 @@ int run_generate(const GenerateCliOptions& cli) {
   log::info("sampling: {}; max {} new tokens; {} end-of-sequence ids; {} stop strings", cli.sampling.describe(),
             cli.max_tokens, options.eos_ids.size(), cli.stops.size());
 
+  if (device.is_cuda()) log::info("decode steps: {}", lm.decode_path());
   Generator generator(lm, tokenizer, options);
   const GenerationResult result = generator.generate(prompt, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -106,6 +109,7 @@ CommandRegistration registration(
       app.add_option("--stop", options->stops, "stop before this text (repeat the flag for several); it is not printed")
           ->allow_extra_args(false);
       add_device_flags(app, options->device);
+      add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_generate(*options); };
     },
     40);

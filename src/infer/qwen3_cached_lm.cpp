@@ -9,8 +9,15 @@
 
 namespace nvfp4lm {
 
-Qwen3CachedLm::Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note)
-    : model_(model), cache_(model.make_cache(1, max_tokens)), capacity_note_(std::move(capacity_note)) {}
+Qwen3CachedLm::Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note,
+                             std::optional<DecodeMode> decode)
+    : model_(model), cache_(model.make_cache(1, max_tokens)), capacity_note_(std::move(capacity_note)) {
+  if (decode) decode_step_ = std::make_unique<Qwen3DecodeStep>(model_, cache_, *decode);
+}
+
+std::string Qwen3CachedLm::decode_path() const {
+  return decode_step_ ? decode_step_->describe() : std::string("forward_cached");
+}
 
 std::string Qwen3CachedLm::capacity_note() const {
   if (!capacity_note_.empty()) return capacity_note_;
@@ -19,6 +26,10 @@ std::string Qwen3CachedLm::capacity_note() const {
 
 std::span<const float> Qwen3CachedLm::forward(std::span<const int32_t> ids) {
   NVFP4LM_ASSERT(cache_.length() == length(), "KV cache holds {} tokens, expected {}", cache_.length(), length());
+  if (decode_step_ && ids.size() == 1) {
+    logits_ = decode_step_->run(ids).to(Device::cpu()).reshape(Shape{vocab_size()});
+    return {logits_.data<float>(), static_cast<size_t>(vocab_size())};
+  }
   const Tensor batch =
       Tensor::from_ints(std::vector<int32_t>(ids.begin(), ids.end()), Shape{1, static_cast<int64_t>(ids.size())})
           .to(model_.device());

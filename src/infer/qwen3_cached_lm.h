@@ -1,13 +1,18 @@
 // CachedLm over a Qwen3Model (model/qwen3_model.h): owns a batch-1 KV cache of a fixed number of tokens and
-// feeds it through forward_cached. Logits come back to the CPU as F32 (a copy of one [V] row per call, which also
-// waits for the device, so timings around append() are honest on CUDA).
+// feeds prompts (several tokens) through forward_cached. Single-token steps go through a Qwen3DecodeStep when one
+// is asked for (model/qwen3_decode_step.h: on CUDA, the whole step replayed as one CUDA graph), else through
+// forward_cached too. Logits come back to the CPU as F32 (a copy of one [V] row per call, which also waits for the
+// device, so timings around append() are honest on CUDA).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "core/tensor.h"
 #include "infer/cached_lm.h"
+#include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
 
 namespace nvfp4lm {
@@ -15,7 +20,9 @@ namespace nvfp4lm {
 class Qwen3CachedLm : public CachedLm {
  public:
   // The model must outlive this object. capacity_note names where max_tokens came from (for messages).
-  Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note = {});
+  // decode: how single-token steps run; none = forward_cached (see the top of this file).
+  Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note = {},
+                std::optional<DecodeMode> decode = std::nullopt);
 
   int64_t vocab_size() const override { return model_.config().vocab_size; }
   int64_t capacity() const override { return cache_.max_tokens(); }
@@ -23,6 +30,8 @@ class Qwen3CachedLm : public CachedLm {
   std::string capacity_note() const override;
 
   const KVCache& cache() const { return cache_; }
+  // "forward_cached", "eager", "CUDA graph of 612 nodes" (for logs and benchmarks).
+  std::string decode_path() const;
 
  protected:
   std::span<const float> forward(std::span<const int32_t> ids) override;
@@ -31,6 +40,7 @@ class Qwen3CachedLm : public CachedLm {
  private:
   const Qwen3Model& model_;
   KVCache cache_;
+  std::unique_ptr<Qwen3DecodeStep> decode_step_;  // refers to cache_ (declared after it)
   std::string capacity_note_;
   Tensor logits_;  // CPU F32 [V], the last row returned
 };

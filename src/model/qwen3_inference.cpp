@@ -18,6 +18,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/gemm.h"
+#include "ops/kv_store.h"
 #include "ops/nvfp4_linear.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
@@ -36,23 +37,6 @@ void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor
   }
 }
 
-// The activation buffers of one call, shared by every layer.
-struct Buffers {
-  Tensor x, normed, q, k, v, attn, proj, gate, up, act;
-  Buffers(const Qwen3Config& c, int64_t batch, int64_t tokens, DType dtype, Device device) {
-    x = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
-    normed = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
-    q = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
-    k = Tensor::empty({batch, tokens, c.num_key_value_heads, c.head_dim}, dtype, device);
-    v = Tensor::empty({batch, tokens, c.num_key_value_heads, c.head_dim}, dtype, device);
-    attn = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
-    proj = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
-    gate = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
-    up = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
-    act = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
-  }
-};
-
 // [B, T, ...] -> [B*T, features] (the buffers are contiguous).
 Tensor rows_of(const Tensor& t) { return t.reshape({t.dim(0) * t.dim(1), t.numel() / (t.dim(0) * t.dim(1))}); }
 
@@ -66,7 +50,7 @@ void store_in_cache(const Tensor& fresh, Tensor& cached, int64_t start) {
 }
 
 void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int layer, const InferenceStep& step,
-                   const RopeTable& rope, Tensor& scratch, Buffers& buf) {
+                   const RopeTable& rope, Tensor& scratch, InferenceBuffers& buf) {
   const auto eps = static_cast<float>(config.rms_norm_eps);
   rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
   const Tensor normed = rows_of(buf.normed);
@@ -83,7 +67,16 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   options.scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim));
   options.segment_ids = step.segment_ids;
   Tensor keys = buf.k, values = buf.v;
-  if (step.cache != nullptr) {
+  Tensor q_starts;
+  if (step.positions_on_device) {
+    store_kv_rows(buf.k, step.cache->keys(layer), *step.positions);
+    store_kv_rows(buf.v, step.cache->values(layer), *step.positions);
+    keys = step.cache->keys(layer);
+    values = step.cache->values(layer);
+    q_starts = step.positions->reshape({buf.k.dim(0)});  // T == 1: one start per row, contiguous
+    options.q_start = step.cache->max_tokens() - 1;
+    options.q_start_rows = &q_starts;
+  } else if (step.cache != nullptr) {
     const int64_t start = step.cache->length();
     store_in_cache(buf.k, step.cache->keys(layer), start);
     store_in_cache(buf.v, step.cache->values(layer), start);
@@ -113,36 +106,59 @@ void InferenceWorkspace::ensure_rope(const Qwen3Config& config, int64_t position
   rope.emplace(config.head_dim, static_cast<float>(config.rope_theta), size, device);
 }
 
-Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& weights, InferenceWorkspace& workspace,
-                               const InferenceStep& step) {
-  const Tensor& ids = *step.ids;
-  const int64_t batch = ids.dim(0), tokens = ids.dim(1);
+InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
+                                   bool all_logits) {
   const Device device = weights.embed_tokens.device();
   const DType dtype = weights.embed_tokens.dtype();
-  Buffers buf(config, batch, tokens, dtype, device);
+  x = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
+  normed = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
+  q = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
+  k = Tensor::empty({batch, tokens, c.num_key_value_heads, c.head_dim}, dtype, device);
+  v = Tensor::empty({batch, tokens, c.num_key_value_heads, c.head_dim}, dtype, device);
+  attn = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
+  proj = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
+  gate = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
+  up = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
+  act = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
+  const int64_t rows = all_logits ? batch * tokens : batch;
+  hidden = Tensor::empty({rows, c.hidden_size}, dtype, device);
+  logits = Tensor::empty({rows, c.vocab_size}, DType::F32, device);
+  if (weights.lm_head.is_nvfp4() && dtype != DType::F32)
+    narrow_logits = Tensor::empty({rows, c.vocab_size}, dtype, device);
+}
+
+Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& weights, InferenceWorkspace& workspace,
+                               const InferenceStep& step, InferenceBuffers* buffers) {
+  const Tensor& ids = *step.ids;
+  const int64_t batch = ids.dim(0), tokens = ids.dim(1);
+  NVFP4LM_ASSERT(!step.positions_on_device || (step.cache != nullptr && tokens == 1 && !step.all_logits),
+                 "qwen3_inference_forward: the decode form needs a cache, one token per row and last logits, got {}",
+                 ids.str());
+  std::optional<InferenceBuffers> own;
+  if (buffers == nullptr) buffers = &own.emplace(config, weights, batch, tokens, step.all_logits);
+  InferenceBuffers& buf = *buffers;
+  NVFP4LM_ASSERT(buf.x.dim(0) == batch && buf.x.dim(1) == tokens, "qwen3_inference_forward: buffers {} for ids {}",
+                 buf.x.str(), ids.str());
+  const RopeTable& rope = step.rope != nullptr ? *step.rope : *workspace.rope;
 
   embedding_forward(ids, weights.embed_tokens, buf.x);
   for (size_t layer = 0; layer < weights.layers.size(); ++layer)
-    decoder_layer(config, weights.layers[layer], static_cast<int>(layer), step, *workspace.rope,
-                  workspace.dequant_scratch, buf);
+    decoder_layer(config, weights.layers[layer], static_cast<int>(layer), step, rope, workspace.dequant_scratch, buf);
 
   // Only the returned rows go through the final norm and the lm_head.
   const Tensor last = step.all_logits ? rows_of(buf.x) : buf.x.select(1, tokens - 1);  // [rows, H]
-  Tensor hidden = Tensor::empty(last.shape(), dtype, device);
-  rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), hidden);
-  Tensor logits = Tensor::empty({last.dim(0), config.vocab_size}, DType::F32, device);
+  rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), buf.hidden);
   if (weights.lm_head.is_nvfp4()) {
-    if (dtype == DType::F32) {
-      nvfp4_linear_forward(hidden, weights.lm_head.nvfp4, logits, workspace.dequant_scratch);
+    if (!buf.narrow_logits.defined()) {
+      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.logits, workspace.dequant_scratch);
     } else {
-      Tensor narrow_logits = Tensor::empty(logits.shape(), dtype, device);
-      nvfp4_linear_forward(hidden, weights.lm_head.nvfp4, narrow_logits, workspace.dequant_scratch);
-      cast(narrow_logits, logits);
+      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.narrow_logits, workspace.dequant_scratch);
+      cast(buf.narrow_logits, buf.logits);
     }
   } else {
-    lm_head_logits(hidden, weights.lm_head.dense, logits);
+    lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits);
   }
-  return step.all_logits ? logits.reshape({batch, tokens, config.vocab_size}) : logits;
+  return step.all_logits ? buf.logits.reshape({batch, tokens, config.vocab_size}) : buf.logits;
 }
 
 }  // namespace nvfp4lm::detail

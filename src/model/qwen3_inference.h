@@ -31,10 +31,28 @@ struct InferenceStep {
   const Tensor* segment_ids = nullptr;  // optional I32 [B, T] (no cache)
   KVCache* cache = nullptr;             // optional: keys / values appended at cache->length() (not advanced here)
   bool all_logits = true;               // false: logits of the last position of each row only
+  const RopeTable* rope = nullptr;      // default: the workspace's
+  // Decode form (with a cache, T == 1, !all_logits): nothing the host knows about the cache length enters the
+  // launches. Keys / values go to cache slot positions[b, 0] (ops/kv_store.h) and attention runs over the whole
+  // cache with row b's query at positions[b, 0] (AttentionOptions::q_start_rows), so a CUDA graph captured once
+  // replays every step with only the positions' values changed.
+  bool positions_on_device = false;
 };
 
-// Logits F32 [B, T, V] (all_logits) or [B, V]. The workspace's mutex must be held.
+// The activation buffers of one forward, shared by every layer, and its outputs. A caller that passes its own
+// (Qwen3DecodeStep) keeps every address fixed across calls.
+struct InferenceBuffers {
+  Tensor x, normed, q, k, v, attn, proj, gate, up, act;
+  Tensor hidden;         // [rows, H]: the final norm of the returned rows
+  Tensor logits;         // F32 [rows, V]
+  Tensor narrow_logits;  // [rows, V] in the compute dtype when a quantized lm_head writes it (then cast)
+  InferenceBuffers(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
+                   bool all_logits);
+};
+
+// Logits F32 [B, T, V] (all_logits) or [B, V] (a view of buffers->logits when given). The workspace's mutex must
+// be held.
 Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& weights, InferenceWorkspace& workspace,
-                               const InferenceStep& step);
+                               const InferenceStep& step, InferenceBuffers* buffers = nullptr);
 
 }  // namespace nvfp4lm::detail

@@ -65,6 +65,7 @@ class Qwen3Model {
   KVCache make_cache(int64_t batch, int64_t max_tokens) const;
 
  private:
+  friend class Qwen3DecodeStep;  // model/qwen3_decode_step.h: shares the workspace (RoPE table, scratch, mutex)
   Tensor run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache, bool all_logits,
              int64_t max_position) const;
 

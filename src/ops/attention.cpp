@@ -36,6 +36,33 @@ void check_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
     NVFP4LM_ASSERT(seg.dtype() == DType::I32 && seg.rank() == 2 && seg.dim(0) == batch && seg.dim(1) == q_len,
                    "{}: segment_ids {} must be I32 [{}, {}]", op, seg.str(), batch, q_len);
   }
+  if (options.q_start_rows != nullptr) {
+    const Tensor& starts = *options.q_start_rows;
+    NVFP4LM_ASSERT(options.segment_ids == nullptr, "{}: q_start_rows and segment_ids do not go together", op);
+    NVFP4LM_ASSERT(
+        starts.dtype() == DType::I32 && starts.rank() == 1 && starts.dim(0) == batch && starts.is_contiguous(),
+        "{}: q_start_rows {} must be contiguous I32 [{}]", op, starts.str(), batch);
+  }
+}
+
+// The CPU runs per-row starts as one call per batch row with the row's own q_start and keys (exact by
+// construction); the values are read on the host. A start outside [0, q_start] is an internal error.
+void attention_forward_per_row_cpu(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                                   const AttentionOptions& options, Tensor* lse) {
+  const int32_t* starts = static_cast<const int32_t*>(options.q_start_rows->raw());
+  for (int64_t b = 0; b < q.dim(0); ++b) {
+    const int64_t start = starts[b];
+    NVFP4LM_ASSERT(start >= 0 && start <= options.q_start,
+                   "attention_forward: q_start_rows[{}] = {} is outside [0, {}]", b, start, options.q_start);
+    AttentionOptions row = options;
+    row.q_start = start;
+    row.q_start_rows = nullptr;
+    const int64_t keys = start + q.dim(1);
+    Tensor out_row = out.narrow(0, b, 1);
+    Tensor lse_row = lse != nullptr ? lse->narrow(0, b, 1) : Tensor();
+    cpu::attention_forward(q.narrow(0, b, 1), k.narrow(0, b, 1).narrow(1, 0, keys),
+                           v.narrow(0, b, 1).narrow(1, 0, keys), out_row, row, lse != nullptr ? &lse_row : nullptr);
+  }
 }
 
 void check_lse(const char* op, const Tensor& lse, const Tensor& q) {
@@ -71,6 +98,11 @@ cuda::AttentionShape cuda_shape(const char* op, const Tensor& q, const Tensor& k
   shape.head_dim = q.dim(3);
   shape.q_start = options.q_start;
   shape.scale = options.scale;
+  if (options.q_start_rows != nullptr) {
+    shape.q_start_rows = static_cast<const int32_t*>(options.q_start_rows->raw());
+    NVFP4LM_ASSERT(cuda::attention_decode_scratch_bytes(shape) > 0,
+                   "{}: q_start_rows need the decode kernel (Tq * Hq / Hkv <= 64), got q {}", op, q.str());
+  }
   if (options.segment_ids != nullptr) {
     NVFP4LM_ASSERT(options.segment_ids->is_contiguous(), "{}: segment_ids {} must be contiguous", op,
                    options.segment_ids->str());
@@ -118,10 +150,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
   NVFP4LM_ASSERT(out.shape() == q.shape(), "attention_forward: out {} vs q {}", out.str(), q.str());
   if (lse != nullptr) check_lse("attention_forward", *lse, q);
   [[maybe_unused]] const Device device =
-      common_device("attention_forward", {&q, &k, &v, &out, lse, options.segment_ids});
+      common_device("attention_forward", {&q, &k, &v, &out, lse, options.segment_ids, options.q_start_rows});
 #if NVFP4LM_HAS_CUDA
   if (device.is_cuda()) return cuda_attention_forward(q, k, v, out, options, lse);
 #endif
+  if (options.q_start_rows != nullptr) return attention_forward_per_row_cpu(q, k, v, out, options, lse);
   cpu::attention_forward(q, k, v, out, options, lse);
 }
 
@@ -132,6 +165,7 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
                      dv.shape() == v.shape() && (!out.defined() || out.shape() == q.shape()),
                  "attention_backward: dout {}, out {}, dq {}, dk {}, dv {} vs q {}, k {}", dout.str(), out.str(),
                  dq.str(), dk.str(), dv.str(), q.str(), k.str());
+  NVFP4LM_ASSERT(options.q_start_rows == nullptr, "attention_backward: q_start_rows are for the forward only");
   if (lse.defined()) check_lse("attention_backward", lse, q);
   [[maybe_unused]] const Device device =
       common_device("attention_backward", {&dout, &q, &k, &v, &out, &lse, options.segment_ids, &dq, &dk, &dv});

@@ -24,6 +24,11 @@ struct AttentionOptions {
   float scale = 0.f;  // softmax scale, 1/sqrt(D) for Qwen3; must be set
   int64_t q_start = 0;
   const Tensor* segment_ids = nullptr;
+  // Per-row query starts held on the device (forward only, no segments): I32 [B], contiguous; row b's queries
+  // sit at q_start_rows[b] + t, each value in [0, q_start] (q_start is then the largest start, and k must hold
+  // q_start + Tq keys). For decode steps replayed from a captured CUDA graph: the cache length changes without
+  // the host launching anything new. On CUDA only for decode-sized queries (Tq * Hq / Hkv <= 64).
+  const Tensor* q_start_rows = nullptr;
 };
 
 // lse (F32 [B, Hq, Tq], contiguous) is optional; the backward can use it to skip re-normalising.

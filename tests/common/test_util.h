@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 
@@ -77,6 +80,28 @@ void write_file(const fs::path& path, const std::string& contents);
 std::string read_file(const fs::path& path);
 
 bool cuda_available();
+
+// Runs `action`, expects an nvfp4lm::Error (any other exception or none is a failure), returns its message.
+inline std::string error_message(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected nvfp4lm::Error, got another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected an nvfp4lm::Error, got none";
+  return {};
+}
+
+// Expects an Error whose message contains every one of `parts` and is a single line.
+inline void expect_error(const std::function<void()>& action, std::initializer_list<std::string> parts) {
+  const std::string message = error_message(action);
+  for (const auto& part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "multi-line error: " << message;
+}
 
 }  // namespace nvfp4lm::test
 

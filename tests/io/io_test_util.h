@@ -1,4 +1,4 @@
-// Helpers for the io tests: catching an nvfp4lm::Error and checking what its message names, small model configs,
+// Helpers for the io tests (errors are checked with common/test_util.h's expect_error): small model configs,
 // hand-made safetensors / .dat files for bad-input tests.
 #pragma once
 
@@ -14,28 +14,6 @@
 #include "io/hf_config.h"
 
 namespace nvfp4lm::test {
-
-// Runs `action`, expects an nvfp4lm::Error (any other exception or none is a failure), returns its message.
-inline std::string error_message(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected nvfp4lm::Error, got another exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected an nvfp4lm::Error, got none";
-  return {};
-}
-
-// Expects an Error whose message contains every one of `parts` and is a single line.
-inline void expect_error(const std::function<void()>& action, std::initializer_list<std::string> parts) {
-  const std::string message = error_message(action);
-  for (const auto& part : parts)
-    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-  EXPECT_EQ(message.find('\n'), std::string::npos) << "multi-line error: " << message;
-}
 
 // A small Qwen3 shape with a small vocabulary: fast to synthesize, every projection a multiple of 16.
 inline Qwen3Config small_test_config(bool tied = true) {

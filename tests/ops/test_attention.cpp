@@ -146,6 +146,45 @@ TEST(Attention, DecodeWithQueryOffsetEqualsRowsOfTheFullForward) {
   test::expect_close(tail, full.narrow(1, 8, 3).contiguous(), test::kF32Tol, "offset chunk");
 }
 
+// Per-row starts (AttentionOptions::q_start_rows): one decode query per row at different cache lengths, over the
+// whole cache; each row equals a call with that row's q_start and keys. Cache rows past a row's start are NaN:
+// never read.
+TEST(Attention, PerRowStartsEqualOneCallPerRow) {
+  Rng rng(246);
+  const int64_t batch = 3, q_heads = 4, kv_heads = 2, dim = 8, max_len = 16;
+  const float scale = 1.f / std::sqrt(static_cast<float>(dim));
+  const std::vector<int32_t> starts = {0, 9, 15};
+  Tensor q = test::random_normal({batch, 1, q_heads, dim}, rng);
+  Tensor k_cache = test::random_normal({batch, max_len, kv_heads, dim}, rng);
+  Tensor v_cache = test::random_normal({batch, max_len, kv_heads, dim}, rng);
+  std::vector<Tensor> expected;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t keys = starts[static_cast<size_t>(b)] + 1;
+    Tensor row = Tensor::empty({1, 1, q_heads, dim}, DType::F32);
+    attention_forward(q.narrow(0, b, 1), k_cache.narrow(0, b, 1).narrow(1, 0, keys),
+                      v_cache.narrow(0, b, 1).narrow(1, 0, keys), row, {scale, keys - 1});
+    expected.push_back(row);
+    for (Tensor* cache : {&k_cache, &v_cache})
+      cache->narrow(0, b, 1)
+          .narrow(1, keys, max_len - keys)
+          .copy_from(Tensor::from_floats(std::vector<float>(static_cast<size_t>((max_len - keys) * kv_heads * dim),
+                                                            std::numeric_limits<float>::quiet_NaN()),
+                                         {1, max_len - keys, kv_heads, dim}));
+  }
+  const Tensor rows = Tensor::from_ints(starts, {batch});
+  Tensor out = Tensor::empty({batch, 1, q_heads, dim}, DType::F32);
+  Tensor lse = Tensor::empty({batch, q_heads, 1}, DType::F32);
+  AttentionOptions options{scale, max_len - 1};
+  options.q_start_rows = &rows;
+  attention_forward(q, k_cache, v_cache, out, options, &lse);
+  for (int64_t b = 0; b < batch; ++b)
+    EXPECT_EQ(to_float_vector(out.narrow(0, b, 1)), to_float_vector(expected[static_cast<size_t>(b)])) << "row " << b;
+  // A start past q_start is an internal error.
+  const Tensor bad = Tensor::from_ints({0, 9, 16}, {batch});
+  options.q_start_rows = &bad;
+  EXPECT_THROW(attention_forward(q, k_cache, v_cache, out, options), Error);
+}
+
 void check_backward(const Dims& d, const std::vector<int32_t>* segments, bool with_lse, uint64_t seed) {
   Rng rng(seed);
   FusedQkv qkv(d, rng);

@@ -107,6 +107,7 @@ struct Cache {
   std::map<int, std::multimap<size_t, void*>> free_blocks;  // device -> size -> block
   std::map<int, size_t> reserved;
   std::map<int, cudaStream_t> streams;
+  std::vector<HeldBlock>* held = nullptr;  // while a graph is being captured: frees go here (graph.h)
 };
 
 Cache& cache() {
@@ -166,7 +167,18 @@ void device_free(int index, void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
+  if (c.held != nullptr) {
+    c.held->push_back({index, ptr, bytes});
+    return;
+  }
   c.free_blocks[index].emplace(round_size(bytes), ptr);
+}
+
+void hold_frees(std::vector<HeldBlock>* held) {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  NVFP4LM_ASSERT(held == nullptr || c.held == nullptr, "hold_frees: a capture is already holding frees");
+  c.held = held;
 }
 
 void empty_cache() {
@@ -200,7 +212,7 @@ void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, si
                                       : (src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   cudaStream_t s = stream();
   NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
-  NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
+  if (!dst_on_device) NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 void memset_zero(void* dst, size_t bytes) { NVFP4LM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream())); }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace nvfp4lm::cuda {
 
@@ -33,10 +34,22 @@ void require_device(int index);
 // cache is emptied and the allocation retried once; a real out-of-memory throws Error with the sizes.
 void* device_malloc(int index, size_t bytes);
 void device_free(int index, void* ptr, size_t bytes);
+// While a CUDA graph is captured (graph.h) a freed block must not be handed out again: the graph's replays still
+// use it. hold_frees(list) makes device_free append to `list` instead of caching (nullptr ends that); the graph
+// frees the list's blocks when it is destroyed.
+struct HeldBlock {
+  int index = 0;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+void hold_frees(std::vector<HeldBlock>* held);
 // Returns every cached block to the driver.
 void empty_cache();
 size_t reserved_bytes(int index);
 
+// Stream-ordered copy on stream(). A copy to the host waits for its data; device-to-device and host-to-device
+// copies return at once (CUDA stages a pageable host source before cudaMemcpyAsync returns, so the caller may
+// reuse it; host Tensors are pageable). A decode step then costs no host round trip per KV-cache write.
 void copy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
 void memset_zero(void* dst, size_t bytes);
 void synchronize();

@@ -33,6 +33,10 @@ struct AttentionShape {
   int64_t q_start = 0;                   // query t sits at position q_start + t and sees keys s <= q_start + t
   float scale = 0.f;                     // softmax scale
   const int32_t* segment_ids = nullptr;  // [B, T] or null (then q_start == 0 and Tq == Tk)
+  // Device [B] or null: row b's queries start at q_start_rows[b] (clamped to [0, q_start]; q_start is then the
+  // largest start the launch is planned for). Read by the kernels, so a captured CUDA graph replays with new
+  // cache lengths. Decode path only (attention_decode_scratch_bytes(shape) > 0).
+  const int32_t* q_start_rows = nullptr;
 };
 
 bool attention_head_dim_supported(int64_t head_dim);

@@ -7,6 +7,9 @@
 //  - combine_kernel: per row, merges the splits' partials (base-2 log-sum-exp weights) into BF16 out and lse.
 // Splits: enough CTAs for ~2 per SM (batch * kv_heads * row groups * splits), each at least one key tile.
 // Keys past the row group's last query are never read, so a cache longer than q_start + Tq is fine.
+// With per-row starts read on the device (AttentionShape::q_start_rows, for CUDA-graph decode) the grid (number of
+// splits, scratch) is planned for the largest start and each CTA divides its row's actual key tiles among the
+// splits itself; splits left without a tile write empty partials (max -inf, sum 0), which the combine weighs 0.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,8 +59,9 @@ DecodePlan plan(const AttentionShape& shape) {
 struct DecodeParams {
   AttentionHeads q, k, v, out;
   float* lse;
-  float* partial_out;     // [B * Hkv][padded rows][splits][D], unnormalised
-  float2* partial_stats;  // [B * Hkv][padded rows][splits]: (running max in base 2, sum)
+  float* partial_out;           // [B * Hkv][padded rows][splits][D], unnormalised
+  float2* partial_stats;        // [B * Hkv][padded rows][splits]: (running max in base 2, sum)
+  const int32_t* q_start_rows;  // [B] on the device, or null: q_start for every row
   int q_len, q_heads, kv_heads, group, rows, padded_rows, q_start, kv_limit, tiles, tiles_per_split, splits;
   float scale_log2;
 };
@@ -86,16 +90,26 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const int row0 = group_index * kGroupRows;
   const int t_first = row0 / p.group;
   const int t_last = min(p.q_len - 1, (row0 + kGroupRows - 1) / p.group);
-  const int tile_begin = split * p.tiles_per_split;
-  const int tile_end = min(min(tile_begin + p.tiles_per_split, p.tiles), (p.q_start + t_last) / kTileRows + 1);
+  // q_start (and the keys that exist) of this batch row; p.q_start / p.kv_limit are the planned maxima.
+  const int q_start = p.q_start_rows == nullptr ? p.q_start : min(max(p.q_start_rows[batch], 0), p.q_start);
+  const int kv_limit = min(q_start + p.q_len, p.kv_limit);
+  // Per-row starts: the grid is planned for the largest start, and this row's key tiles are spread over all of
+  // its splits here, so a short row still uses every CTA.
+  int tiles = p.tiles, tiles_per_split = p.tiles_per_split;
+  if (p.q_start_rows != nullptr) {
+    tiles = (q_start + p.q_len + kTileRows - 1) / kTileRows;
+    tiles_per_split = (tiles + p.splits - 1) / p.splits;
+  }
+  const int tile_begin = split * tiles_per_split;
+  const int tile_end = min(min(tile_begin + tiles_per_split, tiles), (q_start + t_last) / kTileRows + 1);
 
   auto load_keys = [&](int key_tile, int stage) {
     const int key0 = key_tile * kTileRows;
     load_tile<D, kThreads>(k_tiles + stage * Tiles::kTileElements, p.k.base, [&](int r) -> const bf16* {
-      return key0 + r < p.kv_limit ? head_row(p.k, batch, key0 + r, kv_head, D) : nullptr;
+      return key0 + r < kv_limit ? head_row(p.k, batch, key0 + r, kv_head, D) : nullptr;
     });
     load_tile<D, kThreads>(v_tiles + stage * Tiles::kTileElements, p.v.base, [&](int r) -> const bf16* {
-      return key0 + r < p.kv_limit ? head_row(p.v, batch, key0 + r, kv_head, D) : nullptr;
+      return key0 + r < kv_limit ? head_row(p.v, batch, key0 + r, kv_head, D) : nullptr;
     });
   };
 
@@ -114,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
 
   int row_limit[2];
 #pragma unroll
-  for (int rr = 0; rr < 2; ++rr) row_limit[rr] = p.q_start + (row0 + g + 8 * rr) / p.group;
+  for (int rr = 0; rr < 2; ++rr) row_limit[rr] = q_start + (row0 + g + 8 * rr) / p.group;
 
   float o[D / 8][4];
 #pragma unroll
@@ -137,7 +151,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
       mma_bf16(s[1], q_frag[kd], kb[2], kb[3]);
     }
     const int key0 = j * kTileRows + warp * 16;
-    const bool masked = key0 + 15 > p.q_start + t_first;
+    const bool masked = key0 + 15 > q_start + t_first;
 #pragma unroll
     for (int nb = 0; nb < 2; ++nb) {
 #pragma unroll
@@ -291,6 +305,7 @@ void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads
   params.v = v;
   params.out = out;
   params.lse = lse;
+  params.q_start_rows = shape.q_start_rows;
   params.partial_out = static_cast<float*>(scratch);
   params.partial_stats =
       reinterpret_cast<float2*>(params.partial_out + head_pairs * decode.partial_entries() * shape.head_dim);

@@ -4,6 +4,7 @@
 // cache whose unused tail is NaN (never read), and q / k / v (and their gradients) as views of a fused buffer.
 // Outputs are poisoned with NaN first, so every element must be written. One summary line per case.
 // Skipped without a GPU.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -261,6 +262,57 @@ TEST(AttentionCuda, DecodeAndQueryOffsetMatchCpu) {
   };
   uint64_t seed = 200;
   for (const Case& c : cases) check_forward(c, seed++);
+}
+
+// Per-row query starts read on the device (AttentionOptions::q_start_rows, the CUDA-graph decode step): rows of
+// one batch at very different cache lengths, planned for the whole cache; each row's keys past its start are NaN
+// and must never be read. The CPU runs each row with its own q_start.
+TEST(AttentionCuda, PerRowStartsReadOnTheDevice) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  struct RowsCase {
+    int64_t q_heads, kv_heads, dim, cache_len;
+    std::vector<int32_t> starts;
+  };
+  const RowsCase cases[] = {{32, 8, 128, 4200, {0, 299, 4150}}, {4, 2, 64, 100, {63, 0}}, {4, 2, 16, 17, {16}}};
+  uint64_t seed = 400;
+  for (const RowsCase& c : cases) {
+    const int64_t batch = static_cast<int64_t>(c.starts.size());
+    const std::string what = fmt::format("B={} Hq/Hkv={}/{} D={} cache={} starts={}", batch, c.q_heads, c.kv_heads,
+                                         c.dim, c.cache_len, fmt::join(c.starts, ","));
+    SCOPED_TRACE(what);
+    Rng rng(seed++);
+    const Tensor q = to_dtype(test::random_normal({batch, 1, c.q_heads, c.dim}, rng), DType::BF16);
+    Tensor kv[2];
+    for (Tensor& cache : kv) {
+      cache = test::random_normal({batch, c.cache_len, c.kv_heads, c.dim}, rng);
+      float* p = cache.data<float>();
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = (c.starts[static_cast<size_t>(b)] + 1) * c.kv_heads * c.dim;
+             i < c.cache_len * c.kv_heads * c.dim; ++i)
+          p[b * c.cache_len * c.kv_heads * c.dim + i] = std::numeric_limits<float>::quiet_NaN();
+      cache = to_dtype(cache, DType::BF16);
+    }
+    const Tensor cpu_starts = Tensor::from_ints(c.starts, {batch});
+    const Tensor gpu_starts = cpu_starts.to(kGpu);
+    AttentionOptions options{1.f / std::sqrt(static_cast<float>(c.dim)), c.cache_len - 1, nullptr};
+
+    Tensor out = nan_tensor({batch, 1, c.q_heads, c.dim}, DType::BF16);
+    Tensor lse = nan_tensor({batch, c.q_heads, 1}, DType::F32);
+    options.q_start_rows = &gpu_starts;
+    attention_forward(q.to(kGpu), kv[0].to(kGpu), kv[1].to(kGpu), out, options, &lse);
+
+    Tensor ref_out = Tensor::empty({batch, 1, c.q_heads, c.dim}, DType::F32);
+    Tensor ref_lse = Tensor::empty({batch, c.q_heads, 1}, DType::F32);
+    options.q_start_rows = &cpu_starts;
+    attention_forward(to_dtype(q, DType::F32), to_dtype(kv[0], DType::F32), to_dtype(kv[1], DType::F32), ref_out,
+                      options, &ref_lse);
+
+    const Stats s = check_close(out.to(Device::cpu()), ref_out, "out");
+    const double lse_error = max_abs_difference(lse.to(Device::cpu()), ref_lse);
+    EXPECT_LE(lse_error, kLseAbs) << "lse";
+    fmt::print("[attention rows] {:<62} out rel {:.2e} worst {:.2f} of bound | lse max err {:.1e}\n", what, s.rel_l2,
+               s.worst, lse_error);
+  }
 }
 
 TEST(AttentionCuda, BackwardMatchesCpu) {

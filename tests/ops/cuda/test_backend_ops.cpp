@@ -14,6 +14,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/gemm.h"
+#include "ops/kv_store.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/swiglu.h"
@@ -170,6 +171,31 @@ Case embedding_forward_case(int64_t count, int64_t vocab, int64_t hidden, DType 
             embedding_forward(ids.to(gpu()), upload(table, table_dtype), out.view);
             // Table values are representable in table_dtype; a BF16 output rounds F32 ones once.
             return std::vector<Output>{compare_view("out", out, expected, bound_for(out_dtype))};
+          }};
+}
+
+// KV-cache writes at slots held on the device: T fresh tokens per row into distinct random slots of a cache
+// of S (the other slots must keep their values). Exact: bits are copied.
+Case store_kv_rows_case(int64_t batch, int64_t tokens, int64_t slots, int64_t heads, int64_t dim, DType dtype) {
+  return {"store_kv_rows",
+          fmt::format("B={} T={} S={} H={} D={} {}", batch, tokens, slots, heads, dim, dtype_str(dtype)),
+          [=](Rng& rng) {
+            const Tensor fresh = round_to(random_normal({batch, tokens, heads, dim}, rng), dtype);
+            const Tensor cache0 = round_to(random_normal({batch, slots, heads, dim}, rng), dtype);
+            std::vector<int32_t> where;
+            for (int64_t b = 0; b < batch; ++b) {
+              std::vector<int32_t> order(static_cast<size_t>(slots));
+              for (int64_t i = 0; i < slots; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+              for (int64_t i = slots - 1; i > 0; --i)
+                std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+              where.insert(where.end(), order.begin(), order.begin() + tokens);
+            }
+            const Tensor slot_ids = Tensor::from_ints(where, {batch, tokens});
+            Tensor expected = cache0.clone();
+            store_kv_rows(fresh, expected, slot_ids);
+            Tensor cache = upload(cache0, dtype);
+            store_kv_rows(upload(fresh, dtype), cache, slot_ids.to(gpu()));
+            return std::vector<Output>{Output{"cache", download(cache), values(expected), kF32Bound, 0}};
           }};
 }
 
@@ -505,6 +531,13 @@ std::vector<Case> all_cases() {
     cases.push_back(embedding_backward_case(129, 1000, 5, 2560, dout, 0));  // many repeated ids
     cases.push_back(embedding_backward_case(3, 1000, 1000, 128, dout, 0));
     cases.push_back(embedding_backward_case(17, 100, 7, 129, dout, 3));
+  }
+
+  // KV-cache writes (decode: one token a row; chunked prefill; unaligned rows)
+  for (DType dtype : {kF32, kBF16}) {
+    cases.push_back(store_kv_rows_case(1, 1, 4096, 8, 128, dtype));
+    cases.push_back(store_kv_rows_case(3, 5, 40, 2, 64, dtype));
+    cases.push_back(store_kv_rows_case(2, 3, 7, 3, 17, dtype));
   }
 
   // rmsnorm (hidden rows and per-head QK-norm)

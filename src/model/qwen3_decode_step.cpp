@@ -1,0 +1,119 @@
+// See qwen3_decode_step.h.
+#include "model/qwen3_decode_step.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "model/qwen3_inference.h"
+
+#if NVFP4LM_HAS_CUDA
+#include "core/cuda/graph.h"
+#endif
+
+namespace nvfp4lm {
+
+const char* decode_mode_name(DecodeMode mode) { return mode == DecodeMode::Graph ? "cuda-graph" : "eager"; }
+
+struct Qwen3DecodeStep::State {
+  Tensor host_inputs;     // CPU I32 [2, B]: ids, then positions
+  Tensor inputs;          // the same on the model's device; the graph reads it
+  Tensor ids, positions;  // views of `inputs`, [B, 1] each
+  RopeTable rope;
+  detail::InferenceBuffers buffers;
+#if NVFP4LM_HAS_CUDA
+  cuda::CapturedGraph graph;
+#endif
+  int64_t steps = 0;
+
+  State(const Qwen3Config& config, const Qwen3Weights& weights, const RopeTable& table, int64_t batch)
+      : rope(table), buffers(config, weights, batch, 1, /*all_logits=*/false) {
+    const Device device = weights.embed_tokens.device();
+    host_inputs = Tensor::zeros({2, batch}, DType::I32);
+    inputs = Tensor::zeros({2, batch}, DType::I32, device);
+    ids = inputs.select(0, 0).reshape({batch, 1});
+    positions = inputs.select(0, 1).reshape({batch, 1});
+  }
+};
+
+Qwen3DecodeStep::Qwen3DecodeStep(const Qwen3Model& model, KVCache& cache, DecodeMode mode)
+    : model_(model), cache_(cache), mode_(mode) {
+  NVFP4LM_CHECK(mode != DecodeMode::Graph || model.device().is_cuda(),
+                "--cuda-graph on needs a CUDA device; the model is on {} (use --device cuda, or --cuda-graph off)",
+                model.device().str());
+#if !NVFP4LM_HAS_CUDA
+  NVFP4LM_CHECK(mode != DecodeMode::Graph, "--cuda-graph on: this build has no CUDA");
+#endif
+  NVFP4LM_ASSERT(cache.keys(0).device() == model.device() && cache.keys(0).dtype() == model.compute_dtype(),
+                 "Qwen3DecodeStep: KV cache {} does not match the model (make it with make_cache)",
+                 cache.keys(0).str());
+  const std::lock_guard<std::mutex> lock(model.workspace_->mutex);
+  model.workspace_->ensure_rope(model.config(), cache.max_tokens(), model.device());
+  state_ = std::make_unique<State>(model.config(), model.weights(), *model.workspace_->rope, cache.batch());
+}
+
+Qwen3DecodeStep::~Qwen3DecodeStep() = default;
+
+size_t Qwen3DecodeStep::graph_nodes() const {
+#if NVFP4LM_HAS_CUDA
+  return state_->graph.nodes();
+#else
+  return 0;
+#endif
+}
+
+std::string Qwen3DecodeStep::describe() const {
+  if (mode_ == DecodeMode::Eager) return "eager";
+  if (graph_nodes() == 0) return "CUDA graph (captured at the next step)";
+  return fmt::format("CUDA graph of {} nodes", graph_nodes());
+}
+
+void Qwen3DecodeStep::forward_once() {
+  detail::InferenceStep step;
+  step.ids = &state_->ids;
+  step.positions = &state_->positions;
+  step.cache = &cache_;
+  step.all_logits = false;
+  step.rope = &state_->rope;
+  step.positions_on_device = true;
+  detail::qwen3_inference_forward(model_.config(), model_.weights(), *model_.workspace_, step, &state_->buffers);
+}
+
+const Tensor& Qwen3DecodeStep::run(std::span<const int32_t> ids) {
+  const int64_t batch = cache_.batch(), start = cache_.length();
+  NVFP4LM_CHECK(static_cast<int64_t>(ids.size()) == batch, "decode step: {} ids for a cache of {} rows", ids.size(),
+                batch);
+  NVFP4LM_CHECK(start + 1 <= cache_.max_tokens(),
+                "the context is full: {} tokens in the KV cache plus 1 new one exceed its maximum of {} tokens "
+                "(start a new conversation, or raise the context length / max tokens)",
+                start, cache_.max_tokens());
+  const int64_t vocab = model_.config().vocab_size;
+  int32_t* host = state_->host_inputs.data<int32_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    NVFP4LM_CHECK(ids[static_cast<size_t>(b)] >= 0 && ids[static_cast<size_t>(b)] < vocab,
+                  "decode step: token id {} is outside the vocabulary [0, {})", ids[static_cast<size_t>(b)], vocab);
+    host[b] = ids[static_cast<size_t>(b)];
+    host[batch + b] = static_cast<int32_t>(start);
+  }
+  state_->inputs.copy_from(state_->host_inputs);  // stream-ordered before the step's kernels
+
+  const std::lock_guard<std::mutex> lock(model_.workspace_->mutex);
+#if NVFP4LM_HAS_CUDA
+  if (mode_ == DecodeMode::Graph && state_->graph.valid()) {
+    state_->graph.replay();
+  } else {
+    forward_once();
+    // The first step ran op by op (it also warmed everything up); capture the same work for the next ones.
+    if (mode_ == DecodeMode::Graph) state_->graph = cuda::capture_graph("decode step", [this] { forward_once(); });
+  }
+#else
+  forward_once();
+#endif
+  cache_.set_length(start + 1);
+  ++state_->steps;
+  return state_->buffers.logits;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,61 @@
+// Qwen3DecodeStep: one decode step of a Qwen3Model (one new token for each row of a KV cache) with every buffer
+// fixed, so that on CUDA the whole step (embedding, every layer, final norm, lm_head: a few hundred kernels) is
+// captured once as a CUDA graph and replayed each step with a single launch. What changes from step to step — the
+// token ids and the positions, which are also the cache slots — lives in device tensors that the captured kernels
+// read (model/qwen3_inference.h, InferenceStep::positions_on_device): the host copies the new values in, replays,
+// and reads the logits back.
+//
+// Modes: Graph (CUDA only): the first step runs op by op (which also warms GEMM plans, kernel attributes and the
+// allocator), then the same work is captured; every later step replays it. Eager: the same fixed-buffer step
+// launched op by op (`--cuda-graph off`; tests run it on the CPU too). Either gives the logits forward_cached gives
+// for the same token, up to the attention kernel's split of the keys (tests/model/test_qwen3_decode_step.cpp).
+//
+// The step refers to the model and the cache, which must outlive it; the cache's tensors must not be replaced
+// (set_length / reset are fine: each step reads cache.length()). The step keeps its own reference to the RoPE
+// table, so a model whose table grows later (a longer forward) does not pull it from under the graph.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/tensor.h"
+#include "model/kv_cache.h"
+#include "model/qwen3_model.h"
+
+namespace nvfp4lm {
+
+enum class DecodeMode { Eager, Graph };
+const char* decode_mode_name(DecodeMode mode);  // "eager", "cuda-graph"
+
+class Qwen3DecodeStep {
+ public:
+  // Error when mode is Graph and the model is not on a CUDA device (the flag names it).
+  Qwen3DecodeStep(const Qwen3Model& model, KVCache& cache, DecodeMode mode);
+  ~Qwen3DecodeStep();
+  Qwen3DecodeStep(const Qwen3DecodeStep&) = delete;
+  Qwen3DecodeStep& operator=(const Qwen3DecodeStep&) = delete;
+
+  // Runs `ids` (one per cache row) at position cache.length() and advances the cache by one. Returns logits
+  // F32 [B, V] on the model's device: the step's own tensor, overwritten by the next call. Throws Error when the
+  // cache is full (the message names its size), like forward_cached.
+  const Tensor& run(std::span<const int32_t> ids);
+
+  DecodeMode mode() const { return mode_; }
+  // Nodes of the captured graph (0 before the second step, and in Eager mode).
+  size_t graph_nodes() const;
+  // "CUDA graph of 612 nodes", "CUDA graph (captured at the next step)", "eager".
+  std::string describe() const;
+
+ private:
+  struct State;
+  void forward_once();
+
+  const Qwen3Model& model_;
+  KVCache& cache_;
+  DecodeMode mode_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace nvfp4lm

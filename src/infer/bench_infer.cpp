@@ -94,14 +94,24 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
   std::vector<int32_t> prompt(static_cast<size_t>(options.prompt_tokens));
   for (auto& id : prompt) id = static_cast<int32_t>(rng.below(id_range));
 
-  // Warm-up.
+  // The greedy next token as generation picks it (generator.h, TokenChoicePlace::Auto): where the logits are when
+  // the model runs on CUDA (one id comes back), else the argmax of the host copy.
+  const bool in_model = lm.can_choose() && lm.device().is_cuda();
+  auto greedy = [&](std::span<const int32_t> ids) -> int32_t {
+    if (!in_model) return argmax_logit(lm.append(ids));
+    TokenChoice choice;
+    choice.candidates = lm.vocab_size();
+    return lm.append_choose(ids, choice);
+  };
+
+  // Warm-up (on CUDA this also captures the decode graph).
   lm.truncate(0);
   {
     const std::vector<int32_t> warm(prompt.begin(), prompt.begin() + std::min<int64_t>(options.prompt_tokens, 8));
-    int32_t token = argmax_logit(lm.append(warm));
+    int32_t token = greedy(warm);
     for (int step = 0; step < 2 && lm.length() < lm.capacity(); ++step) {
       const int32_t fed[1] = {token};
-      token = argmax_logit(lm.append(fed));
+      token = greedy(fed);
     }
     lm.truncate(0);
   }
@@ -110,21 +120,27 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
   result.prompt_tokens = options.prompt_tokens;
   result.generated_tokens = options.generate_tokens;
   result.weight_bytes_per_step = weight_bytes_per_step;
+  result.chosen_on_device = in_model;
   const auto start = Clock::now();
+  int32_t token = 0;
   std::span<const float> logits;
   {
     MemoryPhase phase("prefill");
-    logits = lm.append(prompt);
+    if (in_model) {
+      token = greedy(prompt);
+    } else {
+      logits = lm.append(prompt);
+    }
   }
   result.prefill_seconds = seconds_since(start);
-  int32_t token = argmax_logit(logits);
+  if (!in_model) token = argmax_logit(logits);
   result.time_to_first_token_seconds = seconds_since(start);
   {
     MemoryPhase phase("decode");
     const auto decode_start = Clock::now();
     for (int64_t step = 1; step < options.generate_tokens; ++step) {
       const int32_t fed[1] = {token};
-      token = argmax_logit(lm.append(fed));
+      token = greedy(fed);
     }
     result.decode_seconds = seconds_since(decode_start);
   }
@@ -161,7 +177,8 @@ nlohmann::json infer_bench_json(const InferBenchResult& r) {
           {"copy_gb_per_s", r.copy.gb_per_s},
           {"weight_bandwidth_percent_of_copy", r.percent_of_copy},
           {"peak_device_bytes", r.peak_device_bytes},
-          {"peak_rss_bytes", r.peak_rss_bytes}};
+          {"peak_rss_bytes", r.peak_rss_bytes},
+          {"token_choice", r.chosen_on_device ? "device" : "host"}};
 }
 
 std::string infer_bench_table(const InferBenchResult& r) {

@@ -49,6 +49,7 @@ struct InferBenchResult {
   double percent_of_copy = 0;  // weight_gb_per_s / copy.gb_per_s * 100
   size_t peak_device_bytes = 0;
   size_t peak_rss_bytes = 0;
+  bool chosen_on_device = false;  // greedy tokens picked where the logits are (CUDA) rather than on a host copy
 };
 
 // The lm's cache must hold prompt_tokens + generate_tokens - 1 tokens; it is left empty afterwards. The peak

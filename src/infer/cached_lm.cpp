@@ -18,6 +18,24 @@ std::span<const float> CachedLm::append(std::span<const int32_t> ids) {
   return logits;
 }
 
+int32_t CachedLm::append_choose(std::span<const int32_t> ids, const TokenChoice& choice) {
+  NVFP4LM_ASSERT(!ids.empty(), "CachedLm::append_choose needs at least one token");
+  NVFP4LM_ASSERT(can_choose(), "CachedLm::append_choose on a model that cannot choose tokens itself");
+  NVFP4LM_ASSERT(choice.candidates > 0 && choice.candidates <= vocab_size(), "append_choose: {} candidates of {}",
+                 choice.candidates, vocab_size());
+  NVFP4LM_CHECK(length() + static_cast<int64_t>(ids.size()) <= capacity(),
+                "context full: {} cached + {} new tokens exceed {}", length(), ids.size(), capacity_note());
+  const int32_t token = forward_choose(ids, choice);
+  NVFP4LM_ASSERT(token >= 0 && token < choice.candidates, "append_choose picked {} of {} candidates", token,
+                 choice.candidates);
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  return token;
+}
+
+int32_t CachedLm::forward_choose(std::span<const int32_t>, const TokenChoice&) {
+  NVFP4LM_FAIL("CachedLm::forward_choose is not implemented by this model");
+}
+
 void CachedLm::truncate(int64_t length) {
   NVFP4LM_ASSERT(length >= 0 && length <= this->length(), "truncate to {} of {}", length, this->length());
   truncate_cache(length);

@@ -4,6 +4,11 @@
 // turns this way). tokens() is exactly what is in the cache, so callers can compare it with a new prompt.
 //
 // Qwen3CachedLm (qwen3_cached_lm.h) runs a Qwen3Model; tests use small fakes with hand-made logits.
+//
+// Choosing where the logits are: a model that can_choose() also offers append_choose(ids, choice), which runs the
+// ids and picks the next token with ops/sampling.h where the logits live, so a GPU decode step returns one id
+// instead of a row of V floats (600 KB for Qwen3). The Generator uses it on CUDA when the sampling settings allow
+// (generator.h).
 #pragma once
 
 #include <cstdint>
@@ -12,8 +17,19 @@
 #include <vector>
 
 #include "core/device.h"
+#include "ops/sampling.h"
 
 namespace nvfp4lm {
+
+// How append_choose picks the next token: the argmax (greedy), or one draw of ops/sampling.h's truncated softmax
+// driven by `uniform` in [0, 1). Only ids below `candidates` are considered (the tokenizer's ids when the
+// embedding table is padded past them).
+struct TokenChoice {
+  bool greedy = true;
+  TopKTopP sampling;
+  float uniform = 0.f;
+  int64_t candidates = 0;  // (0, vocab_size()]
+};
 
 class CachedLm {
  public:
@@ -31,6 +47,10 @@ class CachedLm {
   // Runs `ids` (at least one) after the cached tokens; returns F32 logits of the last one, vocab_size() values,
   // valid until the next call. Throws Error when the cache would overflow.
   std::span<const float> append(std::span<const int32_t> ids);
+  // Whether append_choose is available.
+  virtual bool can_choose() const { return false; }
+  // append(ids), then the next token chosen as `choice` says where the logits are. Error when !can_choose().
+  int32_t append_choose(std::span<const int32_t> ids, const TokenChoice& choice);
   // Keeps the first `length` tokens (0 <= length <= length()).
   void truncate(int64_t length);
   // For messages: what bounds the capacity, e.g. "the KV cache of 4096 tokens (--context)".
@@ -40,6 +60,8 @@ class CachedLm {
   // append() without the bookkeeping: positions start at length().
   virtual std::span<const float> forward(std::span<const int32_t> ids) = 0;
   virtual void truncate_cache(int64_t length) = 0;
+  // append_choose() without the bookkeeping (only called when can_choose()).
+  virtual int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice);
 
  private:
   std::vector<int32_t> tokens_;

@@ -53,6 +53,34 @@ int32_t Generator::next_token(std::span<const float> logits) {
   return sampler_.sample(row_, lm_.tokens());
 }
 
+bool Generator::choose_in_model() const {
+  const SamplingOptions& sampling = options_.sampling;
+  const bool settings_allow = sampling.repetition_penalty == 1.0f && sampling.min_p == 0.0f;
+  switch (options_.token_choice) {
+    case TokenChoicePlace::Host:
+      return false;
+    case TokenChoicePlace::Model:
+      NVFP4LM_CHECK(lm_.can_choose(), "choosing tokens in the model: this model cannot (use the host sampler)");
+      NVFP4LM_CHECK(settings_allow,
+                    "choosing tokens in the model: --repetition-penalty and --min-p need the host sampler");
+      return true;
+    case TokenChoicePlace::Auto:
+      return lm_.can_choose() && lm_.device().is_cuda() && settings_allow;
+  }
+  return false;
+}
+
+TokenChoice Generator::token_choice() {
+  const SamplingOptions& sampling = options_.sampling;
+  TokenChoice choice;
+  choice.greedy = sampling.greedy();
+  choice.sampling = TopKTopP{sampling.temperature, sampling.top_k, sampling.top_p};
+  choice.uniform = choice.greedy ? 0.f : sampler_.next_uniform();
+  // Padded embedding rows are not tokens (see next_token).
+  choice.candidates = std::min(lm_.vocab_size(), static_cast<int64_t>(tokenizer_.vocab_size()));
+  return choice;
+}
+
 GenerationResult Generator::generate(std::span<const int32_t> prompt, const TextCallback& on_text) {
   const auto start = Clock::now();
   NVFP4LM_CHECK(!prompt.empty(), "the prompt is empty: there is nothing to continue from");
@@ -76,10 +104,21 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
     max_new = room;
   }
 
+  // Runs ids through the model; the next token then comes from `logits` (host) or is `chosen` already (model).
+  const bool in_model = choose_in_model();
+  result.chosen_by_model = in_model;
   std::span<const float> logits;
+  int32_t chosen = 0;
+  auto feed = [&](std::span<const int32_t> ids) {
+    if (in_model) {
+      chosen = lm_.append_choose(ids, token_choice());
+    } else {
+      logits = lm_.append(ids);
+    }
+  };
   {
     MemoryPhase phase("prefill");
-    logits = lm_.append(prompt);
+    feed(prompt);
   }
   stats.prefill_seconds = seconds_since(start);
 
@@ -94,7 +133,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
   MemoryPhase phase("decode");
   auto step_start = Clock::now();
   for (;;) {
-    const int32_t token = next_token(logits);
+    const int32_t token = in_model ? chosen : next_token(logits);
     result.tokens.push_back(token);
     if (result.tokens.size() == 1) {
       stats.time_to_first_token_seconds = seconds_since(start);
@@ -118,7 +157,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
     }
     step_start = Clock::now();
     const int32_t fed[1] = {token};
-    logits = lm_.append(fed);
+    feed(fed);
     ++stats.decode_steps;
   }
   if (!filter.stopped()) {

@@ -7,7 +7,8 @@
 // (the last generated token is never fed, so a cache of C tokens holding P allows C - P + 1 new ones); the cap
 // is logged as a warning naming the numbers, and the result says StopReason::ContextFull when it bound.
 //
-// Timing (GenerationStats): prefill = the prompt's forward pass; time to first token = from the call to the
+// Timing (GenerationStats): prefill = the prompt's forward pass (with the first token's choice when the model
+// chooses it, TokenChoicePlace); time to first token = from the call to the
 // first sampled token (prefill + sampling); decode = every later step (forward of one token + sampling), so
 // decode tokens/s = decode steps / decode seconds, as llama.cpp reports "eval". Peak memory is the device's
 // MemoryTracker peak and the process's peak RSS at the end of the call.
@@ -26,12 +27,19 @@
 
 namespace nvfp4lm {
 
+// Where the next token is chosen. Host: Sampler (sampler.h) on a CPU copy of the logits — Hugging Face semantics,
+// every option. Model: CachedLm::append_choose where the logits live (ops/sampling.h: the same distribution, not
+// draw for draw; no repetition penalty or min-p) — an Error when the model or the settings do not allow it.
+// Auto: Model when the model runs on CUDA and the settings allow it, else Host.
+enum class TokenChoicePlace { Auto, Host, Model };
+
 struct GenerationOptions {
   int64_t max_new_tokens = 512;
   SamplingOptions sampling;
   std::vector<int32_t> eos_ids;  // end_of_sequence_ids() (stop_conditions.h)
   std::vector<std::string> stop_strings;
   bool skip_special = true;  // special tokens other than EOS (e.g. a stray <|im_start|>) are not shown
+  TokenChoicePlace token_choice = TokenChoicePlace::Auto;
 };
 
 enum class StopReason { EndOfSequence, StopString, MaxTokens, ContextFull };
@@ -58,6 +66,7 @@ struct GenerationResult {
   StopReason stop_reason = StopReason::MaxTokens;
   std::string stop_detail;  // the stop string, or the EOS token's text
   GenerationStats stats;
+  bool chosen_by_model = false;  // tokens were chosen where the logits live (TokenChoicePlace)
 };
 
 // Receives each piece of text as soon as it is final (valid UTF-8, possibly several characters).
@@ -82,6 +91,10 @@ class Generator {
 
  private:
   int32_t next_token(std::span<const float> logits);
+  // Whether this call chooses tokens with CachedLm::append_choose (resolves TokenChoicePlace; Error for Model when
+  // it cannot).
+  bool choose_in_model() const;
+  TokenChoice token_choice();
 
   CachedLm& lm_;
   Tokenizer tokenizer_;

@@ -24,20 +24,34 @@ std::string Qwen3CachedLm::capacity_note() const {
   return fmt::format("the KV cache of {} tokens", cache_.max_tokens());
 }
 
-std::span<const float> Qwen3CachedLm::forward(std::span<const int32_t> ids) {
+Tensor Qwen3CachedLm::device_logits(std::span<const int32_t> ids) {
   NVFP4LM_ASSERT(cache_.length() == length(), "KV cache holds {} tokens, expected {}", cache_.length(), length());
-  if (decode_step_ && ids.size() == 1) {
-    logits_ = decode_step_->run(ids).to(Device::cpu()).reshape(Shape{vocab_size()});
-    return {logits_.data<float>(), static_cast<size_t>(vocab_size())};
-  }
+  if (decode_step_ && ids.size() == 1) return decode_step_->run(ids);
   const Tensor batch =
       Tensor::from_ints(std::vector<int32_t>(ids.begin(), ids.end()), Shape{1, static_cast<int64_t>(ids.size())})
           .to(model_.device());
   const Tensor logits = model_.forward_cached(batch, cache_);
   NVFP4LM_ASSERT(logits.dtype() == DType::F32 && logits.numel() == vocab_size(), "forward_cached returned {}",
                  logits.str());
-  logits_ = logits.to(Device::cpu()).contiguous().reshape(Shape{vocab_size()});
+  return logits;
+}
+
+std::span<const float> Qwen3CachedLm::forward(std::span<const int32_t> ids) {
+  logits_ = device_logits(ids).to(Device::cpu()).contiguous().reshape(Shape{vocab_size()});
   return {logits_.data<float>(), static_cast<size_t>(vocab_size())};
+}
+
+int32_t Qwen3CachedLm::forward_choose(std::span<const int32_t> ids, const TokenChoice& choice) {
+  const Device device = model_.device();
+  const Tensor logits = device_logits(ids).narrow(1, 0, choice.candidates);  // row-strided view: no copy
+  Tensor id = Tensor::empty({1}, DType::I32, device);
+  if (choice.greedy) {
+    sample_argmax(logits, id);
+  } else {
+    const Tensor uniform = Tensor::from_floats({choice.uniform}, Shape{1}).to(device);
+    sample_top_k_top_p(logits, uniform, choice.sampling, id);
+  }
+  return id.to(Device::cpu()).data<int32_t>()[0];
 }
 
 uint64_t decode_weight_bytes(const Qwen3Weights& weights) {

@@ -28,6 +28,7 @@ class Qwen3CachedLm : public CachedLm {
   int64_t capacity() const override { return cache_.max_tokens(); }
   Device device() const override { return model_.device(); }
   std::string capacity_note() const override;
+  bool can_choose() const override { return true; }
 
   const KVCache& cache() const { return cache_; }
   // "forward_cached", "eager", "CUDA graph of 612 nodes" (for logs and benchmarks).
@@ -36,12 +37,16 @@ class Qwen3CachedLm : public CachedLm {
  protected:
   std::span<const float> forward(std::span<const int32_t> ids) override;
   void truncate_cache(int64_t length) override { cache_.set_length(length); }
+  int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice) override;
 
  private:
   const Qwen3Model& model_;
   KVCache cache_;
   std::unique_ptr<Qwen3DecodeStep> decode_step_;  // refers to cache_ (declared after it)
   std::string capacity_note_;
+  // Logits [1, V] F32 of the last position on the model's device (the decode step's own tensor for one token).
+  Tensor device_logits(std::span<const int32_t> ids);
+
   Tensor logits_;  // CPU F32 [V], the last row returned
 };
 

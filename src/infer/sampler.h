@@ -62,6 +62,9 @@ class Sampler {
   // The next token for one row of logits; `seen` is the history the repetition penalty looks at.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> seen = {});
 
+  // One uniform in [0, 1) from the sampler's stream, for a draw made elsewhere (CachedLm::append_choose).
+  float next_uniform() { return rng_.uniform(); }
+
   const SamplingOptions& options() const { return options_; }
   const Rng& rng() const { return rng_; }
 

@@ -91,6 +91,44 @@ TEST(Qwen3Generation, ChatTurnsReuseTheCacheAndMatchAFreshRun) {
   }
 }
 
+// Choosing tokens where the logits live (CachedLm::append_choose, what generation does on CUDA) runs on the CPU
+// too: greedy picks the same tokens as the host sampler, also through the fixed-buffer decode step; sampling is a
+// pure function of the seed and stays inside the tokenizer's ids; settings the model-side choice cannot honour are
+// an Error; Auto keeps the host sampler on the CPU.
+TEST(Qwen3Generation, ChoosingTokensInTheModel) {
+  const Qwen3Model& model = tiny_model();
+  const std::vector<int32_t> prompt = qwen3_tokenizer().encode("The quick brown fox jumps over");
+  GenerationOptions options;
+  options.max_new_tokens = 10;
+  options.sampling.temperature = 0;
+  auto run = [&](TokenChoicePlace place, std::optional<DecodeMode> decode) {
+    Qwen3CachedLm lm(model, 64, {}, decode);
+    GenerationOptions o = options;
+    o.token_choice = place;
+    Generator generator(lm, qwen3_tokenizer(), o);
+    return generator.generate(prompt);
+  };
+  const GenerationResult host = run(TokenChoicePlace::Host, std::nullopt);
+  EXPECT_FALSE(host.chosen_by_model);
+  for (const std::optional<DecodeMode> decode : {std::optional<DecodeMode>(), std::optional(DecodeMode::Eager)}) {
+    const GenerationResult in_model = run(TokenChoicePlace::Model, decode);
+    EXPECT_TRUE(in_model.chosen_by_model);
+    EXPECT_EQ(in_model.tokens, host.tokens);
+  }
+  EXPECT_FALSE(run(TokenChoicePlace::Auto, std::nullopt).chosen_by_model);  // CPU: host sampler
+
+  options.sampling = SamplingOptions{};  // temperature 0.7, top-k 20, top-p 0.8
+  options.sampling.seed = 3;
+  const GenerationResult a = run(TokenChoicePlace::Model, DecodeMode::Eager);
+  const GenerationResult b = run(TokenChoicePlace::Model, std::nullopt);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.tokens.size(), 10u);
+  for (int32_t token : a.tokens) EXPECT_LT(token, static_cast<int32_t>(qwen3_tokenizer().vocab_size()));
+
+  options.sampling.repetition_penalty = 1.1f;
+  expect_error([&] { run(TokenChoicePlace::Model, std::nullopt); }, {"--repetition-penalty"});
+}
+
 TEST(Qwen3Generation, DecodeWeightBytes) {
   const Qwen3Model& model = tiny_model();
   const Qwen3Config& c = model.config();

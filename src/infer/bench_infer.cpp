@@ -94,9 +94,9 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
   std::vector<int32_t> prompt(static_cast<size_t>(options.prompt_tokens));
   for (auto& id : prompt) id = static_cast<int32_t>(rng.below(id_range));
 
-  // The greedy next token as generation picks it (generator.h, TokenChoicePlace::Auto): where the logits are when
-  // the model runs on CUDA (one id comes back), else the argmax of the host copy.
-  const bool in_model = lm.can_choose() && lm.device().is_cuda();
+  // The greedy next token where generation would pick it (CachedLm::prefers_choosing): where the logits are on
+  // CUDA (one id comes back), else the argmax of the host copy.
+  const bool in_model = lm.prefers_choosing();
   auto greedy = [&](std::span<const int32_t> ids) -> int32_t {
     if (!in_model) return argmax_logit(lm.append(ids));
     TokenChoice choice;

@@ -7,10 +7,14 @@
 
 namespace nvfp4lm {
 
-std::span<const float> CachedLm::append(std::span<const int32_t> ids) {
-  NVFP4LM_ASSERT(!ids.empty(), "CachedLm::append needs at least one token");
+void CachedLm::check_room(const char* op, std::span<const int32_t> ids) const {
+  NVFP4LM_ASSERT(!ids.empty(), "CachedLm::{} needs at least one token", op);
   NVFP4LM_CHECK(length() + static_cast<int64_t>(ids.size()) <= capacity(),
                 "context full: {} cached + {} new tokens exceed {}", length(), ids.size(), capacity_note());
+}
+
+std::span<const float> CachedLm::append(std::span<const int32_t> ids) {
+  check_room("append", ids);
   std::span<const float> logits = forward(ids);
   NVFP4LM_ASSERT(static_cast<int64_t>(logits.size()) == vocab_size(), "logits row has {} values, vocabulary {}",
                  logits.size(), vocab_size());
@@ -19,12 +23,10 @@ std::span<const float> CachedLm::append(std::span<const int32_t> ids) {
 }
 
 int32_t CachedLm::append_choose(std::span<const int32_t> ids, const TokenChoice& choice) {
-  NVFP4LM_ASSERT(!ids.empty(), "CachedLm::append_choose needs at least one token");
+  check_room("append_choose", ids);
   NVFP4LM_ASSERT(can_choose(), "CachedLm::append_choose on a model that cannot choose tokens itself");
   NVFP4LM_ASSERT(choice.candidates > 0 && choice.candidates <= vocab_size(), "append_choose: {} candidates of {}",
                  choice.candidates, vocab_size());
-  NVFP4LM_CHECK(length() + static_cast<int64_t>(ids.size()) <= capacity(),
-                "context full: {} cached + {} new tokens exceed {}", length(), ids.size(), capacity_note());
   const int32_t token = forward_choose(ids, choice);
   NVFP4LM_ASSERT(token >= 0 && token < choice.candidates, "append_choose picked {} of {} candidates", token,
                  choice.candidates);

@@ -49,6 +49,9 @@ class CachedLm {
   std::span<const float> append(std::span<const int32_t> ids);
   // Whether append_choose is available.
   virtual bool can_choose() const { return false; }
+  // Where tokens are best chosen when the settings allow either: in the model when it can and runs on CUDA (the
+  // logits then stay there), else on a host copy. Generation (TokenChoicePlace::Auto) and `bench infer` follow it.
+  bool prefers_choosing() const { return can_choose() && device().is_cuda(); }
   // append(ids), then the next token chosen as `choice` says where the logits are. Error when !can_choose().
   int32_t append_choose(std::span<const int32_t> ids, const TokenChoice& choice);
   // Keeps the first `length` tokens (0 <= length <= length()).
@@ -64,6 +67,9 @@ class CachedLm {
   virtual int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice);
 
  private:
+  // The checks append and append_choose share: at least one id, and room for them in the cache.
+  void check_room(const char* op, std::span<const int32_t> ids) const;
+
   std::vector<int32_t> tokens_;
 };
 

@@ -65,7 +65,7 @@ bool Generator::choose_in_model() const {
                     "choosing tokens in the model: --repetition-penalty and --min-p need the host sampler");
       return true;
     case TokenChoicePlace::Auto:
-      return lm_.can_choose() && lm_.device().is_cuda() && settings_allow;
+      return lm_.prefers_choosing() && settings_allow;
   }
   return false;
 }

@@ -13,9 +13,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "io/model_files.h"
+#include "io/quantize_model.h"
 #include "io/safetensors_reader.h"
 #include "model/qwen3_trainable.h"
 
@@ -96,5 +98,21 @@ inline int64_t argmax_hits(const Tensor& logits, const Tensor& targets) {
 }
 
 inline std::unique_ptr<ModelFiles> open_tiny(bool tied) { return open_model(tiny_model_dir(tied)); }
+
+// The fixture model quantized to NVFP4 (ModelOpt layout) at dir / "nvfp4"; returns that path.
+inline fs::path quantize_tiny_modelopt(const TempDir& dir, bool tied, bool quantize_lm_head = false) {
+  QuantizeOptions options;
+  options.format = ModelFormat::ModeloptNvfp4;
+  options.quantize_lm_head = quantize_lm_head;
+  quantize_model(*open_tiny(tied), dir / "nvfp4", options);
+  return dir / "nvfp4";
+}
+
+// The ids at position t of every row of ids I32 [B, T] (one decode step's input).
+inline std::vector<int32_t> ids_at(const Tensor& ids, int64_t t) {
+  std::vector<int32_t> out;
+  for (int64_t b = 0; b < ids.dim(0); ++b) out.push_back(ids.data<int32_t>()[b * ids.dim(1) + t]);
+  return out;
+}
 
 }  // namespace nvfp4lm::test

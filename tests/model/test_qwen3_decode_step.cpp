@@ -5,19 +5,12 @@
 // The CUDA graph itself is tested in tests/model/cuda/test_qwen3_cuda.cpp.
 #include <gtest/gtest.h>
 
-#include "io/quantize_model.h"
 #include "model/model_test_util.h"
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
 
 namespace nvfp4lm::test {
 namespace {
-
-std::vector<int32_t> column(const Tensor& ids, int64_t t) {
-  std::vector<int32_t> out;
-  for (int64_t b = 0; b < ids.dim(0); ++b) out.push_back(ids.data<int32_t>()[b * ids.dim(1) + t]);
-  return out;
-}
 
 // Prefill `prefill` tokens in both caches, then every later token through forward_cached in one and the decode
 // step in the other: equal logits, bit for bit.
@@ -32,7 +25,7 @@ void check_against_forward_cached(const Qwen3Model& model, const Tensor& ids, co
   model.forward_cached(head, cache);
   for (int64_t t = prefill; t < tokens; ++t) {
     const Tensor expected = model.forward_cached(ids.narrow(1, t, 1).contiguous(), reference);
-    const Tensor& actual = step.run(column(ids, t));
+    const Tensor& actual = step.run(ids_at(ids, t));
     ASSERT_EQ(actual.shape(), expected.shape()) << what;
     EXPECT_EQ(to_float_vector(actual), to_float_vector(expected)) << what << ": step at position " << t;
     EXPECT_EQ(cache.length(), t + 1);
@@ -42,7 +35,7 @@ void check_against_forward_cached(const Qwen3Model& model, const Tensor& ids, co
   cache.set_length(6);
   for (int64_t t = 0; t < 3; ++t) {
     const Tensor expected = model.forward_cached(ids.narrow(1, t, 1).contiguous(), reference);
-    EXPECT_EQ(to_float_vector(step.run(column(ids, t))), to_float_vector(expected)) << what << ": after rewinding";
+    EXPECT_EQ(to_float_vector(step.run(ids_at(ids, t))), to_float_vector(expected)) << what << ": after rewinding";
   }
 }
 
@@ -57,11 +50,7 @@ TEST(Qwen3DecodeStep, EagerStepEqualsForwardCached) {
 TEST(Qwen3DecodeStep, EagerStepEqualsForwardCachedForNvfp4) {
   const Reference ref(false);
   TempDir dir;
-  QuantizeOptions options;
-  options.format = ModelFormat::ModeloptNvfp4;
-  options.quantize_lm_head = true;
-  quantize_model(*open_tiny(false), dir / "nvfp4", options);
-  const Qwen3Model model = Qwen3Model::load(dir / "nvfp4");
+  const Qwen3Model model = Qwen3Model::load(quantize_tiny_modelopt(dir, false, /*quantize_lm_head=*/true));
   ASSERT_TRUE(model.weights().lm_head.is_nvfp4());
   check_against_forward_cached(model, ref.get("input_ids"), "NVFP4");
 }

@@ -99,10 +99,7 @@ TEST(Qwen3Forward, ModeloptNvfp4MatchesQatReference) {
   for (bool tied : {false, true}) {
     const Reference ref(tied);
     TempDir dir;
-    QuantizeOptions options;
-    options.format = ModelFormat::ModeloptNvfp4;
-    quantize_model(*open_tiny(tied), dir / "nvfp4", options);
-    const Qwen3Model model = Qwen3Model::load(dir / "nvfp4");
+    const Qwen3Model model = Qwen3Model::load(quantize_tiny_modelopt(dir, tied));
     EXPECT_TRUE(model.weights().any_nvfp4());
     EXPECT_TRUE(model.weights().layers[0].q_proj.is_nvfp4());
     EXPECT_EQ(model.compute_path(), "cpu/dequant-gemm");

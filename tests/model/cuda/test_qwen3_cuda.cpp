@@ -7,7 +7,6 @@
 
 #include <cstdio>
 
-#include "io/quantize_model.h"
 #include "model/model_test_util.h"
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
@@ -93,21 +92,12 @@ TEST(Qwen3Cuda, ModeloptNvfp4MatchesQatReference) {
   for (bool tied : {false, true}) {
     const Reference ref(tied);
     TempDir dir;
-    QuantizeOptions options;
-    options.format = ModelFormat::ModeloptNvfp4;
-    quantize_model(*open_tiny(tied), dir / "nvfp4", options);
-    const Qwen3Model model = Qwen3Model::load(dir / "nvfp4", on_gpu());
+    const Qwen3Model model = Qwen3Model::load(quantize_tiny_modelopt(dir, tied), on_gpu());
     EXPECT_EQ(model.compute_path(), "cuda/nvfp4-w4a16");
     check_close(model.forward(ref.get("input_ids").to(gpu())), ref.get("qat.logits"), kLogitsBound,
                 tied ? "tied NVFP4 logits" : "NVFP4 logits");
     check_cached_decoding(model, ref.get("input_ids"), tied ? "tied NVFP4" : "NVFP4");
   }
-}
-
-std::vector<int32_t> column(const Tensor& ids, int64_t t) {
-  std::vector<int32_t> out;
-  for (int64_t b = 0; b < ids.dim(0); ++b) out.push_back(ids.data<int32_t>()[b * ids.dim(1) + t]);
-  return out;
 }
 
 // The decode step on the GPU (model/qwen3_decode_step.h): the CUDA graph replays the eager step's kernels on the
@@ -126,8 +116,8 @@ void check_decode_graph(const Qwen3Model& model, const Tensor& ids, const std::s
   double worst = 0;
   auto step_all = [&](int64_t t, const std::string& when) {
     const Tensor expected = model.forward_cached(ids.narrow(1, t, 1).contiguous().to(gpu()), reference);
-    const Tensor e = eager.run(column(ids, t)).to(Device::cpu());
-    const Tensor g = graph.run(column(ids, t)).to(Device::cpu());
+    const Tensor e = eager.run(ids_at(ids, t)).to(Device::cpu());
+    const Tensor g = graph.run(ids_at(ids, t)).to(Device::cpu());
     EXPECT_EQ(to_float_vector(g), to_float_vector(e)) << what << ": graph vs eager " << when << " position " << t;
     worst = std::max(worst, rel_error(e, expected).rel());
     expect_rel_close(e, expected, kCacheBound, what + ": decode step vs forward_cached " + when);
@@ -148,11 +138,8 @@ TEST(Qwen3Cuda, DecodeGraphMatchesEagerAndForwardCached) {
   const Reference ref(false);
   check_decode_graph(Qwen3Model::load(tiny_model_dir(false), on_gpu()), ref.get("input_ids"), "dense");
   TempDir dir;
-  QuantizeOptions options;
-  options.format = ModelFormat::ModeloptNvfp4;
-  options.quantize_lm_head = true;
-  quantize_model(*open_tiny(false), dir / "nvfp4", options);
-  check_decode_graph(Qwen3Model::load(dir / "nvfp4", on_gpu()), ref.get("input_ids"), "NVFP4");
+  check_decode_graph(Qwen3Model::load(quantize_tiny_modelopt(dir, false, /*quantize_lm_head=*/true), on_gpu()),
+                     ref.get("input_ids"), "NVFP4");
 }
 
 // Greedy continuation of `prompt` through the KV cache, `count` tokens; also the top-2 margin of each step's logits.

@@ -65,7 +65,7 @@ std::string precision_text(const Qwen3Model& model) {
 
 std::string header_line(std::string_view command, Device device, std::string_view compute_path,
                         std::string_view precision) {
-  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, device.str(), compute_path,
+  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, device.label(), compute_path,
                      precision);
 }
 
@@ -131,8 +131,14 @@ void add_sampling_flags(CLI::App& app, SamplingOptions& options) {
   app.add_option("--seed", options.seed, "random seed for sampling (default 0)");
 }
 
-void print_bench_result(const std::string& text, const nlohmann::json& json, const std::string& json_path) {
+void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, Device device) {
   std::string out = text;
+  if (device.is_cuda() && cuda_is_emulated()) {
+    // Emulated CUDA times the emulator: the numbers stay (they show the run happened) but are never GPU numbers.
+    json["emulated"] = true;
+    json["timing_note"] = "emulated CUDA device on the CPU: timings are the emulator's, not a GPU's";
+    out = "note: emulated CUDA device on the CPU: these timings are the emulator's, not a GPU's\n" + out;
+  }
   if (json_path == "-") {
     out = json.dump(2) + "\n";
   } else if (!json_path.empty()) {

@@ -99,7 +99,8 @@ struct BenchRegistration {
 };
 
 // A benchmark's result on stdout: the table `text`, or the JSON alone with --json -, or the table plus
-// "wrote FILE" after writing the JSON to json_path (atomically).
-void print_bench_result(const std::string& text, const nlohmann::json& json, const std::string& json_path);
+// "wrote FILE" after writing the JSON to json_path (atomically). On the emulated CUDA device both say that the
+// timings are the emulator's ("emulated": true in the JSON).
+void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, Device device);
 
 }  // namespace nvfp4lm::cli

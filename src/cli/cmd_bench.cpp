@@ -120,17 +120,17 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   nlohmann::json json = infer_bench_json(result);
   json["benchmark"] = "infer";
   json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset + (cli.nvfp4 ? " (nvfp4)" : "");
-  json["device"] = device.str();
+  json["device"] = device.label();
   json["compute_path"] = model.compute_path();
   json["precision"] = precision_text(model);
   json["parameters"] = model.config().total_parameters();
   json["decode_steps"] = lm.decode_path();
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
-                                 json["model"].get<std::string>(), "compute path", model.compute_path(), device.str(),
+                                 json["model"].get<std::string>(), "compute path", model.compute_path(), device.label(),
                                  precision_text(model), "decode steps", lm.decode_path());
   text += infer_bench_table(result);
-  print_bench_result(text, json, cli.json);
+  print_bench_result(text, json, cli.json, device);
   return 0;
 }
 

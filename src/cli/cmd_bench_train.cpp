@@ -108,7 +108,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   nlohmann::json json = train_bench_json(result);
   json["benchmark"] = "train";
   json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset;
-  json["device"] = device.str();
+  json["device"] = device.label();
   json["compute_path"] = train_compute_path(device, qat);
   json["precision"] = train_precision(device, bf16_master, qat);
   json["qat"] = std::string(qat_mode_name(qat));
@@ -121,11 +121,11 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}{}; recompute {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", train_compute_path(device, qat),
-                                 device.str(), train_precision(device, bf16_master, qat), cli.optimizer,
+                                 device.label(), train_precision(device, bf16_master, qat), cli.optimizer,
                                  cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
   if (cli.packed_weights) text += fmt::format("{:<28} packed NVFP4, dequantized per block\n", "forward weights");
   text += train_bench_table(result);
-  print_bench_result(text, json, cli.json);
+  print_bench_result(text, json, cli.json, device);
   return 0;
 }
 

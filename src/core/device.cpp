@@ -8,6 +8,8 @@ namespace nvfp4lm {
 
 std::string Device::str() const { return is_cpu() ? std::string("cpu") : fmt::format("cuda:{}", index); }
 
+std::string Device::label() const { return is_cuda() && cuda_is_emulated() ? str() + " (emulated on the CPU)" : str(); }
+
 Device Device::parse(const std::string& text) {
   if (text == "cpu") return cpu();
   if (text == "cuda" || text == "gpu") return cuda(0);

@@ -17,8 +17,20 @@ struct Device {
   constexpr bool operator==(const Device&) const = default;
 
   std::string str() const;  // "cpu", "cuda:0"
+  // What logs, headers and benchmarks show: str(), plus " (emulated on the CPU)" for a CUDA device of the
+  // emulated build, whose timings are the emulator's and never a GPU's.
+  std::string label() const;
   // Parses "cpu", "cuda", "cuda:N"; throws Error naming the accepted forms otherwise.
   static Device parse(const std::string& text);
 };
+
+// True in the NVFP4LM_CUDA=EMULATE build: the CUDA device is the emulated one (docs/cuda-emulation.md).
+constexpr bool cuda_is_emulated() {
+#if defined(NVFP4LM_CUDA_EMULATION) && NVFP4LM_CUDA_EMULATION
+  return true;
+#else
+  return false;
+#endif
+}
 
 }  // namespace nvfp4lm

@@ -37,7 +37,7 @@ std::string format_generation_stats(const GenerationStats& stats, Device device)
       "{}, generated {} tokens, prefill {:.1f} tok/s, decode {}, time to first token {:.3f} s, peak memory {:.3f} "
       "GiB ({} tracker) / {:.3f} GiB RSS",
       prompt, stats.generated_tokens, stats.prefill_tokens_per_second(), decode, stats.time_to_first_token_seconds,
-      to_gib(stats.peak_device_bytes), device.str(), to_gib(stats.peak_rss_bytes));
+      to_gib(stats.peak_device_bytes), device.label(), to_gib(stats.peak_rss_bytes));
 }
 
 Generator::Generator(CachedLm& lm, Tokenizer tokenizer, GenerationOptions options)

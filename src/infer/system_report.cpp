@@ -96,7 +96,8 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
       paths.push_back({name, false, missing});
     return paths;
   }
-  paths.push_back({"cuda/dense-bf16", true, "bf16 activations, fp32 accumulation (cuBLASLt)"});
+  const std::string where = cuda_is_emulated() ? " on the emulated CUDA device (the CPU)" : "";
+  paths.push_back({"cuda/dense-bf16", true, "bf16 activations, fp32 accumulation (cuBLASLt)" + where});
   std::string nvfp4_cuda, why_not;
   try {
     nvfp4_cuda = nvfp4_linear_compute_path(Device::cuda(0));
@@ -105,7 +106,7 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   }
   for (const char* name : {"cuda/dequant-gemm", "cuda/nvfp4-w4a16"}) {
     if (nvfp4_cuda == name) {
-      paths.push_back({name, true, "NVFP4 linears on cuda:0 take this path"});
+      paths.push_back({name, true, "NVFP4 linears on cuda:0 take this path" + where});
     } else if (!nvfp4_cuda.empty()) {
       paths.push_back({name, false, fmt::format("this build runs NVFP4 linears on CUDA with {}", nvfp4_cuda)});
     } else {
@@ -160,6 +161,7 @@ SystemReport collect_system_report() {
   report.blas_threads = openblas_get_num_threads();
   report.memory_total_bytes = meminfo_total_bytes();
 #if NVFP4LM_HAS_CUDA
+  report.cuda_emulation = cuda::emulation_summary();
   const int count = cuda::device_count();
   if (count == 0) report.gpu_unavailable = cuda::unavailable_reason();
   for (int index = 0; index < count; ++index) {
@@ -189,27 +191,33 @@ nlohmann::json system_report_json(const SystemReport& report) {
   nlohmann::json paths = nlohmann::json::array();
   for (const ComputePathStatus& path : report.compute_paths)
     paths.push_back({{"name", path.name}, {"available", path.available}, {"detail", path.detail}});
-  nlohmann::json json = {
-      {"build", {{"version", report.version}, {"cuda", report.cuda_built}, {"compiler", report.compiler}}},
-      {"cpu",
-       {{"model", report.cpu_model},
-        {"features", report.cpu_features},
-        {"logical_cores", report.logical_cores},
-        {"openmp_threads", report.openmp_threads},
-        {"blas", report.blas},
-        {"blas_threads", report.blas_threads},
-        {"blas_warning", report.blas_warning},
-        {"memory_total_bytes", report.memory_total_bytes}}},
-      {"gpus", gpus},
-      {"compute_paths", paths}};
+  nlohmann::json json = {{"build",
+                          {{"version", report.version},
+                           {"cuda", report.cuda_built},
+                           {"cuda_emulated", !report.cuda_emulation.empty()},
+                           {"compiler", report.compiler}}},
+                         {"cpu",
+                          {{"model", report.cpu_model},
+                           {"features", report.cpu_features},
+                           {"logical_cores", report.logical_cores},
+                           {"openmp_threads", report.openmp_threads},
+                           {"blas", report.blas},
+                           {"blas_threads", report.blas_threads},
+                           {"blas_warning", report.blas_warning},
+                           {"memory_total_bytes", report.memory_total_bytes}}},
+                         {"gpus", gpus},
+                         {"compute_paths", paths}};
   if (!report.gpu_unavailable.empty()) json["gpu_unavailable"] = report.gpu_unavailable;
   return json;
 }
 
 std::string system_report_text(const SystemReport& report) {
   std::string text;
-  text += fmt::format("build    nvfp4lm {}, CUDA {}, {}\n", report.version,
-                      report.cuda_built ? "compiled in" : "not compiled in", report.compiler);
+  const std::string cuda = !report.cuda_emulation.empty()
+                               ? "emulated on the CPU (NVFP4LM_CUDA=EMULATE build: " + report.cuda_emulation +
+                                     "; results are checked, timings are not GPU timings)"
+                               : (report.cuda_built ? "compiled in" : "not compiled in");
+  text += fmt::format("build    nvfp4lm {}, CUDA {}, {}\n", report.version, cuda, report.compiler);
   text +=
       fmt::format("cpu      {} ({}), {} logical cores, {} OpenMP threads, {:.1f} GiB memory\n", report.cpu_model,
                   report.cpu_features, report.logical_cores, report.openmp_threads, to_gib(report.memory_total_bytes));

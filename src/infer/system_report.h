@@ -34,6 +34,7 @@ struct GpuReport {
 struct SystemReport {
   std::string version;
   bool cuda_built = false;
+  std::string cuda_emulation;  // the emulated build: how its CUDA device runs (core/cuda/runtime.h); else ""
   std::string compiler;
   std::string cpu_model;
   std::string cpu_features;  // the SIMD extensions the CPU kernels care about

@@ -83,7 +83,7 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
   log_linear_count(model.weights_, nvfp4_linears, linears);
   log::info(
       "model {}: format {}, device {}, compute path {}, precision {}, weights {:.1f} MiB ({} of {} linears NVFP4)",
-      files.path().string(), model_format_name(files.format()), options.device.str(), model.compute_path(),
+      files.path().string(), model_format_name(files.format()), options.device.label(), model.compute_path(),
       options.device.is_cpu() ? "fp32" : "bf16 activations, fp32 accumulation / norms / softmax",
       to_mib(model.weights_.nbytes()), nvfp4_linears, linears);
   return model;

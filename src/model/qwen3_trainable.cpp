@@ -227,7 +227,7 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
 DType Qwen3Trainable::compute_dtype() const { return compute_dtype_for(options_.device); }
 
 std::string Qwen3Trainable::describe() const {
-  std::string text = fmt::format("device {}, {} activations, {} masters", options_.device.str(),
+  std::string text = fmt::format("device {}, {} activations, {} masters", options_.device.label(),
                                  options_.device.is_cpu() ? "fp32" : "bf16", options_.bf16_master ? "bf16" : "fp32");
   if (options_.qat == QatMode::Off) {
     text += ", QAT off";

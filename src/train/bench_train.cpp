@@ -412,7 +412,7 @@ std::string train_bench_table(const TrainBenchResult& r) {
   for (const PhasePeak& peak : r.memory_phases)
     row("peak memory, " + peak.phase, fmt::format("{:.3f} GiB", to_gib(peak.peak_bytes)));
   row("peak memory", fmt::format("{:.3f} GiB tracked on {}, {:.3f} GiB host RSS", to_gib(r.peak_device_bytes),
-                                 r.device.str(), to_gib(r.peak_rss_bytes)));
+                                 r.device.label(), to_gib(r.peak_rss_bytes)));
   return text;
 }
 

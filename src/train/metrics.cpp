@@ -89,7 +89,7 @@ std::string format_step_line(const StepMetrics& m, Device device) {
   }
   line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
                       m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),
-                      to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.str());
+                      to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.label());
   return line;
 }
 

@@ -140,8 +140,9 @@ TEST(CliBenchTrain, BadFlagsAreClearErrors) {
 }
 
 TEST(CliBenchTrain, CudaWithoutAGpuIsAClearError) {
-  if (cuda_available()) GTEST_SKIP() << "a GPU is present";
-  const CliResult result = run_cli(std::string(kBase) + "--device cuda");
+  const std::optional<std::string> no_gpu = no_gpu_environment();
+  if (!no_gpu) GTEST_SKIP() << "a GPU is present";
+  const CliResult result = run_cli(std::string(kBase) + "--device cuda", "", *no_gpu);
   expect_error_without_output(result, {"--device cuda"});
   EXPECT_TRUE(result.err.find("without CUDA") != std::string::npos || result.err.find("no GPU") != std::string::npos)
       << result.err;

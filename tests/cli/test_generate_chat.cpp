@@ -147,10 +147,11 @@ TEST_F(CliGenerate, ChatThroughAPipe) {
 }
 
 TEST_F(CliGenerate, CudaWithoutAGpuIsAClearError) {
-  if (cuda_available()) GTEST_SKIP() << "a GPU is present";
+  const std::optional<std::string> no_gpu = no_gpu_environment();
+  if (!no_gpu) GTEST_SKIP() << "a GPU is present";
   for (const std::string& command : {"generate " + model_flag() + " --prompt hi", "chat " + model_flag(),
                                      std::string("bench infer --preset tiny")}) {
-    const CliResult result = run_cli(command + " --device cuda", "hi\n");
+    const CliResult result = run_cli(command + " --device cuda", "hi\n", *no_gpu);
     expect_one_line_error(result, {"--device cuda"});
     EXPECT_TRUE(result.err.find("without CUDA") != std::string::npos || result.err.find("no GPU") != std::string::npos)
         << result.err;

@@ -232,9 +232,10 @@ TEST_F(TrainCli, ImpossibleResumesAndOccupiedRunDirectoriesAreRefused) {
 }
 
 TEST_F(TrainCli, DeviceCudaWithoutAGpuIsAnErrorNotASilentCpuRun) {
-  if (cuda_available()) GTEST_SKIP() << "a GPU is usable here";
+  const std::optional<std::string> no_gpu = no_gpu_environment();
+  if (!no_gpu) GTEST_SKIP() << "a GPU is usable here";
   const fs::path run = dir_ / "run";
-  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --device cuda")), {"--device cuda"},
+  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --device cuda"), "", *no_gpu), {"--device cuda"},
                         "--device cuda");
   EXPECT_FALSE(fs::exists(run / "metrics.jsonl"));
   expect_one_line_error(run_cli(train("--output " + quoted(run) + " --device tpu")), {"tpu"}, "--device tpu");

@@ -105,15 +105,15 @@ std::string read_file(const fs::path& path) {
   return buffer.str();
 }
 
-CliResult run_cli(const std::string& args, const std::string& stdin_text) {
+CliResult run_cli(const std::string& args, const std::string& stdin_text, const std::string& environment) {
   static std::atomic<int> counter{0};
   fs::path dir =
       fs::temp_directory_path() / ("nvfp4lm-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::create_directories(dir);
   fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
   write_file(in, stdin_text);
-  std::string command = std::string("'") + NVFP4LM_BINARY_PATH + "' " + args + " <'" + in.string() + "' >'" +
-                        out.string() + "' 2>'" + err.string() + "'";
+  std::string command = (environment.empty() ? std::string() : "env " + environment + " ") + "'" + NVFP4LM_BINARY_PATH +
+                        "' " + args + " <'" + in.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(command.c_str());
   CliResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -145,6 +145,12 @@ bool cuda_available() {
 #else
   return false;
 #endif
+}
+
+std::optional<std::string> no_gpu_environment() {
+  if (cuda_is_emulated()) return std::string("NVFP4LM_EMU_DEVICES=0");
+  if (!cuda_available()) return std::string();
+  return std::nullopt;
 }
 
 }  // namespace nvfp4lm::test

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,8 @@ struct CliResult {
   std::string out;
   std::string err;
 };
-CliResult run_cli(const std::string& args, const std::string& stdin_text = "");
+// `environment` ("NAME=value ...", may be empty) is set for the command only.
+CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "");
 
 // A failed command, neither crashed nor aborted, whose stderr ends in exactly one error line
 // ("nvfp4lm: error: ...") containing every part. `what` prefixes the failure messages.
@@ -80,6 +82,11 @@ void write_file(const fs::path& path, const std::string& contents);
 std::string read_file(const fs::path& path);
 
 bool cuda_available();
+
+// The environment for run_cli under which nvfp4lm finds no GPU, to test its no-GPU paths: "" where there is none
+// anyway, "NVFP4LM_EMU_DEVICES=0" in the emulated CUDA build (which switches the emulated device off), and
+// nullopt where a real GPU is present (those tests then skip).
+std::optional<std::string> no_gpu_environment();
 
 // Runs `action`, expects an nvfp4lm::Error (any other exception or none is a failure), returns its message.
 inline std::string error_message(const std::function<void()>& action) {

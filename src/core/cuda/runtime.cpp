@@ -12,6 +12,10 @@
 #include "core/logging.h"
 #include "core/memory.h"
 
+#if NVFP4LM_CUDA_EMULATION
+#include "core/cuda/emu/settings.h"
+#endif
+
 namespace nvfp4lm::cuda {
 
 void fail(cudaError_t status, const char* expr, const char* file, int line) {
@@ -21,6 +25,14 @@ void fail(cudaError_t status, const char* expr, const char* file, int line) {
 
 void fail_cublas(int status, const char* expr, const char* file, int line) {
   throw Error(fmt::format("cuBLAS error {} in `{}` at {}:{}", status, expr, file, line));
+}
+
+std::string emulation_summary() {
+#if NVFP4LM_CUDA_EMULATION
+  return emu::describe_settings();
+#else
+  return {};
+#endif
 }
 
 int device_count() {
@@ -149,6 +161,8 @@ void* device_malloc(int index, size_t bytes) {
     release_cached_locked(c);
     status = cudaMalloc(&ptr, size);
   }
+  // Anything but out-of-memory (a sticky error from an earlier kernel, say) is reported as what it is.
+  if (status != cudaSuccess && status != cudaErrorMemoryAllocation) NVFP4LM_CUDA_CHECK(status);
   if (status != cudaSuccess) {
     cudaGetLastError();
     size_t free_bytes = 0, total_bytes = 0;

@@ -22,6 +22,10 @@ struct DeviceInfo {
   int runtime_version = 0;  // e.g. 13000
 };
 
+// In the emulated build (NVFP4LM_CUDA=EMULATE) how the emulated device runs ("schedule warp-serial, 1 worker,
+// deferred streams"); "" in a real CUDA build.
+std::string emulation_summary();
+
 // Number of usable GPUs; 0 when there is no driver or no device (never throws).
 int device_count();
 // Why device_count() is 0, in words ("no CUDA driver", "no device", ...); empty when there are devices.

@@ -21,6 +21,7 @@
 #include <cmath>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_mma.h"
 
@@ -53,14 +54,14 @@ struct BackwardParams {
 template <int D>
 __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
   using Tiles = BackwardTiles<D>;
-  extern __shared__ __align__(128) unsigned char smem[];
+  NVFP4LM_DYNAMIC_SHARED(unsigned char, smem);
   bf16* k_tile = reinterpret_cast<bf16*>(smem);
   bf16* v_tile = k_tile + Tiles::kTileElements;
   bf16* q_tiles = v_tile + Tiles::kTileElements;          // [2]
   bf16* dout_tiles = q_tiles + 2 * Tiles::kTileElements;  // [2]
   bf16* ds_tile = dout_tiles + 2 * Tiles::kTileElements;  // [64 keys][64 rows], swizzled like a D = 64 tile
   float* row_data = reinterpret_cast<float*>(ds_tile + kTileRows * kTileRows);  // [2][lse, delta, limit, seg][64]
-  __shared__ int first_tile;
+  NVFP4LM_SHARED(int, first_tile);
 
   const int batch = static_cast<int>(blockIdx.x) / p.kv_heads, kv_head = static_cast<int>(blockIdx.x) % p.kv_heads;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -278,7 +279,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
           for (int rr = 0; rr < 2; ++rr) {
             if (dq_row[rr] == nullptr) continue;
             float* target = dq_row[rr] + dp * 16 + half * 8 + 2 * c;
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 || NVFP4LM_CUDA_EMULATION  // the emulator has the sm_90 vector atomic
             atomicAdd(reinterpret_cast<float2*>(target), make_float2(acc[half][2 * rr], acc[half][2 * rr + 1]));
 #else
             atomicAdd(target, acc[half][2 * rr]);
@@ -360,7 +361,7 @@ void launch_backward(const BackwardParams& params, int64_t batch, int64_t kv_hea
   }
   const dim3 grid(static_cast<unsigned int>(batch * kv_heads),
                   static_cast<unsigned int>((params.k_len + kTileRows - 1) / kTileRows));
-  backward_kernel<D><<<grid, kThreads, kSmem, stream()>>>(params);
+  NVFP4LM_LAUNCH(backward_kernel<D>, grid, kThreads, kSmem)(params);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
@@ -397,8 +398,9 @@ void attention_backward(const AttentionShape& shape, AttentionHeads dout, Attent
   if (rows > 0) {
     NVFP4LM_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, static_cast<size_t>(rows * shape.head_dim * 4), stream()));
     constexpr int kRowsPerBlock = 8;
-    attn::delta_kernel<<<static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0,
-                         stream()>>>(dout, out, rows, q_len, q_heads, head_dim, delta);
+    NVFP4LM_LAUNCH(attn::delta_kernel, static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock),
+                   32 * kRowsPerBlock, 0)
+    (dout, out, rows, q_len, q_heads, head_dim, delta);
     NVFP4LM_CUDA_CHECK_LAUNCH();
   }
   attn::launch_segment_summary(shape, summary);
@@ -441,8 +443,8 @@ void attention_backward(const AttentionShape& shape, AttentionHeads dout, Attent
   if (rows > 0) {
     const int64_t vectors = rows * shape.head_dim / 8;
     constexpr int kBlock = 256;
-    attn::dq_convert_kernel<<<static_cast<unsigned int>((vectors + kBlock - 1) / kBlock), kBlock, 0, stream()>>>(
-        dq_accum, dq, vectors, q_len, q_heads, head_dim, shape.scale);
+    NVFP4LM_LAUNCH(attn::dq_convert_kernel, static_cast<unsigned int>((vectors + kBlock - 1) / kBlock), kBlock, 0)
+    (dq_accum, dq, vectors, q_len, q_heads, head_dim, shape.scale);
     NVFP4LM_CUDA_CHECK_LAUNCH();
   }
 }

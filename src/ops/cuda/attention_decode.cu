@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_mma.h"
 
@@ -77,7 +78,7 @@ struct DecodeTiles {
 template <int D>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   using Tiles = DecodeTiles<D>;
-  extern __shared__ __align__(128) unsigned char smem[];
+  NVFP4LM_DYNAMIC_SHARED(unsigned char, smem);
   bf16* k_tiles = reinterpret_cast<bf16*>(smem);
   bf16* v_tiles = k_tiles + 2 * Tiles::kTileElements;
   bf16* q_tile = reinterpret_cast<bf16*>(smem + (Tiles::kSmemBytes - kGroupRows * D * 2));
@@ -247,7 +248,7 @@ __device__ __forceinline__ float2 merge_stats(float2 a, float2 b) {
 
 template <int D>
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(DecodeParams p) {
-  __shared__ float2 total;
+  NVFP4LM_SHARED(float2, total);
   const int row = static_cast<int>(blockIdx.x), head_pair = static_cast<int>(blockIdx.y);
   const int batch = head_pair / p.kv_heads, kv_head = head_pair % p.kv_heads;
   const int64_t entry0 = (static_cast<int64_t>(head_pair) * p.padded_rows + row) * p.splits;
@@ -286,10 +287,10 @@ void launch(const DecodeParams& params, const DecodePlan& plan, int64_t head_pai
   }
   const dim3 grid(static_cast<unsigned int>(plan.splits), static_cast<unsigned int>(plan.row_groups),
                   static_cast<unsigned int>(head_pairs));
-  decode_kernel<D><<<grid, kThreads, kSmem, stream()>>>(params);
+  NVFP4LM_LAUNCH(decode_kernel<D>, grid, kThreads, kSmem)(params);
   NVFP4LM_CUDA_CHECK_LAUNCH();
   const dim3 combine_grid(static_cast<unsigned int>(params.rows), static_cast<unsigned int>(head_pairs));
-  combine_kernel<D><<<combine_grid, kCombineThreads, 0, stream()>>>(params);
+  NVFP4LM_LAUNCH(combine_kernel<D>, combine_grid, kCombineThreads, 0)(params);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_mma.h"
 
@@ -46,11 +47,11 @@ struct ForwardParams {
 template <int D>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardParams p) {
   using Tiles = ForwardTiles<D>;
-  extern __shared__ __align__(128) unsigned char smem[];
+  NVFP4LM_DYNAMIC_SHARED(unsigned char, smem);
   bf16* k_tiles = reinterpret_cast<bf16*>(smem);
   bf16* v_tiles = k_tiles + 2 * Tiles::kTileElements;
   int* key_segments = reinterpret_cast<int*>(v_tiles + 2 * Tiles::kTileElements);
-  __shared__ int first_tile;
+  NVFP4LM_SHARED(int, first_tile);
 
   const int tile = static_cast<int>(gridDim.y - 1 - blockIdx.y);  // the slowest grid axis: long rows launch first
   const int batch = static_cast<int>(blockIdx.x) / p.kv_heads, kv_head = static_cast<int>(blockIdx.x) % p.kv_heads;
@@ -266,7 +267,7 @@ void launch_forward(const ForwardParams& params, int64_t batch, int64_t kv_heads
   }
   const dim3 grid(static_cast<unsigned int>(batch * kv_heads),
                   static_cast<unsigned int>((params.rows + kTileRows - 1) / kTileRows));
-  attention_forward_kernel<D><<<grid, kThreads, kSmem, stream()>>>(params);
+  NVFP4LM_LAUNCH(attention_forward_kernel<D>, grid, kThreads, kSmem)(params);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
@@ -277,8 +278,8 @@ void launch_segment_summary(const AttentionShape& shape, int2* summary) {
   const int64_t chunks = segment_chunks(shape.q_len), total = shape.batch * chunks;
   constexpr int kWarpsPerBlock = 8;
   const auto blocks = static_cast<unsigned int>((total + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  segment_summary_kernel<<<blocks, 32 * kWarpsPerBlock, 0, stream()>>>(shape.segment_ids, shape.q_len, chunks, total,
-                                                                       summary);
+  NVFP4LM_LAUNCH(segment_summary_kernel, blocks, 32 * kWarpsPerBlock, 0)
+  (shape.segment_ids, shape.q_len, chunks, total, summary);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 

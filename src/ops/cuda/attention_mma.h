@@ -7,7 +7,8 @@
 // a2 (row g, k 2c+8..), a3 (row g+8, k 2c+8..); B b0 (k 2c..2c+1, col g), b1 (k 2c+8.., col g);
 // C c0, c1 (row g, cols 2c, 2c+1), c2, c3 (row g+8, cols 2c, 2c+1). A C tile of two 8-column blocks converts
 // to an A fragment in registers (the FlashAttention-2 trick used for P·V and its transposes).
-// Softmax works in base 2: scores are multiplied by scale * log2(e) and exponentiated with exp2f.
+// Softmax works in base 2: scores are multiplied by scale * log2(e) and exponentiated with fast_exp2 (ptx.h).
+// The instructions themselves (cp.async, ldmatrix, mma.sync, ex2) are in ptx.h.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 
 #include "ops/cuda/attention.h"
+#include "ops/cuda/ptx.h"
 
 namespace nvfp4lm::cuda::attn {
 
@@ -25,53 +27,6 @@ inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 inline constexpr int kSegmentSpan = 16;  // positions per segment-summary entry
 inline constexpr int kTileRows = 64;     // rows (query rows or keys) of every tile
-
-// ---- instructions ------------------------------------------------------------------------------------------
-
-__device__ __forceinline__ uint32_t smem_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// 16 bytes global -> shared, bypassing L1; `valid == false` writes 16 zero bytes and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// d += a b (16x16 BF16 times 16x8 BF16, fp32 accumulators).
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 2^x with one MUFU instruction (relative error ~2^-22; 2^-inf = 0, which masking relies on).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // Two floats -> BF16x2 (round to nearest even), `low` in the low half (the lower column / k index).
 __device__ __forceinline__ uint32_t pack_bf16x2(float low, float high) {

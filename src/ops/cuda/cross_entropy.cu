@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/kernel_common.cuh"
 
@@ -42,8 +43,8 @@ template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
     cross_entropy_rows_kernel(T* logits, int64_t vocab, int64_t ld, const int32_t* targets, float grad_scale,
                               bool want_grad, float* row_loss, int32_t* row_correct) {
-  __shared__ RowStats warp_stats[kRowWarps];
-  __shared__ float shared_lse;
+  NVFP4LM_SHARED(RowStats[kRowWarps], warp_stats);
+  NVFP4LM_SHARED(float, shared_lse);
   T* z = logits + static_cast<int64_t>(blockIdx.x) * ld;
   const int32_t target = targets[blockIdx.x];
 
@@ -105,7 +106,7 @@ __global__ void __launch_bounds__(kRowThreads)
 
 __global__ void cross_entropy_sums_kernel(const float* row_loss, const int32_t* row_correct, int64_t rows,
                                           double* sums) {
-  __shared__ double scratch[32];
+  NVFP4LM_SHARED(double[32], scratch);
   double loss = 0.0, correct = 0.0;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
     loss += row_loss[i];
@@ -145,11 +146,11 @@ void cross_entropy_rows(void* logits, DType dtype, int64_t rows, int64_t vocab, 
   const int64_t ld = cross_entropy_logits_ld(vocab);
   const auto blocks = static_cast<unsigned>(rows);
   if (dtype == DType::F32) {
-    cross_entropy_rows_kernel<float><<<blocks, kRowThreads, 0, stream()>>>(
-        static_cast<float*>(logits), vocab, ld, targets, grad_scale, want_grad, row_loss, row_correct);
+    NVFP4LM_LAUNCH(cross_entropy_rows_kernel<float>, blocks, kRowThreads, 0)
+    (static_cast<float*>(logits), vocab, ld, targets, grad_scale, want_grad, row_loss, row_correct);
   } else if (dtype == DType::BF16) {
-    cross_entropy_rows_kernel<bf16><<<blocks, kRowThreads, 0, stream()>>>(
-        static_cast<bf16*>(logits), vocab, ld, targets, grad_scale, want_grad, row_loss, row_correct);
+    NVFP4LM_LAUNCH(cross_entropy_rows_kernel<bf16>, blocks, kRowThreads, 0)
+    (static_cast<bf16*>(logits), vocab, ld, targets, grad_scale, want_grad, row_loss, row_correct);
   } else {
     fail(cudaErrorInvalidValue, "cross-entropy logits of a dtype other than F32 / BF16", __FILE__, __LINE__);
   }
@@ -157,7 +158,7 @@ void cross_entropy_rows(void* logits, DType dtype, int64_t rows, int64_t vocab, 
 }
 
 void cross_entropy_sums(const float* row_loss, const int32_t* row_correct, int64_t rows, double* sums) {
-  cross_entropy_sums_kernel<<<1, 1024, 0, stream()>>>(row_loss, row_correct, rows, sums);
+  NVFP4LM_LAUNCH(cross_entropy_sums_kernel, 1, 1024, 0)(row_loss, row_correct, rows, sums);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
@@ -167,9 +168,9 @@ void expand_rows(const DeviceRows& src, const int32_t* source_row, const DeviceR
   const bool vec = vectorizable(src) && vectorizable(dst);
   const unsigned blocks = grid_for(items, 256);
   if (dst.dtype == DType::F32) {
-    expand_rows_kernel<float><<<blocks, 256, 0, stream()>>>(src, source_row, dst, chunks_per_row, items, vec);
+    NVFP4LM_LAUNCH(expand_rows_kernel<float>, blocks, 256, 0)(src, source_row, dst, chunks_per_row, items, vec);
   } else if (dst.dtype == DType::BF16) {
-    expand_rows_kernel<bf16><<<blocks, 256, 0, stream()>>>(src, source_row, dst, chunks_per_row, items, vec);
+    NVFP4LM_LAUNCH(expand_rows_kernel<bf16>, blocks, 256, 0)(src, source_row, dst, chunks_per_row, items, vec);
   } else {
     fail(cudaErrorInvalidValue, "expand_rows on a dtype other than F32 / BF16", __FILE__, __LINE__);
   }

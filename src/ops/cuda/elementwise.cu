@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/kernel_common.cuh"
 
@@ -68,7 +69,7 @@ __global__ void cast_kernel(DeviceRows src, DeviceRows dst, int64_t chunks_per_r
 
 template <typename T>
 __global__ void sum_squares_kernel(DeviceRows a, int64_t chunks_per_row, int64_t items, bool vec, double* partial) {
-  __shared__ double scratch[32];
+  NVFP4LM_SHARED(double[32], scratch);
   double acc = 0.0;
   NVFP4LM_GRID_STRIDE(item, items) {
     const ChunkPosition p = chunk_position(item, chunks_per_row);
@@ -84,7 +85,7 @@ __global__ void sum_squares_kernel(DeviceRows a, int64_t chunks_per_row, int64_t
 }
 
 __global__ void sum_partials_kernel(const double* partial, int count, double* out) {
-  __shared__ double scratch[32];
+  NVFP4LM_SHARED(double[32], scratch);
   double acc = 0.0;
   for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x)) acc += partial[i];
   const double total = block_sum(acc, scratch);
@@ -134,7 +135,7 @@ void add(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_i
   const bool vec = vectorizable(a) && vectorizable(b) && vectorizable(out);
   with_float_type(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T><<<launch.blocks, kThreads, 0, stream()>>>(a, b, out, launch.chunks_per_row, launch.items, vec);
+    NVFP4LM_LAUNCH(add_kernel<T>, launch.blocks, kThreads, 0)(a, b, out, launch.chunks_per_row, launch.items, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
@@ -146,7 +147,7 @@ void scale(const DeviceRows& a_in, float s) {
   const bool vec = vectorizable(a);
   with_float_type(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    scale_kernel<T><<<launch.blocks, kThreads, 0, stream()>>>(a, s, launch.chunks_per_row, launch.items, vec);
+    NVFP4LM_LAUNCH(scale_kernel<T>, launch.blocks, kThreads, 0)(a, s, launch.chunks_per_row, launch.items, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
@@ -158,7 +159,7 @@ void fill(const DeviceRows& a_in, float value) {
   const bool vec = vectorizable(a);
   with_float_type(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    fill_kernel<T><<<launch.blocks, kThreads, 0, stream()>>>(a, value, launch.chunks_per_row, launch.items, vec);
+    NVFP4LM_LAUNCH(fill_kernel<T>, launch.blocks, kThreads, 0)(a, value, launch.chunks_per_row, launch.items, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
@@ -173,8 +174,8 @@ void cast(const DeviceRows& src_in, const DeviceRows& dst_in) {
     with_float_type(dst.dtype, [&](auto dst_tag) {
       using Src = decltype(src_tag);
       using Dst = decltype(dst_tag);
-      cast_kernel<Src, Dst>
-          <<<launch.blocks, kThreads, 0, stream()>>>(src, dst, launch.chunks_per_row, launch.items, vec);
+      NVFP4LM_LAUNCH((cast_kernel<Src, Dst>), launch.blocks, kThreads, 0)
+      (src, dst, launch.chunks_per_row, launch.items, vec);
     });
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
@@ -193,10 +194,10 @@ double sum_squares(const DeviceRows& a_in, void* scratch) {
   double* total = partial + kSumBlocks;
   with_float_type(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    sum_squares_kernel<T><<<blocks, kThreads, 0, stream()>>>(a, launch.chunks_per_row, launch.items, vec, partial);
+    NVFP4LM_LAUNCH(sum_squares_kernel<T>, blocks, kThreads, 0)(a, launch.chunks_per_row, launch.items, vec, partial);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
-  sum_partials_kernel<<<1, 1024, 0, stream()>>>(partial, blocks, total);
+  NVFP4LM_LAUNCH(sum_partials_kernel, 1, 1024, 0)(partial, blocks, total);
   NVFP4LM_CUDA_CHECK_LAUNCH();
   double result = 0.0;
   copy(&result, false, total, true, sizeof(double));

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/embedding.h"
 #include "ops/cuda/input_errors.h"
 #include "ops/cuda/kernel_common.cuh"
@@ -76,8 +77,8 @@ void gather_rows(const int32_t* ids, const DeviceRows& table, const DeviceRows& 
     with_type(out.dtype, [&](auto dst_tag) {
       using Src = decltype(src_tag);
       using Dst = decltype(dst_tag);
-      gather_rows_kernel<Src, Dst>
-          <<<blocks, kThreads, 0, stream()>>>(ids, table, out, chunks_per_row, items, vec, error_slot);
+      NVFP4LM_LAUNCH((gather_rows_kernel<Src, Dst>), blocks, kThreads, 0)
+      (ids, table, out, chunks_per_row, items, vec, error_slot);
     });
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
@@ -119,8 +120,8 @@ void embedding_backward(const int32_t* host_ids, int64_t count, const DeviceRows
   const int threads = static_cast<int>(std::clamp<int64_t>(ceil_div(ceil_div(dtable.width, kChunk), 32) * 32, 32, 256));
   with_type(dout.dtype, [&](auto tag) {
     using T = decltype(tag);
-    embedding_backward_kernel<T><<<static_cast<unsigned>(distinct), threads, 0, stream()>>>(
-        device, device + distinct, device + 2 * distinct + 1, dout, dtable, vec);
+    NVFP4LM_LAUNCH(embedding_backward_kernel<T>, static_cast<unsigned>(distinct), threads, 0)
+    (device, device + distinct, device + 2 * distinct + 1, dout, dtable, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

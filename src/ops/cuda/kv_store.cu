@@ -1,6 +1,7 @@
 // See kv_store.h. A grid-stride loop over 16-byte chunks (or single elements when rows are not 16-byte aligned)
 // of every fresh token row; each chunk reads its token's slot.
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/kv_store.h"
 
@@ -39,12 +40,12 @@ void store_kv_rows(const DeviceRows& fresh, int64_t tokens_per_row, const int32_
   const bool wide = row_bytes % 16 == 0 && vectorizable(fresh) && vectorizable(cache);
   if (wide) {
     const int64_t units = row_bytes / 16, items = fresh.count * units;
-    store_kernel<uint4><<<grid_for(items, kThreads), kThreads, 0, stream()>>>(
-        fresh, tokens_per_row, slots, cache, slots_per_row, units, element_bytes, items);
+    NVFP4LM_LAUNCH(store_kernel<uint4>, grid_for(items, kThreads), kThreads, 0)
+    (fresh, tokens_per_row, slots, cache, slots_per_row, units, element_bytes, items);
   } else {
     const int64_t units = row_bytes / 2, items = fresh.count * units;  // F32 rows are pairs of 16-bit units too
-    store_kernel<uint16_t><<<grid_for(items, kThreads), kThreads, 0, stream()>>>(
-        fresh, tokens_per_row, slots, cache, slots_per_row, units, element_bytes, items);
+    NVFP4LM_LAUNCH(store_kernel<uint16_t>, grid_for(items, kThreads), kThreads, 0)
+    (fresh, tokens_per_row, slots, cache, slots_per_row, units, element_bytes, items);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

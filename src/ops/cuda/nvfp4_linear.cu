@@ -22,7 +22,9 @@
 #include <cstdint>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/nvfp4_linear.h"
+#include "ops/cuda/ptx.h"
 
 namespace nvfp4lm::cuda {
 namespace {
@@ -41,22 +43,6 @@ struct Chunk {
   uint32_t scales[2];  // their two scale bytes (blocks 2 chunk_lane, 2 chunk_lane + 1)
   uint4 x[4];          // x row g, inputs 8w .. 8w + 7 of the lane's 32
 };
-
-__device__ __forceinline__ uint4 load_streaming(const void* pointer) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(pointer));
-  return v;
-}
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint32_t permute(uint32_t low_word, uint32_t high_word, uint32_t selector) {
   return __byte_perm(low_word, high_word, selector);
@@ -94,7 +80,7 @@ struct GemvParams {
 };
 
 __global__ void __launch_bounds__(kThreads) nvfp4_gemv_kernel(GemvParams p) {
-  __shared__ float partial[kWarps][kRows][kMaxRows];
+  NVFP4LM_SHARED(float[kWarps][kRows][kMaxRows], partial);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, c = lane % 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
@@ -188,7 +174,7 @@ void nvfp4_gemv(const void* x, int64_t x_row_stride, const uint8_t* codes, const
   params.chunks = static_cast<int>((in_features + kChunkInputs - 1) / kChunkInputs);
   params.result_scale = tensor_scale * kResultBias;
   const auto blocks = static_cast<unsigned int>((out_features + kRows - 1) / kRows);
-  nvfp4_gemv_kernel<<<blocks, kThreads, 0, stream()>>>(params);
+  NVFP4LM_LAUNCH(nvfp4_gemv_kernel, blocks, kThreads, 0)(params);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/rmsnorm.h"
 
@@ -93,7 +94,7 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rmsnorm_backward_kernel(DeviceRows dy, DeviceRows x, const float* weight, const float* rstd, DeviceRows dx,
                             float* block_sums, int64_t rows_per_block, int lanes, bool vec) {
-  extern __shared__ float partial[];  // [workers][8][chunks]
+  NVFP4LM_DYNAMIC_SHARED(float, partial);  // [workers][8][chunks]
   const int64_t width = x.width;
   const int workers = static_cast<int>(blockDim.x) / lanes;
   const int worker = static_cast<int>(threadIdx.x) / lanes, lane = static_cast<int>(threadIdx.x) % lanes;
@@ -175,7 +176,7 @@ void rmsnorm_forward(const DeviceRows& x, const float* weight, float eps, const 
   const bool vec = vectorizable(x) && vectorizable(y) && weight_vectorizable(weight, x.width);
   with_activation_type(x.dtype, [&](auto tag) {
     using T = decltype(tag);
-    rmsnorm_forward_kernel<T><<<blocks, kThreads, 0, stream()>>>(x, weight, eps, y, rstd, lanes, vec);
+    NVFP4LM_LAUNCH(rmsnorm_forward_kernel<T>, blocks, kThreads, 0)(x, weight, eps, y, rstd, lanes, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
@@ -198,13 +199,13 @@ void rmsnorm_backward(const DeviceRows& dy, const DeviceRows& x, const float* we
       NVFP4LM_CUDA_CHECK(cudaFuncSetAttribute(rmsnorm_backward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(plan.shared_bytes)));
     }
-    rmsnorm_backward_kernel<T><<<static_cast<unsigned>(plan.blocks), threads, plan.shared_bytes, stream()>>>(
-        dy, x, weight, rstd, dx, block_sums, plan.rows_per_block, plan.lanes, vec);
+    NVFP4LM_LAUNCH(rmsnorm_backward_kernel<T>, static_cast<unsigned>(plan.blocks), threads, plan.shared_bytes)
+    (dy, x, weight, rstd, dx, block_sums, plan.rows_per_block, plan.lanes, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
   const int finish_threads = 256;
   const auto finish_blocks = static_cast<unsigned>(ceil_div(x.width, finish_threads));
-  rmsnorm_dweight_kernel<<<finish_blocks, finish_threads, 0, stream()>>>(block_sums, plan.blocks, x.width, dweight);
+  NVFP4LM_LAUNCH(rmsnorm_dweight_kernel, finish_blocks, finish_threads, 0)(block_sums, plan.blocks, x.width, dweight);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
 // CUDA RoPE (see rope.h): one thread per (token, head, 8 frequency pairs); the chunk's x1 = x[i..i+8) and
 // x2 = x[half + i..half + i + 8) are rotated together, reading the token's cos / sin row in the same chunks.
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/input_errors.h"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/rope.h"
@@ -63,11 +64,11 @@ void rope_rotate(const DeviceRows& tokens, int64_t heads, int64_t head_dim, cons
   const float sin_sign = inverse ? -1.f : 1.f;
   const unsigned blocks = grid_for(items, kThreads);
   if (tokens.dtype == DType::F32) {
-    rope_kernel<float><<<blocks, kThreads, 0, stream()>>>(tokens, heads, head_dim, positions, cos, sin, table_rows,
-                                                          sin_sign, chunks_per_head, items, vec, error_slot);
+    NVFP4LM_LAUNCH(rope_kernel<float>, blocks, kThreads, 0)
+    (tokens, heads, head_dim, positions, cos, sin, table_rows, sin_sign, chunks_per_head, items, vec, error_slot);
   } else if (tokens.dtype == DType::BF16) {
-    rope_kernel<bf16><<<blocks, kThreads, 0, stream()>>>(tokens, heads, head_dim, positions, cos, sin, table_rows,
-                                                         sin_sign, chunks_per_head, items, vec, error_slot);
+    NVFP4LM_LAUNCH(rope_kernel<bf16>, blocks, kThreads, 0)
+    (tokens, heads, head_dim, positions, cos, sin, table_rows, sin_sign, chunks_per_head, items, vec, error_slot);
   } else {
     fail(cudaErrorInvalidValue, "rope on a dtype other than F32 / BF16", __FILE__, __LINE__);
   }

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/sampling.h"
 
 namespace nvfp4lm::cuda {
@@ -41,7 +42,7 @@ __device__ __forceinline__ Best better(Best a, Best b) {
 
 __global__ void __launch_bounds__(kThreads)
     argmax_kernel(const float* logits, int64_t row_stride, int vocab, int32_t* ids) {
-  __shared__ Best warp_best[kWarps];
+  NVFP4LM_SHARED(Best[kWarps], warp_best);
   const float* row = logits + blockIdx.x * row_stride;
   Best best{-INFINITY, INT_MAX};
   for (int i = static_cast<int>(threadIdx.x); i < vocab; i += kThreads) best = better(best, Best{row[i], i});
@@ -190,7 +191,7 @@ __device__ unsigned long long block_scan(unsigned long long value, unsigned long
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* logits, int64_t row_stride, int vocab, const float* uniforms, float temperature,
                   int top_k, float top_p, int32_t* ids) {
-  __shared__ SampleShared shared;
+  NVFP4LM_SHARED(SampleShared, shared);
   const float* row = logits + blockIdx.x * row_stride;
 
   // Pass 1: the largest z.
@@ -264,16 +265,16 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void sample_argmax(const float* logits, int64_t row_stride, int64_t rows, int64_t vocab, int32_t* ids) {
-  argmax_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream()>>>(logits, row_stride, static_cast<int>(vocab),
-                                                                            ids);
+  NVFP4LM_LAUNCH(argmax_kernel, static_cast<unsigned int>(rows), kThreads, 0)
+  (logits, row_stride, static_cast<int>(vocab), ids);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
 void sample_top_k_top_p(const float* logits, int64_t row_stride, int64_t rows, int64_t vocab, const float* uniforms,
                         float temperature, int64_t top_k, float top_p, int32_t* ids) {
   const int k = top_k >= vocab ? 0 : static_cast<int>(top_k);
-  sample_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream()>>>(logits, row_stride, static_cast<int>(vocab),
-                                                                            uniforms, temperature, k, top_p, ids);
+  NVFP4LM_LAUNCH(sample_kernel, static_cast<unsigned int>(rows), kThreads, 0)
+  (logits, row_stride, static_cast<int>(vocab), uniforms, temperature, k, top_p, ids);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,6 @@
 // CUDA SwiGLU (see swiglu.h): one grid-stride kernel per direction over 8-element chunks of the rows.
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/swiglu.h"
 
@@ -60,9 +61,9 @@ void swiglu_forward(const DeviceRows& gate_in, const DeviceRows& up_in, const De
   const bool vec = vectorizable(gate) && vectorizable(up) && vectorizable(out);
   const unsigned blocks = grid_for(items, kThreads);
   if (gate.dtype == DType::F32) {
-    swiglu_forward_kernel<float><<<blocks, kThreads, 0, stream()>>>(gate, up, out, chunks_per_row, items, vec);
+    NVFP4LM_LAUNCH(swiglu_forward_kernel<float>, blocks, kThreads, 0)(gate, up, out, chunks_per_row, items, vec);
   } else if (gate.dtype == DType::BF16) {
-    swiglu_forward_kernel<bf16><<<blocks, kThreads, 0, stream()>>>(gate, up, out, chunks_per_row, items, vec);
+    NVFP4LM_LAUNCH(swiglu_forward_kernel<bf16>, blocks, kThreads, 0)(gate, up, out, chunks_per_row, items, vec);
   } else {
     fail(cudaErrorInvalidValue, "swiglu on a dtype other than F32 / BF16", __FILE__, __LINE__);
   }
@@ -81,11 +82,11 @@ void swiglu_backward(const DeviceRows& dout_in, const DeviceRows& gate_in, const
       vectorizable(dout) && vectorizable(gate) && vectorizable(up) && vectorizable(dgate) && vectorizable(dup);
   const unsigned blocks = grid_for(items, kThreads);
   if (gate.dtype == DType::F32) {
-    swiglu_backward_kernel<float>
-        <<<blocks, kThreads, 0, stream()>>>(dout, gate, up, dgate, dup, chunks_per_row, items, vec);
+    NVFP4LM_LAUNCH(swiglu_backward_kernel<float>, blocks, kThreads, 0)
+    (dout, gate, up, dgate, dup, chunks_per_row, items, vec);
   } else if (gate.dtype == DType::BF16) {
-    swiglu_backward_kernel<bf16>
-        <<<blocks, kThreads, 0, stream()>>>(dout, gate, up, dgate, dup, chunks_per_row, items, vec);
+    NVFP4LM_LAUNCH(swiglu_backward_kernel<bf16>, blocks, kThreads, 0)
+    (dout, gate, up, dgate, dup, chunks_per_row, items, vec);
   } else {
     fail(cudaErrorInvalidValue, "swiglu on a dtype other than F32 / BF16", __FILE__, __LINE__);
   }

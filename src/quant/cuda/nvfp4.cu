@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "quant/cuda/nvfp4_cuda.h"
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1)
     thread_max = fmaxf(thread_max, __shfl_xor_sync(0xFFFFFFFFu, thread_max, offset));
-  __shared__ float warp_max[kThreads / 32];
+  NVFP4LM_SHARED(float[kThreads / 32], warp_max);
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = thread_max;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -120,7 +121,8 @@ Nvfp4AmaxResult amax_of(const In* input, int64_t count, void* scratch) {
   NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_bad, 0xFF, sizeof(unsigned long long), s));
   const int64_t chunks = count / 8;  // count is a multiple of 16
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((chunks + kThreads - 1) / kThreads, 4096));
-  amax_kernel<In><<<static_cast<unsigned int>(blocks), kThreads, 0, s>>>(input, chunks, aligned16(input), result);
+  NVFP4LM_LAUNCH(amax_kernel<In>, static_cast<unsigned int>(blocks), kThreads, 0)
+  (input, chunks, aligned16(input), result);
   NVFP4LM_CUDA_CHECK_LAUNCH();
   AmaxResult host{};
   NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxResult), cudaMemcpyDeviceToHost, s));
@@ -222,7 +224,7 @@ __global__ void __launch_bounds__(kQuantizeThreads) quantize_kernel(const In* __
   for (int offset = 1; offset < kLanesPerBlock; offset *= 2)
     block_amax = fmaxf(block_amax, __shfl_xor_sync(0xFFFFFFFFu, block_amax, offset));
   if (args.tile) {  // the same for the whole grid, so every thread reaches the barrier
-    __shared__ float tile_amax[kQuantizeRows][32 / kLanesPerBlock];
+    NVFP4LM_SHARED(float[kQuantizeRows][32 / kLanesPerBlock], tile_amax);
     if (lane % kLanesPerBlock == 0) tile_amax[threadIdx.y][lane / kLanesPerBlock] = block_amax;
     __syncthreads();
 #pragma unroll
@@ -267,7 +269,7 @@ void launch_quantize_with(const void* input, const QuantizeArgs& args) {
   const int64_t col_groups = (args.cols + kCols - 1) / kCols;  // <= 65535: checked by the caller
   const dim3 grid(static_cast<unsigned int>(row_groups), static_cast<unsigned int>(col_groups));
   const dim3 threads(32, kQuantizeRows);
-  quantize_kernel<In, kOut, kValues><<<grid, threads, 0, stream()>>>(static_cast<const In*>(input), args);
+  NVFP4LM_LAUNCH((quantize_kernel<In, kOut, kValues>), grid, threads, 0)(static_cast<const In*>(input), args);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
@@ -381,13 +383,13 @@ void launch_dequantize(const uint8_t* codes, const uint8_t* scales, int64_t rows
   const bool vector = reinterpret_cast<uintptr_t>(codes) % (kValues / 2) == 0 && aligned16(out);
   if (vector) {
     const int64_t items = count / kValues;  // count is a multiple of 16
-    dequantize_vector_kernel<Out, kUnroll>
-        <<<static_cast<unsigned int>(grid_for(items, kUnroll)), kThreads, 0, stream()>>>(codes, scales, items,
-                                                                                         tensor_scale, out);
+    NVFP4LM_LAUNCH((dequantize_vector_kernel<Out, kUnroll>), static_cast<unsigned int>(grid_for(items, kUnroll)),
+                   kThreads, 0)
+    (codes, scales, items, tensor_scale, out);
   } else {
     const int64_t blocks = count / kBlock;
-    dequantize_scalar_kernel<Out><<<static_cast<unsigned int>(grid_for(blocks, 1)), kThreads, 0, stream()>>>(
-        codes, scales, blocks, tensor_scale, out);
+    NVFP4LM_LAUNCH(dequantize_scalar_kernel<Out>, static_cast<unsigned int>(grid_for(blocks, 1)), kThreads, 0)
+    (codes, scales, blocks, tensor_scale, out);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

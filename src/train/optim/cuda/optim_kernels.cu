@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/cuda/check.h"
+#include "core/cuda/launch.h"
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "train/optim/cuda/optim_kernels.h"
@@ -103,9 +104,9 @@ __global__ void __launch_bounds__(kMomentBlock)
     adamw8bit_kernel(void* __restrict__ master, const float* __restrict__ grad, Moments8bit state, int64_t count,
                      int64_t blocks, AdamWScalars scalars, Rounding8bitSeeds seeds,
                      const __grid_constant__ MomentTables tables) {
-  __shared__ float signed_table[kSignedMagnitudeCodes];
-  __shared__ float unsigned_table[kUnsignedCodes];
-  __shared__ float warp_maxima[2][kMomentWarps];
+  NVFP4LM_SHARED(float[kSignedMagnitudeCodes], signed_table);
+  NVFP4LM_SHARED(float[kUnsignedCodes], unsigned_table);
+  NVFP4LM_SHARED(float[2][kMomentWarps], warp_maxima);
   static_assert(kSignedMagnitudeCodes <= kMomentBlock && kUnsignedCodes == kMomentBlock);
   if (threadIdx.x < kSignedMagnitudeCodes) signed_table[threadIdx.x] = tables.signed_magnitude[threadIdx.x];
   unsigned_table[threadIdx.x] = tables.unsigned_values[threadIdx.x];
@@ -167,7 +168,7 @@ __device__ __forceinline__ double warp_sum(double value) {
 // Sum over the CTA (blockDim.x = kWarps * 32) in a fixed tree; valid in thread 0.
 template <int kWarps>
 __device__ __forceinline__ double block_sum(double value) {
-  __shared__ double warp_sums[kWarps];
+  NVFP4LM_SHARED(double[kWarps], warp_sums);
   value = warp_sum(value);
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   if (lane == 0) warp_sums[warp] = value;
@@ -243,11 +244,11 @@ void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_av
   if (count <= 0) return;
   const unsigned grid = grid_for(count, kThreads);
   if (master_bf16) {
-    adamw_kernel<true>
-        <<<grid, kThreads, 0, stream()>>>(master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
+    NVFP4LM_LAUNCH(adamw_kernel<true>, grid, kThreads, 0)
+    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
   } else {
-    adamw_kernel<false>
-        <<<grid, kThreads, 0, stream()>>>(master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
+    NVFP4LM_LAUNCH(adamw_kernel<false>, grid, kThreads, 0)
+    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
@@ -261,11 +262,11 @@ void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Mom
   const int64_t blocks = moment_block_count(count);
   const auto grid = static_cast<unsigned>(std::min(blocks, kMaxGrid));
   if (master_bf16) {
-    adamw8bit_kernel<true>
-        <<<grid, kMomentBlock, 0, stream()>>>(master, grad, moments, count, blocks, scalars, seeds, tables);
+    NVFP4LM_LAUNCH(adamw8bit_kernel<true>, grid, kMomentBlock, 0)
+    (master, grad, moments, count, blocks, scalars, seeds, tables);
   } else {
-    adamw8bit_kernel<false>
-        <<<grid, kMomentBlock, 0, stream()>>>(master, grad, moments, count, blocks, scalars, seeds, tables);
+    NVFP4LM_LAUNCH(adamw8bit_kernel<false>, grid, kMomentBlock, 0)
+    (master, grad, moments, count, blocks, scalars, seeds, tables);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
@@ -276,13 +277,13 @@ void sum_of_squares_partials(const float* data, int64_t count, double* partials)
   const int64_t tiles = sum_of_squares_partial_count(count);
   if (tiles == 0) return;
   // One CTA per tile (the tile, not the grid, fixes the summation order); 2^31 - 1 tiles are 3.5e13 elements.
-  sum_of_squares_partial_kernel<<<static_cast<unsigned>(tiles), kSumThreads, 0, stream()>>>(data, count, partials);
+  NVFP4LM_LAUNCH(sum_of_squares_partial_kernel, static_cast<unsigned>(tiles), kSumThreads, 0)(data, count, partials);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
 double sum_of_squares_total(const double* partials, int64_t count, double* total) {
   cudaStream_t s = stream();
-  sum_of_squares_total_kernel<<<1, kTotalThreads, 0, s>>>(partials, std::max<int64_t>(count, 0), total);
+  NVFP4LM_LAUNCH(sum_of_squares_total_kernel, 1, kTotalThreads, 0)(partials, std::max<int64_t>(count, 0), total);
   NVFP4LM_CUDA_CHECK_LAUNCH();
   double host = 0.0;
   NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, total, sizeof(double), cudaMemcpyDeviceToHost, s));
@@ -292,7 +293,7 @@ double sum_of_squares_total(const double* partials, int64_t count, double* total
 
 void scale_in_place(float* data, int64_t count, float factor) {
   if (count <= 0) return;
-  scale_kernel<<<grid_for(count, kThreads), kThreads, 0, stream()>>>(data, count, factor);
+  NVFP4LM_LAUNCH(scale_kernel, grid_for(count, kThreads), kThreads, 0)(data, count, factor);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
@@ -304,9 +305,9 @@ AmaxResult amax(const void* data, bool bf16, int64_t count, void* scratch) {
   if (count > 0) {
     const unsigned grid = std::min(grid_for(count, kThreads), 4096u);  // grid-stride: enough to fill the GPU
     if (bf16) {
-      amax_kernel<true><<<grid, kThreads, 0, s>>>(data, count, result);
+      NVFP4LM_LAUNCH(amax_kernel<true>, grid, kThreads, 0)(data, count, result);
     } else {
-      amax_kernel<false><<<grid, kThreads, 0, s>>>(data, count, result);
+      NVFP4LM_LAUNCH(amax_kernel<false>, grid, kThreads, 0)(data, count, result);
     }
     NVFP4LM_CUDA_CHECK_LAUNCH();
   }

@@ -1,0 +1,415 @@
+// See block_runner.h.
+#include "core/cuda/emu/block_runner.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/cuda/emu/fault.h"
+#include "core/error.h"
+
+namespace nvfp4lm::emu {
+
+thread_local ThreadContext* current_thread = nullptr;
+
+void outside_kernel(const char* what) {
+  std::fprintf(stderr, "nvfp4lm emulated CUDA: %s used outside a kernel (device code called from the host)\n", what);
+  std::abort();
+}
+
+namespace {
+
+constexpr unsigned char kPoison = 0xFF;
+
+size_t align_up(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+unsigned lane_bit(int lane) { return 1u << lane; }
+
+}  // namespace
+
+BlockRunner::BlockRunner() : fibers_(settings().stack_bytes, &BlockRunner::fiber_main) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t usable = align_up(kSharedPerBlockOptin, page);
+  arena_mapping_bytes_ = usable + page;
+  void* mapping = mmap(nullptr, arena_mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  NVFP4LM_CHECK(mapping != MAP_FAILED, "emulated CUDA: cannot map shared memory: {}", std::strerror(errno));
+  arena_ = static_cast<unsigned char*>(mapping) + (usable - kSharedPerBlockOptin);  // ends at the guard page
+  NVFP4LM_CHECK(mprotect(static_cast<unsigned char*>(mapping) + usable, page, PROT_NONE) == 0,
+                "emulated CUDA: cannot protect the shared memory guard: {}", std::strerror(errno));
+  install_fault_handler_for_this_thread();
+}
+
+BlockRunner::~BlockRunner() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  munmap(arena_ - (align_up(kSharedPerBlockOptin, page) - kSharedPerBlockOptin), arena_mapping_bytes_);
+}
+
+BlockRunner& BlockRunner::of_this_thread() {
+  thread_local std::unique_ptr<BlockRunner> runner;
+  if (!runner) runner = std::make_unique<BlockRunner>();
+  return *runner;
+}
+
+// ---- running a block ----------------------------------------------------------------------------------------
+
+bool BlockRunner::run(const BlockPlan& plan, uint3 block_idx, std::string& fault) {
+  plan_ = &plan;
+  const dim3 dim = plan.block_dim;
+  const int count = static_cast<int>(dim.x * dim.y * dim.z);
+  const int warp_count = (count + 31) / 32;
+  if (threads_.size() != static_cast<size_t>(count)) threads_ = std::vector<Thread>(static_cast<size_t>(count));
+  warps_.assign(static_cast<size_t>(warp_count), Warp{});
+  for (int linear = 0; linear < count; ++linear) {
+    Thread& t = threads_[static_cast<size_t>(linear)];
+    t.thread_idx = uint3{static_cast<unsigned>(linear) % dim.x, static_cast<unsigned>(linear) / dim.x % dim.y,
+                         static_cast<unsigned>(linear) / (dim.x * dim.y)};
+    t.block_idx = block_idx;
+    t.block_dim = dim;
+    t.grid_dim = plan.grid_dim;
+    t.linear = linear;
+    t.lane = linear % 32;
+    t.warp = linear / 32;
+    t.block = this;
+    t.status = Status::NotStarted;
+    t.wait = Wait::None;
+    t.fiber = nullptr;
+    t.copies.clear();
+    t.committed_groups = 0;
+    warps_[static_cast<size_t>(t.warp)].present |= lane_bit(t.lane);
+  }
+  live_ = count;
+  barrier_waiting_ = 0;
+  barrier_file_ = nullptr;
+  faulted_ = false;
+  fault_message_.clear();
+  statics_.clear();
+  static_bytes_ = 0;
+  shared_used_ = plan.dynamic_shared_bytes;
+  std::memset(arena_, kPoison, plan.dynamic_shared_bytes);
+
+  if (plan.schedule == Schedule::RoundRobin) {
+    run_round_robin();
+  } else {
+    run_warp_serial(plan.schedule == Schedule::Reverse);
+  }
+  if (!faulted_ && live_ > 0) {
+    faulted_ = true;
+    fault_message_ = fmt::format("kernel {} block ({}, {}, {}): deadlock: {}", plan.kernel_name, block_idx.x,
+                                 block_idx.y, block_idx.z, deadlock_report());
+  }
+  // Threads left behind by a fault or a deadlock: drop their frames, keep their stacks.
+  for (Thread& t : threads_) {
+    if (t.fiber != nullptr) {
+      t.fiber->restart();
+      fibers_.release(t.fiber);
+      t.fiber = nullptr;
+    }
+  }
+  plan_ = nullptr;
+  if (faulted_) fault = fault_message_;
+  return !faulted_;
+}
+
+void BlockRunner::run_round_robin() {
+  for (bool progress = true; progress && !faulted_;) {
+    progress = false;
+    for (Thread& t : threads_) {
+      if (t.status != Status::NotStarted && t.status != Status::Runnable) continue;
+      step(t);
+      progress = true;
+      if (faulted_) return;
+    }
+  }
+}
+
+void BlockRunner::run_warp_serial(bool reverse) {
+  const int warp_count = static_cast<int>(warps_.size());
+  const int count = static_cast<int>(threads_.size());
+  for (bool progress = true; progress && !faulted_;) {
+    progress = false;
+    for (int wi = 0; wi < warp_count; ++wi) {
+      const int warp = reverse ? warp_count - 1 - wi : wi;
+      for (bool warp_progress = true; warp_progress;) {
+        warp_progress = false;
+        for (int li = 0; li < 32; ++li) {
+          const int index = warp * 32 + (reverse ? 31 - li : li);
+          if (index >= count) continue;
+          Thread& t = threads_[static_cast<size_t>(index)];
+          if (t.status != Status::NotStarted && t.status != Status::Runnable) continue;
+          step(t);
+          warp_progress = progress = true;
+          if (faulted_) return;
+        }
+      }
+    }
+  }
+}
+
+void BlockRunner::step(Thread& t) {
+  if (t.status == Status::NotStarted) {
+    t.fiber = fibers_.acquire();
+    t.fiber->user = &t;
+  }
+  t.status = Status::Running;
+  current_thread = &t;
+  t.fiber->resume();
+  current_thread = nullptr;
+  if (t.status == Status::Exited) {
+    fibers_.release(t.fiber);
+    t.fiber = nullptr;
+  }
+}
+
+void BlockRunner::fiber_main(Fiber& fiber) {
+  for (;;) {
+    auto* t = static_cast<Thread*>(fiber.user);
+    static_cast<BlockRunner*>(t->block)->execute(*t);
+    fiber.suspend();
+  }
+}
+
+void BlockRunner::execute(Thread& t) {
+  try {
+    plan_->invoke(plan_->closure);
+  } catch (const std::exception& error) {
+    fault(t, fmt::format("a C++ exception escaped the kernel: {}", error.what()));
+  } catch (...) {
+    fault(t, "a C++ exception escaped the kernel");
+  }
+  exited(t);
+}
+
+void BlockRunner::wait(Thread& t) {
+  t.status = Status::Waiting;
+  t.fiber->suspend();
+}
+
+void BlockRunner::fault(ThreadContext& named, const std::string& message) {
+  if (!faulted_) {
+    faulted_ = true;
+    fault_message_ = fmt::format("kernel {} {}: {}", plan_->kernel_name, thread_name(named), message);
+  }
+  // The thread named may be another one (a lane whose operands are wrong); the one to stop is the running one.
+  auto& running = static_cast<Thread&>(*current_thread);
+  running.status = Status::Faulted;
+  running.fiber->suspend();
+  std::abort();  // a faulted fiber is restarted, never resumed
+}
+
+std::string BlockRunner::where(const ThreadContext& thread) const {
+  return fmt::format("kernel {} {}", plan_ != nullptr ? plan_->kernel_name : "?", thread_name(thread));
+}
+
+std::string BlockRunner::thread_name(const ThreadContext& t) const {
+  return fmt::format("block ({}, {}, {}) thread ({}, {}, {})", t.block_idx.x, t.block_idx.y, t.block_idx.z,
+                     t.thread_idx.x, t.thread_idx.y, t.thread_idx.z);
+}
+
+// ---- exit and barrier ---------------------------------------------------------------------------------------
+
+void BlockRunner::exited(Thread& t) {
+  complete_copies(t, INT64_MAX);  // in flight at exit: they still land
+  t.status = Status::Exited;
+  --live_;
+  Warp& warp = warps_[static_cast<size_t>(t.warp)];
+  warp.exited |= lane_bit(t.lane);
+  // Lanes waiting for this one no longer need it (PTX waits for the non-exited lanes of the mask), unless they wait
+  // in an .aligned instruction, which needs the whole warp.
+  for (int lane = 0; lane < 32; ++lane) {
+    if ((warp.pending & lane_bit(lane)) == 0) continue;
+    Thread& waiting = lane_thread(t.warp, lane);
+    if ((waiting.post.mask & lane_bit(t.lane)) == 0) continue;
+    if (warp_op_aligned(waiting.post.op))
+      fault(t,
+            fmt::format("exits while lane {} of its warp waits for it in {} (every lane of the warp must execute it)",
+                        lane, warp_op_name(waiting.post.op)));
+    try_complete(t.warp, waiting.post);
+  }
+  if (barrier_waiting_ > 0 && barrier_waiting_ == live_) release_barrier();
+}
+
+void BlockRunner::syncthreads(ThreadContext& context, const char* file, int line) {
+  auto& t = static_cast<Thread&>(context);
+  if (barrier_waiting_ == 0) {
+    barrier_file_ = file;
+    barrier_line_ = line;
+  } else if (line != barrier_line_ || (file != barrier_file_ && std::strcmp(file, barrier_file_) != 0)) {
+    fault(t, fmt::format("reaches the __syncthreads at {}:{} while {} thread(s) wait at the one at {}:{}: a barrier "
+                         "in divergent code is undefined on a GPU",
+                         file, line, barrier_waiting_, barrier_file_, barrier_line_));
+  }
+  ++barrier_waiting_;
+  t.wait = Wait::Barrier;
+  if (barrier_waiting_ == live_) {
+    release_barrier();
+    return;
+  }
+  wait(t);
+}
+
+void BlockRunner::release_barrier() {
+  for (Thread& t : threads_) {
+    if (t.wait != Wait::Barrier) continue;
+    t.wait = Wait::None;
+    if (t.status == Status::Waiting) t.status = Status::Runnable;
+  }
+  barrier_waiting_ = 0;
+  barrier_file_ = nullptr;
+}
+
+// ---- warp collectives ---------------------------------------------------------------------------------------
+
+const WarpResult& BlockRunner::collective(ThreadContext& context, const WarpPost& post) {
+  auto& t = static_cast<Thread&>(context);
+  Warp& warp = warps_[static_cast<size_t>(t.warp)];
+  const char* name = warp_op_name(post.op);
+  if ((post.mask & lane_bit(t.lane)) == 0)
+    fault(t, fmt::format("{} with mask {:#010x}, which does not include the calling lane {}", name, post.mask, t.lane));
+  if (warp_op_aligned(post.op) && (post.mask != 0xFFFFFFFFu || warp.present != 0xFFFFFFFFu || warp.exited != 0))
+    fault(t, fmt::format("{} needs all 32 lanes of the warp (lanes present {:#010x}, exited {:#010x})", name,
+                         warp.present, warp.exited));
+  if ((post.mask & ~warp.present) != 0)
+    fault(t, fmt::format("{} with mask {:#010x} names lanes {:#010x}, which do not exist in a block of {} threads",
+                         name, post.mask, post.mask & ~warp.present, threads_.size()));
+  t.post = post;
+  t.wait = Wait::Warp;
+  warp.pending |= lane_bit(t.lane);
+  if (!try_complete(t.warp, post)) wait(t);
+  return t.result;
+}
+
+bool BlockRunner::try_complete(int warp_index, const WarpPost& post) {
+  Warp& warp = warps_[static_cast<size_t>(warp_index)];
+  const unsigned taking_part = post.mask & ~warp.exited;
+  if ((warp.pending & taking_part) != taking_part) return false;
+  const WarpPost* posts[32] = {};
+  WarpResult* results[32] = {};
+  for (int lane = 0; lane < 32; ++lane) {
+    if ((taking_part & lane_bit(lane)) == 0) continue;
+    Thread& l = lane_thread(warp_index, lane);
+    if (l.post.op != post.op || l.post.mask != post.mask) return false;
+    posts[lane] = &l.post;
+    results[lane] = &l.result;
+  }
+  std::string error;
+  const SharedView shared{arena_, shared_used_};
+  const int bad_lane = compute_collective(post.op, taking_part, posts, results, shared, error);
+  if (bad_lane >= 0) fault(lane_thread(warp_index, bad_lane), error);
+  warp.pending &= ~taking_part;
+  for (int lane = 0; lane < 32; ++lane) {
+    if ((taking_part & lane_bit(lane)) == 0) continue;
+    Thread& l = lane_thread(warp_index, lane);
+    l.wait = Wait::None;
+    if (l.status == Status::Waiting) l.status = Status::Runnable;
+  }
+  return true;
+}
+
+// ---- shared memory and cp.async -----------------------------------------------------------------------------
+
+void* BlockRunner::static_shared(ThreadContext& thread, const SharedSite& site) {
+  for (const auto& [placed, offset] : statics_)
+    if (placed == &site) return arena_ + offset;
+  const size_t offset = align_up(shared_used_, std::max<size_t>(site.alignment, 16));
+  if (static_bytes_ + site.bytes > kStaticSharedLimit)
+    fault(thread, fmt::format("static shared memory of the kernel exceeds {} bytes with '{}' ({} bytes)",
+                              kStaticSharedLimit, site.name, site.bytes));
+  if (offset + site.bytes > kSharedPerBlockOptin)
+    fault(thread, fmt::format("static '{}' ({} bytes) after {} bytes of dynamic shared memory exceeds the block's {} "
+                              "bytes",
+                              site.name, site.bytes, plan_->dynamic_shared_bytes, kSharedPerBlockOptin));
+  std::memset(arena_ + offset, kPoison, site.bytes);
+  statics_.emplace_back(&site, offset);
+  static_bytes_ += site.bytes;
+  shared_used_ = offset + site.bytes;
+  return arena_ + offset;
+}
+
+uint32_t BlockRunner::shared_address(ThreadContext& thread, const void* pointer) {
+  const auto* p = static_cast<const unsigned char*>(pointer);
+  if (p < arena_ || p > arena_ + kSharedPerBlockOptin)
+    fault(thread, fmt::format("__cvta_generic_to_shared({}) of an address that is not shared memory", pointer));
+  return static_cast<uint32_t>(p - arena_);
+}
+
+void BlockRunner::cp_async(ThreadContext& context, uint32_t dst, const void* src, int copy_bytes, int source_bytes) {
+  auto& t = static_cast<Thread&>(context);
+  if (copy_bytes != 4 && copy_bytes != 8 && copy_bytes != 16)
+    fault(t, fmt::format("cp.async of {} bytes (4, 8 or 16)", copy_bytes));
+  if (source_bytes < 0 || source_bytes > copy_bytes)
+    fault(t, fmt::format("cp.async src-size {} outside [0, {}]", source_bytes, copy_bytes));
+  if (dst % static_cast<uint32_t>(copy_bytes) != 0 || reinterpret_cast<uintptr_t>(src) % copy_bytes != 0)
+    fault(t, fmt::format("cp.async of {} bytes with a misaligned address (shared {:#x}, global {})", copy_bytes, dst,
+                         src));
+  if (dst + static_cast<size_t>(copy_bytes) > shared_used_)
+    fault(t, fmt::format("cp.async writes shared bytes [{:#x}, {:#x}) past the block's {} bytes of shared memory", dst,
+                         dst + static_cast<size_t>(copy_bytes), shared_used_));
+  t.copies.push_back(CpAsync{dst, copy_bytes, source_bytes, src, -1});
+}
+
+void BlockRunner::cp_async_commit(ThreadContext& context) {
+  auto& t = static_cast<Thread&>(context);
+  ++t.committed_groups;
+  for (CpAsync& copy : t.copies)
+    if (copy.group < 0) copy.group = t.committed_groups;
+}
+
+void BlockRunner::cp_async_wait(ThreadContext& context, int groups_left_pending) {
+  auto& t = static_cast<Thread&>(context);
+  complete_copies(t, t.committed_groups - groups_left_pending);
+}
+
+void BlockRunner::complete_copies(Thread& t, int64_t up_to_group) {
+  size_t kept = 0;
+  for (const CpAsync& copy : t.copies) {
+    const bool due = up_to_group == INT64_MAX || (copy.group >= 0 && copy.group <= up_to_group);
+    if (!due) {
+      t.copies[kept++] = copy;
+      continue;
+    }
+    std::memcpy(arena_ + copy.dst, copy.src, static_cast<size_t>(copy.source_bytes));
+    std::memset(arena_ + copy.dst + copy.source_bytes, 0, static_cast<size_t>(copy.copy_bytes - copy.source_bytes));
+  }
+  t.copies.resize(kept);
+}
+
+// ---- reports ------------------------------------------------------------------------------------------------
+
+std::string BlockRunner::deadlock_report() const {
+  int at_barrier = 0;
+  std::string warps;
+  for (size_t w = 0; w < warps_.size(); ++w) {
+    const Warp& warp = warps_[w];
+    for (int lane = 0; lane < 32 && warp.pending != 0; ++lane) {
+      if ((warp.pending & lane_bit(lane)) == 0) continue;
+      const Thread& t = threads_[w * 32 + static_cast<size_t>(lane)];
+      const unsigned missing = t.post.mask & ~warp.exited & ~warp.pending;
+      if (warps.size() < 600)
+        warps += fmt::format("; warp {} lane {} waits in {} (mask {:#010x}){}", w, lane, warp_op_name(t.post.op),
+                             t.post.mask,
+                             missing != 0 ? fmt::format(" for lanes {:#010x}", missing)
+                                          : std::string(" with lanes that wait in another collective"));
+    }
+  }
+  for (const Thread& t : threads_)
+    if (t.wait == Wait::Barrier) ++at_barrier;
+  return fmt::format("{} of {} live threads wait at __syncthreads{}", at_barrier, live_, warps);
+}
+
+std::string BlockRunner::describe_address(const void* address) const {
+  const auto* p = static_cast<const unsigned char*>(address);
+  if (p >= arena_ + kSharedPerBlockOptin && p < arena_ + kSharedPerBlockOptin + 4096)
+    return fmt::format("{} bytes past the end of the {} bytes of shared memory", p - arena_ - kSharedPerBlockOptin,
+                       kSharedPerBlockOptin);
+  for (const auto& fiber : fibers_.all())
+    if (fiber->guard_contains(address))
+      return "the stack of an emulated CUDA thread overflowed (NVFP4LM_EMU_STACK_KIB)";
+  return {};
+}
+
+}  // namespace nvfp4lm::emu

@@ -1,0 +1,140 @@
+// Runs one thread block of an emulated kernel launch on the calling OS thread: one fiber per CUDA thread that is
+// running or waiting (fiber.h), a scheduler that picks the next runnable thread by the chosen Schedule, and
+// everything threads of one block share or wait for:
+//  - __syncthreads: one barrier; threads that exited do not hold it (as on sm_70+). All threads waiting at it
+//    must have reached the same source line (a barrier in divergent code is undefined on a GPU: a fault here);
+//  - warp collectives (warp_collectives.h): a lane posts its operands and waits until every non-exited lane of
+//    its mask has posted the same operation with the same mask; the lane that completes the set computes all
+//    results and wakes the others;
+//  - shared memory: one arena per runner (227 KiB, the H100 opt-in limit, a guard page after it). The launch's
+//    dynamic shared memory starts at offset 0 (128-byte aligned); static __shared__ variables (NVFP4LM_SHARED)
+//    are placed after it when a thread of the block first reaches their declaration. Every byte is poisoned
+//    (0xFF: NaN as a float) when the block starts, as stale shared memory would be;
+//  - cp.async: each thread queues its copies; they happen at the latest legal moment (its cp.async.wait_group,
+//    or its exit), so a read that is not ordered after the wait and a barrier sees poison.
+// Faults (a lane outside its own mask, an invalid ldmatrix or cp.async address, a deadlock, ...) stop the block:
+// the faulting fiber jumps back to the scheduler, every fiber of the block is reset, and run() returns the
+// message naming the kernel, the block and the thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cuda/emu/fiber.h"
+#include "core/cuda/emu/settings.h"
+#include "core/cuda/emu/thread_context.h"
+#include "core/cuda/emu/warp_collectives.h"
+
+namespace nvfp4lm::emu {
+
+// The per-launch facts every block of it needs.
+struct BlockPlan {
+  const char* kernel_name = "?";
+  dim3 grid_dim, block_dim;
+  size_t dynamic_shared_bytes = 0;
+  void (*invoke)(const void* closure) = nullptr;  // runs the kernel body as the current thread
+  const void* closure = nullptr;
+  Schedule schedule = Schedule::WarpSerial;
+};
+
+// A static __shared__ variable of some kernel: one per declaration (and template instantiation).
+struct SharedSite {
+  size_t bytes;
+  size_t alignment;
+  const char* name;
+};
+
+// H100: 227 KiB of shared memory per block with the opt-in attribute, 48 KiB without it and for static variables.
+inline constexpr size_t kSharedPerBlockOptin = 232448;
+inline constexpr size_t kSharedPerBlockDefault = 49152;
+inline constexpr size_t kStaticSharedLimit = 49152;
+
+class BlockRunner {
+ public:
+  BlockRunner();
+  ~BlockRunner();
+  BlockRunner(const BlockRunner&) = delete;
+  BlockRunner& operator=(const BlockRunner&) = delete;
+
+  // The runner of the calling OS thread (made on first use).
+  static BlockRunner& of_this_thread();
+
+  // Runs block `block_idx` to its end. Returns false and sets `fault` when a thread faulted.
+  bool run(const BlockPlan& plan, uint3 block_idx, std::string& fault);
+
+  // ---- called by device code of a thread of this runner (device_api.h) ----
+  void syncthreads(ThreadContext& thread, const char* file, int line);
+  const WarpResult& collective(ThreadContext& thread, const WarpPost& post);
+  void* static_shared(ThreadContext& thread, const SharedSite& site);
+  void* dynamic_shared() { return arena_; }
+  uint32_t shared_address(ThreadContext& thread, const void* pointer);
+  void cp_async(ThreadContext& thread, uint32_t shared_dst, const void* global_src, int copy_bytes, int source_bytes);
+  void cp_async_commit(ThreadContext& thread);
+  void cp_async_wait(ThreadContext& thread, int groups_left_pending);
+  [[noreturn]] void fault(ThreadContext& thread, const std::string& message);
+
+  // For the SIGSEGV reporter (fault.cpp): "kernel K block (..) thread (..)", and what a faulting address is if it
+  // belongs to this runner (the shared-memory guard, a thread's stack guard).
+  std::string where(const ThreadContext& thread) const;
+  std::string describe_address(const void* address) const;
+
+ private:
+  enum class Status : uint8_t { NotStarted, Runnable, Running, Waiting, Exited, Faulted };
+  enum class Wait : uint8_t { None, Barrier, Warp };
+  struct CpAsync {
+    uint32_t dst;
+    int copy_bytes, source_bytes;
+    const void* src;
+    int64_t group;  // -1 until committed
+  };
+  struct Thread : ThreadContext {
+    Status status = Status::NotStarted;
+    Wait wait = Wait::None;
+    Fiber* fiber = nullptr;
+    WarpPost post;
+    WarpResult result;
+    std::vector<CpAsync> copies;
+    int64_t committed_groups = 0;
+  };
+  struct Warp {
+    unsigned present = 0;  // lanes that exist (a partial last warp has fewer)
+    unsigned exited = 0;
+    unsigned pending = 0;  // lanes waiting in a collective
+  };
+
+  static void fiber_main(Fiber& fiber);
+  void execute(Thread& thread);
+  void exited(Thread& thread);
+  void step(Thread& thread);
+  void wait(Thread& thread);
+  void release_barrier();
+  bool try_complete(int warp_index, const WarpPost& post);
+  void complete_copies(Thread& thread, int64_t up_to_group);
+  void run_round_robin();
+  void run_warp_serial(bool reverse);
+  std::string deadlock_report() const;
+  std::string thread_name(const ThreadContext& thread) const;
+  Thread& lane_thread(int warp, int lane) { return threads_[static_cast<size_t>(warp * 32 + lane)]; }
+
+  const BlockPlan* plan_ = nullptr;
+  std::vector<Thread> threads_;
+  std::vector<Warp> warps_;
+  int live_ = 0;
+  int barrier_waiting_ = 0;
+  const char* barrier_file_ = nullptr;
+  int barrier_line_ = 0;
+  bool faulted_ = false;
+  std::string fault_message_;
+  FiberPool fibers_;
+
+  unsigned char* arena_ = nullptr;  // shared memory, kSharedPerBlockOptin bytes then a guard page
+  size_t arena_mapping_bytes_ = 0;
+  size_t shared_used_ = 0;  // dynamic + static bytes placed so far in this block
+  size_t static_bytes_ = 0;
+  std::vector<std::pair<const SharedSite*, size_t>> statics_;
+};
+
+}  // namespace nvfp4lm::emu

@@ -1,0 +1,96 @@
+// See settings.h.
+#include "core/cuda/emu/settings.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace nvfp4lm::emu {
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+long long positive_integer(const char* name, const char* text, long long max) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  NVFP4LM_CHECK(end != text && *end == '\0' && value >= 1 && value <= max,
+                "{}='{}' is not a whole number in [1, {}] (unset it for the default)", name, text, max);
+  return value;
+}
+
+Settings parse() {
+  Settings s;
+  if (const char* text = env("NVFP4LM_EMU_SCHEDULE")) {
+    const std::string value = text;
+    if (value == "round-robin" || value == "0") {
+      s.schedule = Schedule::RoundRobin;
+    } else if (value == "warp-serial" || value == "1") {
+      s.schedule = Schedule::WarpSerial;
+    } else if (value == "reverse" || value == "2") {
+      s.schedule = Schedule::Reverse;
+    } else {
+      NVFP4LM_FAIL("NVFP4LM_EMU_SCHEDULE='{}' is not a schedule: use round-robin, warp-serial or reverse", value);
+    }
+  }
+  if (const char* text = env("NVFP4LM_EMU_WORKERS"))
+    s.workers = static_cast<int>(positive_integer("NVFP4LM_EMU_WORKERS", text, 256));
+  if (const char* text = env("NVFP4LM_EMU_STREAM")) {
+    const std::string value = text;
+    if (value == "deferred") {
+      s.stream_mode = StreamMode::Deferred;
+    } else if (value == "sync") {
+      s.stream_mode = StreamMode::Sync;
+    } else {
+      NVFP4LM_FAIL("NVFP4LM_EMU_STREAM='{}' is not a stream mode: use deferred or sync", value);
+    }
+  }
+  if (const char* text = env("NVFP4LM_EMU_DEVICES")) {
+    const std::string value = text;
+    NVFP4LM_CHECK(value == "0" || value == "1", "NVFP4LM_EMU_DEVICES='{}': use 1 (the emulated GPU) or 0 (none)",
+                  value);
+    s.devices = value == "1" ? 1 : 0;
+  }
+  if (const char* text = env("NVFP4LM_EMU_STACK_KIB"))
+    s.stack_bytes = static_cast<size_t>(positive_integer("NVFP4LM_EMU_STACK_KIB", text, 1 << 20)) << 10;
+  if (const char* text = env("NVFP4LM_EMU_DEVICE_GIB")) {
+    s.device_bytes = static_cast<size_t>(positive_integer("NVFP4LM_EMU_DEVICE_GIB", text, 1 << 16)) << 30;
+  } else {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const size_t ram = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t(8) << 30;
+    s.device_bytes = ram / 4 * 3;
+  }
+  return s;
+}
+
+}  // namespace
+
+const Settings& settings() {
+  static const Settings instance = parse();
+  return instance;
+}
+
+std::string_view schedule_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::RoundRobin:
+      return "round-robin";
+    case Schedule::WarpSerial:
+      return "warp-serial";
+    case Schedule::Reverse:
+      return "reverse";
+  }
+  return "?";
+}
+
+std::string describe_settings() {
+  const Settings& s = settings();
+  return fmt::format("schedule {}, {} worker{}, {} streams", schedule_name(s.schedule), s.workers,
+                     s.workers == 1 ? "" : "s", s.stream_mode == StreamMode::Deferred ? "deferred" : "synchronous");
+}
+
+}  // namespace nvfp4lm::emu

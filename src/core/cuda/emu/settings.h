@@ -1,0 +1,50 @@
+// How the emulated CUDA device behaves, read once from the environment (see docs/cuda-emulation.md):
+//   NVFP4LM_EMU_SCHEDULE  warp-serial (default) | round-robin | reverse   order in which a block's threads run
+//   NVFP4LM_EMU_WORKERS   N (default 1)          OS threads that run the blocks of one launch concurrently
+//   NVFP4LM_EMU_STREAM    deferred (default) | sync   when stream work runs: at the next synchronisation, or at once
+//   NVFP4LM_EMU_STACK_KIB K (default 64)         stack of each emulated CUDA thread
+//   NVFP4LM_EMU_DEVICE_GIB G                     device memory the emulated GPU reports (default: 3/4 of the RAM)
+//   NVFP4LM_EMU_DEVICES   1 (default) | 0         0: no device at all (tests of nvfp4lm's no-GPU paths)
+// A value that cannot be parsed is an error that names the variable, not a silent default.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace nvfp4lm::emu {
+
+// Which runnable CUDA thread of a block runs next. Threads only ever switch at a barrier, a warp collective or
+// their exit, so each schedule is one legal interleaving; the three differ in which races they expose.
+enum class Schedule {
+  // Every thread in index order runs to its next switch point, over and over: warps advance together.
+  RoundRobin,
+  // The lowest warp with a runnable lane runs until none of its lanes can run (all wait at __syncthreads or have
+  // exited), then the next warp: one warp races ahead of the others up to the barrier, as a fast warp does on a
+  // GPU. Exposes missing barriers that round-robin hides.
+  WarpSerial,
+  // WarpSerial from the highest warp and lane down, blocks in reverse order: exposes code that assumes warp 0 or
+  // block 0 runs first.
+  Reverse,
+};
+
+enum class StreamMode {
+  Deferred,  // stream work runs when the host synchronises (like a GPU that is still busy): exposes missing syncs
+  Sync,      // stream work runs inside the call that enqueues it (easier to debug)
+};
+
+struct Settings {
+  Schedule schedule = Schedule::WarpSerial;
+  int workers = 1;
+  StreamMode stream_mode = StreamMode::Deferred;
+  size_t stack_bytes = size_t(64) << 10;
+  size_t device_bytes = 0;  // reported total device memory
+  int devices = 1;          // 0 or 1
+};
+
+// The settings of this process (parsed on first use; throws nvfp4lm::Error on a bad value).
+const Settings& settings();
+std::string_view schedule_name(Schedule schedule);
+// One line for logs and `diagnose`: "schedule warp-serial, 1 worker, deferred streams".
+std::string describe_settings();
+
+}  // namespace nvfp4lm::emu

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs nvfp4lm's build and test dependencies from Debian 12 packages. Idempotent: does nothing (and
 # needs no network) when everything is already installed. The CUDA toolkit is optional and not installed
-# here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built too.
+# here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built too, for a GPU or, without one, for the
+# emulated CUDA device (Boost.Context gives it its fibers).
 set -euo pipefail
 
 # OpenBLAS: the OpenMP-threaded build, which shares nvfp4lm's OpenMP thread pool (the default pthreads build's
@@ -10,6 +11,7 @@ packages=(
   build-essential cmake pkg-config
   libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libboost-context-dev
 )
 
 missing=()

@@ -130,19 +130,22 @@ void BlockRunner::run_round_robin() {
 void BlockRunner::run_warp_serial(bool reverse) {
   const int warp_count = static_cast<int>(warps_.size());
   const int count = static_cast<int>(threads_.size());
-  for (bool progress = true; progress && !faulted_;) {
-    progress = false;
-    for (int wi = 0; wi < warp_count; ++wi) {
+  // Warps in schedule order; a warp runs its lanes in order until none can run. Only a barrier release can wake a
+  // warp that was passed over, so it starts the pass over from the first warp.
+  for (bool ran_any = true; ran_any;) {
+    ran_any = false;
+    const uint64_t releases = barrier_releases_;
+    for (int wi = 0; wi < warp_count && releases == barrier_releases_; ++wi) {
       const int warp = reverse ? warp_count - 1 - wi : wi;
-      for (bool warp_progress = true; warp_progress;) {
-        warp_progress = false;
-        for (int li = 0; li < 32; ++li) {
+      for (bool ran = true; ran && releases == barrier_releases_;) {
+        ran = false;
+        for (int li = 0; li < 32 && releases == barrier_releases_; ++li) {
           const int index = warp * 32 + (reverse ? 31 - li : li);
           if (index >= count) continue;
           Thread& t = threads_[static_cast<size_t>(index)];
           if (t.status != Status::NotStarted && t.status != Status::Runnable) continue;
           step(t);
-          warp_progress = progress = true;
+          ran = ran_any = true;
           if (faulted_) return;
         }
       }
@@ -247,6 +250,8 @@ void BlockRunner::syncthreads(ThreadContext& context, const char* file, int line
   t.wait = Wait::Barrier;
   if (barrier_waiting_ == live_) {
     release_barrier();
+    t.status = Status::Runnable;  // the schedule, not arrival order, decides who goes first
+    t.fiber->suspend();
     return;
   }
   wait(t);
@@ -260,6 +265,7 @@ void BlockRunner::release_barrier() {
   }
   barrier_waiting_ = 0;
   barrier_file_ = nullptr;
+  ++barrier_releases_;
 }
 
 // ---- warp collectives ---------------------------------------------------------------------------------------
@@ -279,7 +285,12 @@ const WarpResult& BlockRunner::collective(ThreadContext& context, const WarpPost
   t.post = post;
   t.wait = Wait::Warp;
   warp.pending |= lane_bit(t.lane);
-  if (!try_complete(t.warp, post)) wait(t);
+  if (!try_complete(t.warp, post)) {
+    wait(t);
+  } else {
+    t.status = Status::Runnable;  // the completing lane does not run ahead of the lanes it woke
+    t.fiber->suspend();
+  }
   return t.result;
 }
 

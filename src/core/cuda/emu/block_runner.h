@@ -124,6 +124,7 @@ class BlockRunner {
   std::vector<Warp> warps_;
   int live_ = 0;
   int barrier_waiting_ = 0;
+  uint64_t barrier_releases_ = 0;
   const char* barrier_file_ = nullptr;
   int barrier_line_ = 0;
   bool faulted_ = false;

@@ -48,6 +48,7 @@ class WorkerPool {
     std::unique_lock lock(mutex_);
     while (static_cast<int>(threads_.size()) < helpers) threads_.emplace_back([this] { loop(); });
     job_ = &job;
+    unclaimed_ = helpers;
     pending_ = helpers;
     ++generation_;
     wake_.notify_all();
@@ -63,17 +64,14 @@ class WorkerPool {
     uint64_t seen = 0;
     std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return generation_ != seen && pending_ > taken_; });
+      wake_.wait(lock, [&] { return generation_ != seen && unclaimed_ > 0; });
       seen = generation_;
-      ++taken_;
+      --unclaimed_;
       const std::function<void()>* job = job_;
       lock.unlock();
       (*job)();
       lock.lock();
-      if (--pending_ == 0) {
-        taken_ = 0;
-        done_.notify_all();
-      }
+      if (--pending_ == 0) done_.notify_all();
     }
   }
 
@@ -82,8 +80,8 @@ class WorkerPool {
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;
   const std::function<void()>* job_ = nullptr;
-  int pending_ = 0;
-  int taken_ = 0;
+  int unclaimed_ = 0;  // helpers still to start the current job
+  int pending_ = 0;    // helpers that have not finished it
   uint64_t generation_ = 0;
 };
 

@@ -70,10 +70,12 @@ Settings parse() {
 
 }  // namespace
 
-const Settings& settings() {
-  static const Settings instance = parse();
+Settings& settings_for_testing() {
+  static Settings instance = parse();
   return instance;
 }
+
+const Settings& settings() { return settings_for_testing(); }
 
 std::string_view schedule_name(Schedule schedule) {
   switch (schedule) {

@@ -43,6 +43,8 @@ struct Settings {
 
 // The settings of this process (parsed on first use; throws nvfp4lm::Error on a bad value).
 const Settings& settings();
+// The same object, for the emulator's own tests, which change the schedule or stream mode between launches.
+Settings& settings_for_testing();
 std::string_view schedule_name(Schedule schedule);
 // One line for logs and `diagnose`: "schedule warp-serial, 1 worker, deferred streams".
 std::string describe_settings();

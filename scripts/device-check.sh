@@ -3,7 +3,8 @@
 # call, printing a short table last. Run from the repository root there, with `.device` carried:
 #
 #   (here, once)  mkdir -p .device && (cd .device && apt-get download libpcre2-dev)
-#   (device run)  scripts/device-check.sh [build] [test] [fixtures] [safetensors] [bench-infer] [bench-train] [torch]
+#   (device run)  scripts/device-check.sh [build] [test] [ptx-probe] [fixtures] [safetensors] [bench-infer]
+#                                         [bench-train] [torch]
 #
 # That machine has CMake, nvcc, OpenBLAS, fmt, CLI11, nlohmann-json, GoogleTest and Google Benchmark but no PCRE2
 # headers: Debian's libpcre2-dev (carried in .device/) is unpacked to /tmp and its static library linked.
@@ -11,7 +12,7 @@
 set -uo pipefail
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(build test fixtures safetensors bench-infer bench-train torch)
+[ ${#steps[@]} -eq 0 ] && steps=(build test ptx-probe fixtures safetensors bench-infer bench-train torch)
 out=${OUT:-out}
 mkdir -p "$out"
 build=build-gpu
@@ -55,6 +56,19 @@ if has_step test; then
   grep -E '\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Exception' "$out/ctest.log" | head -30 | tee -a "$summary"
   skipped=$(grep -c '(Skipped)' "$out/ctest.log")
   record skipped "$skipped tests"
+fi
+
+if has_step ptx-probe; then
+  # The emulated CUDA device against the hardware: every emulated instruction's per-lane results, GPU vs the
+  # emulator's committed dump (docs/cuda-emulation.md); any difference beyond the stated ulp bounds is an emulator gap.
+  if $build/tests/emu/ptx_probe "$out/ptx_probe_gpu.txt" 2>"$out/ptx_probe.log" &&
+    python3 scripts/compare_ptx_probe.py "$out/ptx_probe_gpu.txt" tests/fixtures/emu/ptx_probe.txt \
+      >"$out/ptx_probe_compare.txt" 2>&1; then
+    record ptx-probe "GPU == emulator ($(grep -c bit-identical "$out/ptx_probe_compare.txt") families)"
+  else
+    record ptx-probe "DIFFERS (see ptx_probe_compare.txt)"
+    head -20 "$out/ptx_probe_compare.txt" | tee -a "$summary"
+  fi
 fi
 
 if has_step fixtures; then

@@ -241,6 +241,8 @@ __global__ void write_value_kernel(int* data, int value) { *data = value; }
 
 __global__ void increment_kernel(int* counter) { *counter += 1; }
 
+__global__ void copy_value_kernel(const int* from, int* to) { *to = *from; }
+
 }  // namespace
 
 std::vector<int> shuffle(Shuffle mode, int arg, int width, const std::vector<unsigned>& lane_masks,
@@ -422,6 +424,7 @@ CaptureResult capture() {
   cudaGraphExec_t exec = nullptr;
   NVFP4LM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int i = 0; i < 3; ++i) NVFP4LM_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));  // cudaMemcpy (legacy stream) does not wait for a non-blocking one
   NVFP4LM_CUDA_CHECK(cudaMemcpy(&result.counter_after_replays, counter, sizeof(int), cudaMemcpyDeviceToHost));
   NVFP4LM_CUDA_CHECK(cudaMemcpy(&result.memset_value, filled, sizeof(int), cudaMemcpyDeviceToHost));
   cudaGraphExecDestroy(exec);
@@ -429,6 +432,31 @@ CaptureResult capture() {
   cudaFree(counter);
   cudaFree(filled);
   return result;
+}
+
+StreamOrder stream_order() {
+  int* value = nullptr;
+  int* seen = nullptr;
+  NVFP4LM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&value), sizeof(int)));
+  NVFP4LM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&seen), 2 * sizeof(int)));
+  NVFP4LM_CUDA_CHECK(cudaMemset(value, 0, sizeof(int)));
+  NVFP4LM_CUDA_CHECK(cudaMemset(seen, 0, 2 * sizeof(int)));
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  NVFP4LM_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
+  NVFP4LM_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[1], cudaStreamDefault));
+  for (int i = 0; i < 2; ++i) {
+    // A memset on the legacy default stream, then a kernel that reads it on another stream.
+    NVFP4LM_CUDA_CHECK(cudaMemsetAsync(value, 0x01 + i, sizeof(int), nullptr));
+    NVFP4LM_LAUNCH_ON(copy_value_kernel, 1, 1, 0, streams[i])(value, seen + i);
+    NVFP4LM_CUDA_CHECK_LAUNCH();
+  }
+  NVFP4LM_CUDA_CHECK(cudaDeviceSynchronize());
+  int host[2] = {};
+  NVFP4LM_CUDA_CHECK(cudaMemcpy(host, seen, sizeof(host), cudaMemcpyDeviceToHost));
+  for (cudaStream_t s : streams) NVFP4LM_CUDA_CHECK(cudaStreamDestroy(s));
+  cudaFree(value);
+  cudaFree(seen);
+  return StreamOrder{host[0], host[1]};
 }
 
 }  // namespace nvfp4lm::emu_test

@@ -116,4 +116,11 @@ struct CaptureResult {
 };
 CaptureResult capture();
 
+// A memset on the legacy default stream, then a kernel that reads the memory on a non-blocking stream (unordered
+// with it) and on a blocking one (ordered after it): what each kernel read (0: the old value, else the memset's).
+struct StreamOrder {
+  int non_blocking = 0, blocking = 0;
+};
+StreamOrder stream_order();
+
 }  // namespace nvfp4lm::emu_test

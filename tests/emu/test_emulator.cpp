@@ -309,5 +309,12 @@ TEST(EmulatedStreams, CaptureRefusesSynchronisationAndReplaysWhatItRecorded) {
   EXPECT_EQ(r.memset_value, 0x01010101);
 }
 
+TEST(EmulatedStreams, OnlyCudaOrderingRulesOrderStreams) {
+  // The emulator runs the newest free operation first, so the unordered kernel runs before the memset.
+  const StreamOrder order = stream_order();
+  EXPECT_EQ(order.non_blocking, 0) << "a cudaStreamNonBlocking stream must not wait for the legacy stream";
+  EXPECT_EQ(order.blocking, 0x02020202) << "a blocking stream waits for the legacy stream's earlier work";
+}
+
 }  // namespace
 }  // namespace nvfp4lm::emu_test

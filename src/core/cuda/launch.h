@@ -3,6 +3,7 @@
 // three macros and never write <<<>>> or __shared__ themselves, so both builds compile the same source:
 //
 //   NVFP4LM_LAUNCH(kernel, grid, block, shared_bytes)(args...);   // on stream(); then NVFP4LM_CUDA_CHECK_LAUNCH()
+//   NVFP4LM_LAUNCH_ON(kernel, grid, block, shared_bytes, s)(...);  // on another stream s
 //   NVFP4LM_SHARED(float[4][16], partial);                          // a block's static shared variable
 //   NVFP4LM_DYNAMIC_SHARED(unsigned char, smem);                    // the launch's dynamic shared memory
 //
@@ -20,8 +21,8 @@ using Declared = T;
 
 #if defined(NVFP4LM_CUDA_EMULATION) && NVFP4LM_CUDA_EMULATION
 
-#define NVFP4LM_LAUNCH(kernel, grid, block, shared_bytes) \
-  ::nvfp4lm::emu::KernelLaunch<kernel>(grid, block, shared_bytes, ::nvfp4lm::cuda::stream())
+#define NVFP4LM_LAUNCH_ON(kernel, grid, block, shared_bytes, stream) \
+  ::nvfp4lm::emu::KernelLaunch<kernel>(grid, block, shared_bytes, stream)
 #define NVFP4LM_SHARED(type, name)                                                               \
   static constexpr ::nvfp4lm::emu::SharedSite nvfp4lm_shared_site_##name{                        \
       sizeof(::nvfp4lm::cuda::Declared<type>), alignof(::nvfp4lm::cuda::Declared<type>), #name}; \
@@ -31,9 +32,11 @@ using Declared = T;
 
 #else
 
-#define NVFP4LM_LAUNCH(kernel, grid, block, shared_bytes) \
-  kernel<<<grid, block, shared_bytes, ::nvfp4lm::cuda::stream()>>>
+#define NVFP4LM_LAUNCH_ON(kernel, grid, block, shared_bytes, stream) kernel<<<grid, block, shared_bytes, stream>>>
 #define NVFP4LM_SHARED(type, name) __shared__ ::nvfp4lm::cuda::Declared<type> name
 #define NVFP4LM_DYNAMIC_SHARED(type, name) extern __shared__ __align__(128) type name[]
 
 #endif
+
+#define NVFP4LM_LAUNCH(kernel, grid, block, shared_bytes) \
+  NVFP4LM_LAUNCH_ON(kernel, grid, block, shared_bytes, ::nvfp4lm::cuda::stream())

@@ -52,7 +52,9 @@ bool device_visible(const void* pointer, size_t bytes) {
   return is_device_range(pointer, bytes) || is_pinned_range(pointer, bytes);
 }
 
-cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream, const char* call) {
+// `wait`: return only when the copy is done (cudaMemcpy); a copy with a pageable host side waits anyway.
+cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream, bool wait,
+                 const char* call) {
   NVFP4LM_EMU_STICKY();
   if (count == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr)
@@ -74,24 +76,18 @@ cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
     return record_error(cudaErrorInvalidValue, fmt::format("{} ({}): source [{}, +{}) is not inside one device "
                                                            "allocation",
                                                            call, kind_name(kind), src, count));
-  const bool host_side_pageable =
-      (!dst_device && !is_pinned_range(dst, count)) || (!src_device && !is_pinned_range(src, count));
+  const bool dst_pageable = !dst_device && !is_pinned_range(dst, count);
+  const bool src_pageable = !src_device && !is_pinned_range(src, count);
   std::string why;
-  if (host_side_pageable) {
+  if (dst_pageable || src_pageable) {
     const std::string operation = fmt::format("{} ({}) with pageable host memory", call, kind_name(kind));
     if (const cudaError_t refused = refuse_in_capture(stream, operation.c_str(), why); refused != cudaSuccess)
       return record_error(refused, why);
   }
-  if (!dst_device && !is_pinned_range(dst, count)) {
-    // To pageable host memory: returns once the copy is done, after everything queued before it.
-    if (const cudaError_t status = run_queued(); status != cudaSuccess) return status;
-    std::memcpy(dst, src, count);
-    return cudaSuccess;
-  }
   Work work;
   work.what = fmt::format("{} of {} bytes ({})", call, count, kind_name(kind));
-  if (!src_device && !is_pinned_range(src, count)) {
-    // From pageable host memory: staged before the call returns, so the caller may reuse its buffer.
+  if (src_pageable && !dst_pageable) {
+    // From pageable host memory: staged before the call returns, so the caller may reuse its buffer at once.
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
                                                                static_cast<const unsigned char*>(src) + count);
     work.run = [dst, staged](std::string&) {
@@ -104,10 +100,12 @@ cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
       return true;
     };
   }
+  // To pageable host memory: the call returns once the copy (after what precedes it on the stream) is done.
+  if (wait || dst_pageable) return record_error(submit_and_wait(stream, std::move(work)), {});
   return record_error(submit(stream, std::move(work)), {});
 }
 
-cudaError_t fill(void* dst, int value, size_t count, cudaStream_t stream, const char* call) {
+cudaError_t fill(void* dst, int value, size_t count, cudaStream_t stream, bool wait, const char* call) {
   NVFP4LM_EMU_STICKY();
   if (count == 0) return cudaSuccess;
   if (!device_visible(dst, count))
@@ -119,7 +117,7 @@ cudaError_t fill(void* dst, int value, size_t count, cudaStream_t stream, const 
     std::memset(dst, value, count);
     return true;
   };
-  return record_error(submit(stream, std::move(work)), {});
+  return record_error(wait ? submit_and_wait(stream, std::move(work)) : submit(stream, std::move(work)), {});
 }
 
 }  // namespace
@@ -301,26 +299,22 @@ cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int fla
   return cudaSuccess;
 }
 
+// The synchronous forms run on the legacy default stream: ordered after blocking streams' earlier work, not after
+// a non-blocking stream's (CUDA's rule; stream.h).
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  const cudaError_t status = copy(dst, src, count, kind, nullptr, "cudaMemcpy");
-  if (status != cudaSuccess) return status;
-  std::string why;
-  return record_error(synchronize(nullptr, why), why);
+  return copy(dst, src, count, kind, nullptr, true, "cudaMemcpy");
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
-  return copy(dst, src, count, kind, stream, "cudaMemcpyAsync");
+  return copy(dst, src, count, kind, stream, false, "cudaMemcpyAsync");
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t count) {
-  const cudaError_t status = fill(dst, value, count, nullptr, "cudaMemset");
-  if (status != cudaSuccess) return status;
-  std::string why;
-  return record_error(synchronize(nullptr, why), why);
+  return fill(dst, value, count, nullptr, true, "cudaMemset");
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
-  return fill(dst, value, count, stream, "cudaMemsetAsync");
+  return fill(dst, value, count, stream, false, "cudaMemsetAsync");
 }
 
 // ---- kernels ------------------------------------------------------------------------------------------------
@@ -349,9 +343,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (stream == nullptr) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy of the default stream");
   if (is_capturing(stream))
     return record_error(cudaErrorStreamCaptureUnsupported, "cudaStreamDestroy of a capturing stream");
-  const cudaError_t status = run_queued();  // its work still completes, as on a GPU
+  std::string why;
+  const cudaError_t status = synchronize(stream, why);  // its work still completes, as on a GPU
   delete stream;
-  return status;
+  return record_error(status, why);
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -401,7 +396,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     event->seconds = now_seconds();
     return true;
   };
-  return record_error(submit(stream, std::move(work)), {});
+  return record_error(submit(stream, std::move(work), &event->sequence), {});
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
@@ -410,8 +405,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  std::string why;
-  if (const cudaError_t status = synchronize(nullptr, why); status != cudaSuccess) return record_error(status, why);
+  if (const cudaError_t status = wait_for(event->sequence); status != cudaSuccess) return status;
   return event->recorded ? cudaSuccess
                          : record_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize of an unrecorded event");
 }

@@ -214,6 +214,8 @@ __global__ void misuse_kernel(Misuse kind, int* out) {
       break;
     }
     case Misuse::LdmatrixMisaligned: {
+      for (int i = 0; i < 32; ++i) arena[32 * lane + i] = 0;  // initialised: only the address is wrong
+      __syncwarp();
       uint32_t r[4];
       ldmatrix_x4(r, smem_address(arena + 16 * lane + (lane == 7 ? 4 : 0)));
       out[t] = static_cast<int>(r[0]);
@@ -224,6 +226,34 @@ __global__ void misuse_kernel(Misuse kind, int* out) {
       cp_async_commit();
       cp_async_wait_all();
       break;
+    case Misuse::SharedRace: {
+      NVFP4LM_SHARED(int[64], cells);
+      cells[t] = t;
+      __syncthreads();
+      cells[(t + 33) % 64] = -t;  // another thread's cell, which it reads below: no barrier between
+      out[t] = cells[t];
+      break;
+    }
+    case Misuse::SharedOutOfBounds: {
+      NVFP4LM_SHARED(int[8], small);
+      small[t] = t;
+      break;
+    }
+    case Misuse::SharedUninitialised: {
+      NVFP4LM_SHARED(int[4], never);
+      out[t] = never[t % 4];
+      break;
+    }
+    case Misuse::CpAsyncReadBeforeBarrier: {
+      auto* words = reinterpret_cast<int*>(arena);
+      words[t] = 0;
+      __syncthreads();
+      cp_async_4(smem_address(words + t), out + t, true);
+      cp_async_commit();
+      cp_async_wait_all();
+      out[t] = words[(t + 32) % 64];  // the other warp's copy: its wait is no barrier for this thread
+      break;
+    }
     default:
       break;
   }
@@ -347,7 +377,9 @@ Outcome misuse(Misuse kind) {
     int other[4] = {};
     status = cudaMemcpyAsync(other, host, sizeof(host), cudaMemcpyDeviceToHost, stream());
   } else {
-    const unsigned threads = kind == Misuse::DivergentBarrier || kind == Misuse::Deadlock ? 64 : 32;
+    const bool two_warps = kind == Misuse::DivergentBarrier || kind == Misuse::Deadlock || kind == Misuse::SharedRace ||
+                           kind == Misuse::CpAsyncReadBeforeBarrier;
+    const unsigned threads = two_warps ? 64 : 32;
     NVFP4LM_LAUNCH(misuse_kernel, 1, threads, 1024)(kind, out);
     status = cudaGetLastError();
     if (status == cudaSuccess) status = cudaStreamSynchronize(stream());

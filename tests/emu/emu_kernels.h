@@ -42,7 +42,7 @@ std::vector<int> barrier_with_exits(int threads, int exit_from);
 std::vector<int> execution_order();
 
 // What shared memory holds before anyone writes it: the first word of a static and of the dynamic shared array,
-// and what a fresh cudaMalloc holds.
+// and what a fresh cudaMalloc holds. (Run with the initialisation check off: such a read is an error otherwise.)
 struct Poison {
   uint32_t static_shared = 0, dynamic_shared = 0, device_memory = 0;
 };
@@ -84,6 +84,10 @@ enum class Misuse {
   CpAsyncPastSharedMemory,    // cp.async into bytes past the dynamic shared memory
   TooMuchDynamicShared,       // 64 KiB of dynamic shared memory without the attribute
   HostPointerCopy,            // cudaMemcpy device-to-host from a host pointer
+  SharedRace,                 // each thread reads its neighbour's shared cell with no barrier after the writes
+  SharedOutOfBounds,          // a static shared int[8] indexed up to 31
+  SharedUninitialised,        // a static shared array read before anyone writes it
+  CpAsyncReadBeforeBarrier,   // a thread reads another's cp.async data after its own wait, with no barrier
 };
 struct Outcome {
   int error = 0;        // cudaError_t of the launch (or of the synchronisation that reported it)

@@ -182,7 +182,11 @@ TEST(EmulatedBlock, SchedulesRunThreadsInTheirStatedOrder) {
 }
 
 TEST(EmulatedBlock, SharedAndDeviceMemoryStartPoisoned) {
+  Settings& settings = settings_for_testing();
+  const bool saved = settings.checks.init;
+  settings.checks.init = false;  // the read of unwritten shared memory is the point here
   const Poison p = poison();
+  settings.checks.init = saved;
   EXPECT_EQ(p.static_shared, 0xFFFFFFFFu);
   EXPECT_EQ(p.dynamic_shared, 0xFFFFFFFFu);
   EXPECT_EQ(p.device_memory, 0xFFFFFFFFu);
@@ -268,6 +272,10 @@ TEST(EmulatedFaults, MisuseIsAStickyDeviceFaultNamingKernelBlockAndThread) {
   expect_fault(Misuse::MmaAfterLanesExited, kLaunchFailure, "mma.sync", true);
   expect_fault(Misuse::LdmatrixMisaligned, kLaunchFailure, "not 16-byte aligned", true);
   expect_fault(Misuse::CpAsyncPastSharedMemory, kLaunchFailure, "past the block's", true);
+  expect_fault(Misuse::SharedRace, kLaunchFailure, "shared memory race", true);
+  expect_fault(Misuse::SharedOutOfBounds, kLaunchFailure, "past static 'small'", true);
+  expect_fault(Misuse::SharedUninitialised, kLaunchFailure, "which no thread of the block has written", true);
+  expect_fault(Misuse::CpAsyncReadBeforeBarrier, kLaunchFailure, "shared memory race", true);
   const Outcome o = misuse(Misuse::LaneOutsideItsMask);
   EXPECT_NE(o.message.find("kernel misuse_kernel block (0, 0, 0) thread ("), std::string::npos) << o.message;
 }

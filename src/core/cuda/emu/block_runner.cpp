@@ -1,8 +1,7 @@
 // See block_runner.h.
 #include "core/cuda/emu/block_runner.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,30 +23,23 @@ void outside_kernel(const char* what) {
 
 namespace {
 
-constexpr unsigned char kPoison = 0xFF;
-
-size_t align_up(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
-
 unsigned lane_bit(int lane) { return 1u << lane; }
+
+// "0x1a2b in /path/libx.so (addr2line -Cfie /path/libx.so 0x1a2b)": where a kernel instruction is, for messages.
+std::string describe_code(const void* code) {
+  Dl_info info{};
+  if (dladdr(code, &info) == 0 || info.dli_fname == nullptr) return fmt::format("{}", code);
+  const auto offset = static_cast<size_t>(static_cast<const char*>(code) - static_cast<const char*>(info.dli_fbase));
+  return fmt::format("{:#x} in {}; addr2line -Cfie {} {:#x}", offset, info.dli_fname, info.dli_fname, offset);
+}
 
 }  // namespace
 
 BlockRunner::BlockRunner() : fibers_(settings().stack_bytes, &BlockRunner::fiber_main) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t usable = align_up(kSharedPerBlockOptin, page);
-  arena_mapping_bytes_ = usable + page;
-  void* mapping = mmap(nullptr, arena_mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  NVFP4LM_CHECK(mapping != MAP_FAILED, "emulated CUDA: cannot map shared memory: {}", std::strerror(errno));
-  arena_ = static_cast<unsigned char*>(mapping) + (usable - kSharedPerBlockOptin);  // ends at the guard page
-  NVFP4LM_CHECK(mprotect(static_cast<unsigned char*>(mapping) + usable, page, PROT_NONE) == 0,
-                "emulated CUDA: cannot protect the shared memory guard: {}", std::strerror(errno));
   install_fault_handler_for_this_thread();
 }
 
-BlockRunner::~BlockRunner() {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  munmap(arena_ - (align_up(kSharedPerBlockOptin, page) - kSharedPerBlockOptin), arena_mapping_bytes_);
-}
+BlockRunner::~BlockRunner() = default;
 
 BlockRunner& BlockRunner::of_this_thread() {
   thread_local std::unique_ptr<BlockRunner> runner;
@@ -80,6 +72,7 @@ bool BlockRunner::run(const BlockPlan& plan, uint3 block_idx, std::string& fault
     t.fiber = nullptr;
     t.copies.clear();
     t.committed_groups = 0;
+    t.warp_sync = 0;
     warps_[static_cast<size_t>(t.warp)].present |= lane_bit(t.lane);
   }
   live_ = count;
@@ -87,10 +80,7 @@ bool BlockRunner::run(const BlockPlan& plan, uint3 block_idx, std::string& fault
   barrier_file_ = nullptr;
   faulted_ = false;
   fault_message_.clear();
-  statics_.clear();
-  static_bytes_ = 0;
-  shared_used_ = plan.dynamic_shared_bytes;
-  std::memset(arena_, kPoison, plan.dynamic_shared_bytes);
+  shared_.begin_block(plan.dynamic_shared_bytes);
 
   if (plan.schedule == Schedule::RoundRobin) {
     run_round_robin();
@@ -307,14 +297,25 @@ bool BlockRunner::try_complete(int warp_index, const WarpPost& post) {
     posts[lane] = &l.post;
     results[lane] = &l.result;
   }
+  if (post.op == WarpOp::Ldmatrix) {  // each lane that gives a row address reads that row
+    for (int lane = 0; lane < 8 * std::clamp(post.lane_arg, 1, 4); ++lane) {
+      const uint64_t address = posts[lane]->value;
+      if (address % 16 == 0 && address + 16 <= shared_.used())
+        check_shared(lane_thread(warp_index, lane), address, 16, false, nullptr);
+    }
+  }
   std::string error;
-  const SharedView shared{arena_, shared_used_};
+  const SharedView shared{shared_.base(), shared_.used()};
   const int bad_lane = compute_collective(post.op, taking_part, posts, results, shared, error);
   if (bad_lane >= 0) fault(lane_thread(warp_index, bad_lane), error);
   warp.pending &= ~taking_part;
+  uint32_t sync = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    if ((taking_part & lane_bit(lane)) != 0) sync = std::max(sync, lane_thread(warp_index, lane).warp_sync);
   for (int lane = 0; lane < 32; ++lane) {
     if ((taking_part & lane_bit(lane)) == 0) continue;
     Thread& l = lane_thread(warp_index, lane);
+    l.warp_sync = sync + 1;
     l.wait = Wait::None;
     if (l.status == Status::Waiting) l.status = Status::Runnable;
   }
@@ -324,28 +325,51 @@ bool BlockRunner::try_complete(int warp_index, const WarpPost& post) {
 // ---- shared memory and cp.async -----------------------------------------------------------------------------
 
 void* BlockRunner::static_shared(ThreadContext& thread, const SharedSite& site) {
-  for (const auto& [placed, offset] : statics_)
-    if (placed == &site) return arena_ + offset;
-  const size_t offset = align_up(shared_used_, std::max<size_t>(site.alignment, 16));
-  if (static_bytes_ + site.bytes > kStaticSharedLimit)
-    fault(thread, fmt::format("static shared memory of the kernel exceeds {} bytes with '{}' ({} bytes)",
-                              kStaticSharedLimit, site.name, site.bytes));
-  if (offset + site.bytes > kSharedPerBlockOptin)
-    fault(thread, fmt::format("static '{}' ({} bytes) after {} bytes of dynamic shared memory exceeds the block's {} "
-                              "bytes",
-                              site.name, site.bytes, plan_->dynamic_shared_bytes, kSharedPerBlockOptin));
-  std::memset(arena_ + offset, kPoison, site.bytes);
-  statics_.emplace_back(&site, offset);
-  static_bytes_ += site.bytes;
-  shared_used_ = offset + site.bytes;
-  return arena_ + offset;
+  std::string error;
+  const size_t offset = shared_.place_static(site, error);
+  if (offset == SIZE_MAX) fault(thread, error);
+  return shared_.base() + offset;
 }
 
 uint32_t BlockRunner::shared_address(ThreadContext& thread, const void* pointer) {
-  const auto* p = static_cast<const unsigned char*>(pointer);
-  if (p < arena_ || p > arena_ + kSharedPerBlockOptin)
+  const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(pointer) - shared_.base());
+  if (offset > shared_.span())
     fault(thread, fmt::format("__cvta_generic_to_shared({}) of an address that is not shared memory", pointer));
-  return static_cast<uint32_t>(p - arena_);
+  return static_cast<uint32_t>(offset);
+}
+
+void BlockRunner::check_shared(ThreadContext& context, size_t offset, size_t bytes, bool write, const void* code) {
+  auto& t = static_cast<Thread&>(context);
+  const SharedAccessProblem problem =
+      shared_.access({t.linear, t.warp, t.warp_sync}, offset, bytes, write, static_cast<uint32_t>(barrier_releases_));
+  if (problem.kind == SharedAccessProblem::Kind::None) [[likely]]
+    return;
+  const Checks& checks = settings().checks;
+  const char* verb = write ? "writes" : "reads";
+  const std::string at = code != nullptr ? " (kernel code " + describe_code(code) + ")" : std::string();
+  switch (problem.kind) {
+    case SharedAccessProblem::Kind::None:
+      return;
+    case SharedAccessProblem::Kind::OutOfBounds:
+      if (checks.bounds)
+        fault(t, fmt::format("{} {} byte(s) at shared offset {:#x}, {}: out of bounds of the block's shared memory{}",
+                             verb, bytes, problem.offset, shared_.describe(problem.offset), at));
+      return;
+    case SharedAccessProblem::Kind::Uninitialised:
+      if (checks.init)
+        fault(t, fmt::format("reads {}, which no thread of the block has written (uninitialised shared memory){}",
+                             shared_.describe(problem.offset), at));
+      return;
+    case SharedAccessProblem::Kind::Race: {
+      if (!checks.races) return;
+      const Thread& other = threads_[static_cast<size_t>(problem.other_thread)];
+      fault(t, fmt::format("shared memory race: {} {} that thread ({}, {}, {}) {} since the last __syncthreads, and no "
+                           "barrier{} orders the two accesses{}",
+                           verb, shared_.describe(problem.offset), other.thread_idx.x, other.thread_idx.y,
+                           other.thread_idx.z, problem.other_wrote ? "wrote" : "read",
+                           other.warp == t.warp ? " or warp synchronisation" : "", at));
+    }
+  }
 }
 
 void BlockRunner::cp_async(ThreadContext& context, uint32_t dst, const void* src, int copy_bytes, int source_bytes) {
@@ -357,9 +381,9 @@ void BlockRunner::cp_async(ThreadContext& context, uint32_t dst, const void* src
   if (dst % static_cast<uint32_t>(copy_bytes) != 0 || reinterpret_cast<uintptr_t>(src) % copy_bytes != 0)
     fault(t, fmt::format("cp.async of {} bytes with a misaligned address (shared {:#x}, global {})", copy_bytes, dst,
                          src));
-  if (dst + static_cast<size_t>(copy_bytes) > shared_used_)
+  if (dst + static_cast<size_t>(copy_bytes) > shared_.used())
     fault(t, fmt::format("cp.async writes shared bytes [{:#x}, {:#x}) past the block's {} bytes of shared memory", dst,
-                         dst + static_cast<size_t>(copy_bytes), shared_used_));
+                         dst + static_cast<size_t>(copy_bytes), shared_.used()));
   t.copies.push_back(CpAsync{dst, copy_bytes, source_bytes, src, -1});
 }
 
@@ -383,8 +407,10 @@ void BlockRunner::complete_copies(Thread& t, int64_t up_to_group) {
       t.copies[kept++] = copy;
       continue;
     }
-    std::memcpy(arena_ + copy.dst, copy.src, static_cast<size_t>(copy.source_bytes));
-    std::memset(arena_ + copy.dst + copy.source_bytes, 0, static_cast<size_t>(copy.copy_bytes - copy.source_bytes));
+    check_shared(t, copy.dst, static_cast<size_t>(copy.copy_bytes), true, nullptr);  // the copy lands now
+    std::memcpy(shared_.base() + copy.dst, copy.src, static_cast<size_t>(copy.source_bytes));
+    std::memset(shared_.base() + copy.dst + copy.source_bytes, 0,
+                static_cast<size_t>(copy.copy_bytes - copy.source_bytes));
   }
   t.copies.resize(kept);
 }
@@ -414,9 +440,8 @@ std::string BlockRunner::deadlock_report() const {
 
 std::string BlockRunner::describe_address(const void* address) const {
   const auto* p = static_cast<const unsigned char*>(address);
-  if (p >= arena_ + kSharedPerBlockOptin && p < arena_ + kSharedPerBlockOptin + 4096)
-    return fmt::format("{} bytes past the end of the {} bytes of shared memory", p - arena_ - kSharedPerBlockOptin,
-                       kSharedPerBlockOptin);
+  if (p >= shared_.base() + shared_.span() && p < shared_.base() + shared_.span() + 4096)
+    return "past the end of the block's shared memory";
   for (const auto& fiber : fibers_.all())
     if (fiber->guard_contains(address))
       return "the stack of an emulated CUDA thread overflowed (NVFP4LM_EMU_STACK_KIB)";

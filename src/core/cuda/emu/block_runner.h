@@ -5,16 +5,14 @@
 //    must have reached the same source line (a barrier in divergent code is undefined on a GPU: a fault here);
 //  - warp collectives (warp_collectives.h): a lane posts its operands and waits until every non-exited lane of
 //    its mask has posted the same operation with the same mask; the lane that completes the set computes all
-//    results and wakes the others;
-//  - shared memory: one arena per runner (227 KiB, the H100 opt-in limit, a guard page after it). The launch's
-//    dynamic shared memory starts at offset 0 (128-byte aligned); static __shared__ variables (NVFP4LM_SHARED)
-//    are placed after it when a thread of the block first reaches their declaration. Every byte is poisoned
-//    (0xFF: NaN as a float) when the block starts, as stale shared memory would be;
+//    results, wakes the others and, like them, waits for the schedule to pick it again;
+//  - shared memory (shared_memory.h): placement, poison, and the bounds, race and initialisation checks of every
+//    access: the kernels' own loads and stores (through memory_check.cpp), cp.async writes and ldmatrix reads;
 //  - cp.async: each thread queues its copies; they happen at the latest legal moment (its cp.async.wait_group,
 //    or its exit), so a read that is not ordered after the wait and a barrier sees poison.
-// Faults (a lane outside its own mask, an invalid ldmatrix or cp.async address, a deadlock, ...) stop the block:
-// the faulting fiber jumps back to the scheduler, every fiber of the block is reset, and run() returns the
-// message naming the kernel, the block and the thread.
+// Faults (a lane outside its own mask, an invalid ldmatrix or cp.async address, a shared-memory race, a deadlock,
+// ...) stop the block: the faulting fiber jumps back to the scheduler, every fiber of the block is reset, and run()
+// returns the message naming the kernel, the block and the thread.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +23,7 @@
 
 #include "core/cuda/emu/fiber.h"
 #include "core/cuda/emu/settings.h"
+#include "core/cuda/emu/shared_memory.h"
 #include "core/cuda/emu/thread_context.h"
 #include "core/cuda/emu/warp_collectives.h"
 
@@ -39,18 +38,6 @@ struct BlockPlan {
   const void* closure = nullptr;
   Schedule schedule = Schedule::WarpSerial;
 };
-
-// A static __shared__ variable of some kernel: one per declaration (and template instantiation).
-struct SharedSite {
-  size_t bytes;
-  size_t alignment;
-  const char* name;
-};
-
-// H100: 227 KiB of shared memory per block with the opt-in attribute, 48 KiB without it and for static variables.
-inline constexpr size_t kSharedPerBlockOptin = 232448;
-inline constexpr size_t kSharedPerBlockDefault = 49152;
-inline constexpr size_t kStaticSharedLimit = 49152;
 
 class BlockRunner {
  public:
@@ -69,12 +56,17 @@ class BlockRunner {
   void syncthreads(ThreadContext& thread, const char* file, int line);
   const WarpResult& collective(ThreadContext& thread, const WarpPost& post);
   void* static_shared(ThreadContext& thread, const SharedSite& site);
-  void* dynamic_shared() { return arena_; }
+  void* dynamic_shared() { return shared_.base(); }
   uint32_t shared_address(ThreadContext& thread, const void* pointer);
   void cp_async(ThreadContext& thread, uint32_t shared_dst, const void* global_src, int copy_bytes, int source_bytes);
   void cp_async_commit(ThreadContext& thread);
   void cp_async_wait(ThreadContext& thread, int groups_left_pending);
   [[noreturn]] void fault(ThreadContext& thread, const std::string& message);
+  // A load or store of the kernel's own code (memory_check.cpp): checked if it is in this block's shared memory.
+  void on_access(ThreadContext& thread, const void* address, size_t bytes, bool write, const void* code) {
+    const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(address) - shared_.base());
+    if (offset < shared_.span()) check_shared(thread, offset, bytes, write, code);
+  }
 
   // For the SIGSEGV reporter (fault.cpp): "kernel K block (..) thread (..)", and what a faulting address is if it
   // belongs to this runner (the shared-memory guard, a thread's stack guard).
@@ -98,6 +90,7 @@ class BlockRunner {
     WarpResult result;
     std::vector<CpAsync> copies;
     int64_t committed_groups = 0;
+    uint32_t warp_sync = 0;  // grows at every warp collective the lane completes with others (shared_memory.h)
   };
   struct Warp {
     unsigned present = 0;  // lanes that exist (a partial last warp has fewer)
@@ -113,6 +106,7 @@ class BlockRunner {
   void release_barrier();
   bool try_complete(int warp_index, const WarpPost& post);
   void complete_copies(Thread& thread, int64_t up_to_group);
+  void check_shared(ThreadContext& thread, size_t offset, size_t bytes, bool write, const void* code);
   void run_round_robin();
   void run_warp_serial(bool reverse);
   std::string deadlock_report() const;
@@ -131,11 +125,7 @@ class BlockRunner {
   std::string fault_message_;
   FiberPool fibers_;
 
-  unsigned char* arena_ = nullptr;  // shared memory, kSharedPerBlockOptin bytes then a guard page
-  size_t arena_mapping_bytes_ = 0;
-  size_t shared_used_ = 0;  // dynamic + static bytes placed so far in this block
-  size_t static_bytes_ = 0;
-  std::vector<std::pair<const SharedSite*, size_t>> statics_;
+  SharedMemory shared_;
 };
 
 }  // namespace nvfp4lm::emu

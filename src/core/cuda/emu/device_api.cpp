@@ -20,6 +20,22 @@ WarpResult warp_collective(const WarpPost& post) {
   return t.block->collective(t, post);
 }
 
+uint64_t warp_scalar_collective(WarpOp op, unsigned mask, uint64_t value, int value_bytes, bool is_signed, int lane_arg,
+                                int width, bool* predicate) {
+  WarpPost post;
+  post.op = op;
+  post.mask = mask;
+  post.value = value;
+  post.value_bytes = value_bytes;
+  post.is_signed = is_signed;
+  post.lane_arg = lane_arg;
+  post.width = width;
+  ThreadContext& t = this_thread();
+  const WarpResult& result = t.block->collective(t, post);
+  if (predicate != nullptr) *predicate = result.predicate;
+  return result.value;
+}
+
 void* static_shared(const SharedSite& site) {
   ThreadContext& t = this_thread();
   return t.block->static_shared(t, site);

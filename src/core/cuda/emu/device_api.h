@@ -61,27 +61,20 @@ T from_bits(uint64_t bits) {
   return value;
 }
 
+// A shuffle, vote, match or reduction with scalar operands (out of line: the emulated .cu files are instrumented
+// for memory checks, and scalars keep the collective's bookkeeping out of their loads and stores). Returns the
+// lane's result; `predicate` (optional) receives match.all's.
+uint64_t warp_scalar_collective(WarpOp op, unsigned mask, uint64_t value, int value_bytes, bool is_signed, int lane_arg,
+                                int width, bool* predicate = nullptr);
+
 template <typename T>
 T shuffle(WarpOp op, unsigned mask, T value, int lane_arg, int width) {
-  WarpPost post;
-  post.op = op;
-  post.mask = mask;
-  post.lane_arg = lane_arg;
-  post.width = width;
-  post.value_bytes = sizeof(T) == 8 ? 8 : 4;
-  post.value = to_bits(value);
-  return from_bits<T>(warp_collective(post).value);
+  return from_bits<T>(warp_scalar_collective(op, mask, to_bits(value), sizeof(T) == 8 ? 8 : 4, false, lane_arg, width));
 }
 
-inline WarpResult simple_collective(WarpOp op, unsigned mask, uint64_t value, int value_bytes = 4,
-                                    bool is_signed = false) {
-  WarpPost post;
-  post.op = op;
-  post.mask = mask;
-  post.value = value;
-  post.value_bytes = value_bytes;
-  post.is_signed = is_signed;
-  return warp_collective(post);
+inline uint64_t simple_collective(WarpOp op, unsigned mask, uint64_t value, int value_bytes = 4,
+                                  bool is_signed = false) {
+  return warp_scalar_collective(op, mask, value, value_bytes, is_signed, 0, 32);
 }
 
 template <typename T>
@@ -131,51 +124,50 @@ T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
 }
 
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
-  return static_cast<unsigned>(
-      ::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::Ballot, mask, predicate != 0).value);
+  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::Ballot, mask, predicate != 0));
 }
 inline int __any_sync(unsigned mask, int predicate) {
-  return static_cast<int>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::Any, mask, predicate != 0).value);
+  return static_cast<int>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::Any, mask, predicate != 0));
 }
 inline int __all_sync(unsigned mask, int predicate) {
-  return static_cast<int>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::All, mask, predicate != 0).value);
+  return static_cast<int>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::All, mask, predicate != 0));
 }
 
 template <typename T>
 unsigned __match_any_sync(unsigned mask, T value) {
-  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::MatchAny, mask,
-                                                                 ::nvfp4lm::emu::to_bits(value), sizeof(T) == 8 ? 8 : 4)
-                                   .value);
+  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(
+      ::nvfp4lm::emu::WarpOp::MatchAny, mask, ::nvfp4lm::emu::to_bits(value), sizeof(T) == 8 ? 8 : 4));
 }
 template <typename T>
 unsigned __match_all_sync(unsigned mask, T value, int* predicate) {
-  const auto result = ::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::MatchAll, mask,
-                                                        ::nvfp4lm::emu::to_bits(value), sizeof(T) == 8 ? 8 : 4);
-  *predicate = result.predicate ? 1 : 0;
-  return static_cast<unsigned>(result.value);
+  bool all_equal = false;
+  const uint64_t result =
+      ::nvfp4lm::emu::warp_scalar_collective(::nvfp4lm::emu::WarpOp::MatchAll, mask, ::nvfp4lm::emu::to_bits(value),
+                                             sizeof(T) == 8 ? 8 : 4, false, 0, 32, &all_equal);
+  *predicate = all_equal ? 1 : 0;
+  return static_cast<unsigned>(result);
 }
 
-#define NVFP4LM_EMU_REDUCE(name, op)                                                                                \
-  inline unsigned name(unsigned mask, unsigned value) {                                                             \
-    return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::op, mask, value).value); \
-  }                                                                                                                 \
-  inline int name(unsigned mask, int value) {                                                                       \
-    return static_cast<int>(static_cast<uint32_t>(                                                                  \
-        ::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::op, mask, static_cast<uint32_t>(value), 4, true)  \
-            .value));                                                                                               \
+#define NVFP4LM_EMU_REDUCE(name, op)                                                                                  \
+  inline unsigned name(unsigned mask, unsigned value) {                                                               \
+    return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::op, mask, value));         \
+  }                                                                                                                   \
+  inline int name(unsigned mask, int value) {                                                                         \
+    return static_cast<int>(static_cast<uint32_t>(                                                                    \
+        ::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::op, mask, static_cast<uint32_t>(value), 4, true))); \
   }
 NVFP4LM_EMU_REDUCE(__reduce_add_sync, ReduceAdd)
 NVFP4LM_EMU_REDUCE(__reduce_min_sync, ReduceMin)
 NVFP4LM_EMU_REDUCE(__reduce_max_sync, ReduceMax)
 #undef NVFP4LM_EMU_REDUCE
 inline unsigned __reduce_and_sync(unsigned mask, unsigned value) {
-  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::ReduceAnd, mask, value).value);
+  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::ReduceAnd, mask, value));
 }
 inline unsigned __reduce_or_sync(unsigned mask, unsigned value) {
-  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::ReduceOr, mask, value).value);
+  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::ReduceOr, mask, value));
 }
 inline unsigned __reduce_xor_sync(unsigned mask, unsigned value) {
-  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::ReduceXor, mask, value).value);
+  return static_cast<unsigned>(::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::ReduceXor, mask, value));
 }
 
 // ---- atomics (real atomic operations: blocks may run on several OS threads) ----------------------------------

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -56,6 +57,29 @@ Settings parse() {
                   value);
     s.devices = value == "1" ? 1 : 0;
   }
+  if (const char* text = env("NVFP4LM_EMU_CHECK")) {
+    const std::string value = text;
+    if (value == "none") s.checks = Checks{false, false, false};
+    if (value != "all" && value != "none") {
+      s.checks = Checks{false, false, false};
+      size_t start = 0;
+      while (start <= value.size()) {
+        const size_t end = std::min(value.find(',', start), value.size());
+        const std::string item = value.substr(start, end - start);
+        if (item == "bounds") {
+          s.checks.bounds = true;
+        } else if (item == "races") {
+          s.checks.races = true;
+        } else if (item == "init") {
+          s.checks.init = true;
+        } else {
+          NVFP4LM_FAIL("NVFP4LM_EMU_CHECK='{}': '{}' is not a check; use all, none, or a list of bounds, races, init",
+                       value, item);
+        }
+        start = end + 1;
+      }
+    }
+  }
   if (const char* text = env("NVFP4LM_EMU_STACK_KIB"))
     s.stack_bytes = static_cast<size_t>(positive_integer("NVFP4LM_EMU_STACK_KIB", text, 1 << 20)) << 10;
   if (const char* text = env("NVFP4LM_EMU_DEVICE_GIB")) {
@@ -91,8 +115,14 @@ std::string_view schedule_name(Schedule schedule) {
 
 std::string describe_settings() {
   const Settings& s = settings();
-  return fmt::format("schedule {}, {} worker{}, {} streams", schedule_name(s.schedule), s.workers,
-                     s.workers == 1 ? "" : "s", s.stream_mode == StreamMode::Deferred ? "deferred" : "synchronous");
+  std::string checks;
+  for (const auto& [on, name] :
+       {std::pair{s.checks.bounds, "bounds"}, {s.checks.races, "races"}, {s.checks.init, "init"}})
+    if (on) checks += checks.empty() ? name : std::string(",") + name;
+  return fmt::format("schedule {}, {} worker{}, {} streams, shared-memory checks {}", schedule_name(s.schedule),
+                     s.workers, s.workers == 1 ? "" : "s",
+                     s.stream_mode == StreamMode::Deferred ? "deferred" : "synchronous",
+                     checks.empty() ? "off" : checks);
 }
 
 }  // namespace nvfp4lm::emu

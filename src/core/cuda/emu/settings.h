@@ -5,6 +5,7 @@
 //   NVFP4LM_EMU_STACK_KIB K (default 64)         stack of each emulated CUDA thread
 //   NVFP4LM_EMU_DEVICE_GIB G                     device memory the emulated GPU reports (default: 3/4 of the RAM)
 //   NVFP4LM_EMU_DEVICES   1 (default) | 0         0: no device at all (tests of nvfp4lm's no-GPU paths)
+//   NVFP4LM_EMU_CHECK     all (default) | none | a list of bounds,races,init   shared-memory checks (shared_memory.h)
 // A value that cannot be parsed is an error that names the variable, not a silent default.
 #pragma once
 
@@ -32,6 +33,12 @@ enum class StreamMode {
   Sync,      // stream work runs inside the call that enqueues it (easier to debug)
 };
 
+struct Checks {
+  bool bounds = true;  // shared-memory accesses outside every allocation
+  bool races = true;   // shared-memory accesses of two threads with no barrier between them
+  bool init = true;    // reads of shared memory no thread has written
+};
+
 struct Settings {
   Schedule schedule = Schedule::WarpSerial;
   int workers = 1;
@@ -39,6 +46,7 @@ struct Settings {
   size_t stack_bytes = size_t(64) << 10;
   size_t device_bytes = 0;  // reported total device memory
   int devices = 1;          // 0 or 1
+  Checks checks;
 };
 
 // The settings of this process (parsed on first use; throws nvfp4lm::Error on a bad value).

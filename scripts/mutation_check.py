@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Mutation check of the emulated CUDA device: does the emulated test suite catch the bugs GPUs punish?
+
+usage: scripts/mutation_check.py [--work DIR] [--only ID[,ID...]] [--schedules warp-serial,reverse,round-robin]
+
+Copies the working tree to DIR (default /tmp/nvfp4lm-mutations), builds the CUDA test executables there in the
+emulated mode (NVFP4LM_CUDA=EMULATE), checks that the selected tests pass unmutated, then plants one bug at a time
+(a one-place source edit), rebuilds and runs the tests that cover the code under every schedule. A mutation is
+caught under a schedule when its tests fail or a fault or deadlock ends them. Prints a table (markdown), one row per
+mutation, and exits 1 when fewer than all but one are caught by some schedule. Takes about half an hour on 2 cores;
+run on demand, not in CI. Results and their date go to bench/NOTES.md; each run's test output is in DIR/logs.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+# id, kind, file, text that must occur exactly once, replacement, [(test executable, gtest filter)]
+ATTENTION_FORWARD = [("test_ops_cuda", "AttentionCuda.ForwardMatchesCpu:AttentionCuda.DecodeAndQueryOffsetMatchCpu")]
+MUTATIONS = [
+    ("barrier-stage-reuse", "missing barrier: a cp.async stage buffer refilled while other warps still read it",
+     "src/ops/cuda/attention_forward.cu",
+     "    cp_async_wait_all();\n    __syncthreads();  // the next tile has landed and nobody reads this stage any more",
+     "    cp_async_wait_all();", ATTENTION_FORWARD),
+    ("cp-async-no-wait", "missing cp.async.wait_group: a tile read before its copies landed",
+     "src/ops/cuda/attention_forward.cu",
+     "    cp_async_wait_all();\n    __syncthreads();  // the next tile has landed and nobody reads this stage any more",
+     "    __syncthreads();  // the next tile has landed and nobody reads this stage any more", ATTENTION_FORWARD),
+    ("mma-fragment-order", "wrong mma A-fragment register order (rows g + 8 and columns + 8 swapped)",
+     "src/ops/cuda/attention_mma.h",
+     "  a[1] = pack_bf16x2(acc[2 * kk][2], acc[2 * kk][3]);\n  a[2] = pack_bf16x2(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);",
+     "  a[2] = pack_bf16x2(acc[2 * kk][2], acc[2 * kk][3]);\n  a[1] = pack_bf16x2(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);",
+     ATTENTION_FORWARD),
+    ("ldmatrix-address", "wrong ldmatrix row address (lane >> 3 instead of lane >> 4 picks the 8-row block)",
+     "src/ops/cuda/attention_mma.h",
+     "tile_offset<D>(row0 + (lane >> 4) * 8 + (lane & 7), kd * 2 + ((lane >> 3) & 1))",
+     "tile_offset<D>(row0 + ((lane >> 3) & 1) * 8 + (lane & 7), kd * 2 + ((lane >> 3) & 1))", ATTENTION_FORWARD),
+    ("barrier-ds-store", "missing barrier between the dS store to shared memory and its ldmatrix (backward)",
+     "src/ops/cuda/attention_backward.cu",
+     "      __syncthreads();\n      uint32_t ds_frag[4][4];", "      uint32_t ds_frag[4][4];",
+     [("test_ops_cuda", "AttentionCuda.BackwardMatchesCpu")]),
+    ("mask-names-exited-lanes", "a full-warp shuffle reduction over row groups, some of whose lanes have returned",
+     "src/ops/cuda/kernel_common.cuh",
+     "for (int offset = lanes / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(mask, value, offset, lanes);",
+     "for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);",
+     [("test_ops_cuda", "*rmsnorm*")]),
+    ("barrier-after-zeroing", "missing barrier after zeroing shared partials (rmsnorm backward)",
+     "src/ops/cuda/rmsnorm.cu",
+     "partial[i] = 0.f;\n  __syncthreads();", "partial[i] = 0.f;",
+     [("test_ops_cuda", "*rmsnorm_backward*:CudaOpContracts.RmsNorm*")]),
+    ("grid-off-by-one", "off-by-one grid: the last block of rows is never launched (rmsnorm forward)",
+     "src/ops/cuda/rmsnorm.cu",
+     "ceil_div(x.count, rows_per_block)", "ceil_div(x.count - 1, rows_per_block)",
+     [("test_ops_cuda", "*rmsnorm_forward*:*rmsnorm_heads*")]),
+    ("no-smem-attribute", "no cudaFuncSetAttribute for the decode kernel's > 48 KiB of dynamic shared memory",
+     "src/ops/cuda/attention_decode.cu", "  static bool configured = false;", "  static bool configured = true;",
+     [("test_ops_cuda", "AttentionCuda.DecodeAndQueryOffsetMatchCpu:AttentionCuda.PerRowStartsReadOnTheDevice")]),
+    ("uninitialised-shared", "histogram bins in shared memory never zeroed (top-k / top-p sampling)",
+     "src/ops/cuda/sampling.cu",
+     "    shared.count[b] = 0;\n    shared.mass[b] = 0;\n", "",
+     [("test_ops_cuda", "SamplingCuda.TopKTopPMatchesCpu")]),
+    ("barrier-gemv-partials", "missing barrier before the warps' partial sums are added (NVFP4 GEMV)",
+     "src/ops/cuda/nvfp4_linear.cu",
+     "  partial[warp][g + 8][2 * c + 1] = acc[3];\n  __syncthreads();", "  partial[warp][g + 8][2 * c + 1] = acc[3];",
+     [("test_ops_cuda", "Nvfp4LinearCuda.FusedKernelMatchesCpu")]),
+    ("graph-wrong-stream", "the decode step's graph replayed on the legacy stream, unordered with its input copy",
+     "src/core/cuda/graph.cpp",
+     "cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), stream())",
+     "cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), nullptr)",
+     [("test_model_cuda", "Qwen3Cuda.DecodeGraphMatchesEagerAndForwardCached:Qwen3Cuda.GreedyGenerationAgreesWithCpu")]),
+    ("host-read-in-capture", "a host read of the logits inside the captured decode step",
+     "src/model/qwen3_decode_step.cpp",
+     "  detail::qwen3_inference_forward(model_.config(), model_.weights(), *model_.workspace_, step, &state_->buffers);\n}",
+     "  detail::qwen3_inference_forward(model_.config(), model_.weights(), *model_.workspace_, step, &state_->buffers);\n"
+     "  (void)state_->buffers.logits.to(Device::cpu());\n}",
+     [("test_model_cuda", "Qwen3Cuda.DecodeGraphMatchesEagerAndForwardCached:Qwen3Cuda.GreedyGenerationAgreesWithCpu")]),
+]
+
+SCHEDULES = ["warp-serial", "reverse", "round-robin"]
+
+
+def run(command, cwd=None, env=None, timeout=None):
+    try:
+        result = subprocess.run(command, cwd=cwd, env=env, timeout=timeout, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        return result.returncode, result.stdout
+    except subprocess.TimeoutExpired as expired:
+        return 124, (expired.stdout or b"").decode(errors="replace") if isinstance(expired.stdout, bytes) else ""
+
+
+def copy_tree(repo, tree):
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=repo, check=True,
+                           stdout=subprocess.PIPE, text=True).stdout.split("\n")
+    for relative in filter(None, files):
+        source, target = os.path.join(repo, relative), os.path.join(tree, relative)
+        if not os.path.isfile(source):
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target) or open(source, "rb").read() != open(target, "rb").read():
+            shutil.copy2(source, target)
+
+
+def build(build_dir, targets):
+    code, out = run(["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 2), "--target", *targets])
+    return code == 0, out
+
+
+def run_tests(build_dir, tests, schedule, timeout, log=None):
+    """True when every selected test passed; the outcome line otherwise. The output goes to `log` if given."""
+    env = dict(os.environ, NVFP4LM_EMU_SCHEDULE=schedule)
+    for executable, gtest_filter in tests:
+        code, out = run([os.path.join(build_dir, "tests", executable), "--gtest_filter=" + gtest_filter],
+                        env=env, timeout=timeout)
+        if log:
+            with open(log, "a") as f:
+                f.write(out)
+        if code != 0:
+            if code == 124:
+                return "timeout"
+            for marker in ("shared memory race", "deadlock", "device fault", "[  FAILED  ]"):
+                if marker in out:
+                    return marker.strip("[ ]").lower()
+            return f"exit {code}"
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", default="/tmp/nvfp4lm-mutations")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--schedules", default=",".join(SCHEDULES))
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per test executable run")
+    args = parser.parse_args()
+    repo = subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True, stdout=subprocess.PIPE,
+                          text=True).stdout.strip()
+    schedules = [s for s in args.schedules.split(",") if s]
+    chosen = [m for m in MUTATIONS if not args.only or m[0] in args.only.split(",")]
+    tree, build_dir = os.path.join(args.work, "tree"), os.path.join(args.work, "build")
+    logs = os.path.join(args.work, "logs")  # each mutation's test output, per schedule
+    os.makedirs(tree, exist_ok=True)
+    os.makedirs(logs, exist_ok=True)
+    copy_tree(repo, tree)
+    code, out = run(["cmake", "-S", tree, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release", "-DNVFP4LM_CUDA=EMULATE",
+                     "-DNVFP4LM_CUDA_COMPILE_CHECK=OFF", "-DNVFP4LM_BENCH=OFF"])
+    if code != 0:
+        print(out)
+        return 2
+    targets = sorted({executable for m in chosen for executable, _ in m[5]})
+    ok, out = build(build_dir, targets)
+    if not ok:
+        print(out[-4000:])
+        return 2
+    for m in chosen:  # the selected tests must pass unmutated, or a "catch" means nothing
+        outcome = run_tests(build_dir, m[5], schedules[0], args.timeout)
+        if outcome is not True:
+            print(f"baseline: the tests of {m[0]} fail without the mutation ({outcome}); fix that first")
+            return 2
+
+    rows, caught_count = [], 0
+    for ident, kind, relative, old, new, tests in chosen:
+        path = os.path.join(tree, relative)
+        original = open(path).read()
+        if original.count(old) != 1:
+            rows.append((ident, kind, "mutation text not found exactly once: update this script", {}))
+            continue
+        start = time.time()
+        open(path, "w").write(original.replace(old, new))
+        try:
+            ok, out = build(build_dir, targets)
+            outcomes = {}
+            if not ok:
+                outcomes = {s: "does not compile" for s in schedules}
+            else:
+                for schedule in schedules:
+                    log = os.path.join(logs, f"{ident}-{schedule}.log")
+                    if os.path.exists(log):
+                        os.remove(log)
+                    outcomes[schedule] = run_tests(build_dir, tests, schedule, args.timeout, log)
+        finally:
+            open(path, "w").write(original)
+        caught = any(o is not True and o != "does not compile" for o in outcomes.values())
+        caught_count += caught
+        rows.append((ident, kind, f"{time.time() - start:.0f} s", outcomes))
+        print(f"{ident}: " + ", ".join(f"{s} {'missed' if o is True else 'caught (' + o + ')'}"
+                                      for s, o in outcomes.items()), flush=True)
+    build(build_dir, targets)  # leave the scratch build unmutated
+
+    print()
+    print("| mutation | bug | " + " | ".join(schedules) + " |")
+    print("|---|---|" + "---|" * len(schedules))
+    for ident, kind, note, outcomes in rows:
+        cells = []
+        for s in schedules:
+            o = outcomes.get(s)
+            cells.append("—" if o is None else ("missed" if o is True else f"caught ({o})"))
+        print(f"| {ident} | {kind} | " + " | ".join(cells) + " |")
+    print(f"\n{caught_count} of {len(chosen)} mutations caught by at least one schedule")
+    return 0 if caught_count >= len(chosen) - 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -119,9 +119,13 @@ def run_tests(build_dir, tests, schedule, timeout, log=None):
         if code != 0:
             if code == 124:
                 return "timeout"
-            for marker in ("shared memory race", "deadlock", "device fault", "[  FAILED  ]"):
+            markers = [("shared memory race", "race"), ("uninitialised shared memory", "uninitialised read"),
+                       ("out of bounds of the block's shared memory", "shared out of bounds"),
+                       ("deadlock", "deadlock"), ("cudaFuncSetAttribute", "launch error"),
+                       ("capture", "capture error"), ("device fault", "device fault"), ("[  FAILED  ]", "wrong result")]
+            for marker, name in markers:
                 if marker in out:
-                    return marker.strip("[ ]").lower()
+                    return name
             return f"exit {code}"
     return True
 

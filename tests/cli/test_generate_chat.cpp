@@ -15,13 +15,6 @@
 namespace nvfp4lm::test {
 namespace {
 
-std::string quoted(const fs::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
 class CliGenerate : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

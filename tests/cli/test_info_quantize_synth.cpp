@@ -12,14 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Built with += : GCC 12 gives a false -Wrestrict warning for "'" + std::string + "'".
-std::string quoted(const fs::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
 // A small model (vocab 512) written with synth --config.
 fs::path synth_small(const TempDir& dir) {
   Qwen3Config config = qwen3_preset("tiny");

@@ -19,13 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string quoted(const fs::path& path) {
-  std::string text = "'";  // built in steps: GCC 12's -Wrestrict misfires on "'" + string + "'"
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
 std::vector<double> losses_of(const fs::path& metrics) {
   std::vector<double> losses;
   for (const json& record : read_jsonl(metrics)) losses.push_back(record["loss"].get<double>());

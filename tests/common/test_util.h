@@ -64,6 +64,14 @@ class TempDir {
 fs::path fixture_path(const std::string& relative);
 fs::path source_path(const std::string& relative);  // relative to the repository root
 
+// `path` in single quotes, for the shell command lines of run_cli (paths here never contain a quote).
+inline std::string quoted(const fs::path& path) {
+  std::string text = "'";  // built with += : GCC 12 gives a false -Wrestrict warning for "'" + std::string + "'"
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
 // Runs the nvfp4lm executable with `args` (a shell-quoted argument string), optional stdin text.
 struct CliResult {
   int exit_code = -1;

@@ -11,14 +11,6 @@
 namespace nvfp4lm::test {
 namespace {
 
-// Built with += : GCC 12 gives a false -Wrestrict warning for "'" + std::string + "'".
-std::string quoted(const fs::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
 double peak_rss_gib(const std::string& output) {
   std::smatch match;
   const std::regex pattern("peak RSS ([0-9.]+) GiB");

@@ -16,13 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string quoted(const fs::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
 class CliCuda : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -205,6 +205,9 @@ __global__ void misuse_kernel(Misuse kind, int* out) {
       if (t == 5) __syncthreads();
       out[t] = __shfl_sync(0xFFFFFFFFu, t, 0);
       break;
+    case Misuse::LaneMismatch:
+      out[t] = lane < 16 ? __shfl_sync(0xFFFFFFFFu, t, 0) : static_cast<int>(__ballot_sync(0xFFFFFFFFu, t & 1));
+      break;
     case Misuse::MmaAfterLanesExited: {
       if (lane >= 16) return;
       float d[4] = {0, 0, 0, 0};

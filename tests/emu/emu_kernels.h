@@ -79,6 +79,7 @@ enum class Misuse {
   ShuffleWidthNotPowerOfTwo,  // width 12
   DivergentBarrier,           // half the block at one __syncthreads, half at another
   Deadlock,                   // a lane waits in a shuffle for a lane that waits at __syncthreads
+  LaneMismatch,               // half a warp in __shfl_sync, the other half in __ballot_sync, one full mask
   MmaAfterLanesExited,        // mma.sync with half the warp gone
   LdmatrixMisaligned,         // a row address that is not 16-byte aligned
   CpAsyncPastSharedMemory,    // cp.async into bytes past the dynamic shared memory

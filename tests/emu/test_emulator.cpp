@@ -71,6 +71,26 @@ TEST(EmulatedWarp, EveryShuffleModeWidthAndArgumentFollowsTheProgrammingGuide) {
   }
 }
 
+TEST(EmulatedWarp, ShufflesWithSegmentMasksReadOnlyTheirSegment) {
+  // Each lane names only its own segment of `width` lanes: a source outside it takes no part, so its value is
+  // undefined; inside, the Programming Guide's answer.
+  for (Shuffle mode : {Shuffle::Idx, Shuffle::Up, Shuffle::Down, Shuffle::Xor}) {
+    for (int width : {1, 2, 4, 8, 16}) {
+      std::vector<unsigned> masks(32);
+      for (int lane = 0; lane < 32; ++lane) masks[lane] = ((1u << width) - 1u) << (lane / width * width);
+      for (int arg : {0, 1, 3, 16}) {
+        const std::vector<int> got = shuffle(mode, arg, width, masks, kFull);
+        for (int lane = 0; lane < 32; ++lane) {
+          const int source = guide_source(mode, lane, arg, width);
+          const bool inside = source < 0 || source / width == lane / width;
+          EXPECT_EQ(got[lane], !inside ? kUndefined : 1000 + (source < 0 ? lane : source))
+              << name(mode) << " width " << width << " arg " << arg << " lane " << lane;
+        }
+      }
+    }
+  }
+}
+
 TEST(EmulatedWarp, SixtyFourBitShufflesMoveBothHalves) {
   for (Shuffle mode : {Shuffle::Idx, Shuffle::Up, Shuffle::Down, Shuffle::Xor}) {
     const std::vector<uint64_t> got = shuffle_u64(mode, 3, 8);
@@ -269,6 +289,10 @@ TEST(EmulatedFaults, MisuseIsAStickyDeviceFaultNamingKernelBlockAndThread) {
   expect_fault(Misuse::ShuffleWidthNotPowerOfTwo, kLaunchFailure, "width 12 is not a power of two", true);
   expect_fault(Misuse::DivergentBarrier, kLaunchFailure, "a barrier in divergent code", true);
   expect_fault(Misuse::Deadlock, kLaunchFailure, "deadlock", true);
+  expect_fault(Misuse::LaneMismatch, kLaunchFailure,
+               "wait in __ballot_sync (mask 0xffffffff) with lanes that wait in "
+               "another collective",
+               true);
   expect_fault(Misuse::MmaAfterLanesExited, kLaunchFailure, "mma.sync", true);
   expect_fault(Misuse::LdmatrixMisaligned, kLaunchFailure, "not 16-byte aligned", true);
   expect_fault(Misuse::CpAsyncPastSharedMemory, kLaunchFailure, "past the block's", true);

@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -419,23 +418,31 @@ void BlockRunner::complete_copies(Thread& t, int64_t up_to_group) {
 
 std::string BlockRunner::deadlock_report() const {
   int at_barrier = 0;
-  std::string warps;
-  for (size_t w = 0; w < warps_.size(); ++w) {
-    const Warp& warp = warps_[w];
-    for (int lane = 0; lane < 32 && warp.pending != 0; ++lane) {
-      if ((warp.pending & lane_bit(lane)) == 0) continue;
-      const Thread& t = threads_[w * 32 + static_cast<size_t>(lane)];
-      const unsigned missing = t.post.mask & ~warp.exited & ~warp.pending;
-      if (warps.size() < 600)
-        warps += fmt::format("; warp {} lane {} waits in {} (mask {:#010x}){}", w, lane, warp_op_name(t.post.op),
-                             t.post.mask,
-                             missing != 0 ? fmt::format(" for lanes {:#010x}", missing)
-                                          : std::string(" with lanes that wait in another collective"));
-    }
-  }
   for (const Thread& t : threads_)
     if (t.wait == Wait::Barrier) ++at_barrier;
-  return fmt::format("{} of {} live threads wait at __syncthreads{}", at_barrier, live_, warps);
+  std::string report = fmt::format("{} of {} live threads wait at __syncthreads", at_barrier, live_);
+  // Per warp, the lanes waiting in each (operation, mask), and whom they wait for.
+  for (size_t w = 0; w < warps_.size() && report.size() < 2000; ++w) {
+    const Warp& warp = warps_[w];
+    unsigned reported = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      if ((warp.pending & lane_bit(lane) & ~reported) == 0) continue;
+      const WarpPost& post = threads_[w * 32 + static_cast<size_t>(lane)].post;
+      unsigned lanes = 0;
+      for (int other = lane; other < 32; ++other) {
+        const Thread& t = threads_[w * 32 + static_cast<size_t>(other)];
+        if ((warp.pending & lane_bit(other)) != 0 && t.post.op == post.op && t.post.mask == post.mask)
+          lanes |= lane_bit(other);
+      }
+      reported |= lanes;
+      const unsigned missing = post.mask & ~warp.exited & ~warp.pending;
+      report += fmt::format("; warp {} lanes {:#010x} wait in {} (mask {:#010x}) {}", w, lanes, warp_op_name(post.op),
+                            post.mask,
+                            missing != 0 ? fmt::format("for lanes {:#010x}", missing)
+                                         : std::string("with lanes that wait in another collective"));
+    }
+  }
+  return report;
 }
 
 std::string BlockRunner::describe_address(const void* address) const {

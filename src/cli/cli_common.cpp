@@ -9,9 +9,8 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
-#include "infer/system_report.h"
 #include "io/model_files.h"
-#include "ops/cpu/gemm.h"
+#include "ops/cpu_backend.h"
 
 namespace nvfp4lm::cli {
 
@@ -73,7 +72,7 @@ void print_header(std::string_view command, Device device, std::string_view comp
   const std::string line = header_line(command, device, compute_path, precision) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
-  if (const std::string warning = cpu::blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
+  if (const std::string warning = cpu_blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
 }
 
 QuietInfoLogs::QuietInfoLogs() : saved_(log::level()) {

@@ -5,7 +5,7 @@
 //
 // bench infer (--model M | --preset P [--nvfp4]) --prompt-len N --gen G: prefill tok/s, decode tok/s, time to
 // first token, peak memory, and the weight bandwidth a decode step achieves against a copy bandwidth measured in
-// the same run (infer/bench_infer.h). --preset synthesises a random model of that shape in a temporary directory
+// the same run (tools/bench_infer.h). --preset synthesises a random model of that shape in a temporary directory
 // first (io/synth_model.h), quantized to NVFP4 (ModelOpt layout, io/quantize_model.h) with --nvfp4.
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -22,12 +22,12 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/stopwatch.h"
-#include "infer/bench_infer.h"
 #include "infer/qwen3_cached_lm.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
 #include "io/quantize_model.h"
 #include "io/synth_model.h"
+#include "tools/bench_infer.h"
 
 namespace nvfp4lm::cli {
 

@@ -1,5 +1,5 @@
 // `nvfp4lm bench train`: throughput, FLOP/s against a dense GEMM measured in the same run, and memory of full
-// training steps (train/bench_train.h), as a table on stdout and optionally JSON.
+// training steps (tools/bench_train.h), as a table on stdout and optionally JSON.
 //
 // bench train (--model M | --preset P) --seq-len N --batch B [--steps S] [--warmup-steps W] [--device cpu|cuda]
 //             [--qat w4a16|w4a4|off] [--optimizer adamw|adamw8bit] [--master fp32|bf16] [--json FILE|-]
@@ -24,7 +24,8 @@
 #include "io/hf_config.h"
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
-#include "train/bench_train.h"
+#include "io/synth_model.h"
+#include "tools/bench_train.h"
 #include "train/optim/optimizer.h"
 #include "train/train_options.h"
 

@@ -1,11 +1,11 @@
 // `nvfp4lm demo [--work-dir DIR]`: what `make demo` runs — the whole pipeline on bundled data, on the CPU
-// (train/demo.h). Exit code 0 only when every answer of the reloaded NVFP4 export is the trained one.
+// (tools/demo.h). Exit code 0 only when every answer of the reloaded NVFP4 export is the trained one.
 #include <memory>
 #include <string>
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "train/demo.h"
+#include "tools/demo.h"
 #include "train/metrics.h"
 
 namespace nvfp4lm::cli {

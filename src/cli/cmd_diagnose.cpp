@@ -1,5 +1,5 @@
 // `nvfp4lm diagnose [--json]`: the build, the CPU, the GPUs (or why there are none) and which compute paths can
-// run here and why not (infer/system_report.h). The first stderr line, like every command's, names a device (cuda:0
+// run here and why not (tools/system_report.h). The first stderr line, like every command's, names a device (cuda:0
 // when usable, else cpu), the compute paths available and the precision.
 #include <cstdio>
 #include <memory>
@@ -7,7 +7,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "infer/system_report.h"
+#include "tools/system_report.h"
 
 namespace nvfp4lm::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/logging.h"
-#include "train/chat_template_choice.h"
+#include "tokenizer/chat_template_choice.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 

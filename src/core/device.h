@@ -24,6 +24,13 @@ struct Device {
   static Device parse(const std::string& text);
 };
 
+inline constexpr int kMinCudaSm = 80;  // the oldest GPU nvfp4lm's CUDA kernels run on (major * 10 + minor)
+std::string cuda_sm_text(int sm);      // 90 -> "9.0"
+
+// Why computations cannot run on `device`, in words ("" when they can): not built with CUDA, no GPU (with the
+// driver's reason), no such index, or an SM below kMinCudaSm.
+std::string device_unavailable_reason(Device device);
+
 // True in the NVFP4LM_CUDA=EMULATE build: the CUDA device is the emulated one (docs/cuda-emulation.md).
 constexpr bool cuda_is_emulated() {
 #if defined(NVFP4LM_CUDA_EMULATION) && NVFP4LM_CUDA_EMULATION

@@ -61,12 +61,6 @@ size_t MemoryTracker::peak_bytes(Device device) const {
   return c ? c->peak : 0;
 }
 
-void MemoryTracker::reset_peak(Device device) {
-  std::lock_guard lock(mutex_);
-  Counters& c = counters(device);
-  c.peak = c.current;
-}
-
 void MemoryTracker::set_limit(Device device, size_t bytes) {
   std::lock_guard lock(mutex_);
   counters(device).limit = bytes;

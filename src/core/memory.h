@@ -31,7 +31,6 @@ class MemoryTracker {
 
   size_t current_bytes(Device device) const;
   size_t peak_bytes(Device device) const;
-  void reset_peak(Device device);
   // 0 = unlimited.
   void set_limit(Device device, size_t bytes);
   size_t limit_bytes(Device device) const;

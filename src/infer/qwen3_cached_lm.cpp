@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "infer/generator.h"
+#include "infer/stop_conditions.h"
+#include "tokenizer/chat_template_choice.h"
 
 namespace nvfp4lm {
 
@@ -71,6 +74,20 @@ uint64_t decode_weight_bytes(const Qwen3Weights& weights) {
   if (weights.embed_tokens.defined() && weights.embed_tokens.rank() == 2)
     bytes += weights.embed_tokens.nbytes() / static_cast<uint64_t>(weights.embed_tokens.dim(0));
   return bytes;
+}
+
+std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,
+                          const std::string& question, int64_t max_new_tokens) {
+  const std::vector<ChatMessage> messages = {{"user", question}};
+  const std::vector<int32_t> prompt = encode_generation_prompt(tokenizer, messages, style);
+  Qwen3CachedLm lm(model, static_cast<int64_t>(prompt.size()) + max_new_tokens);
+  GenerationOptions options;
+  options.max_new_tokens = max_new_tokens;
+  options.sampling.temperature = 0.0f;
+  options.eos_ids =
+      end_of_sequence_ids(model.config(), find_generation_config(model.source()), tokenizer, model.config().vocab_size);
+  Generator generator(lm, tokenizer, options);
+  return generator.generate(prompt).text;
 }
 
 }  // namespace nvfp4lm

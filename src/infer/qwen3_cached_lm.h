@@ -14,6 +14,8 @@
 #include "infer/cached_lm.h"
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
 
 namespace nvfp4lm {
 
@@ -54,7 +56,9 @@ class Qwen3CachedLm : public CachedLm {
 // lm_head (the embedding matrix when tied) and one embedding row.
 uint64_t decode_weight_bytes(const Qwen3Weights& weights);
 
-// The context a model allows: max_position_embeddings from its config.
-inline int64_t model_context_limit(const Qwen3Model& model) { return model.config().max_position_embeddings; }
+// The greedy answer of `model` to one user question, rendered with `style` as generation prompts are
+// (encode_generation_prompt), up to max_new_tokens, stopping at an end-of-sequence token.
+std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,
+                          const std::string& question, int64_t max_new_tokens = 64);
 
 }  // namespace nvfp4lm

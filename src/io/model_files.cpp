@@ -224,4 +224,14 @@ std::unique_ptr<ModelFiles> open_model(const fs::path& path, const OpenModelOpti
   return detail::open_safetensors_model(location);
 }
 
+std::vector<fs::path> tokenizer_side_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+                           "merges.txt", "chat_template.jinja"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / name, ec)) files.push_back(dir / name);
+  }
+  return files;
+}
+
 }  // namespace nvfp4lm

@@ -102,4 +102,9 @@ class ModelFiles {
 
 std::unique_ptr<ModelFiles> open_model(const fs::path& path, const OpenModelOptions& options = {});
 
+// The tokenizer and chat-template files a model directory may carry beside its weights (tokenizer.json,
+// tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt, chat_template.jinja): those present in
+// `dir`. quantize, export and a training run's source-model/ copy carry them along.
+std::vector<fs::path> tokenizer_side_files(const fs::path& dir);
+
 }  // namespace nvfp4lm

@@ -6,8 +6,9 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "io/nvfp4_fixed_scale.h"
 #include "io/weight_names.h"
+#include "quant/nvfp4_fixed_scale.h"
+#include "quant/nvfp4_group_scale.h"
 
 namespace nvfp4lm {
 namespace {
@@ -88,13 +89,13 @@ std::map<std::string, ScaleDecision> decide_scales(const ModelFiles& source, con
     } else if (format == ModelFormat::Dat) {
       decision.tensor_scale = 1.0f;
     } else {
-      float amax = 0.0f;
+      Nvfp4GroupScale scale;
       for (const PlannedWeight* member : members) {
         const ModelWeight weight = source.load(member->source);
-        amax = std::max(amax, weight_amax(dense_values(weight), source.path().string() + ": " + member->source));
+        scale.add(dense_values(weight), source.path().string() + ": " + member->source);
         source.release(member->source);
       }
-      decision.tensor_scale = nvfp4_tensor_scale(amax);
+      decision.tensor_scale = scale.tensor_scale();
     }
     decisions[group] = decision;
   }
@@ -105,16 +106,10 @@ std::map<std::string, ScaleDecision> decide_scales(const ModelFiles& source, con
 
 std::vector<fs::path> model_side_files(const ModelFiles& source) {
   std::vector<fs::path> files;
-  auto add_if_present = [&](const fs::path& path) {
-    std::error_code ec;
-    if (fs::is_regular_file(path, ec)) files.push_back(path);
-  };
-  if (source.tokenizer_dir()) {
-    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                             "merges.txt", "chat_template.jinja"})
-      add_if_present(*source.tokenizer_dir() / name);
-  }
-  add_if_present(source.directory() / "generation_config.json");
+  if (source.tokenizer_dir()) files = tokenizer_side_files(*source.tokenizer_dir());
+  std::error_code ec;
+  if (fs::is_regular_file(source.directory() / "generation_config.json", ec))
+    files.push_back(source.directory() / "generation_config.json");
   return files;
 }
 

@@ -6,7 +6,7 @@
 // target can hold them exactly, and otherwise dequantized and requantized (reported as such).
 // Tensor scales: `.dat` has none, so every weight is quantized with tensor scale 1; the ModelOpt layout uses
 // amax / (6 * 448), shared by q/k/v and by gate/up of a layer because inference engines fuse them into one GEMM
-// with one scale (io/nvfp4_fixed_scale.h). This takes one extra read pass (the amax of every member first).
+// with one scale (quant/nvfp4_fixed_scale.h). This takes one extra read pass (the amax of every member first).
 // lm_head with tied embeddings: quantizing it writes a separate NVFP4 lm_head.weight made from the embedding
 // matrix (which itself stays unquantized, since lookups need exact rows) and sets tie_word_embeddings to false
 // in the output config.json, so every loader uses the quantized head instead of the embeddings.

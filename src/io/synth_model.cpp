@@ -45,6 +45,52 @@ std::optional<fs::path> tokenizer_at(const fs::path& dir) {
   return std::nullopt;
 }
 
+// ---- the in-memory random model (random_model_files)
+// --------------------------------------------------------------------------------
+
+class RandomModelFiles final : public ModelFiles {
+ public:
+  RandomModelFiles(const Qwen3Config& config, const std::string& name, uint64_t seed) {
+    config.validate(name);
+    path_ = name;
+    config_path_ = name;
+    config_ = config;
+    config_json_ = qwen3_config_to_json(config);
+    synth_.seed = seed;
+    synth_.dtype = DType::F32;
+    std::vector<WeightInfo> found;
+    for (const ExpectedWeight& expected : qwen3_expected_weights(config)) {
+      WeightInfo info;
+      info.name = expected.name;
+      info.shape = expected.shape;
+      info.dtype = DType::F32;
+      info.storage = "F32 (random, generated in memory)";
+      found.push_back(std::move(info));
+    }
+    finalize_weights(std::move(found));
+  }
+
+  std::vector<fs::path> data_files() const override { return {}; }
+
+  ModelWeight load(const std::string& name) const override {
+    const WeightInfo& info = at(name);
+    const bool norm =
+        info.kind == WeightKind::QkNorm || info.kind == WeightKind::LayerNorm || info.kind == WeightKind::FinalNorm;
+    ModelWeight weight;
+    weight.dense = Tensor::empty(info.shape, DType::F32, Device::cpu());
+    float* values = weight.dense.data<float>();
+    const int64_t count = weight.dense.numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) values[i] = synth_value(synth_, name, norm, i);
+    return weight;
+  }
+
+  void release(const std::string&) const override {}
+
+ private:
+  SynthOptions synth_;
+};
+
 }  // namespace
 
 float synth_value(const SynthOptions& options, const std::string& name, bool norm, int64_t index) {
@@ -126,6 +172,10 @@ SynthReport synth_model(const Qwen3Config& config, const fs::path& out, const Sy
   report.weight_bytes = writer.bytes_written();
   report.shards = writer.shard_count();
   return report;
+}
+
+std::unique_ptr<ModelFiles> random_model_files(const Qwen3Config& config, const std::string& name, uint64_t seed) {
+  return std::make_unique<RandomModelFiles>(config, name, seed);
 }
 
 }  // namespace nvfp4lm

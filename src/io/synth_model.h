@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "core/files.h"
 #include "core/tensor.h"
 #include "io/hf_config.h"
+#include "io/model_files.h"
 #include "io/model_writer.h"
 
 namespace nvfp4lm {
@@ -44,6 +46,11 @@ SynthReport synth_model(const Qwen3Config& config, const fs::path& out, const Sy
 
 // The value synth writes (before rounding to the stored dtype) for element `index` of weight `name`.
 float synth_value(const SynthOptions& options, const std::string& name, bool norm, int64_t index);
+
+// A model that lives only in memory: load() generates each weight as F32, element for element the values
+// `nvfp4lm synth --seed seed --dtype f32` writes (synth_value), so a preset needs no disk (bench train, tests).
+// `name` stands in for a path in messages ("preset:small").
+std::unique_ptr<ModelFiles> random_model_files(const Qwen3Config& config, const std::string& name, uint64_t seed = 0);
 
 // models/qwen3-tokenizer next to the executable's tree (../models, ../../models) or in the source tree
 // (NVFP4LM_SOURCE_DIR), the first that has tokenizer.json.

@@ -15,8 +15,6 @@
 
 namespace nvfp4lm {
 
-const char* decode_mode_name(DecodeMode mode) { return mode == DecodeMode::Graph ? "cuda-graph" : "eager"; }
-
 struct Qwen3DecodeStep::State {
   Tensor host_inputs;     // CPU I32 [2, B]: ids, then positions
   Tensor inputs;          // the same on the model's device; the graph reads it

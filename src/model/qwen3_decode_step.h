@@ -27,7 +27,6 @@
 namespace nvfp4lm {
 
 enum class DecodeMode { Eager, Graph };
-const char* decode_mode_name(DecodeMode mode);  // "eager", "cuda-graph"
 
 class Qwen3DecodeStep {
  public:

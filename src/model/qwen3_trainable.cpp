@@ -8,11 +8,10 @@
 
 #include "core/logging.h"
 #include "core/memory.h"
-#include "io/nvfp4_fixed_scale.h"
 #include "io/weight_names.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
-#include "train/optim/master_amax.h"
+#include "quant/nvfp4_group_scale.h"
 
 namespace nvfp4lm {
 namespace {
@@ -32,18 +31,19 @@ Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype
   return master.to(device);
 }
 
-// Largest magnitude of a master weight, scanned on its own device (no host copy of CUDA masters).
-float master_amax(const Tensor& master, const std::string& name) { return master_weight_amax(master, name); }
-
-// deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the tensor scale of
-// the group's joint amax: what the ModelOpt export writes (io/nvfp4_fixed_scale.h). A packed member keeps Q(W)
-// (its `use` is filled later, by unpack_layer).
+// deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the group's shared
+// tensor scale (quant/nvfp4_group_scale.h: what quantize and the export write). A packed member keeps Q(W) (its
+// `use` is filled later, by unpack_layer).
 void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block) {
-  float amax = 0.0f;
-  for (const TrainTensor* t : group) amax = std::max(amax, master_amax(t->master, t->name));
+  Nvfp4GroupScale scale;
+  for (const TrainTensor* t : group) {
+    NVFP4LM_ASSERT(fused_scale_group(t->name) == fused_scale_group((*group.begin())->name),
+                   "{} is refreshed in the scale group of {}", t->name, (*group.begin())->name);
+    scale.add(t->master, t->name);
+  }
   Nvfp4QuantOptions options;
   options.block = block;
-  options.tensor_scale = nvfp4_tensor_scale(amax);
+  options.tensor_scale = scale.tensor_scale();
   for (TrainTensor* t : group) {
     if (t->keep_packed) {
       t->packed = quantize_nvfp4(t->master, options, t->name.c_str());

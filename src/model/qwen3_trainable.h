@@ -61,11 +61,11 @@
 #include "core/tensor.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
+#include "model/parameter.h"
 #include "model/qwen3_block.h"
 #include "model/qwen3_model.h"
 #include "ops/rope.h"
 #include "quant/nvfp4.h"
-#include "train/optim/parameter.h"
 
 namespace nvfp4lm {
 

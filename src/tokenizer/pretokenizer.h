@@ -32,7 +32,6 @@ class RegexSplitter {
   void split(std::string_view text, std::vector<Piece>& pieces) const;
 
   bool jit() const { return jit_; }
-  const std::string& pcre2_pattern() const { return pattern_; }
 
  private:
   std::string pattern_;   // after the \s rewrite

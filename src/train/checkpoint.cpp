@@ -299,12 +299,6 @@ json read_trainer_state(const fs::path& dir) {
   return parse_trainer_state(path);
 }
 
-void load_tensors_into(const fs::path& file, std::span<const NamedTensor> destinations) {
-  std::shared_ptr<SafetensorsFile> source = SafetensorsFile::open(file);
-  check_tensors_match(*source, destinations);
-  copy_tensors(*source, destinations);
-}
-
 json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optimizer& optimizer, VerifyLevel level) {
   std::error_code ec;
   NVFP4LM_CHECK(fs::is_directory(dir, ec), "checkpoint {} does not exist or is not a directory", dir.string());

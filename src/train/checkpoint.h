@@ -35,8 +35,8 @@
 
 #include "core/rng.h"
 #include "io/checksum.h"
+#include "model/parameter.h"
 #include "train/optim/optimizer.h"
-#include "train/optim/parameter.h"
 
 namespace nvfp4lm {
 
@@ -83,10 +83,8 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
 nlohmann::json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optimizer& optimizer,
                                VerifyLevel level = VerifyLevel::Checksums);
 
-// Lower level: reads trainer_state.json, and copies a safetensors file's tensors into `destinations`
-// (which must be exactly the file's tensors, with equal dtypes and shapes).
+// Lower level: reads trainer_state.json.
 nlohmann::json read_trainer_state(const fs::path& dir);
-void load_tensors_into(const fs::path& file, std::span<const NamedTensor> destinations);
 
 // Rng::State as JSON (four 16-digit hex strings, safe in any JSON reader) and back; Error names `what`.
 nlohmann::json rng_state_to_json(const Rng::State& state);

@@ -12,9 +12,10 @@
 #include "io/checksum.h"
 #include "io/hf_config.h"
 #include "io/model_writer.h"
-#include "io/nvfp4_fixed_scale.h"
 #include "io/safetensors_reader.h"
 #include "io/weight_names.h"
+#include "quant/nvfp4_fixed_scale.h"
+#include "quant/nvfp4_group_scale.h"
 #include "train/checkpoint.h"
 
 namespace nvfp4lm {
@@ -72,17 +73,6 @@ struct PlannedExport {
   WeightPlan plan;
   std::string source;  // master it is made from
 };
-
-// Small files of a model directory that travel with an export (config.json is written from the JSON instead).
-std::vector<fs::path> tokenizer_files_in(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                           "merges.txt", "chat_template.jinja"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(dir / name, ec)) files.push_back(dir / name);
-  }
-  return files;
-}
 
 }  // namespace
 
@@ -150,13 +140,11 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   // Tensor scale per fused group: the trained forward's (joint amax / (6 * 448)), or 1 for `.dat`.
   std::map<std::string, float> group_scale;
   if (options.format == ModelFormat::ModeloptNvfp4) {
-    std::map<std::string, float> group_amax;
-    for (const PlannedExport& weight : plan) {
-      if (!weight.plan.nvfp4) continue;
-      float& amax = group_amax[fused_scale_group(weight.plan.name)];
-      amax = std::max(amax, weight_amax(host(*by_name.at(weight.source)), weight.source));
-    }
-    for (const auto& [group, amax] : group_amax) group_scale[group] = nvfp4_tensor_scale(amax);
+    std::map<std::string, Nvfp4GroupScale> groups;
+    for (const PlannedExport& weight : plan)
+      if (weight.plan.nvfp4)
+        groups[fused_scale_group(weight.plan.name)].add(host(*by_name.at(weight.source)), weight.source);
+    for (const auto& [group, scale] : groups) group_scale[group] = scale.tensor_scale();
   } else if (options.format == ModelFormat::Dat) {
     log::warn(
         "the .dat format stores no tensor scale: NVFP4 weights are quantized with tensor scale 1, which is "
@@ -234,11 +222,11 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   const fs::path copy = run_dir / kSourceModelDirName;
   const std::string source_model = model.value("source", std::string());
   if (fs::is_directory(copy, ec)) {
-    input.source.side_files = tokenizer_files_in(copy);
+    input.source.side_files = tokenizer_side_files(copy);
   } else if (!source_model.empty() && fs::exists(source_model, ec)) {
     const fs::path dir =
         fs::is_directory(source_model, ec) ? fs::path(source_model) : fs::path(source_model).parent_path();
-    input.source.side_files = tokenizer_files_in(dir);
+    input.source.side_files = tokenizer_side_files(dir);
   }
   if (input.source.side_files.empty())
     log::warn("no tokenizer files found for {} (neither {} nor the source model {}); the export will lack them",

@@ -27,8 +27,8 @@
 
 #include "core/files.h"
 #include "io/model_files.h"
+#include "model/parameter.h"
 #include "quant/nvfp4.h"
-#include "train/optim/parameter.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm {

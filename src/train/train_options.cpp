@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "train/chat_template_choice.h"
+#include "tokenizer/chat_template_choice.h"
 #include "train/optim/optimizer.h"
 
 namespace nvfp4lm {

@@ -8,12 +8,10 @@
 #include "core/logging.h"
 #include "core/memory.h"
 #include "core/stopwatch.h"
-#include "infer/system_report.h"
 #include "io/hf_config.h"
-#include "train/chat_template_choice.h"
+#include "tokenizer/chat_template_choice.h"
 #include "train/checkpoint.h"
-#include "train/fused_step.h"
-#include "train/optim/grad_clip.h"
+#include "train/train_step.h"
 
 namespace nvfp4lm {
 namespace {
@@ -30,17 +28,6 @@ std::vector<std::string> split_lines(const std::string& text) {
     start = end + 1;
   }
   return lines;
-}
-
-// Tokenizer and chat files of a model directory (what exports and the source-model/ copy carry).
-std::vector<fs::path> tokenizer_files(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                           "merges.txt", "chat_template.jinja"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(dir / name, ec)) files.push_back(dir / name);
-  }
-  return files;
 }
 
 json read_json_file(const fs::path& path) {
@@ -230,7 +217,7 @@ void Trainer::prepare_run_directory() {
       write_file_atomic(tmp / "generation_config.json", generation_config_json_->dump(2) + "\n");
     const fs::path tokenizer_dir =
         !options_.tokenizer.empty() ? fs::path(options_.tokenizer) : files_->tokenizer_dir().value_or(fs::path());
-    for (const fs::path& file : tokenizer_files(tokenizer_dir)) {
+    for (const fs::path& file : tokenizer_side_files(tokenizer_dir)) {
       fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing, ec);
       NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), tmp.string(), ec.message());
     }
@@ -354,33 +341,24 @@ StepMetrics Trainer::train_step() {
 }
 
 void Trainer::separate_update(StepMetrics& m, const std::vector<TokenBatch>& batches) {
-  LossStats total;
-  {
-    const MemoryPhase phase("forward");
-    const auto grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
-    for (const TokenBatch& batch : batches) {
-      const TrainBatch train_batch{batch.ids, batch.targets, batch.positions, batch.segment_ids};
-      const LossStats stats = model_->forward_backward(train_batch, grad_scale, options_.loss);
-      total.loss_sum += stats.loss_sum;
-      total.tokens += stats.tokens;
-      total.correct += stats.correct;
-    }
-  }
+  std::vector<TrainBatch> micro_batches;
+  for (const TokenBatch& batch : batches)
+    micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+  const auto grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
+  const LossStats total = accumulate_gradients(*model_, micro_batches, grad_scale, options_.loss);
   NVFP4LM_ASSERT(total.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}", m.step,
                  total.tokens, m.loss_tokens);
   m.loss = total.loss_sum / static_cast<double>(m.loss_tokens);
   m.token_accuracy = static_cast<double>(total.correct) / static_cast<double>(m.loss_tokens);
 
-  const MemoryPhase phase("optimizer");
-  m.grad_norm = grad_norm(model_->parameters());
-  if (!std::isfinite(m.loss) || !std::isfinite(m.grad_norm)) {
+  const UpdateResult update = apply_update(*model_, *optimizer_, m.loss, m.lr, options_.max_grad_norm);
+  m.grad_norm = update.grad_norm;
+  if (!update.applied) {
     report_nonfinite(m, !std::isfinite(m.loss) ? "non-finite loss" : "non-finite gradient norm", false);
     model_->zero_grad();
     return;
   }
-  m.clip_coefficient = clip_coefficient(m.grad_norm, options_.max_grad_norm);
-  optimizer_->step(model_->parameters(), m.lr, static_cast<float>(m.clip_coefficient));
-  model_->refresh_quantized();
+  m.clip_coefficient = update.clip_coefficient;
 }
 
 void Trainer::fused_update(StepMetrics& m, const TokenBatch& batch) {
@@ -468,7 +446,7 @@ ExportSource Trainer::export_source() const {
   const fs::path tokenizer_dir = fs::is_directory(copy, ec)    ? copy
                                  : !options_.tokenizer.empty() ? fs::path(options_.tokenizer)
                                                                : files_->tokenizer_dir().value_or(fs::path());
-  source.side_files = tokenizer_files(tokenizer_dir);
+  source.side_files = tokenizer_side_files(tokenizer_dir);
   // An --overwrite export replaces OUT as a whole: it must not hold the model, tokenizer or data it was trained
   // from, nor the run's own files.
   source.protected_paths = {{files_->path(), false}, {options_.output, true}, {options_.data, false}};

@@ -1,10 +1,9 @@
 // Generation with the real (tiny, random) Qwen3 model: greedy tokens through the KV cache equal a manual loop of
 // full forward passes; chat turns that reuse and truncate the cache equal a fresh run of the whole conversation;
-// the decode weight bytes; the inference benchmark's bookkeeping.
+// the decode weight bytes.
 #include <gtest/gtest.h>
 
 #include "core/memory.h"
-#include "infer/bench_infer.h"
 #include "infer/chat_session.h"
 #include "infer/generator.h"
 #include "infer/qwen3_cached_lm.h"
@@ -138,31 +137,6 @@ TEST(Qwen3Generation, DecodeWeightBytes) {
   const int64_t elements =
       c.num_hidden_layers * per_layer + c.hidden_size + c.vocab_size * c.hidden_size + c.hidden_size;
   EXPECT_EQ(decode_weight_bytes(model.weights()), static_cast<uint64_t>(elements) * 4);
-}
-
-TEST(Qwen3Generation, InferBenchReportsConsistentNumbers) {
-  const Qwen3Model& model = tiny_model();
-  Qwen3CachedLm lm(model, 16 + 5 - 1);
-  InferBenchOptions options;
-  options.prompt_tokens = 16;
-  options.generate_tokens = 5;
-  InferBenchResult result = run_infer_bench(lm, 1000000, options);
-  EXPECT_EQ(lm.length(), 0);
-  EXPECT_GT(result.prefill_tokens_per_second, 0);
-  EXPECT_GT(result.decode_tokens_per_second, 0);
-  EXPECT_NEAR(result.prefill_tokens_per_second * result.prefill_seconds, 16, 1e-6);
-  EXPECT_NEAR(result.decode_tokens_per_second * result.decode_seconds, 4, 1e-6);
-  EXPECT_NEAR(result.weight_gb_per_s, 1e6 * result.decode_tokens_per_second / 1e9, 1e-9);
-  EXPECT_GE(result.time_to_first_token_seconds, result.prefill_seconds);
-  set_copy_ceiling(result, measure_copy_bandwidth(Device::cpu(), 16u << 20));
-  EXPECT_GT(result.copy.gb_per_s, 0.1);
-  EXPECT_NEAR(result.percent_of_copy, 100 * result.weight_gb_per_s / result.copy.gb_per_s, 1e-9);
-  const auto json = infer_bench_json(result);
-  EXPECT_EQ(json["generated_tokens"], 5);
-  EXPECT_NE(infer_bench_table(result).find("decode"), std::string::npos);
-  // Too small a cache is an Error, not an overflow.
-  Qwen3CachedLm small(model, 8);
-  EXPECT_THROW(run_infer_bench(small, 1, options), Error);
 }
 
 }  // namespace

@@ -10,12 +10,12 @@
 #include "io/dat_format.h"
 #include "io/io_test_util.h"
 #include "io/model_files.h"
-#include "io/nvfp4_fixed_scale.h"
 #include "io/quantize_model.h"
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
 #include "io/synth_model.h"
 #include "quant/e4m3.h"
+#include "quant/nvfp4_fixed_scale.h"
 
 namespace nvfp4lm::test {
 namespace {

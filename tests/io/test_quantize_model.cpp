@@ -11,10 +11,10 @@
 #include "io/dat_format.h"
 #include "io/io_test_util.h"
 #include "io/model_files.h"
-#include "io/nvfp4_fixed_scale.h"
 #include "io/quantize_model.h"
 #include "io/safetensors_reader.h"
 #include "io/synth_model.h"
+#include "quant/nvfp4_fixed_scale.h"
 
 namespace nvfp4lm::test {
 namespace {

@@ -5,9 +5,9 @@
 // max |diff| / max |ref|. Also: bf16 masters, and the QAT forward weights really being NVFP4 values.
 #include <gtest/gtest.h>
 
-#include "io/nvfp4_fixed_scale.h"
 #include "io/quantize_model.h"
 #include "model_test_util.h"
+#include "quant/nvfp4_fixed_scale.h"
 
 namespace nvfp4lm::test {
 namespace {

@@ -8,8 +8,8 @@
 #include <map>
 
 #include "core/memory.h"
+#include "io/synth_model.h"
 #include "model_test_util.h"
-#include "train/bench_train.h"
 
 namespace nvfp4lm::test {
 namespace {

@@ -1,4 +1,4 @@
-// The optimizer step fused into the backward (TrainModelOptions::fused_update, train/fused_step.h, --fused-update):
+// The optimizer step fused into the backward (TrainModelOptions::fused_update, train/train_step.h, --fused-update):
 //  - several steps give bit-identical weights, optimizer state and losses to separate forward/backward + step
 //    (no clipping) for both optimizers, fp32 and bf16 masters, QAT modes, tied and untied heads, with recompute;
 //  - gradient memory drops to one block's (the backward's peak);
@@ -11,10 +11,10 @@
 #include <map>
 
 #include "core/memory.h"
+#include "io/synth_model.h"
 #include "model/qwen3_trainable.h"
-#include "train/bench_train.h"
-#include "train/fused_step.h"
 #include "train/optim/grad_clip.h"
+#include "train/train_step.h"
 #include "train/trainer.h"
 #include "trainer_test_support.h"
 

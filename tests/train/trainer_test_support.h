@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/test_util.h"
-#include "train/optim/parameter.h"
+#include "model/parameter.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm::test {

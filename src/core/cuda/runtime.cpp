@@ -117,7 +117,6 @@ size_t round_size(size_t bytes) {
 struct Cache {
   std::mutex mutex;
   std::map<int, std::multimap<size_t, void*>> free_blocks;  // device -> size -> block
-  std::map<int, size_t> reserved;
   std::map<int, cudaStream_t> streams;
   std::vector<HeldBlock>* held = nullptr;  // while a graph is being captured: frees go here (graph.h)
 };
@@ -130,10 +129,7 @@ Cache& cache() {
 void release_cached_locked(Cache& c) {
   for (auto& [device, blocks] : c.free_blocks) {
     cudaSetDevice(device);
-    for (auto& [size, ptr] : blocks) {
-      cudaFree(ptr);
-      c.reserved[device] -= size;
-    }
+    for (auto& block : blocks) cudaFree(block.second);
     blocks.clear();
   }
 }
@@ -173,7 +169,6 @@ void* device_malloc(int index, size_t bytes) {
         index, to_mib(bytes), MemoryTracker::instance().current_phase(),
         to_gib(MemoryTracker::instance().current_bytes(Device::cuda(index))), to_gib(free_bytes), to_gib(total_bytes));
   }
-  c.reserved[index] += size;
   return ptr;
 }
 
@@ -193,19 +188,6 @@ void hold_frees(std::vector<HeldBlock>* held) {
   std::lock_guard lock(c.mutex);
   NVFP4LM_ASSERT(held == nullptr || c.held == nullptr, "hold_frees: a capture is already holding frees");
   c.held = held;
-}
-
-void empty_cache() {
-  Cache& c = cache();
-  std::lock_guard lock(c.mutex);
-  cudaDeviceSynchronize();
-  release_cached_locked(c);
-}
-
-size_t reserved_bytes(int index) {
-  Cache& c = cache();
-  std::lock_guard lock(c.mutex);
-  return c.reserved[index];
 }
 
 void* current_stream_handle() {

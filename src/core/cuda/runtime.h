@@ -47,9 +47,6 @@ struct HeldBlock {
   size_t bytes = 0;
 };
 void hold_frees(std::vector<HeldBlock>* held);
-// Returns every cached block to the driver.
-void empty_cache();
-size_t reserved_bytes(int index);
 
 // Stream-ordered copy on stream(). A copy to the host waits for its data; device-to-device and host-to-device
 // copies return at once (CUDA stages a pageable host source before cudaMemcpyAsync returns, so the caller may

@@ -3,7 +3,6 @@
 #include "ops/cpu/gemm.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <limits>
@@ -53,25 +52,6 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
               to_blas(m, "M"), to_blas(n, "N"), to_blas(k, "K"), alpha, ma.data, to_blas(ma.ld, "lda"), mb.data,
               to_blas(mb.ld, "ldb"), beta, mc.data, to_blas(mc.ld, "ldc"));
-}
-
-const char* blas_threading() {
-  switch (openblas_get_parallel()) {
-    case 0:
-      return "sequential";
-    case 1:
-      return "pthreads";
-    case 2:
-      return "OpenMP";
-  }
-  return "unknown";
-}
-
-std::string blas_threading_warning() {
-  if (openblas_get_parallel() != 1 || omp_get_max_threads() < 2) return {};
-  return "OpenBLAS here is its pthreads build, whose spinning threads slow nvfp4lm's OpenMP CPU kernels (prefill "
-         "~2.7x); install Debian's libopenblas-openmp-dev (scripts/setup-deps.sh does) and rebuild, or set "
-         "OPENBLAS_NUM_THREADS=1";
 }
 
 }  // namespace nvfp4lm::cpu

@@ -249,10 +249,6 @@ std::string_view pair_template_name(PairTemplate pair_template) {
   return pair_template == PairTemplate::Chat ? "chat" : "raw";
 }
 
-std::string_view text_split_name(TextSplit split) {
-  return split == TextSplit::WholeFile ? "whole-file" : "blank-lines";
-}
-
 std::string describe_dataset_summary(const DatasetSummary& s) {
   std::string text = fmt::format("dataset {} ({}): {} records -> {} samples\n", s.path.string(),
                                  data_format_name(s.format), s.records, s.samples);

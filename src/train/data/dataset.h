@@ -107,7 +107,6 @@ PairTemplate parse_pair_template(std::string_view name);
 TextSplit parse_text_split(std::string_view name);
 std::string_view data_format_name(DataFormat format);
 std::string_view pair_template_name(PairTemplate pair_template);
-std::string_view text_split_name(TextSplit split);
 
 // Multi-line, human-readable report of a summary (what the train command prints before training).
 std::string describe_dataset_summary(const DatasetSummary& summary);

@@ -17,7 +17,7 @@
 
 #include <span>
 
-#include "train/optim/parameter.h"
+#include "model/parameter.h"
 
 namespace nvfp4lm {
 

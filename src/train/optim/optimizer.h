@@ -32,8 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/parameter.h"
 #include "train/optim/adamw_math.h"
-#include "train/optim/parameter.h"
 
 namespace nvfp4lm {
 

@@ -20,9 +20,9 @@
 
 #include "common/test_util.h"
 #include "core/numeric.h"
+#include "quant/master_amax.h"
 #include "train/checkpoint.h"
 #include "train/optim/grad_clip.h"
-#include "train/optim/master_amax.h"
 #include "train/optim/optimizer.h"
 
 namespace nvfp4lm {

@@ -1,5 +1,5 @@
 // See chat_template_choice.h.
-#include "train/chat_template_choice.h"
+#include "tokenizer/chat_template_choice.h"
 
 #include "core/error.h"
 

@@ -56,9 +56,4 @@ struct DemoResult {
 
 DemoResult run_demo(const DemoOptions& options);
 
-// The greedy answer of `model` to one user question, rendered with `style` as generation prompts are
-// (encode_generation_prompt), up to max_new_tokens, stopping at an end-of-sequence token.
-std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,
-                          const std::string& question, int64_t max_new_tokens = 64);
-
 }  // namespace nvfp4lm

@@ -1,5 +1,5 @@
 // See bench_infer.h.
-#include "infer/bench_infer.h"
+#include "tools/bench_infer.h"
 
 #include <fmt/format.h>
 #include <omp.h>

@@ -8,8 +8,8 @@
 
 #include "common/test_util.h"
 #include "io/io_test_util.h"
-#include "io/nvfp4_fixed_scale.h"
 #include "quant/nvfp4.h"
+#include "quant/nvfp4_fixed_scale.h"
 
 namespace nvfp4lm::test {
 namespace {

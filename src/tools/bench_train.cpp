@@ -1,6 +1,6 @@
-// See bench_train.h. The in-memory random model first, then the FLOP count, the GEMM ceilings, the timed steps and
+// See bench_train.h. The FLOP count, the GEMM ceilings, the timed steps and
 // the formatting.
-#include "train/bench_train.h"
+#include "tools/bench_train.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -15,10 +15,8 @@
 #include "core/stopwatch.h"
 #include "core/tensor.h"
 #include "io/synth_model.h"
-#include "io/weight_names.h"
 #include "ops/gemm.h"
-#include "train/fused_step.h"
-#include "train/optim/grad_clip.h"
+#include "train/train_step.h"
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
 #endif
@@ -28,51 +26,6 @@ namespace {
 
 // Ids at and above this are Qwen3's special tokens; random rows stay below (smaller vocabularies: all ids).
 constexpr int64_t kOrdinaryTokenIds = 151643;
-
-// ---- the in-memory random model --------------------------------------------------------------------------------
-
-class RandomModelFiles final : public ModelFiles {
- public:
-  RandomModelFiles(const Qwen3Config& config, const std::string& name, uint64_t seed) {
-    config.validate(name);
-    path_ = name;
-    config_path_ = name;
-    config_ = config;
-    config_json_ = qwen3_config_to_json(config);
-    synth_.seed = seed;
-    synth_.dtype = DType::F32;
-    std::vector<WeightInfo> found;
-    for (const ExpectedWeight& expected : qwen3_expected_weights(config)) {
-      WeightInfo info;
-      info.name = expected.name;
-      info.shape = expected.shape;
-      info.dtype = DType::F32;
-      info.storage = "F32 (random, generated in memory)";
-      found.push_back(std::move(info));
-    }
-    finalize_weights(std::move(found));
-  }
-
-  std::vector<fs::path> data_files() const override { return {}; }
-
-  ModelWeight load(const std::string& name) const override {
-    const WeightInfo& info = at(name);
-    const bool norm =
-        info.kind == WeightKind::QkNorm || info.kind == WeightKind::LayerNorm || info.kind == WeightKind::FinalNorm;
-    ModelWeight weight;
-    weight.dense = Tensor::empty(info.shape, DType::F32, Device::cpu());
-    float* values = weight.dense.data<float>();
-    const int64_t count = weight.dense.numel();
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < count; ++i) values[i] = synth_value(synth_, name, norm, i);
-    return weight;
-  }
-
-  void release(const std::string&) const override {}
-
- private:
-  SynthOptions synth_;
-};
 
 // ---- timing helpers ---------------------------------------------------------------------------------------------
 
@@ -170,10 +123,6 @@ std::string percent(double part, double whole) {
 
 }  // namespace
 
-std::unique_ptr<ModelFiles> random_model_files(const Qwen3Config& config, const std::string& name, uint64_t seed) {
-  return std::make_unique<RandomModelFiles>(config, name, seed);
-}
-
 std::string train_compute_path(Device device, QatMode qat) {
   return fmt::format("{}/{}", device.is_cpu() ? "cpu" : "cuda", qat == QatMode::Off ? "dense" : "dequant-gemm");
 }
@@ -268,29 +217,21 @@ TrainBenchResult run_train_bench(Qwen3Trainable& model, Optimizer& optimizer, co
                     "bench train: step {} has a non-finite loss ({}) or gradient norm ({}); try a smaller --lr",
                     step + 1, loss, fused.grad_norm);
     } else {
-      const LossStats stats = model.forward_backward(batch, grad_scale);  // phases "forward", "backward"
+      const LossStats stats = accumulate_gradients(model, std::span(&batch, 1), grad_scale, LossKind::CrossEntropy);
       synchronize(device);
       times.forward_backward = seconds_since(start);
       loss = stats.mean();
-    }
-    start = Clock::now();
-    if (!model.options().fused_update) {
-      const MemoryPhase phase("optimizer");
-      const double norm = grad_norm(parameters);
-      NVFP4LM_CHECK(std::isfinite(loss) && std::isfinite(norm),
+      start = Clock::now();
+      const UpdateResult update =
+          apply_update(model, optimizer, loss, options.lr, options.max_grad_norm, [&](StepPart part) {
+            synchronize(device);
+            (part == StepPart::Optimizer ? times.optimizer : times.refresh) = seconds_since(start);
+            start = Clock::now();
+          });
+      NVFP4LM_CHECK(update.applied,
                     "bench train: step {} has a non-finite loss ({}) or gradient norm ({}); try a smaller --lr",
-                    step + 1, loss, norm);
-      optimizer.step(parameters, options.lr, clip_coefficient(norm, options.max_grad_norm));
-      synchronize(device);
+                    step + 1, loss, update.grad_norm);
     }
-    times.optimizer = seconds_since(start);
-    start = Clock::now();
-    if (!model.options().fused_update) {
-      const MemoryPhase phase("refresh");
-      model.refresh_quantized();
-      synchronize(device);
-    }
-    times.refresh = seconds_since(start);
 
     if (step == 0) result.first_loss = loss;
     result.last_loss = loss;

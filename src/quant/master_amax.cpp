@@ -1,6 +1,6 @@
-#include "train/optim/master_amax.h"
+#include "quant/master_amax.h"
 
-#include "io/nvfp4_fixed_scale.h"
+#include "quant/nvfp4_fixed_scale.h"
 
 #if NVFP4LM_HAS_CUDA
 #include "train/optim/cuda/optim_kernels.h"

@@ -1,7 +1,7 @@
 // See system_report.h. Everything here is read-only probing: /proc for the CPU, OpenMP and OpenBLAS for threads,
 // the CUDA runtime (core/cuda/runtime.h, only in CUDA builds) for GPUs. Nothing throws for a missing piece of
 // information; it is reported as unknown.
-#include "infer/system_report.h"
+#include "tools/system_report.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -14,8 +14,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
-#include "ops/cpu/gemm.h"
-#include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu_backend.h"
 #include "ops/nvfp4_linear.h"
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
@@ -60,8 +59,6 @@ std::string simd_features() {
   return text.empty() ? std::string("unknown") : text;
 }
 
-std::string sm_text(int sm) { return fmt::format("{}.{}", sm / 10, sm % 10); }
-
 // Why no CUDA path can run on the first GPU ("" when one can).
 std::string cuda_prerequisite_missing(const SystemReport& report) {
   if (!report.cuda_built) return "not built with CUDA";
@@ -69,7 +66,7 @@ std::string cuda_prerequisite_missing(const SystemReport& report) {
   const GpuReport& gpu = report.gpus.front();
   if (gpu.sm < kMinCudaSm)
     return fmt::format("GPU cuda:0 ({}) has SM {}; nvfp4lm's CUDA kernels need SM {} or newer", gpu.name,
-                       sm_text(gpu.sm), sm_text(kMinCudaSm));
+                       cuda_sm_text(gpu.sm), cuda_sm_text(kMinCudaSm));
   return {};
 }
 
@@ -85,10 +82,9 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   }
   if (!nvfp4_cpu.empty())
     paths.push_back({"cpu/dequant-gemm", nvfp4_cpu == "cpu/dequant-gemm",
-                     nvfp4_cpu == "cpu/dequant-gemm"
-                         ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel", cpu_detail,
-                                       cpu::dot_isa_name(cpu::best_nvfp4_dot_isa()))
-                         : "NVFP4 linears on the CPU use " + nvfp4_cpu});
+                     nvfp4_cpu == "cpu/dequant-gemm" ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel",
+                                                                   cpu_detail, cpu_nvfp4_dot_kernel())
+                                                     : "NVFP4 linears on the CPU use " + nvfp4_cpu});
 
   const std::string missing = cuda_prerequisite_missing(report);
   if (!missing.empty()) {
@@ -118,25 +114,6 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
 
 }  // namespace
 
-std::string device_unavailable_reason(Device device) {
-  if (device.is_cpu()) return {};
-#if NVFP4LM_HAS_CUDA
-  const int count = cuda::device_count();
-  if (count == 0) return "no GPU is usable: " + cuda::unavailable_reason();
-  if (device.index >= count)
-    return fmt::format("{} does not exist: {} GPU(s) found (cuda:0..cuda:{})", device.str(), count, count - 1);
-  const cuda::DeviceInfo info = cuda::device_info(device.index);
-  const int sm = info.sm_major * 10 + info.sm_minor;
-  if (sm < kMinCudaSm)
-    return fmt::format("{} ({}) has SM {}; nvfp4lm's CUDA kernels need SM {} or newer", device.str(), info.name,
-                       sm_text(sm), sm_text(kMinCudaSm));
-  return {};
-#else
-  return "this nvfp4lm was built without CUDA (configure with -DNVFP4LM_CUDA=ON on a machine with the CUDA "
-         "toolkit)";
-#endif
-}
-
 SystemReport collect_system_report() {
   SystemReport report;
   report.version = NVFP4LM_VERSION;
@@ -156,8 +133,8 @@ SystemReport collect_system_report() {
   const char* config = openblas_get_config();
   const char* core = openblas_get_corename();
   report.blas = fmt::format("OpenBLAS ({}; core {}; {} threading)", config ? config : "?", core ? core : "?",
-                            cpu::blas_threading());
-  report.blas_warning = cpu::blas_threading_warning();
+                            cpu_blas_threading());
+  report.blas_warning = cpu_blas_threading_warning();
   report.blas_threads = openblas_get_num_threads();
   report.memory_total_bytes = meminfo_total_bytes();
 #if NVFP4LM_HAS_CUDA
@@ -181,7 +158,7 @@ nlohmann::json system_report_json(const SystemReport& report) {
   for (const GpuReport& gpu : report.gpus) {
     gpus.push_back({{"index", gpu.index},
                     {"name", gpu.name},
-                    {"sm", sm_text(gpu.sm)},
+                    {"sm", cuda_sm_text(gpu.sm)},
                     {"multiprocessors", gpu.multiprocessors},
                     {"total_bytes", gpu.total_bytes},
                     {"free_bytes", gpu.free_bytes},
@@ -226,7 +203,7 @@ std::string system_report_text(const SystemReport& report) {
   if (report.gpus.empty()) text += fmt::format("gpu      none: {}\n", report.gpu_unavailable);
   for (const GpuReport& gpu : report.gpus) {
     text += fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB ({:.1f} GiB free), driver {}, runtime {}\n",
-                        gpu.index, gpu.name, sm_text(gpu.sm), gpu.multiprocessors, to_gib(gpu.total_bytes),
+                        gpu.index, gpu.name, cuda_sm_text(gpu.sm), gpu.multiprocessors, to_gib(gpu.total_bytes),
                         to_gib(gpu.free_bytes), gpu.driver_version, gpu.runtime_version);
   }
   text += "compute paths\n";

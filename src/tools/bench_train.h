@@ -31,11 +31,6 @@
 
 namespace nvfp4lm {
 
-// A model that lives only in memory: load() generates each weight as F32, element for element the values
-// `nvfp4lm synth --seed seed --dtype f32` writes (io/synth_model.h synth_value), so a preset needs no disk.
-// `name` stands in for a path in messages ("preset:small").
-std::unique_ptr<ModelFiles> random_model_files(const Qwen3Config& config, const std::string& name, uint64_t seed = 0);
-
 // "cpu/dequant-gemm" (QAT: deq(Q(W)) in a dense GEMM) or "cpu/dense"; "cuda/..." likewise (as Trainer says).
 std::string train_compute_path(Device device, QatMode qat);
 // "fp32 activations, fp32 master weights, fp32 gradients, QAT w4a16".

@@ -1,11 +1,43 @@
-// See fused_step.h.
-#include "train/fused_step.h"
+// See train_step.h.
+#include "train/train_step.h"
 
 #include <cmath>
 
+#include "core/memory.h"
 #include "train/optim/grad_clip.h"
 
 namespace nvfp4lm {
+
+LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches, float grad_scale,
+                               LossKind loss) {
+  const MemoryPhase phase("forward");
+  LossStats total;
+  for (const TrainBatch& batch : micro_batches) {
+    const LossStats stats = model.forward_backward(batch, grad_scale, loss);
+    total.loss_sum += stats.loss_sum;
+    total.tokens += stats.tokens;
+    total.correct += stats.correct;
+  }
+  return total;
+}
+
+UpdateResult apply_update(Qwen3Trainable& model, Optimizer& optimizer, double loss, double lr, double max_grad_norm,
+                          const std::function<void(StepPart)>& after) {
+  UpdateResult result;
+  {
+    const MemoryPhase phase("optimizer");
+    result.grad_norm = grad_norm(model.parameters());
+    if (!std::isfinite(loss) || !std::isfinite(result.grad_norm)) return result;
+    result.clip_coefficient = clip_coefficient(result.grad_norm, max_grad_norm);
+    optimizer.step(model.parameters(), lr, static_cast<float>(result.clip_coefficient));
+    if (after) after(StepPart::Optimizer);
+  }
+  const MemoryPhase phase("refresh");
+  model.refresh_quantized();
+  if (after) after(StepPart::Refresh);
+  result.applied = true;
+  return result;
+}
 
 FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,
                                  LossKind loss, double lr) {

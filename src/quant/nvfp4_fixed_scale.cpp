@@ -1,4 +1,4 @@
-#include "io/nvfp4_fixed_scale.h"
+#include "quant/nvfp4_fixed_scale.h"
 
 #include <algorithm>
 #include <cfloat>

@@ -1,4 +1,4 @@
-#include "train/optim/parameter.h"
+#include "model/parameter.h"
 
 #include <unordered_set>
 

@@ -1,6 +1,6 @@
 // See demo.h. The numbers (model shape, epochs, learning rate) were chosen by measurement on a 2-core CPU: the
 // smallest settings for which every demo answer comes out right, with time to spare in the 3-minute budget.
-#include "train/demo.h"
+#include "tools/demo.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include "infer/qwen3_cached_lm.h"
 #include "infer/stop_conditions.h"
 #include "io/synth_model.h"
-#include "train/chat_template_choice.h"
+#include "tokenizer/chat_template_choice.h"
 #include "train/data/demo_data.h"
 
 namespace nvfp4lm {
@@ -65,20 +65,6 @@ bool DemoResult::passed() const {
   for (const DemoAnswer& answer : answers)
     if (!answer.correct) return false;
   return true;
-}
-
-std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,
-                          const std::string& question, int64_t max_new_tokens) {
-  const std::vector<ChatMessage> messages = {{"user", question}};
-  const std::vector<int32_t> prompt = encode_generation_prompt(tokenizer, messages, style);
-  Qwen3CachedLm lm(model, static_cast<int64_t>(prompt.size()) + max_new_tokens);
-  GenerationOptions options;
-  options.max_new_tokens = max_new_tokens;
-  options.sampling.temperature = 0.0f;
-  options.eos_ids =
-      end_of_sequence_ids(model.config(), find_generation_config(model.source()), tokenizer, model.config().vocab_size);
-  Generator generator(lm, tokenizer, options);
-  return generator.generate(prompt).text;
 }
 
 DemoResult run_demo(const DemoOptions& options) {

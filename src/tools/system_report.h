@@ -14,8 +14,6 @@
 
 namespace nvfp4lm {
 
-inline constexpr int kMinCudaSm = 80;  // major * 10 + minor
-
 struct ComputePathStatus {
   std::string name;  // "cpu/dequant-gemm", ...
   bool available = false;
@@ -42,7 +40,7 @@ struct SystemReport {
   int openmp_threads = 0;
   std::string blas;  // OpenBLAS configuration and core
   int blas_threads = 0;
-  std::string blas_warning;  // cpu::blas_threading_warning(): "" when OpenBLAS and OpenMP get along
+  std::string blas_warning;  // cpu_blas_threading_warning(): "" when OpenBLAS and OpenMP get along
   uint64_t memory_total_bytes = 0;
   std::vector<GpuReport> gpus;
   std::string gpu_unavailable;  // why there are no GPUs ("not built with CUDA", the driver's reason)
@@ -52,9 +50,5 @@ struct SystemReport {
 SystemReport collect_system_report();
 nlohmann::json system_report_json(const SystemReport& report);
 std::string system_report_text(const SystemReport& report);
-
-// Why computations cannot run on `device`, in words ("" when they can): not built with CUDA, no GPU (with the
-// driver's reason), no such index, or an SM below 8.0.
-std::string device_unavailable_reason(Device device);
 
 }  // namespace nvfp4lm

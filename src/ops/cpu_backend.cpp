@@ -1,0 +1,32 @@
+// See cpu_backend.h.
+#include "ops/cpu_backend.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include "ops/cpu/nvfp4_dot.h"
+
+namespace nvfp4lm {
+
+const char* cpu_blas_threading() {
+  switch (openblas_get_parallel()) {
+    case 0:
+      return "sequential";
+    case 1:
+      return "pthreads";
+    case 2:
+      return "OpenMP";
+  }
+  return "unknown";
+}
+
+std::string cpu_blas_threading_warning() {
+  if (openblas_get_parallel() != 1 || omp_get_max_threads() < 2) return {};
+  return "OpenBLAS here is its pthreads build, whose spinning threads slow nvfp4lm's OpenMP CPU kernels (prefill "
+         "~2.7x); install Debian's libopenblas-openmp-dev (scripts/setup-deps.sh does) and rebuild, or set "
+         "OPENBLAS_NUM_THREADS=1";
+}
+
+const char* cpu_nvfp4_dot_kernel() { return cpu::dot_isa_name(cpu::best_nvfp4_dot_isa()); }
+
+}  // namespace nvfp4lm

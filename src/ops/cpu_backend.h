@@ -1,0 +1,19 @@
+// What the CPU backend runs on, for the reports that name it (diagnose, every command's start, benchmarks): the
+// BLAS library's threading and the NVFP4 dot-product kernel this CPU gets. The kernels stay behind ops/'s public
+// headers (ops/cpu/ is ops/'s own); callers above ops/ ask here.
+#pragma once
+
+#include <string>
+
+namespace nvfp4lm {
+
+// How the linked OpenBLAS runs its threads: "OpenMP", "pthreads" or "sequential" (openblas_get_parallel()).
+const char* cpu_blas_threading();
+// Why the CPU kernels will run slowly with this OpenBLAS ("" when they will not): its pthreads build keeps its
+// threads spinning after every call, and nvfp4lm's own OpenMP kernels (dequantize, attention, norms) then fight
+// them for the cores (measured 2.7x slower prefill on 2 cores, bench/NOTES.md).
+std::string cpu_blas_threading_warning();
+// The NVFP4 dot-product kernel variant this CPU runs ("scalar", "avx2+fma", "avx512f"; ops/cpu/nvfp4_dot.h).
+const char* cpu_nvfp4_dot_kernel();
+
+}  // namespace nvfp4lm

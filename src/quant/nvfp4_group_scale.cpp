@@ -1,0 +1,17 @@
+// See nvfp4_group_scale.h.
+#include "quant/nvfp4_group_scale.h"
+
+#include <algorithm>
+
+#include "quant/master_amax.h"
+#include "quant/nvfp4.h"
+
+namespace nvfp4lm {
+
+void Nvfp4GroupScale::add(const Tensor& member, const std::string& what) {
+  amax_ = std::max(amax_, master_weight_amax(member, what));
+}
+
+float Nvfp4GroupScale::tensor_scale() const { return nvfp4_tensor_scale(amax_); }
+
+}  // namespace nvfp4lm

@@ -1,0 +1,60 @@
+// One training step, the way the training loop (trainer.cpp) and `bench train` (tools/bench_train.cpp) both take it,
+// so the benchmark times exactly the step users train with (as llm.c's main, tests and profiler all call
+// gpt2_update). Two forms, chosen by TrainModelOptions::fused_update:
+//
+// Unfused (accumulate_gradients, then apply_update): the micro-batches' gradients are summed (grad_scale =
+// 1 / trained tokens of the whole step), then the global gradient norm is taken; a non-finite loss or norm applies
+// nothing (the caller decides between skipping and stopping, and zeroes the gradients); otherwise the optimizer
+// updates every parameter with the clip coefficient as its gradient multiplier, and the QAT forward weights are
+// refreshed from the new masters (Q(W) once per step). Memory phases: "forward"/"backward" (the model's own),
+// "optimizer", "refresh". `after` (optional) is called when the optimizer update and when the refresh are done:
+// the benchmark synchronises the device and reads its clock there.
+//
+// Fused (fused_train_step): the optimizer step fused into the backward. The optimizer step is begun before the
+// forward; the sink
+// updates each parameter group as soon as the model hands it over, after summing the squares of its gradients:
+//  - finite: Optimizer::update_parameters with `lr` and no clipping (the global norm is only known at the end);
+//  - not finite: Optimizer::skip_parameters (the group keeps its weights and moments for this step) and the group
+//    is listed in the result. The groups above it in the backward are already updated: a fused step cannot be
+//    undone, which is why a trainer with --nonfinite stop stops before anything is saved.
+// A non-finite loss cancels the step before any update (the model does not run the backward then).
+// The returned norm is the exact global gradient norm of the step (the groups are disjoint), for logging.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/qwen3_trainable.h"
+#include "train/optim/optimizer.h"
+
+namespace nvfp4lm {
+
+// Forward and backward of each micro-batch, gradients accumulated; the summed loss statistics.
+LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches, float grad_scale,
+                               LossKind loss);
+
+enum class StepPart { Optimizer, Refresh };
+
+struct UpdateResult {
+  double grad_norm = 0;
+  double clip_coefficient = 1;
+  bool applied = false;  // false: the loss or the gradient norm was not finite, nothing was updated
+};
+
+// `loss`: the step's mean loss (accumulate_gradients' stats), checked with the norm.
+UpdateResult apply_update(Qwen3Trainable& model, Optimizer& optimizer, double loss, double lr, double max_grad_norm,
+                          const std::function<void(StepPart)>& after = {});
+
+struct FusedStepResult {
+  LossStats stats;
+  double grad_norm = 0;                     // inf/NaN when a group's gradient was not finite
+  bool applied = false;                     // false: non-finite loss, nothing updated
+  std::vector<std::string> skipped_groups;  // first parameter name of each group left alone
+};
+
+FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,
+                                 LossKind loss, double lr);
+
+}  // namespace nvfp4lm

@@ -23,4 +23,12 @@ void no_cuda_implementation(const char* op) {
   NVFP4LM_FAIL("no CUDA implementation of {} yet: run this op on the CPU (--device cpu)", op);
 }
 
+Tensor flatten_rows(const Tensor& t, const char* what) {
+  NVFP4LM_ASSERT(t.defined() && t.rank() >= 1, "{}: needs a tensor of rank >= 1, got {}", what, t.str());
+  if (t.rank() == 2) return t;
+  if (t.rank() == 1) return t.reshape({1, t.dim(0)});
+  NVFP4LM_ASSERT(t.is_contiguous(), "{}: {} of rank > 2 must be contiguous to flatten", what, t.str());
+  return t.reshape({t.numel() / t.dim(-1), t.dim(-1)});
+}
+
 }  // namespace nvfp4lm

@@ -15,6 +15,10 @@ namespace nvfp4lm {
 // asserts that they all live on the same device. `op` names the op in the message.
 Device common_device(const char* op, std::initializer_list<const Tensor*> operands);
 
+// [..., features] -> [N, features] for the linear ops; rank-2 views pass through untouched (they may be
+// row-strided); higher ranks must be contiguous.
+Tensor flatten_rows(const Tensor& t, const char* what);
+
 // Throws the Error a CUDA operand gets while `op` has no CUDA twin yet.
 [[noreturn]] void no_cuda_implementation(const char* op);
 

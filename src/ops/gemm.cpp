@@ -13,15 +13,6 @@
 namespace nvfp4lm {
 namespace {
 
-// [..., features] -> [N, features]; rank-2 views pass through untouched (they may be row-strided).
-Tensor flatten_rows(const Tensor& t, const char* what) {
-  NVFP4LM_ASSERT(t.defined() && t.rank() >= 1, "{}: needs a tensor of rank >= 1, got {}", what, t.str());
-  if (t.rank() == 2) return t;
-  if (t.rank() == 1) return t.reshape({1, t.dim(0)});
-  NVFP4LM_ASSERT(t.is_contiguous(), "{}: {} of rank > 2 must be contiguous to flatten", what, t.str());
-  return t.reshape({t.numel() / t.dim(-1), t.dim(-1)});
-}
-
 #if NVFP4LM_HAS_CUDA
 cuda::GemmMatrix cuda_matrix(const Tensor& t, const char* what) {
   const cuda::DeviceRows rows = cuda::device_matrix(t, what);

@@ -75,21 +75,8 @@ char32_t compose_pair(char32_t first, char32_t second) {
 
 bool is_nfc_quick(std::string_view text) {
   size_t pos = 0;
-  const size_t size = text.size();
-  while (pos < size) {
-    while (pos + 8 <= size) {
-      uint64_t word;
-      __builtin_memcpy(&word, text.data() + pos, 8);
-      if (word & 0x8080808080808080ull) break;
-      pos += 8;
-    }
-    if (pos >= size) break;
-    if (static_cast<uint8_t>(text[pos]) < 0x80) {
-      ++pos;
-      continue;
-    }
+  while ((pos = skip_ascii(text, pos)) < text.size())
     if (!quick_safe(decode_utf8(text, pos))) return false;
-  }
   return true;
 }
 

@@ -50,22 +50,22 @@ size_t utf8_sequence_length(std::string_view text, size_t pos) {
   return valid_prefix_length(text, pos, info) == info.length ? info.length : 0;
 }
 
+size_t skip_ascii(std::string_view text, size_t pos) {
+  const size_t size = text.size();
+  while (pos + 8 <= size) {
+    uint64_t word;
+    __builtin_memcpy(&word, text.data() + pos, 8);
+    if (word & 0x8080808080808080ull) break;
+    pos += 8;
+  }
+  while (pos < size && static_cast<uint8_t>(text[pos]) < 0x80) ++pos;
+  return pos;
+}
+
 size_t find_invalid_utf8(std::string_view text) {
   size_t pos = 0;
   const size_t size = text.size();
-  while (pos < size) {
-    // ASCII fast path, 8 bytes at a time.
-    while (pos + 8 <= size) {
-      uint64_t word;
-      __builtin_memcpy(&word, text.data() + pos, 8);
-      if (word & 0x8080808080808080ull) break;
-      pos += 8;
-    }
-    if (pos >= size) break;
-    if (static_cast<uint8_t>(text[pos]) < 0x80) {
-      ++pos;
-      continue;
-    }
+  while ((pos = skip_ascii(text, pos)) < size) {
     size_t n = utf8_sequence_length(text, pos);
     if (n == 0) return pos;
     pos += n;

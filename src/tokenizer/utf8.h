@@ -14,6 +14,10 @@ namespace nvfp4lm::tokenizer {
 // one (bad lead byte, bad continuation, overlong, surrogate, > U+10FFFF, or truncated).
 size_t utf8_sequence_length(std::string_view text, size_t pos);
 
+// Position of the first non-ASCII byte at or after `pos` (text.size() when none): ASCII is skipped 8 bytes at a
+// time, the fast path of every scan over mostly-ASCII text.
+size_t skip_ascii(std::string_view text, size_t pos);
+
 // Byte offset of the first byte that is not part of well-formed UTF-8, or text.size() when valid.
 size_t find_invalid_utf8(std::string_view text);
 inline bool is_valid_utf8(std::string_view text) { return find_invalid_utf8(text) == text.size(); }

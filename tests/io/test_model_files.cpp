@@ -22,23 +22,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
-}
-
-SynthOptions synth_options(uint64_t seed = 5) {
-  SynthOptions options;
-  options.seed = seed;
-  options.bundled_tokenizer = false;
-  return options;
-}
-
-fs::path synth_small(const TempDir& dir, const std::string& name, bool tied = true, uint64_t seed = 5) {
-  const fs::path out = dir / name;
-  synth_model(small_test_config(tied), out, synth_options(seed));
-  return out;
-}
-
 // An HF directory with the expected weights of `config` (random BF16), minus `drop`, plus `extra` F32 tensors,
 // with `reshape` giving one weight a different shape.
 fs::path write_hf_model(const fs::path& out, const Qwen3Config& config, const std::string& drop = "",

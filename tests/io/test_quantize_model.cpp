@@ -21,23 +21,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
-}
-
-SynthOptions synth_options(uint64_t seed = 5) {
-  SynthOptions options;
-  options.seed = seed;
-  options.bundled_tokenizer = false;
-  return options;
-}
-
-fs::path synth_small(const TempDir& dir, const std::string& name, bool tied = true, uint64_t seed = 5) {
-  const fs::path out = dir / name;
-  synth_model(small_test_config(tied), out, synth_options(seed));
-  return out;
-}
-
 // Every NVFP4 weight of `quantized` must equal the quantization of the source weight with `tensor_scale_of`.
 void expect_codec_exact(const ModelFiles& source, const ModelFiles& quantized,
                         const std::function<float(const std::string&)>& tensor_scale_of) {

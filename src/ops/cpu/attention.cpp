@@ -36,7 +36,7 @@ constexpr float kMasked = -std::numeric_limits<float>::infinity();
 // A [B, T, H, D] F32 tensor with free batch / token strides and contiguous [H, D] per token.
 struct HeadsF32 {
   float* base = nullptr;
-  int64_t batch_stride = 0, token_stride = 0, heads = 0, dim = 0;
+  int64_t batch_stride = 0, token_stride = 0, len = 0, heads = 0, dim = 0;
 
   HeadsF32() = default;
   HeadsF32(const Tensor& t, const char* what) {
@@ -44,6 +44,7 @@ struct HeadsF32 {
     base = tokens.data();
     batch_stride = t.stride(0);
     token_stride = t.stride(1);
+    len = t.dim(1);
     heads = t.dim(2);
     dim = t.dim(3);
   }
@@ -86,6 +87,20 @@ struct Problem {
   const float* lse_in = nullptr;
   int64_t q_len = 0, k_len = 0, q_heads = 0, group = 0, dim = 0;
   float scale = 0.f;
+
+  // The sizes, once q/k/v are set: q [B, Tq, Hq, D], k [B, Tk, Hkv, D].
+  void set_sizes(const AttentionOptions& options) {
+    q_len = q.len;
+    k_len = k.len;
+    q_heads = q.heads;
+    group = q_heads / k.heads;
+    dim = q.dim;
+    scale = options.scale;
+  }
+  // Multiply-adds of the scores, to decide whether threads pay off.
+  double work(int64_t batch) const {
+    return static_cast<double>(batch * q_heads * q_len) * static_cast<double>(k_len * dim);
+  }
 };
 
 inline int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -292,16 +307,11 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
     pb.lse_out = RowsF32(*lse, 1, "attention_forward lse").data();
   }
   const int64_t batch = q.dim(0), kv_heads = pb.k.heads;
-  pb.q_len = q.dim(1);
-  pb.k_len = k.dim(1);
-  pb.q_heads = pb.q.heads;
-  pb.group = pb.q_heads / kv_heads;
-  pb.dim = pb.q.dim;
-  pb.scale = options.scale;
+  pb.set_sizes(options);
   const int64_t blocks = (pb.q_len + kQueryBlock - 1) / kQueryBlock;
   const int64_t tasks = batch * kv_heads * blocks;
   const KeyRanges ranges(options, batch, pb.q_len);
-  const double work = static_cast<double>(batch * pb.q_heads * pb.q_len) * static_cast<double>(pb.k_len * pb.dim);
+  const double work = pb.work(batch);
 
 #pragma omp parallel if (tasks > 1 && work > 65536)
   {
@@ -331,15 +341,10 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
     pb.lse_in = RowsF32(lse, 1, "attention_backward lse").data();
   }
   const int64_t batch = q.dim(0), kv_heads = pb.k.heads;
-  pb.q_len = q.dim(1);
-  pb.k_len = k.dim(1);
-  pb.q_heads = pb.q.heads;
-  pb.group = pb.q_heads / kv_heads;
-  pb.dim = pb.q.dim;
-  pb.scale = options.scale;
+  pb.set_sizes(options);
   const int64_t tasks = batch * kv_heads;
   const KeyRanges ranges(options, batch, pb.q_len);
-  const double work = static_cast<double>(batch * pb.q_heads * pb.q_len) * static_cast<double>(pb.k_len * pb.dim);
+  const double work = pb.work(batch);
 
 #pragma omp parallel if (tasks > 1 && work > 32768)
   {

@@ -16,6 +16,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/train_flags_cli.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -23,8 +24,8 @@
 #include "core/stopwatch.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
-#include "model/qwen3_trainable.h"
 #include "io/synth_model.h"
+#include "model/qwen3_trainable.h"
 #include "tools/bench_train.h"
 #include "train/optim/optimizer.h"
 #include "train/train_options.h"
@@ -137,21 +138,21 @@ BenchRegistration registration(
       app.add_option("--model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file");
       app.add_option("--preset", options->preset, "a random model of this shape, in memory (tiny, small, qwen3-4b)");
       app.add_option("--config", options->config, "with --model: config.json for a .dat model without one beside it");
-      app.add_option("--seq-len", options->bench.seq_len, "tokens per row")->required();
-      app.add_option("--batch", options->bench.batch, "rows per step")->required();
+      // The flags of `train` (train/train_flags.h), with bench's own help where its default or meaning differs.
+      add_train_flag(app, "seq_len", options->bench.seq_len, "tokens per row")->required();
+      add_train_flag(app, "batch", options->bench.batch, "rows per step")->required();
       app.add_option("--steps", options->bench.steps, "timed optimizer steps (default 5)");
       app.add_option("--warmup-steps", options->bench.warmup_steps, "untimed steps first (default 1)");
-      app.add_option("--qat", options->qat, "w4a16 (default), w4a4 or off");
-      app.add_option("--optimizer", options->optimizer, "adamw (default) or adamw8bit");
-      app.add_option("--master", options->master, "master weights: fp32 (default) or bf16");
-      app.add_flag("--packed-weights", options->packed_weights,
-                   "QAT: keep the forward's NVFP4 weights packed, dequantize one block at a time");
-      app.add_flag("--fused-update", options->fused_update,
-                   "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)");
-      app.add_option("--recompute", options->recompute,
-                     "none (default) or block: re-run each block's forward in the backward (less memory)");
-      app.add_option("--lr", options->bench.lr, "constant learning rate (default 1e-5)");
-      app.add_option("--seed", options->bench.seed, "seed of the random ids and of a --preset's weights (default 0)");
+      add_train_flag(app, "qat", options->qat);
+      add_train_flag(app, "optimizer", options->optimizer);
+      add_train_flag(app, "master", options->master);
+      add_train_flag(app, "packed_weights", options->packed_weights);
+      add_train_flag(app, "fused_update", options->fused_update,
+                     "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)");
+      add_train_flag(app, "recompute", options->recompute);
+      add_train_flag(app, "lr", options->bench.lr, "constant learning rate (default 1e-5)");
+      add_train_flag(app, "seed", options->bench.seed,
+                     "seed of the random ids and of a --preset's weights (default 0)");
       app.add_option("--gemm-size", options->gemm_size,
                      "size of the square GEMM of the ceiling (default 0: 2048 on the CPU, 8192 on CUDA)");
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");

@@ -1,5 +1,6 @@
 // The settings of a training run (`nvfp4lm train` flags), their checks, their JSON form in trainer_state.json, and
-// how a resumed run combines the saved settings with the flags given again.
+// how a resumed run combines the saved settings with the flags given again. Each setting is one row of the flag
+// table (train_flags.h: flag name, help, value, check, JSON key, resume group); the functions here walk it.
 //
 // JSON: one key per setting, named like its flag with '_' for '-' ("seq_len" for --seq-len; "packing" for
 // --no-packing, stored positively), enum values as their flag spellings ("w4a16", "1d", "cosine", ...). Paths are
@@ -11,7 +12,8 @@
 //     a different value is an Error naming the flag, both values and the fix (omit the flag);
 //   - schedule (lr, lr schedule, warmup, min-lr-ratio, max-grad-norm, epochs / max-steps): allowed, with a warning
 //     that the run no longer matches an uninterrupted one from here on;
-//   - bookkeeping (output, save-every, keep, export, device, max-memory, metrics, memory-report, nonfinite): free.
+//   - bookkeeping (output, save-every, keep, export, export-format, overwrite, device, max-memory, metrics,
+//     memory-report, nonfinite) and memory modes (recompute, fused-update, packed-weights): free.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +88,7 @@ struct TrainOptions {
   NonFinitePolicy nonfinite = NonFinitePolicy::Skip;
 };
 
-// Checks values and combinations; Error names the flag and the accepted range.
+// Checks values and combinations (the rows' checks, in table order); Error names the flag and the accepted range.
 void validate_train_options(const TrainOptions& options);
 
 nlohmann::json train_options_to_json(const TrainOptions& options);

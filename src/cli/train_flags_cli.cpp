@@ -1,0 +1,54 @@
+// See train_flags_cli.h.
+#include "cli/train_flags_cli.h"
+
+#include "train/train_options.h"
+
+namespace nvfp4lm::cli {
+
+std::string train_flag_names(const TrainFlag& flag) {
+  std::string names(flag.name);
+  for (std::string_view alias : flag.aliases) {
+    names += ',';
+    names += alias;
+  }
+  return names;
+}
+
+TrainFlagOptions::TrainFlagOptions(CLI::App& app, TrainOptions& options) : options_(options) {
+  for (const TrainFlag& flag : train_flags()) {
+    const std::string names = train_flag_names(flag), help(flag.help);
+    Bound bound{&flag, nullptr, nullptr, nullptr};
+    bound.option = std::visit(
+        [&](const auto& value) {
+          using Kind = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<Kind, TrainFlagChoice>) {
+            bound.text = std::make_unique<std::string>(value.text(options));  // the default's spelling
+            return app.add_option(names, *bound.text, help);
+          } else if constexpr (std::is_same_v<Kind, TrainFlagSwitch>) {
+            if (!value.negated) return app.add_flag(names, options.*value.member, help);
+            bound.negated_given = std::make_unique<bool>(false);
+            return app.add_flag(names, *bound.negated_given, help);
+          } else {  // text and numbers, converted by CLI11 as their C++ type
+            return app.add_option(names, options.*value.member, help);
+          }
+        },
+        flag.value);
+    bound_.push_back(std::move(bound));
+  }
+}
+
+std::set<std::string> TrainFlagOptions::finish() {
+  std::set<std::string> given;
+  for (const Bound& bound : bound_) {
+    const TrainFlag& flag = *bound.flag;
+    if (bound.text) {
+      const auto& choice = std::get<TrainFlagChoice>(flag.value);
+      parse_flag_value(flag.name, *bound.text, [&](const std::string& text) { choice.parse(options_, text); });
+    }
+    if (bound.negated_given) options_.*std::get<TrainFlagSwitch>(flag.value).member = !*bound.negated_given;
+    if (flag.saved() && bound.option->count() > 0) given.insert(std::string(flag.key));
+  }
+  return given;
+}
+
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,438 @@
+// The table of `nvfp4lm train` flags (train_flags.h), and the JSON form of one row's value. The rows are in --help
+// order; a row's check runs in validate_train_options, in this order too.
+#include "train/train_flags.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "tokenizer/chat_template_choice.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+// ---- one JSON value <-> a field ----------------------------------------------------------------------------
+[[noreturn]] void wrong_type(const json& value, std::string_view key, const std::string& where, const char* expected) {
+  NVFP4LM_FAIL("{}: training setting \"{}\" must be {}, found {}", where, key, expected, value.dump());
+}
+
+template <typename T>
+T decode(const json& value, std::string_view key, const std::string& where) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!value.is_string()) wrong_type(value, key, where, "a string");
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!value.is_boolean()) wrong_type(value, key, where, "true or false");
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
+      wrong_type(value, key, where, "a non-negative integer");
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!value.is_number_integer()) wrong_type(value, key, where, "an integer");
+  } else {
+    static_assert(std::is_floating_point_v<T>);
+    if (!value.is_number()) wrong_type(value, key, where, "a number");
+  }
+  return value.get<T>();
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const fs::path absolute = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal().string() : absolute.string();
+}
+
+// ---- value kinds (train_flags.h) ---------------------------------------------------------------------------
+TrainFlagText text(std::string TrainOptions::*member) { return {member}; }
+TrainFlagText path(std::string TrainOptions::*member) { return {member, true}; }
+template <typename T>
+TrainFlagNumber<T> number(T TrainOptions::*member) {
+  return {member};
+}
+TrainFlagSwitch switch_on(bool TrainOptions::*member) { return {member}; }
+TrainFlagSwitch switch_off(bool TrainOptions::*member) { return {member, true}; }
+
+// `member` chosen by its spelling: name(value) -> spelling, parse(spelling) -> value (an Error otherwise).
+template <typename T, typename Parse, typename Name>
+TrainFlagChoice choice(T TrainOptions::*member, Parse parse, Name name) {
+  TrainFlagChoice choice;
+  choice.text = [=](const TrainOptions& o) { return std::string(name(o.*member)); };
+  choice.parse = [=](TrainOptions& o, std::string_view text) { o.*member = parse(text); };
+  if constexpr (std::is_same_v<T, bool>) {
+    choice.to_json = [=](const TrainOptions& o) { return json(o.*member); };
+    choice.from_json = [=](TrainOptions& o, const json& value, std::string_view key, const std::string& where) {
+      o.*member = decode<bool>(value, key, where);
+    };
+  } else {
+    choice.to_json = [=](const TrainOptions& o) { return json(std::string(name(o.*member))); };
+    choice.from_json = [=](TrainOptions& o, const json& value, std::string_view key, const std::string& where) {
+      const std::string text = decode<std::string>(value, key, where);
+      try {
+        o.*member = parse(text);
+      } catch (const Error& e) {
+        NVFP4LM_FAIL("{}: training setting \"{}\": {}", where, key, e.what());
+      }
+    };
+  }
+  return choice;
+}
+
+// --master: TrainOptions::bf16_master.
+std::string_view master_name(bool bf16) { return bf16 ? "bf16" : "fp32"; }
+bool parse_master(std::string_view name) {
+  if (name == "fp32") return false;
+  if (name == "bf16") return true;
+  NVFP4LM_FAIL("unknown --master '{}' (choose fp32 or bf16)", name);
+}
+
+using O = TrainOptions;
+using G = ResumeGroup;
+
+std::vector<TrainFlag> make_train_flags() {
+  return {
+      {.name = "--model",
+       .help = "model to fine-tune: HF directory, ModelOpt NVFP4 or .dat",
+       .key = "model",
+       .resume = G::Identity,
+       .value = path(&O::model),
+       .check = [](const O& o) { NVFP4LM_CHECK(!o.model.empty(), "--model is required (the model to fine-tune)"); }},
+      {.name = "--tokenizer",
+       .help = "tokenizer directory (default: the model's)",
+       .key = "tokenizer",
+       .resume = G::Identity,
+       .value = path(&O::tokenizer)},
+      {.name = "--data",
+       .help = "training data: .jsonl (messages or prompt/completion), .tsv, .txt",
+       .key = "data",
+       .resume = G::Identity,
+       .value = path(&O::data),
+       .check = [](const O& o) { NVFP4LM_CHECK(!o.data.empty(), "--data is required (the training data file)"); }},
+      {.name = "--output",
+       .help = "run directory for checkpoints and metrics (default runs/train-<date-time>)",
+       .key = "output",
+       .resume = G::Free,
+       .value = path(&O::output),
+       .check = [](const O& o) { NVFP4LM_CHECK(!o.output.empty(), "--output is empty: name the run directory"); }},
+      {.name = "--qat",
+       .help = "w4a16 (default), w4a4 or off (plain training)",
+       .key = "qat",
+       .resume = G::Identity,
+       .value = choice(&O::qat, parse_qat_mode, qat_mode_name)},
+      {.name = "--quantize-lm-head",
+       .help = "quantize lm_head too",
+       .key = "quantize_lm_head",
+       .resume = G::Identity,
+       .value = switch_on(&O::quantize_lm_head)},
+      {.name = "--block",
+       .help = "NVFP4 scale blocks: 1d (1x16, default) or 2d (16x16)",
+       .key = "block",
+       .resume = G::Identity,
+       .value = choice(&O::block, parse_block_flag, block_flag_name)},
+      {.name = "--loss",
+       .help = "ce (token cross-entropy, default) or l1 (debug)",
+       .key = "loss",
+       .resume = G::Identity,
+       .value = choice(&O::loss, parse_loss_kind, loss_kind_name)},
+      {.name = "--seq-len",
+       .help = "tokens per row (default 512)",
+       .key = "seq_len",
+       .resume = G::Identity,
+       .value = number(&O::seq_len),
+       .check =
+           [](const O& o) { NVFP4LM_CHECK(o.seq_len >= 2, "--seq-len must be at least 2 tokens, got {}", o.seq_len); }},
+      {.name = "--batch",
+       .help = "rows per micro-batch (default 4)",
+       .key = "batch",
+       .resume = G::Identity,
+       .value = number(&O::batch),
+       .check = [](const O& o) { NVFP4LM_CHECK(o.batch >= 1, "--batch must be at least 1, got {}", o.batch); }},
+      {.name = "--grad-accum",
+       .help = "micro-batches per optimizer step (default 1)",
+       .key = "grad_accum",
+       .resume = G::Identity,
+       .value = number(&O::grad_accum),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.grad_accum >= 1, "--grad-accum must be at least 1, got {}", o.grad_accum);
+           }},
+      {.name = "--epochs",
+       .help = "passes over the data (default 1)",
+       .key = "epochs",
+       .resume = G::Schedule,
+       .value = number(&O::epochs),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.max_steps > 0 || o.epochs >= 1, "--epochs must be at least 1, got {}", o.epochs);
+           }},
+      {.name = "--max-steps",
+       .help = "optimizer steps instead of --epochs",
+       .key = "max_steps",
+       .resume = G::Schedule,
+       .value = number(&O::max_steps),
+       .check =
+           [](const O& o) { NVFP4LM_CHECK(o.max_steps >= 0, "--max-steps must be positive, got {}", o.max_steps); }},
+      {.name = "--lr",
+       .help = "peak learning rate (default 1e-5)",
+       .key = "lr",
+       .resume = G::Schedule,
+       .value = number(&O::lr),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.lr) && o.lr > 0, "--lr must be a positive number, got {}", o.lr);
+           }},
+      {.name = "--lr-schedule",
+       .help = "constant, linear or cosine (default)",
+       .key = "lr_schedule",
+       .resume = G::Schedule,
+       .value = choice(&O::lr_schedule, parse_lr_decay, lr_decay_name)},
+      {.name = "--warmup",
+       .help = "linear warmup steps (default 0)",
+       .key = "warmup",
+       .resume = G::Schedule,
+       .value = number(&O::warmup),
+       .check = [](const O& o) { NVFP4LM_CHECK(o.warmup >= 0, "--warmup must be >= 0 steps, got {}", o.warmup); }},
+      {.name = "--min-lr-ratio",
+       .help = "final lr / peak lr (default 0)",
+       .key = "min_lr_ratio",
+       .resume = G::Schedule,
+       .value = number(&O::min_lr_ratio),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.min_lr_ratio) && o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1,
+                           "--min-lr-ratio must be in [0, 1], got {}", o.min_lr_ratio);
+           }},
+      {.name = "--weight-decay",
+       .help = "AdamW weight decay (default 0.1)",
+       .key = "weight_decay",
+       .resume = G::Identity,
+       .value = number(&O::weight_decay),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0, got {}",
+                           o.weight_decay);
+           }},
+      {.name = "--max-grad-norm",
+       .help = "clip the global grad norm; <= 0 = off (default 1)",
+       .key = "max_grad_norm",
+       .resume = G::Schedule,
+       .value = number(&O::max_grad_norm),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.max_grad_norm),
+                           "--max-grad-norm must be a number (<= 0 turns clipping off), got {}", o.max_grad_norm);
+           }},
+      {.name = "--optimizer",
+       .help = "adamw (default) or adamw8bit",
+       .key = "optimizer",
+       .resume = G::Identity,
+       .value = text(&O::optimizer),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.optimizer == "adamw" || o.optimizer == "adamw8bit",
+                           "unknown --optimizer '{}' (choose adamw or adamw8bit)", o.optimizer);
+           }},
+      {.name = "--master",
+       .help = "master weights: fp32 (default) or bf16",
+       .key = "master",
+       .resume = G::Identity,
+       .value = choice(&O::bf16_master, parse_master, master_name)},
+      {.name = "--recompute",
+       .help = "none (default) or block: keep only each block's input and re-run its forward in the backward (less "
+               "memory, one more forward)",
+       .key = "recompute",
+       .resume = G::Free,  // memory for compute; the gradients are the same
+       .value = choice(&O::recompute, parse_recompute, recompute_name)},
+      {.name = "--fused-update",
+       .help = "apply each layer's optimizer update inside the backward, keeping one layer's gradients (needs "
+               "--grad-accum 1 and --max-grad-norm 0)",
+       .key = "fused_update",
+       .resume = G::Free,  // the same updates (no clipping either way), less memory
+       .value = switch_on(&O::fused_update),
+       .check =
+           [](const O& o) {
+             if (!o.fused_update) return;
+             NVFP4LM_CHECK(o.grad_accum == 1,
+                           "--fused-update applies each layer's update as soon as its gradient exists, so gradients "
+                           "cannot accumulate over micro-batches: use --grad-accum 1 (with a larger --batch), or "
+                           "drop --fused-update");
+             NVFP4LM_CHECK(o.max_grad_norm <= 0,
+                           "--fused-update updates each layer before the global gradient norm is known, so it cannot "
+                           "clip by it: pass --max-grad-norm 0 (the norm is still computed and logged), or drop "
+                           "--fused-update");
+           }},
+      {.name = "--packed-weights",
+       .help = "QAT: keep the forward's NVFP4 weights packed and dequantize one block at a time (same results, ~3.5x "
+               "less memory for them)",
+       .key = "packed_weights",
+       .resume = G::Free,  // the same forward weights, less memory
+       .value = switch_on(&O::packed_weights)},
+      {.name = "--train-last-layers",
+       .help = "train only the last N layers (default: all)",
+       .key = "train_last_layers",
+       .resume = G::Identity,
+       .value = number(&O::train_last_layers),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.train_last_layers >= -1, "--train-last-layers must be >= 0 (or -1 for all layers), got {}",
+                           o.train_last_layers);
+           }},
+      {.name = "--save-every",
+       .help = "checkpoint every N steps (default: at the end)",
+       .key = "save_every",
+       .resume = G::Free,
+       .value = number(&O::save_every),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.save_every >= 0, "--save-every must be >= 0 steps (0: only at the end), got {}",
+                           o.save_every);
+           }},
+      {.name = "--keep",
+       .help = "checkpoints to keep (default 2)",
+       .key = "keep",
+       .resume = G::Free,
+       .value = number(&O::keep),
+       .check = [](const O& o) { NVFP4LM_CHECK(o.keep >= 1, "--keep must be at least 1 checkpoint, got {}", o.keep); }},
+      {.name = "--resume",
+       .help = "continue the run in --output from its newest complete checkpoint",
+       .resume = G::NotSaved,
+       .value = switch_on(&O::resume)},
+      {.name = "--export",
+       .help = "export the trained model here at the end",
+       .key = "export",
+       .resume = G::Free,
+       .value = path(&O::export_path)},
+      {.name = "--export-format",
+       .help = "modelopt (NVFP4, default), dat (NVFP4) or bf16",
+       .key = "export_format",
+       .resume = G::Free,
+       .value = choice(&O::export_format, parse_export_format, export_format_flag_name)},
+      {.name = "--overwrite",
+       .help = "let --export replace an existing directory",
+       .key = "overwrite",
+       .resume = G::Free,
+       .value = switch_on(&O::overwrite)},
+      {.name = "--seed",
+       .help = "data order and stochastic rounding seed (default 0)",
+       .key = "seed",
+       .resume = G::Identity,
+       .value = number(&O::seed)},
+      {.name = "--device",
+       .help = "cpu (default), cuda or cuda:N",
+       .key = "device",
+       .resume = G::Free,
+       .value = text(&O::device),
+       .check = [](const O& o) { Device::parse(o.device); }},  // Error names the accepted forms
+      {.name = "--max-memory",
+       .help = "fail instead of allocating more than this many GiB on the device",
+       .key = "max_memory",
+       .resume = G::Free,
+       .value = number(&O::max_memory_gib),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.max_memory_gib) && o.max_memory_gib >= 0,
+                           "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}", o.max_memory_gib);
+           }},
+      {.name = "--metrics",
+       .help = "JSONL metrics file (default RUN_DIR/metrics.jsonl)",
+       .key = "metrics",
+       .resume = G::Free,
+       .value = path(&O::metrics)},
+      {.name = "--memory-report",
+       .help = "write peak memory per phase to this JSON file",
+       .key = "memory_report",
+       .resume = G::Free,
+       .value = path(&O::memory_report)},
+      {.name = "--nonfinite",
+       .help = "on a NaN/inf loss or gradient: skip the step (default) or stop",
+       .key = "nonfinite",
+       .resume = G::Free,
+       .value = choice(&O::nonfinite, parse_nonfinite, nonfinite_name)},
+      {.name = "--data-format",
+       .help = "auto (by extension), jsonl, tsv, text",
+       .key = "data_format",
+       .resume = G::Identity,
+       .value = choice(&O::data_format, parse_data_format, data_format_name)},
+      {.name = "--data-template",
+       .help = "prompt/target pairs: chat (default) or raw",
+       .key = "data_template",
+       .resume = G::Identity,
+       .value = choice(&O::data_template, parse_pair_template, pair_template_name)},
+      {.name = "--strict",
+       .help = "truncated or untrainable samples are errors",
+       .key = "strict",
+       .resume = G::Identity,
+       .value = switch_on(&O::strict)},
+      {.name = "--train-on-everything",
+       .help = "loss on every token, prompts included",
+       .key = "train_on_everything",
+       .resume = G::Identity,
+       .value = switch_on(&O::train_on_everything)},
+      {.name = "--no-packing",
+       .help = "one sample per row instead of packing",
+       .key = "packing",
+       .resume = G::Identity,
+       .value = switch_off(&O::packing)},
+      {.name = "--chat-template",
+       .help = "auto (the tokenizer's own, default), instruct-2507 or hybrid-thinking",
+       .key = "chat_template",
+       .resume = G::Identity,
+       .value = choice(&O::chat_template, parse_chat_template_flag, chat_template_flag_name)},
+  };
+}
+
+}  // namespace
+
+const std::vector<TrainFlag>& train_flags() {
+  static const std::vector<TrainFlag> flags = make_train_flags();
+  return flags;
+}
+
+const TrainFlag& train_flag(std::string_view key) {
+  for (const TrainFlag& flag : train_flags())
+    if (flag.saved() && flag.key == key) return flag;
+  internal_error("train_flag(key)", __FILE__, __LINE__, fmt::format("no training flag has the key \"{}\"", key));
+}
+
+json train_flag_to_json(const TrainFlag& flag, const TrainOptions& options) {
+  return std::visit(
+      [&](const auto& value) -> json {
+        using Kind = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<Kind, TrainFlagChoice>) {
+          return value.to_json(options);
+        } else if constexpr (std::is_same_v<Kind, TrainFlagText>) {
+          return value.path ? absolute_path(options.*value.member) : options.*value.member;
+        } else {  // numbers and switches
+          return options.*value.member;
+        }
+      },
+      flag.value);
+}
+
+void train_flag_from_json(const TrainFlag& flag, TrainOptions& options, const json& value, const std::string& where) {
+  std::visit(
+      [&](const auto& field) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(field)>, TrainFlagChoice>) {
+          field.from_json(options, value, flag.key, where);
+        } else {  // text, numbers and switches
+          using T = std::decay_t<decltype(options.*field.member)>;
+          options.*field.member = decode<T>(value, flag.key, where);
+        }
+      },
+      flag.value);
+}
+
+std::string train_flag_value_text(const TrainFlag& flag, const json& value) {
+  if (const auto* choice = std::get_if<TrainFlagChoice>(&flag.value)) {
+    TrainOptions probe;
+    choice->from_json(probe, value, flag.key, "");
+    return choice->text(probe);
+  }
+  if (const auto* flag_switch = std::get_if<TrainFlagSwitch>(&flag.value); flag_switch && flag_switch->negated)
+    return value.get<bool>() ? "on" : fmt::format("off ({})", flag.name);
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace nvfp4lm

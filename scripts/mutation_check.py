@@ -42,7 +42,7 @@ MUTATIONS = [
      "      __syncthreads();\n      uint32_t ds_frag[4][4];", "      uint32_t ds_frag[4][4];",
      [("test_ops_cuda", "AttentionCuda.BackwardMatchesCpu")]),
     ("mask-names-exited-lanes", "a full-warp shuffle reduction over row groups, some of whose lanes have returned",
-     "src/ops/cuda/kernel_common.cuh",
+     "src/core/cuda/reduce.cuh",
      "for (int offset = lanes / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(mask, value, offset, lanes);",
      "for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);",
      [("test_ops_cuda", "*rmsnorm*")]),

@@ -22,6 +22,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_mma.h"
 
@@ -40,15 +41,15 @@ struct BackwardTiles {
   static constexpr int kSmemBytes = 6 * kTileElements * 2 + kTileRows * kTileRows * 2 + 2 * kRowData * 4;
 };
 
-struct BackwardParams {
+struct BackwardParams : KernelShape {
   AttentionHeads dout, q, k, v, dk, dv;
   const float* lse;
   const float* delta;
   float* dq_accum;  // [B, Tq, Hq, D]
   const int32_t* segment_ids;
   const int2* summary;
-  int q_len, k_len, q_heads, kv_heads, group, rows, q_start, kv_limit, segment_chunks;
-  float scale, scale_log2;
+  int k_len, segment_chunks;
+  float scale;
 };
 
 template <int D>
@@ -191,13 +192,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         accumulator_to_a(pt, kk, p_frag[kk]);
-#pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          uint32_t ob[4];
-          ldmatrix_x4_trans(ob, bt_address<D>(dout_stage, kk * 16, dp, lane));
-          mma_bf16(dv[2 * dp], p_frag[kk], ob[0], ob[1]);
-          mma_bf16(dv[2 * dp + 1], p_frag[kk], ob[2], ob[3]);
-        }
+        mma_tile_rows<D>(dv, p_frag[kk], dout_stage, kk * 16, lane);
       }
       // dPᵀ = V doutᵀ.
       float dst[8][4];
@@ -231,13 +226,7 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
       for (int kk = 0; kk < 4; ++kk) {
         uint32_t da[4];
         accumulator_to_a(dst, kk, da);
-#pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          uint32_t qb[4];
-          ldmatrix_x4_trans(qb, bt_address<D>(q_stage, kk * 16, dp, lane));
-          mma_bf16(dk[2 * dp], da, qb[0], qb[1]);
-          mma_bf16(dk[2 * dp + 1], da, qb[2], qb[3]);
-        }
+        mma_tile_rows<D>(dk, da, q_stage, kk * 16, lane);
       }
       // dSᵀ to shared memory, then dQ (the warp's 16 query rows) += dS K.
 #pragma unroll
@@ -328,7 +317,7 @@ __global__ void delta_kernel(AttentionHeads dout, AttentionHeads out, int64_t ro
     const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(b + d));
     sum += x.x * y.x + x.y * y.y;
   }
-  for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+  sum = warp_sum(sum);
   if (lane == 0) delta[(static_cast<int64_t>(batch) * q_heads + head) * q_len + t] = sum;
 }
 
@@ -406,6 +395,7 @@ void attention_backward(const AttentionShape& shape, AttentionHeads dout, Attent
   attn::launch_segment_summary(shape, summary);
 
   attn::BackwardParams params{};
+  attn::set_kernel_shape(params, shape);
   params.dout = dout;
   params.q = q;
   params.k = k;
@@ -417,17 +407,9 @@ void attention_backward(const AttentionShape& shape, AttentionHeads dout, Attent
   params.dq_accum = dq_accum;
   params.segment_ids = shape.segment_ids;
   params.summary = summary;
-  params.q_len = q_len;
   params.k_len = static_cast<int>(shape.k_len);
-  params.q_heads = q_heads;
-  params.kv_heads = static_cast<int>(shape.kv_heads);
-  params.group = static_cast<int>(shape.q_heads / shape.kv_heads);
-  params.rows = static_cast<int>(shape.q_len * params.group);
-  params.q_start = static_cast<int>(shape.q_start);
-  params.kv_limit = static_cast<int>(shape.q_start + shape.q_len);
   params.segment_chunks = static_cast<int>(attn::segment_chunks(shape.q_len));
   params.scale = shape.scale;
-  params.scale_log2 = shape.scale * attn::kLog2e;
   switch (shape.head_dim) {
     case 16:
       attn::launch_backward<16>(params, shape.batch, shape.kv_heads);

@@ -57,14 +57,13 @@ DecodePlan plan(const AttentionShape& shape) {
   return plan;
 }
 
-struct DecodeParams {
+struct DecodeParams : KernelShape {  // q_start, kv_limit: the planned maxima (see q_start_rows)
   AttentionHeads q, k, v, out;
   float* lse;
   float* partial_out;           // [B * Hkv][padded rows][splits][D], unnormalised
   float2* partial_stats;        // [B * Hkv][padded rows][splits]: (running max in base 2, sum)
   const int32_t* q_start_rows;  // [B] on the device, or null: q_start for every row
-  int q_len, q_heads, kv_heads, group, rows, padded_rows, q_start, kv_limit, tiles, tiles_per_split, splits;
-  float scale_log2;
+  int padded_rows, tiles, tiles_per_split, splits;
 };
 
 template <int D>
@@ -162,38 +161,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
       }
     }
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      float tile_max = fmaxf(fmaxf(s[0][2 * rr], s[0][2 * rr + 1]), fmaxf(s[1][2 * rr], s[1][2 * rr + 1]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
-      const float new_max = fmaxf(row_max[rr], tile_max);
-      const float base = new_max == -INFINITY ? 0.f : new_max;
-      const float correction = fast_exp2(row_max[rr] - base);
-      row_max[rr] = new_max;
-      float sum = 0.f;
-#pragma unroll
-      for (int nb = 0; nb < 2; ++nb) {
-        s[nb][2 * rr] = fast_exp2(s[nb][2 * rr] - base);
-        s[nb][2 * rr + 1] = fast_exp2(s[nb][2 * rr + 1] - base);
-        sum += s[nb][2 * rr] + s[nb][2 * rr + 1];
-      }
-      row_sum[rr] = row_sum[rr] * correction + sum;
-#pragma unroll
-      for (int nb = 0; nb < D / 8; ++nb) {
-        o[nb][2 * rr] *= correction;
-        o[nb][2 * rr + 1] *= correction;
-      }
-    }
+    for (int rr = 0; rr < 2; ++rr) online_softmax_step(s, o, rr, row_max[rr], row_sum[rr]);
     uint32_t pa[4];
     accumulator_to_a(s, 0, pa);
-    const bf16* v_tile = v_tiles + stage * Tiles::kTileElements;
-#pragma unroll
-    for (int dp = 0; dp < D / 16; ++dp) {
-      uint32_t vb[4];
-      ldmatrix_x4_trans(vb, bt_address<D>(v_tile, warp * 16, dp, lane));
-      mma_bf16(o[2 * dp], pa, vb[0], vb[1]);
-      mma_bf16(o[2 * dp + 1], pa, vb[2], vb[3]);
-    }
+    mma_tile_rows<D>(o, pa, v_tiles + stage * Tiles::kTileElements, warp * 16, lane);
     cp_async_wait_all();
     __syncthreads();
   }
@@ -204,9 +175,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   float* merge_sum = merge_max + kWarps * kGroupRows;    // [warp][row]
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
-    float sum = row_sum[rr];
-    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
-    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+    const float sum = quad_sum(row_sum[rr]);
     const int row = g + 8 * rr;
     float* target = merge_o + (warp * kGroupRows + row) * D + 2 * c;
 #pragma unroll
@@ -301,6 +270,7 @@ void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads
   const DecodePlan decode = plan(shape);
   const int64_t head_pairs = shape.batch * shape.kv_heads;
   DecodeParams params{};
+  set_kernel_shape(params, shape);
   params.q = q;
   params.k = k;
   params.v = v;
@@ -310,18 +280,10 @@ void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads
   params.partial_out = static_cast<float*>(scratch);
   params.partial_stats =
       reinterpret_cast<float2*>(params.partial_out + head_pairs * decode.partial_entries() * shape.head_dim);
-  params.q_len = static_cast<int>(shape.q_len);
-  params.q_heads = static_cast<int>(shape.q_heads);
-  params.kv_heads = static_cast<int>(shape.kv_heads);
-  params.group = static_cast<int>(shape.q_heads / shape.kv_heads);
-  params.rows = static_cast<int>(shape.q_len * params.group);
   params.padded_rows = static_cast<int>(decode.row_groups * kGroupRows);
-  params.q_start = static_cast<int>(shape.q_start);
-  params.kv_limit = static_cast<int>(shape.q_start + shape.q_len);
   params.tiles = static_cast<int>(decode.tiles);
   params.tiles_per_split = static_cast<int>(decode.tiles_per_split);
   params.splits = static_cast<int>(decode.splits);
-  params.scale_log2 = shape.scale * kLog2e;
   switch (shape.head_dim) {
     case 16:
       launch<16>(params, decode, head_pairs);

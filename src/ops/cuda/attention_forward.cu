@@ -35,13 +35,12 @@ struct ForwardTiles {
   static constexpr int kSmemBytes = 4 * kTileElements * 2 + 2 * kTileRows * 4;
 };
 
-struct ForwardParams {
+struct ForwardParams : KernelShape {
   AttentionHeads q, k, v, out;
   float* lse;
   const int32_t* segment_ids;
   const int2* summary;  // segment summaries, [B, segment_chunks]
-  int q_len, q_heads, kv_heads, group, rows, q_start, kv_limit, segment_chunks;
-  float scale_log2;
+  int segment_chunks;
 };
 
 template <int D>
@@ -171,32 +170,9 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardPara
       }
     }
 
-    // Online softmax: new running max per row (over the quad that shares the row), rescale, exponentiate.
+    // Online softmax: new running max per row, rescale, exponentiate.
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int nb = 0; nb < 8; ++nb) tile_max = fmaxf(tile_max, fmaxf(s[nb][2 * rr], s[nb][2 * rr + 1]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xFFFFFFFFu, tile_max, 2));
-      const float new_max = fmaxf(row_max[rr], tile_max);
-      const float base = new_max == -INFINITY ? 0.f : new_max;  // a row with nothing visible yet stays at 0
-      const float correction = fast_exp2(row_max[rr] - base);
-      row_max[rr] = new_max;
-      float sum = 0.f;
-#pragma unroll
-      for (int nb = 0; nb < 8; ++nb) {
-        s[nb][2 * rr] = fast_exp2(s[nb][2 * rr] - base);
-        s[nb][2 * rr + 1] = fast_exp2(s[nb][2 * rr + 1] - base);
-        sum += s[nb][2 * rr] + s[nb][2 * rr + 1];
-      }
-      row_sum[rr] = row_sum[rr] * correction + sum;
-#pragma unroll
-      for (int nb = 0; nb < D / 8; ++nb) {
-        o[nb][2 * rr] *= correction;
-        o[nb][2 * rr + 1] *= correction;
-      }
-    }
+    for (int rr = 0; rr < 2; ++rr) online_softmax_step(s, o, rr, row_max[rr], row_sum[rr]);
 
     // O += P V.
     const bf16* v_tile = v_tiles + stage * Tiles::kTileElements;
@@ -204,13 +180,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardPara
     for (int kk = 0; kk < 4; ++kk) {
       uint32_t pa[4];
       accumulator_to_a(s, kk, pa);
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, bt_address<D>(v_tile, kk * 16, dp, lane));
-        mma_bf16(o[2 * dp], pa, vb[0], vb[1]);
-        mma_bf16(o[2 * dp + 1], pa, vb[2], vb[3]);
-      }
+      mma_tile_rows<D>(o, pa, v_tile, kk * 16, lane);
     }
 
     cp_async_wait_all();
@@ -222,9 +192,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardPara
   // Normalise and store BF16 rows; lse in natural log.
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
-    float sum = row_sum[rr];
-    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
-    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+    const float sum = quad_sum(row_sum[rr]);
     const int row = row0 + warp * 16 + g + 8 * rr;
     if (row >= p.rows) continue;
     const int t = row / p.group, head = kv_head * p.group + row % p.group;
@@ -300,6 +268,7 @@ void attention_forward(const AttentionShape& shape, AttentionHeads q, AttentionH
     return;
   }
   attn::ForwardParams params{};
+  attn::set_kernel_shape(params, shape);
   params.q = q;
   params.k = k;
   params.v = v;
@@ -307,15 +276,7 @@ void attention_forward(const AttentionShape& shape, AttentionHeads q, AttentionH
   params.lse = lse;
   params.segment_ids = shape.segment_ids;
   params.summary = static_cast<const int2*>(scratch);
-  params.q_len = static_cast<int>(shape.q_len);
-  params.q_heads = static_cast<int>(shape.q_heads);
-  params.kv_heads = static_cast<int>(shape.kv_heads);
-  params.group = static_cast<int>(shape.q_heads / shape.kv_heads);
-  params.rows = static_cast<int>(shape.q_len * params.group);
-  params.q_start = static_cast<int>(shape.q_start);
-  params.kv_limit = static_cast<int>(shape.q_start + shape.q_len);
   params.segment_chunks = static_cast<int>(attn::segment_chunks(shape.q_len));
-  params.scale_log2 = shape.scale * attn::kLog2e;
   attn::launch_segment_summary(shape, static_cast<int2*>(scratch));
   switch (shape.head_dim) {
     case 16:

@@ -5,6 +5,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/kernel_common.cuh"
 

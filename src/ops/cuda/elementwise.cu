@@ -4,6 +4,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/kernel_common.cuh"
 
@@ -124,6 +125,17 @@ Launch launch_for(const DeviceRows& rows) {
   return launch;
 }
 
+// An op on one operand, flattened: launch_kernel(T{}, rows, launch, vec) launches its kernel for the element type T.
+template <typename LaunchKernel>
+void in_place(const DeviceRows& a_in, LaunchKernel&& launch_kernel) {
+  const DeviceRows a = flattened(a_in);
+  const Launch launch = launch_for(a);
+  if (launch.items == 0) return;
+  const bool vec = vectorizable(a);
+  with_float_type(a.dtype, [&](auto tag) { launch_kernel(tag, a, launch, vec); });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void add(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_in) {
@@ -141,27 +153,17 @@ void add(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_i
 }
 
 void scale(const DeviceRows& a_in, float s) {
-  const DeviceRows a = flattened(a_in);
-  const Launch launch = launch_for(a);
-  if (launch.items == 0) return;
-  const bool vec = vectorizable(a);
-  with_float_type(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    NVFP4LM_LAUNCH(scale_kernel<T>, launch.blocks, kThreads, 0)(a, s, launch.chunks_per_row, launch.items, vec);
+  in_place(a_in, [&](auto tag, const DeviceRows& a, const Launch& launch, bool vec) {
+    NVFP4LM_LAUNCH(scale_kernel<decltype(tag)>, launch.blocks, kThreads, 0)
+    (a, s, launch.chunks_per_row, launch.items, vec);
   });
-  NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
 void fill(const DeviceRows& a_in, float value) {
-  const DeviceRows a = flattened(a_in);
-  const Launch launch = launch_for(a);
-  if (launch.items == 0) return;
-  const bool vec = vectorizable(a);
-  with_float_type(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    NVFP4LM_LAUNCH(fill_kernel<T>, launch.blocks, kThreads, 0)(a, value, launch.chunks_per_row, launch.items, vec);
+  in_place(a_in, [&](auto tag, const DeviceRows& a, const Launch& launch, bool vec) {
+    NVFP4LM_LAUNCH(fill_kernel<decltype(tag)>, launch.blocks, kThreads, 0)
+    (a, value, launch.chunks_per_row, launch.items, vec);
   });
-  NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
 void cast(const DeviceRows& src_in, const DeviceRows& dst_in) {

@@ -5,7 +5,6 @@
 //    aligned and the width a multiple of 8: see vectorizable()) a chunk is one 16-byte load for 16-bit types
 //    and two for F32; otherwise elements are loaded one by one and those past the row end read as 0 and are
 //    not stored. `vec` is uniform over a launch, so the branch costs nothing.
-//  - Reductions are fixed trees (xor shuffles, then warps in order): the same inputs give the same bits.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -22,7 +21,6 @@ using bf16 = __nv_bfloat16;
 using f16 = __half;
 
 inline constexpr int kChunk = 8;
-inline constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- host-side launch helpers ---------------------------------------------------------------------------------
 
@@ -134,43 +132,6 @@ __device__ __forceinline__ ChunkPosition chunk_position(int64_t item, int64_t ch
   if (chunks_per_row <= 0) return {0, 0};
   const int64_t row = item / chunks_per_row;
   return {row, (item - row * chunks_per_row) * kChunk};
-}
-
-// ---- reductions -----------------------------------------------------------------------------------------------
-
-// Rows handled by groups of `lanes` lanes (a power of two <= 32, groups aligned inside the warp): the shuffle
-// mask of this thread's group, and a sum over the group that every lane of it receives. Only the group's lanes
-// need to take part, so groups of one warp may stop at different times.
-__device__ __forceinline__ unsigned group_mask(int lanes) {
-  if (lanes >= 32) return kFullMask;
-  const unsigned base = (threadIdx.x % 32) / lanes * lanes;
-  return ((1u << lanes) - 1u) << base;
-}
-
-__device__ __forceinline__ float group_sum(float value, int lanes, unsigned mask) {
-  for (int offset = lanes / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(mask, value, offset, lanes);
-  return value;
-}
-
-__device__ __forceinline__ double warp_sum(double value) {
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);
-  return value;
-}
-
-// Block-wide sum (blockDim.x a multiple of 32, at most 1024); the result is valid in thread 0. `scratch` holds 32
-// doubles of shared memory.
-__device__ __forceinline__ double block_sum(double value, double* scratch) {
-  value = warp_sum(value);
-  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  const int warps = static_cast<int>(blockDim.x / 32);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    value = lane < warps ? scratch[lane] : 0.0;
-    value = warp_sum(value);
-  }
-  __syncthreads();  // scratch may be reused right after
-  return value;
 }
 
 // ---- bad-input records (ops/cuda/input_errors.h) ---------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/rmsnorm.h"
 

@@ -18,6 +18,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "ops/cuda/sampling.h"
 
 namespace nvfp4lm::cuda {
@@ -27,7 +28,6 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 256;
 constexpr float kFixedOne = 1099511627776.0f;  // 2^40
-constexpr unsigned kFull = 0xFFFFFFFFu;
 
 // ---- argmax ------------------------------------------------------------------------------------------------
 
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreads)
   Best best{-INFINITY, INT_MAX};
   for (int i = static_cast<int>(threadIdx.x); i < vocab; i += kThreads) best = better(best, Best{row[i], i});
   for (int offset = 16; offset > 0; offset >>= 1) {
-    const Best other{__shfl_xor_sync(kFull, best.value, offset), __shfl_xor_sync(kFull, best.id, offset)};
+    const Best other{__shfl_xor_sync(kFullMask, best.value, offset), __shfl_xor_sync(kFullMask, best.id, offset)};
     best = better(best, other);
   }
   if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
@@ -112,15 +112,15 @@ __device__ void histogram(const float* row, int vocab, float temperature, float 
       bin = (key >> shift) & 0xFFu;
       w = weight(z, max_z);
     }
-    unsigned pending = __ballot_sync(kFull, take);
-    const unsigned peers = __match_any_sync(kFull, take ? bin : 0x100u);
+    unsigned pending = __ballot_sync(kFullMask, take);
+    const unsigned peers = __match_any_sync(kFullMask, take ? bin : 0x100u);
     while (pending != 0) {
       const int leader = __ffs(pending) - 1;
-      const unsigned group = __shfl_sync(kFull, peers, leader) & pending;
+      const unsigned group = __shfl_sync(kFullMask, peers, leader) & pending;
       const bool in_group = (group >> lane) & 1u;
       // w <= 2^40: halves of at most 20 bits sum exactly in 32 bits over a warp.
-      const unsigned low = __reduce_add_sync(kFull, in_group ? static_cast<unsigned>(w & 0xFFFFFu) : 0u);
-      const unsigned high = __reduce_add_sync(kFull, in_group ? static_cast<unsigned>(w >> 20) : 0u);
+      const unsigned low = __reduce_add_sync(kFullMask, in_group ? static_cast<unsigned>(w & 0xFFFFFu) : 0u);
+      const unsigned high = __reduce_add_sync(kFullMask, in_group ? static_cast<unsigned>(w >> 20) : 0u);
       if (lane == leader) {
         atomicAdd(&shared.count[bin], __popc(group));
         atomicAdd(&shared.mass[bin], (static_cast<unsigned long long>(high) << 20) + low);
@@ -172,7 +172,7 @@ __device__ uint32_t select_threshold(const float* row, int vocab, float temperat
 __device__ unsigned long long block_scan(unsigned long long value, unsigned long long& total, SampleShared& shared) {
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   for (int offset = 1; offset < 32; offset <<= 1) {
-    const unsigned long long other = __shfl_up_sync(kFull, value, offset);
+    const unsigned long long other = __shfl_up_sync(kFullMask, value, offset);
     if (lane >= offset) value += other;
   }
   if (lane == 31) shared.warp_totals[warp] = value;
@@ -198,10 +198,7 @@ __global__ void __launch_bounds__(kThreads)
   float max_z = -INFINITY;
   for (int i = static_cast<int>(threadIdx.x); i < vocab; i += kThreads)
     max_z = fmaxf(max_z, scaled(row, i, temperature));
-  for (int offset = 16; offset > 0; offset >>= 1) max_z = fmaxf(max_z, __shfl_xor_sync(kFull, max_z, offset));
-  if (threadIdx.x % 32 == 0) shared.warp_max[threadIdx.x / 32] = max_z;
-  __syncthreads();
-  for (int w = 0; w < kWarps; ++w) max_z = fmaxf(max_z, shared.warp_max[w]);
+  max_z = block_max(max_z, shared.warp_max);
   if (max_z == -INFINITY) {
     if (threadIdx.x == 0) ids[blockIdx.x] = 0;
     return;

@@ -1,9 +1,10 @@
 // CUDA twin of quant/nvfp4.cpp: the same per-block rule (quant/nvfp4_block.h) in fp32 with IEEE division, so
 // the bytes match the CPU reference exactly. Kernels:
-//  - amax_kernel: max |x| over the flat matrix (atomicMax on the float's bits, which order like the values
-//    since all are >= 0) and the lowest flat index of a non-finite element (atomicMin). The host reads both
-//    back with one sync (the caller needs the tensor scale on the host, and reports a non-finite value as an
-//    Error with its row and column).
+//  - amax_kernel: max |x| over the flat matrix, 8 consecutive values per thread and item (the count % 8 last ones
+//    one per thread), block_max (core/cuda/reduce.cuh), then atomicMax on the float's bits (which order like the
+//    values since all are >= 0); and the lowest flat index of a non-finite element (atomicMin). A maximum is exact,
+//    so the result does not depend on the launch. The host reads both back with one sync (the callers need the
+//    tensor scale on the host, and report a non-finite value as an Error with its row and column).
 //  - quantize_kernel: a CTA covers 16 rows x 256 columns, one warp per row, 8 consecutive values per lane, so
 //    every warp load and store is contiguous; 2 lanes share a 1x16 block (amax by a shuffle), and in Tile16x16
 //    mode the 16 warps combine their block amaxes through shared memory. Each lane stores 4 bytes of codes
@@ -22,6 +23,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "quant/cuda/nvfp4_cuda.h"
@@ -35,15 +37,19 @@ constexpr int kThreads = 256;
 
 enum class OutKind { Codes, F32, BF16 };
 
-struct AmaxResult {
+struct AmaxScratch {
   unsigned int amax_bits;
   unsigned int padding;
   unsigned long long first_bad;  // lowest flat index of a non-finite element, or all ones
 };
+static_assert(sizeof(AmaxScratch) == kNvfp4AmaxScratchBytes);
 
 bool aligned16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
 
 // ---- element loads and stores (BF16 is handled as raw uint16_t with numeric.h's RNE conversion) --------------
+
+__device__ __forceinline__ float load1(const float* source) { return *source; }
+__device__ __forceinline__ float load1(const uint16_t* source) { return bf16_to_float(*source); }
 
 // 8 consecutive values starting at a multiple-of-8 element.
 __device__ __forceinline__ void load8(const float* source, float* values, bool aligned) {
@@ -82,50 +88,52 @@ __device__ __forceinline__ unsigned int pack_bf16x2(float low, float high) {
 
 // ---- amax ------------------------------------------------------------------------------------------------
 
-template <typename In>
-__global__ void __launch_bounds__(kThreads)
-    amax_kernel(const In* __restrict__ input, int64_t chunks, bool aligned, AmaxResult* result) {
-  float thread_max = 0.0f;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t chunk = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; chunk < chunks; chunk += stride) {
-    float values[8];
-    load8(input + chunk * 8, values, aligned);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float magnitude = fabsf(values[i]);
-      if (magnitude <= 3.402823466e+38f) {
-        thread_max = fmaxf(thread_max, magnitude);
-      } else {  // inf or NaN: rare, so a direct atomic is fine
-        atomicMin(&result->first_bad, static_cast<unsigned long long>(chunk * 8 + i));
-      }
-    }
-  }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    thread_max = fmaxf(thread_max, __shfl_xor_sync(0xFFFFFFFFu, thread_max, offset));
-  NVFP4LM_SHARED(float[kThreads / 32], warp_max);
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = thread_max;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float block_max = warp_max[0];
-    for (int w = 1; w < kThreads / 32; ++w) block_max = fmaxf(block_max, warp_max[w]);
-    atomicMax(&result->amax_bits, __float_as_uint(block_max));
+// Folds |value| of flat element `index` into the thread's maximum, or records a non-finite element.
+__device__ __forceinline__ void take_magnitude(float value, int64_t index, float& thread_max, AmaxScratch* result) {
+  const float magnitude = fabsf(value);
+  if (magnitude <= 3.402823466e+38f) {
+    thread_max = fmaxf(thread_max, magnitude);
+  } else {  // inf or NaN: rare, so a direct atomic is fine
+    atomicMin(&result->first_bad, static_cast<unsigned long long>(index));
   }
 }
 
 template <typename In>
+__global__ void __launch_bounds__(kThreads)
+    amax_kernel(const In* __restrict__ input, int64_t count, bool aligned, AmaxScratch* result) {
+  NVFP4LM_SHARED(float[kThreads / 32], warp_maxima);
+  float thread_max = 0.0f;
+  const int64_t chunks = count / 8;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t chunk = thread; chunk < chunks; chunk += stride) {
+    float values[8];
+    load8(input + chunk * 8, values, aligned);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) take_magnitude(values[i], chunk * 8 + i, thread_max, result);
+  }
+  // The last count % 8 elements (none in an NVFP4 matrix, whose rows are multiples of 16 long).
+  const int64_t tail = chunks * 8 + thread;
+  if (tail < count) take_magnitude(load1(input + tail), tail, thread_max, result);
+  const float block = block_max(thread_max, warp_maxima);
+  if (threadIdx.x == 0) atomicMax(&result->amax_bits, __float_as_uint(block));
+}
+
+template <typename In>
 Nvfp4AmaxResult amax_of(const In* input, int64_t count, void* scratch) {
-  AmaxResult* result = static_cast<AmaxResult*>(scratch);
+  AmaxScratch* result = static_cast<AmaxScratch*>(scratch);
   cudaStream_t s = stream();
   NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->amax_bits, 0, sizeof(unsigned int), s));
   NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_bad, 0xFF, sizeof(unsigned long long), s));
-  const int64_t chunks = count / 8;  // count is a multiple of 16
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((chunks + kThreads - 1) / kThreads, 4096));
-  NVFP4LM_LAUNCH(amax_kernel<In>, static_cast<unsigned int>(blocks), kThreads, 0)
-  (input, chunks, aligned16(input), result);
-  NVFP4LM_CUDA_CHECK_LAUNCH();
-  AmaxResult host{};
-  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxResult), cudaMemcpyDeviceToHost, s));
+  if (count > 0) {
+    const int64_t chunks = count / 8;
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((chunks + kThreads - 1) / kThreads, 4096));
+    NVFP4LM_LAUNCH(amax_kernel<In>, static_cast<unsigned int>(blocks), kThreads, 0)
+    (input, count, aligned16(input), result);
+    NVFP4LM_CUDA_CHECK_LAUNCH();
+  }
+  AmaxScratch host{};
+  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxScratch), cudaMemcpyDeviceToHost, s));
   NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
   Nvfp4AmaxResult out;
   out.amax = bits_float(host.amax_bits);
@@ -397,7 +405,6 @@ void launch_dequantize(const uint8_t* codes, const uint8_t* scales, int64_t rows
 }  // namespace
 
 Nvfp4AmaxResult nvfp4_amax(const void* input, bool bf16, int64_t rows, int64_t cols, void* scratch) {
-  static_assert(sizeof(AmaxResult) <= kNvfp4AmaxScratchBytes);
   if (bf16) return amax_of(static_cast<const uint16_t*>(input), rows * cols, scratch);
   return amax_of(static_cast<const float*>(input), rows * cols, scratch);
 }

@@ -5,7 +5,6 @@
 //  - the state lives on the GPU, and a checkpoint written from the GPU resumes on the GPU and on the CPU exactly;
 //  - global gradient norm (relative 1e-10: both sum in double, in different orders), bit-for-bit repeatable; clipping
 //    multiplies exactly by the coefficient it reports; non-finite gradients are reported and left alone;
-//  - master amax exact, with the CPU's error for a non-finite element;
 //  - parameters on different devices are an Error.
 // Skipped without a GPU.
 #include <gtest/gtest.h>
@@ -20,7 +19,6 @@
 
 #include "common/test_util.h"
 #include "core/numeric.h"
-#include "quant/master_amax.h"
 #include "train/checkpoint.h"
 #include "train/optim/grad_clip.h"
 #include "train/optim/optimizer.h"
@@ -343,57 +341,6 @@ TEST(GradClipCuda, NonFiniteGradientsAreReportedAndLeftAlone) {
     EXPECT_FALSE(result.finite);
     EXPECT_EQ(result.coefficient, 1.0f);
     for (size_t k = 0; k < cpu.size(); ++k) expect_same_bits(gpu[k].grad, cpu[k].grad, "left alone " + cpu[k].name);
-  }
-}
-
-// ---- master amax --------------------------------------------------------------------------------------------------
-
-TEST(MasterAmaxCuda, IsExactForF32AndBf16) {
-  NVFP4LM_SKIP_WITHOUT_GPU();
-  Rng rng(12);
-  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
-  shapes.push_back(Shape{513, 1027});
-  for (DType dtype : {DType::F32, DType::BF16}) {
-    for (const Shape& shape : shapes) {
-      SCOPED_TRACE(fmt::format("{} {}", dtype_name(dtype), shape.str()));
-      Tensor values = test::random_normal(shape, rng, 0.05f);
-      float* v = values.data<float>();
-      // The largest magnitude at the last element, negative, in a quarter of the cases.
-      if (rng.below(4) == 0) v[values.numel() - 1] = -1.5f;
-      Tensor master = Tensor::empty(shape, dtype);
-      convert_cpu(values, master);
-      const float expected = master_weight_amax(master, "w");
-      EXPECT_GT(expected, 0.0f);
-      EXPECT_EQ(master_weight_amax(master.to(kGpu), "w"), expected);
-    }
-    const Tensor zeros = Tensor::zeros({3, 5}, dtype, kGpu);
-    EXPECT_EQ(master_weight_amax(zeros, "zeros"), 0.0f);
-  }
-}
-
-TEST(MasterAmaxCuda, NonFiniteIsTheCpuError) {
-  NVFP4LM_SKIP_WITHOUT_GPU();
-  Rng rng(13);
-  for (DType dtype : {DType::F32, DType::BF16}) {
-    Tensor values = test::random_normal({33, 65}, rng);
-    values.data<float>()[20 * 65 + 7] = std::numeric_limits<float>::quiet_NaN();  // row 20, column 7: first
-    values.data<float>()[30 * 65 + 1] = -std::numeric_limits<float>::infinity();
-    Tensor master = Tensor::empty({33, 65}, dtype);
-    convert_cpu(values, master);
-    std::string cpu_message, gpu_message;
-    try {
-      master_weight_amax(master, "layers.3.mlp.up_proj.weight");
-    } catch (const Error& e) {
-      cpu_message = e.what();
-    }
-    try {
-      master_weight_amax(master.to(kGpu), "layers.3.mlp.up_proj.weight");
-    } catch (const Error& e) {
-      gpu_message = e.what();
-    }
-    ASSERT_FALSE(cpu_message.empty()) << "the CPU scan accepted a NaN";
-    EXPECT_EQ(gpu_message, cpu_message) << dtype_name(dtype);
-    EXPECT_NE(gpu_message.find("row 20, column 7"), std::string::npos) << gpu_message;
   }
 }
 

@@ -5,11 +5,11 @@
 //    both moments (tables in shared memory), update, reduce the two new block maxima (warp shuffles, then the 8 warp
 //    values through shared memory; a maximum, so the order does not matter), encode, write the codes and maxima.
 //  - sum_of_squares_partial_kernel: one CTA of 256 threads per tile of kSumTile elements; thread t accumulates the
-//    tile's elements t, t + 256, ... in double (fma), then a fixed shuffle tree per warp and the 8 warp sums in
-//    order. sum_of_squares_total_kernel: one CTA of 1024 threads adds the partials the same way (thread t takes
-//    partials t, t + 1024, ...). Fixed trees and fixed tiles: the total depends only on the data.
-//  - scale_kernel: data *= factor. amax_kernel: max over finite |x| (atomicMax on the float's bits, which order like
-//    the values since all are >= 0) and the lowest index of a non-finite element (atomicMin).
+//    tile's elements t, t + 256, ... in double (fma), then block_sum's fixed tree (core/cuda/reduce.cuh: shuffles
+//    per warp, the 8 warp sums in order). sum_of_squares_total_kernel: one CTA of 1024 threads adds the partials the
+//    same way (thread t takes partials t, t + 1024, ...). Fixed trees and fixed tiles: the total depends only on the
+//    data.
+//  - scale_kernel: data *= factor.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/reduce.cuh"
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "train/optim/cuda/optim_kernels.h"
@@ -28,7 +29,6 @@ namespace nvfp4lm::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int64_t kMaxGrid = int64_t{65535} * 16;  // grid-stride loops cover the rest
 
 constexpr int kMomentBlock = static_cast<int>(kMomentBlockSize);
@@ -93,12 +93,6 @@ struct MomentTables {
   float unsigned_values[kUnsignedCodes];
 };
 
-__device__ __forceinline__ float warp_max(float value) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(kFullMask, value, offset));
-  return value;
-}
-
 template <bool kBf16>
 __global__ void __launch_bounds__(kMomentBlock)
     adamw8bit_kernel(void* __restrict__ master, const float* __restrict__ grad, Moments8bit state, int64_t count,
@@ -159,30 +153,9 @@ __global__ void __launch_bounds__(kMomentBlock)
 
 // ---- sum of squares ---------------------------------------------------------------------------------------------
 
-__device__ __forceinline__ double warp_sum(double value) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);
-  return value;
-}
-
-// Sum over the CTA (blockDim.x = kWarps * 32) in a fixed tree; valid in thread 0.
-template <int kWarps>
-__device__ __forceinline__ double block_sum(double value) {
-  NVFP4LM_SHARED(double[kWarps], warp_sums);
-  value = warp_sum(value);
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  if (lane == 0) warp_sums[warp] = value;
-  __syncthreads();
-  value = 0.0;
-  if (warp == 0) {
-    value = lane < kWarps ? warp_sums[lane] : 0.0;
-    value = warp_sum(value);
-  }
-  return value;
-}
-
 __global__ void __launch_bounds__(kSumThreads)
     sum_of_squares_partial_kernel(const float* __restrict__ data, int64_t count, double* __restrict__ partials) {
+  NVFP4LM_SHARED(double[32], scratch);
   const int64_t begin = static_cast<int64_t>(blockIdx.x) * kSumTile;
   double sum = 0.0;
 #pragma unroll 8
@@ -193,48 +166,25 @@ __global__ void __launch_bounds__(kSumThreads)
       sum = fma(g, g, sum);
     }
   }
-  sum = block_sum<kSumThreads / 32>(sum);
+  sum = block_sum(sum, scratch);
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
 __global__ void __launch_bounds__(kTotalThreads)
     sum_of_squares_total_kernel(const double* __restrict__ partials, int64_t count, double* __restrict__ total) {
+  NVFP4LM_SHARED(double[32], scratch);
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < count; i += kTotalThreads) sum += partials[i];
-  sum = block_sum<kTotalThreads / 32>(sum);
+  sum = block_sum(sum, scratch);
   if (threadIdx.x == 0) *total = sum;
 }
 
-// ---- scale, amax ------------------------------------------------------------------------------------------------
+// ---- scale ------------------------------------------------------------------------------------------------------
 
 __global__ void __launch_bounds__(kThreads) scale_kernel(float* __restrict__ data, int64_t count, float factor) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
     data[i] = __fmul_rn(data[i], factor);
-}
-
-struct AmaxScratch {
-  unsigned int amax_bits;
-  unsigned int padding;
-  unsigned long long first_bad;  // lowest index of a non-finite element, or all ones
-};
-static_assert(sizeof(AmaxScratch) == kAmaxScratchBytes);
-
-template <bool kBf16>
-__global__ void __launch_bounds__(kThreads)
-    amax_kernel(const void* __restrict__ data, int64_t count, AmaxScratch* __restrict__ result) {
-  float thread_max = 0.0f;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    const float magnitude = fabsf(load_master<kBf16>(data, i));
-    if (magnitude <= 3.402823466e+38f) {
-      thread_max = fmaxf(thread_max, magnitude);
-    } else {  // inf or NaN: rare, so a direct atomic is fine
-      atomicMin(&result->first_bad, static_cast<unsigned long long>(i));
-    }
-  }
-  thread_max = warp_max(thread_max);
-  if (threadIdx.x % 32 == 0) atomicMax(&result->amax_bits, __float_as_uint(thread_max));
 }
 
 }  // namespace
@@ -295,37 +245,6 @@ void scale_in_place(float* data, int64_t count, float factor) {
   if (count <= 0) return;
   NVFP4LM_LAUNCH(scale_kernel, grid_for(count, kThreads), kThreads, 0)(data, count, factor);
   NVFP4LM_CUDA_CHECK_LAUNCH();
-}
-
-AmaxResult amax(const void* data, bool bf16, int64_t count, void* scratch) {
-  auto* result = static_cast<AmaxScratch*>(scratch);
-  cudaStream_t s = stream();
-  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->amax_bits, 0, sizeof(unsigned int), s));
-  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_bad, 0xFF, sizeof(unsigned long long), s));
-  if (count > 0) {
-    const unsigned grid = std::min(grid_for(count, kThreads), 4096u);  // grid-stride: enough to fill the GPU
-    if (bf16) {
-      NVFP4LM_LAUNCH(amax_kernel<true>, grid, kThreads, 0)(data, count, result);
-    } else {
-      NVFP4LM_LAUNCH(amax_kernel<false>, grid, kThreads, 0)(data, count, result);
-    }
-    NVFP4LM_CUDA_CHECK_LAUNCH();
-  }
-  AmaxScratch host{};
-  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxScratch), cudaMemcpyDeviceToHost, s));
-  NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
-  AmaxResult out;
-  out.amax = bits_float(host.amax_bits);
-  if (host.first_bad != ~0ull) {
-    out.first_non_finite = static_cast<int64_t>(host.first_bad);
-    const size_t element_bytes = bf16 ? 2 : 4;
-    const auto* bad = static_cast<const unsigned char*>(data) + out.first_non_finite * element_bytes;
-    uint32_t bits = 0;  // little endian: a BF16 lands in the low half
-    NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&bits, bad, element_bytes, cudaMemcpyDeviceToHost, s));
-    NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
-    out.non_finite_value = bf16 ? bf16_to_float(static_cast<uint16_t>(bits)) : bits_float(bits);
-  }
-  return out;
 }
 
 }  // namespace nvfp4lm::cuda

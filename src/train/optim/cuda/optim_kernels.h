@@ -1,7 +1,7 @@
 // CUDA twins of the optimizer's element work (train/optim/), implemented in optim_kernels.cu. Raw-pointer
-// launchers: adamw.cpp, adamw8bit.cpp, grad_clip.cpp and master_amax.cpp check the tensors and call these (the .cu
-// stays free of Tensor and fmt, whose compile-time format strings nvcc cannot compile in C++20). Everything runs on
-// cuda::stream() of the current device; all pointers are device pointers unless said otherwise.
+// launchers: adamw.cpp, adamw8bit.cpp and grad_clip.cpp check the tensors and call these (the .cu stays free of
+// Tensor and fmt, whose compile-time format strings nvcc cannot compile in C++20). Everything runs on cuda::stream()
+// of the current device; all pointers are device pointers unless said otherwise.
 //
 // What matches the CPU reference, and how:
 //  - adamw_step / adamw8bit_step: bit-identical masters and moments (codes and block maxima for 8-bit). Same element
@@ -11,7 +11,6 @@
 //  - gradient sum of squares: fp32 squares accumulated in double in a fixed tree of its own (not the CPU's chunk
 //    order): the same bits on every run and launch shape, within ~1e-15 relative of the CPU value.
 //  - scale_in_place: one fp32 multiply per element, as the CPU.
-//  - amax: exact (a maximum), and the same first non-finite element as the CPU scan.
 #pragma once
 
 #include <cstdint>
@@ -55,17 +54,5 @@ double sum_of_squares_total(const double* partials, int64_t count, double* total
 
 // data[i] *= factor (gradient clipping).
 void scale_in_place(float* data, int64_t count, float factor);
-
-struct AmaxResult {
-  float amax = 0.0f;              // max |x| over the finite elements
-  int64_t first_non_finite = -1;  // lowest index of an inf/NaN element, -1 when all are finite
-  float non_finite_value = 0.0f;  // its value
-};
-
-inline constexpr int64_t kAmaxScratchBytes = 16;
-
-// max |x| over `count` F32 or BF16 elements; synchronizes the stream to read it back. scratch: kAmaxScratchBytes of
-// device memory.
-AmaxResult amax(const void* data, bool bf16, int64_t count, void* scratch);
 
 }  // namespace nvfp4lm::cuda

@@ -2,7 +2,6 @@
 // Parses the flags (one per row of the training flag table, train/train_flags.h) into TrainOptions, remembering
 // which were given, for --resume; prints the header line and the set-up lines, shows one progress line per step
 // (rewritten in place on a terminal), and ends with a summary.
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <set>
@@ -12,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/train_flags_cli.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/logging.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -24,14 +24,7 @@ struct TrainCliOptions {
   std::optional<TrainFlagOptions> flags;  // the flag table's rows, bound to `options`
 };
 
-std::string default_output() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  return std::string("runs/train-") + stamp;
-}
+std::string default_output() { return "runs/train-" + local_time_stamp(); }
 
 int run_train(TrainCliOptions& cli) {
   TrainOptions& o = cli.options;

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -75,6 +76,15 @@ std::string read_text_file(const fs::path& path) {
   buffer << in.rdbuf();
   NVFP4LM_CHECK(!in.bad(), "reading {} failed", path.string());
   return buffer.str();
+}
+
+std::string local_time_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  return stamp;
 }
 
 }  // namespace nvfp4lm

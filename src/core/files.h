@@ -31,4 +31,7 @@ void write_file_atomic(const fs::path& path, std::string_view contents);
 // Reads a whole (small) text file; Error names the path when it cannot be read.
 std::string read_text_file(const fs::path& path);
 
+// The local time as "YYYYmmdd-HHMMSS", for default output directory names (runs/train-..., demo-run/run-...).
+std::string local_time_stamp();
+
 }  // namespace nvfp4lm

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/logging.h"
 #include "core/stopwatch.h"
 #include "infer/generator.h"
@@ -26,12 +26,7 @@ constexpr int64_t kDemoBatch = 4;
 
 // ./demo-run/run-YYYYmmdd-HHMMSS (with a -N suffix when that exists).
 fs::path fresh_work_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  const fs::path base = fs::path("demo-run") / (std::string("run-") + stamp);
+  const fs::path base = fs::path("demo-run") / ("run-" + local_time_stamp());
   fs::path dir = base;
   std::error_code ec;
   for (int i = 2; fs::exists(dir, ec); ++i) dir = base.string() + "-" + std::to_string(i);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -16,8 +17,8 @@ namespace nvfp4lm::cli {
 
 void add_device_flags(CLI::App& app, DeviceFlags& flags) {
   app.add_option("--device", flags.device, "cpu (default), cuda or cuda:N");
-  app.add_option("--max-memory", flags.max_memory_gib,
-                 "fail instead of allocating more than this many GiB on the device (default: no limit)");
+  add_number_option(app, "--max-memory", flags.max_memory_gib,
+                    "fail instead of allocating more than this many GiB on the device (default: no limit)", {0.0, 1e6});
 }
 
 void add_cuda_graph_flag(CLI::App& app, std::string& value) {
@@ -119,15 +120,23 @@ Tokenizer load_tokenizer(const Qwen3Model& model) {
 }
 
 void add_sampling_flags(CLI::App& app, SamplingOptions& options) {
-  app.add_option("--temperature", options.temperature,
-                 "sampling temperature; 0 = greedy (default 0.7, Qwen3-Instruct's recommendation)");
-  app.add_option("--top-k", options.top_k, "keep the k most likely tokens; 0 = off (default 20)");
-  app.add_option("--top-p", options.top_p,
-                 "keep the most likely tokens up to this probability mass; 1 = off (default 0.8)");
-  app.add_option("--min-p", options.min_p, "drop tokens less likely than min-p x the most likely; 0 = off (default 0)");
-  app.add_option("--repetition-penalty", options.repetition_penalty,
-                 "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)");
-  app.add_option("--seed", options.seed, "random seed for sampling (default 0)");
+  add_number_option(app, "--temperature", options.temperature,
+                    "sampling temperature; 0 = greedy (default 0.7, Qwen3-Instruct's recommendation)", {0.0f, 1e4f});
+  add_number_option(app, "--top-k", options.top_k, "keep the k most likely tokens; 0 = off (default 20)",
+                    {0, int64_t{1} << 31});
+  add_number_option(app, "--top-p", options.top_p,
+                    "keep the most likely tokens up to this probability mass; 1 = off (default 0.8)", {0.0f, 1.0f});
+  add_number_option(app, "--min-p", options.min_p,
+                    "drop tokens less likely than min-p x the most likely; 0 = off (default 0)", {0.0f, 1.0f});
+  add_number_option(app, "--repetition-penalty", options.repetition_penalty,
+                    "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)",
+                    {1e-4f, 1e4f});
+  add_number_option(app, "--seed", options.seed, "random seed for sampling (default 0)");
+}
+
+void check_bench_json_path(const std::string& json_path, bool overwrite, const std::string& model) {
+  if (json_path.empty() || json_path == "-") return;
+  guard_output(json_path, "--json", {{model, "the model (--model)"}}, overwrite);
 }
 
 void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, Device device) {

@@ -101,6 +101,8 @@ struct BenchRegistration {
 // A benchmark's result on stdout: the table `text`, or the JSON alone with --json -, or the table plus
 // "wrote FILE" after writing the JSON to json_path (atomically). On the emulated CUDA device both say that the
 // timings are the emulator's ("emulated": true in the JSON).
+// Before a benchmark runs: --json FILE may not exist without --overwrite, nor be or lie in the model.
+void check_bench_json_path(const std::string& json_path, bool overwrite, const std::string& model);
 void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, Device device);
 
 }  // namespace nvfp4lm::cli

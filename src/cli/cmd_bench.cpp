@@ -18,6 +18,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -68,6 +69,7 @@ struct BenchInferCliOptions {
   std::string cuda_graph = "on";
   InferBenchOptions bench;
   std::string json;
+  bool overwrite = false;
   uint64_t copy_mib = 256;
 };
 
@@ -76,6 +78,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
                 fmt::join(qwen3_preset_names(), ", "));
   NVFP4LM_CHECK(!cli.nvfp4 || !cli.preset.empty(),
                 "bench infer: --nvfp4 quantizes a --preset model; quantize a --model with `nvfp4lm quantize` first");
+  check_bench_json_path(cli.json, cli.overwrite, cli.model);
   NVFP4LM_CHECK(cli.bench.prompt_tokens > 0, "--prompt-len must be positive, got {}", cli.bench.prompt_tokens);
   NVFP4LM_CHECK(cli.bench.generate_tokens > 0, "--gen must be positive, got {}", cli.bench.generate_tokens);
   const Device device = setup_device(cli.device);
@@ -142,13 +145,17 @@ BenchRegistration bench_infer(
       app.add_option("--preset", options->preset, "synthesise a random model of this shape (tiny, small, qwen3-4b)");
       app.add_flag("--nvfp4", options->nvfp4, "with --preset: quantize the synthesised model to NVFP4 first");
       app.add_option("--config", options->config, "config.json for a .dat model without one beside it");
-      app.add_option("--prompt-len", options->bench.prompt_tokens, "prompt tokens for the prefill (default 128)");
-      app.add_option("--gen", options->bench.generate_tokens, "tokens to generate (default 64)");
-      app.add_option("--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
-      app.add_option("--copy-mib", options->copy_mib,
-                     "size of the copy that measures the bandwidth ceiling, in MiB (default 256; keep it well above "
-                     "the last-level cache)");
+      add_number_option(app, "--prompt-len", options->bench.prompt_tokens,
+                        "prompt tokens for the prefill (default 128)", {1, int64_t{1} << 24});
+      add_number_option(app, "--gen", options->bench.generate_tokens, "tokens to generate (default 64)",
+                        {1, int64_t{1} << 24});
+      add_number_option(app, "--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
+      add_number_option(app, "--copy-mib", options->copy_mib,
+                        "size of the copy that measures the bandwidth ceiling, in MiB (default 256; keep it well above "
+                        "the last-level cache)",
+                        {uint64_t{1}, uint64_t{1} << 20});
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
+      app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_bench_infer(*options); };

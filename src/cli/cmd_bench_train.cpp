@@ -16,6 +16,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "cli/train_flags_cli.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -47,6 +48,7 @@ struct BenchTrainCliOptions {
   bool packed_weights = false;
   int64_t gemm_size = 0;
   std::string json;
+  bool overwrite = false;
 };
 
 int run_bench_train(const BenchTrainCliOptions& cli) {
@@ -54,6 +56,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
                 fmt::join(qwen3_preset_names(), ", "));
   NVFP4LM_CHECK(cli.config.empty() || !cli.model.empty(), "bench train: --config goes with --model, not --preset");
   check_train_bench_options(cli.bench);
+  check_bench_json_path(cli.json, cli.overwrite, cli.model);
   const QatMode qat = parse_qat_mode(cli.qat);
   NVFP4LM_CHECK(cli.optimizer == "adamw" || cli.optimizer == "adamw8bit", "--optimizer {}: choose adamw or adamw8bit",
                 cli.optimizer);
@@ -141,8 +144,10 @@ BenchRegistration registration(
       // The flags of `train` (train/train_flags.h), with bench's own help where its default or meaning differs.
       add_train_flag(app, "seq_len", options->bench.seq_len, "tokens per row")->required();
       add_train_flag(app, "batch", options->bench.batch, "rows per step")->required();
-      app.add_option("--steps", options->bench.steps, "timed optimizer steps (default 5)");
-      app.add_option("--warmup-steps", options->bench.warmup_steps, "untimed steps first (default 1)");
+      add_number_option(app, "--steps", options->bench.steps, "timed optimizer steps (default 5)",
+                        {1, int64_t{1} << 20});
+      add_number_option(app, "--warmup-steps", options->bench.warmup_steps, "untimed steps first (default 1)",
+                        {0, int64_t{1} << 20});
       add_train_flag(app, "qat", options->qat);
       add_train_flag(app, "optimizer", options->optimizer);
       add_train_flag(app, "master", options->master);
@@ -153,9 +158,11 @@ BenchRegistration registration(
       add_train_flag(app, "lr", options->bench.lr, "constant learning rate (default 1e-5)");
       add_train_flag(app, "seed", options->bench.seed,
                      "seed of the random ids and of a --preset's weights (default 0)");
-      app.add_option("--gemm-size", options->gemm_size,
-                     "size of the square GEMM of the ceiling (default 0: 2048 on the CPU, 8192 on CUDA)");
+      add_number_option(app, "--gemm-size", options->gemm_size,
+                        "size of the square GEMM of the ceiling (default 0: 2048 on the CPU, 8192 on CUDA)",
+                        {0, int64_t{1} << 16});
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
+      app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
       add_device_flags(app, options->device);
       return [options] { return run_bench_train(*options); };
     });

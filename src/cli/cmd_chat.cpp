@@ -13,6 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "infer/chat_repl.h"
@@ -79,9 +80,11 @@ CommandRegistration registration(
       app.add_option("--system", options->system, "system prompt");
       app.add_flag("--no-think", options->no_think,
                    "hybrid-thinking templates: ask for answers without a think block (enable_thinking=false)");
-      app.add_option("--max-tokens", options->max_tokens, "most new tokens per answer (default 1024)");
-      app.add_option("--context", options->context,
-                     "tokens the conversation may hold (KV cache size; default 8192, capped at the model's)");
+      add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens per answer (default 1024)",
+                        {1, int64_t{1} << 24});
+      add_number_option(app, "--context", options->context,
+                        "tokens the conversation may hold (KV cache size; default 8192, capped at the model's)",
+                        {2, int64_t{1} << 24});
       add_sampling_flags(app, options->sampling);
       app.add_option("--stop", options->stops, "end an answer before this text (repeat the flag for several)")
           ->allow_extra_args(false);

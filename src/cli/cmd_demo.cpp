@@ -5,6 +5,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "tools/demo.h"
 #include "train/metrics.h"
 
@@ -32,7 +33,7 @@ CommandRegistration registration(
       auto cli = std::make_shared<DemoCliOptions>();
       app.add_option("--work-dir", cli->work_dir,
                      "where to put data, model, run and export (default: ./demo-run/run-<date-time>)");
-      app.add_option("--seed", cli->seed, "seed of the random model and the data order (default 0)");
+      add_number_option(app, "--seed", cli->seed, "seed of the random model and the data order (default 0)");
       return [cli] { return run_demo_command(*cli); };
     },
     95);

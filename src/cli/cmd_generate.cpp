@@ -11,6 +11,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "infer/generator.h"
@@ -104,7 +105,8 @@ CommandRegistration registration(
       app.add_flag("--raw", options->raw, "use the prompt as-is, without the chat template");
       app.add_flag("--no-think", options->no_think,
                    "hybrid-thinking templates: ask for an answer without a think block (enable_thinking=false)");
-      app.add_option("--max-tokens", options->max_tokens, "most new tokens to generate (default 512)");
+      add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens to generate (default 512)",
+                        {1, int64_t{1} << 24});
       add_sampling_flags(app, options->sampling);
       app.add_option("--stop", options->stops, "stop before this text (repeat the flag for several); it is not printed")
           ->allow_extra_args(false);

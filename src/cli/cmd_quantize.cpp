@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/memory.h"
@@ -83,8 +84,8 @@ CommandRegistration registration(
       app.add_option("--block", options->block, "1d (1x16 blocks, default) or 2d (16x16 tiles)");
       app.add_flag("--overwrite", options->overwrite, "replace OUT if it exists");
       app.add_option("--config", options->config, "config.json for a .dat source without one beside it");
-      app.add_option("--max-shard-mb", options->max_shard_mb,
-                     "modelopt: largest safetensors shard in MB (default 4000)");
+      add_number_option(app, "--max-shard-mb", options->max_shard_mb,
+                        "modelopt: largest safetensors shard in MB (default 4000)", {uint64_t{1}, uint64_t{1} << 24});
       return [options] { return run_quantize(*options); };
     },
     30);

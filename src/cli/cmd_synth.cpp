@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/memory.h"
@@ -41,6 +42,7 @@ int run_synth(const SynthCliOptions& cli) {
   options.max_shard_bytes = cli.max_shard_mb * 1000000;
   if (!cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;
 
+  guard_output(cli.out, "the output", {{cli.config, "--config"}, {cli.tokenizer, "--tokenizer"}}, cli.overwrite);
   log::info("synth: {} parameters, {} weights, seed {}", config.total_parameters(), cli.dtype, cli.seed);
   const auto start = std::chrono::steady_clock::now();
   const SynthReport report = synth_model(config, cli.out, options);
@@ -61,12 +63,13 @@ CommandRegistration registration(
       app.add_option("out", options->out, "output directory")->required();
       app.add_option("--config", options->config, "HF config.json giving the shape");
       app.add_option("--preset", options->preset, "tiny, small (~100M) or qwen3-4b (Qwen3-4B-Instruct-2507 shape)");
-      app.add_option("--seed", options->seed, "random seed (default 0)");
+      add_number_option(app, "--seed", options->seed, "random seed (default 0)");
       app.add_option("--dtype", options->dtype, "bf16 (default) or f32");
       app.add_option("--tokenizer", options->tokenizer,
                      "tokenizer directory to copy (default: the bundled Qwen3 tokenizer when vocab is 151936)");
       app.add_flag("--overwrite", options->overwrite, "replace OUT if it exists");
-      app.add_option("--max-shard-mb", options->max_shard_mb, "largest safetensors shard in MB (default 4000)");
+      add_number_option(app, "--max-shard-mb", options->max_shard_mb, "largest safetensors shard in MB (default 4000)",
+                        {uint64_t{1}, uint64_t{1} << 24});
       return [options] { return run_synth(*options); };
     },
     60);

@@ -29,10 +29,24 @@ std::string default_output() { return "runs/train-" + local_time_stamp(); }
 int run_train(TrainCliOptions& cli) {
   TrainOptions& o = cli.options;
   const std::set<std::string> given = cli.flags->finish();
-  NVFP4LM_CHECK(!(given.count("epochs") && given.count("max_steps")), "pass either --epochs or --max-steps, not both");
+  if (given.count("epochs") && given.count("max_steps"))
+    throw UsageError("pass either --epochs or --max-steps, not both");
+  if (given.count("output") && o.output.empty())
+    throw UsageError("--output is empty: name the run directory (or leave the flag out for runs/train-<date-time>)");
   if (o.output.empty()) {
-    NVFP4LM_CHECK(!o.resume, "--resume needs --output RUN_DIR (the run to continue)");
+    if (o.resume) throw UsageError("--resume needs --output RUN_DIR (the run to continue)");
     o.output = default_output();
+  }
+  if (!o.resume) {
+    // Every value and combination of the flags, before anything is loaded (a resumed run's settings are only
+    // known once its trainer_state.json is read: the trainer checks them then).
+    try {
+      validate_train_options(o);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
   }
 
   std::optional<Trainer> trainer;

@@ -41,7 +41,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every parse or validation error is a usage error: one line like every other
+    // error, and exit code 2 whatever CLI11's own code for its kind (105 for a failed check, 106 for a missing
+    // option, ...).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "nvfp4lm: error: %s (see --help)\n", e.what());
+    return 2;
   }
 
   try {
@@ -49,6 +54,9 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : runs) {
       if (sub->parsed()) return run();
     }
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "nvfp4lm: error: %s\n", e.what());
     return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "nvfp4lm: error: %s\n", e.what());

@@ -1,6 +1,7 @@
 // See train_flags_cli.h.
 #include "cli/train_flags_cli.h"
 
+#include "cli/number_flags.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm::cli {
@@ -28,8 +29,10 @@ TrainFlagOptions::TrainFlagOptions(CLI::App& app, TrainOptions& options) : optio
             if (!value.negated) return app.add_flag(names, options.*value.member, help);
             bound.negated_given = std::make_unique<bool>(false);
             return app.add_flag(names, *bound.negated_given, help);
-          } else {  // text and numbers, converted by CLI11 as their C++ type
+          } else if constexpr (std::is_same_v<Kind, TrainFlagText>) {
             return app.add_option(names, options.*value.member, help);
+          } else {  // numbers: strictly, in the row's range (a usage error otherwise)
+            return add_number_option(app, names, options.*value.member, help, value.range);
           }
         },
         flag.value);

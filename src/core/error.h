@@ -16,6 +16,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A flag value or combination that cannot run, found after CLI11's own parsing: the CLI exits with 2 (usage)
+// instead of 1, like CLI11's parse errors.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& message) : Error(message) {}
+};
+
 // Raised for internal invariants that do not depend on user input.
 [[noreturn]] void internal_error(const char* expr, const char* file, int line, const std::string& detail);
 

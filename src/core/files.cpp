@@ -1,15 +1,18 @@
 #include "core/files.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/logging.h"
 
 namespace nvfp4lm {
 
@@ -20,10 +23,131 @@ void check_output_path(const fs::path& path, bool overwrite) {
   }
 }
 
+fs::path real_path(const fs::path& path) {
+  std::error_code ec;
+  fs::path result = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? fs::absolute(path).lexically_normal() : result;
+}
+
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+void guard_output(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
+                  bool overwrite) {
+  NVFP4LM_CHECK(!output.empty(), "{} is empty: name the file or directory to write", what);
+  const fs::path target = real_path(output);
+  for (const GuardedInput& input : inputs) {
+    if (input.path.empty()) continue;
+    const fs::path read = real_path(input.path);
+    if (is_within(read, target)) {
+      NVFP4LM_FAIL("refusing to write {} {}: it {} {} {}, which this command reads{}; choose another path", what,
+                   output.string(), read == target ? "is" : "contains", input.what, input.path.string(),
+                   overwrite ? " (--overwrite does not change that)" : "");
+    }
+    NVFP4LM_CHECK(input.may_hold_outputs || !is_within(target, read),
+                  "refusing to write {} {}: it lies inside {} {}, which this command reads; choose a path outside it",
+                  what, output.string(), input.what, input.path.string());
+  }
+  std::error_code ec;
+  NVFP4LM_CHECK(overwrite || !fs::exists(fs::symlink_status(output, ec)),
+                "{} {} already exists; choose another name or pass --overwrite to replace it", what, output.string());
+  // Writable now, not only after hours of training: the nearest existing directory above the output must take a
+  // new entry (a read-only file system, a directory without write permission).
+  fs::path existing = target.parent_path();
+  while (!existing.empty() && !fs::exists(existing, ec) && existing != existing.root_path())
+    existing = existing.parent_path();
+  if (existing.empty()) return;
+  // Creating a file is the only test that sees everything (a read-only mount, permissions, ACLs, a file system
+  // like /proc that takes no new files even from root); the probe is removed at once.
+  const fs::path probe = existing / (".nvfp4lm-write-test.tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    NVFP4LM_FAIL("cannot write {} {}: {} is not writable ({}); choose a writable location", what, output.string(),
+                 existing.string(), std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 fs::path temporary_sibling(const fs::path& path) {
   fs::path p = path;
   if (p.filename().empty()) p = p.parent_path();  // "dir/" -> "dir"
   return p.parent_path() / (p.filename().string() + ".tmp-" + std::to_string(::getpid()));
+}
+
+void remove_stale_temporaries(const fs::path& path) {
+  fs::path p = path;
+  if (p.filename().empty()) p = p.parent_path();
+  const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string name = p.filename().string();
+  std::error_code ec;
+  fs::directory_iterator it(parent, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string child = it->path().filename().string();
+    if (child.size() <= name.size() + 5 || child.compare(0, name.size(), name) != 0) continue;
+    const std::string_view tail = std::string_view(child).substr(name.size());
+    if (!tail.starts_with(".tmp-") && !tail.starts_with(".old-")) continue;
+    const std::string_view digits = tail.substr(5);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos || digits.size() > 9)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(std::string(digits)));
+    if (pid == ::getpid() || pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH)
+      continue;  // alive, or not ours to judge
+    std::error_code remove_ec;
+    fs::remove_all(it->path(), remove_ec);
+    if (!remove_ec) log::info("removed {}, left by an interrupted write of process {}", it->path().string(), pid);
+  }
+}
+
+DirectoryLock::DirectoryLock(const fs::path& dir) : dir_(dir) {
+  std::error_code ec;
+  created_ = fs::create_directories(dir, ec);
+  NVFP4LM_CHECK(!ec, "cannot create the directory {}: {}", dir.string(), ec.message());
+  const fs::path lock_path = dir / kDirectoryLockFileName;
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  NVFP4LM_CHECK(fd_ >= 0, "cannot create the lock file {}: {}", lock_path.string(), std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int saved = errno;
+    char text[32] = {};
+    const ssize_t got = ::pread(fd_, text, sizeof text - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    NVFP4LM_CHECK(saved != EWOULDBLOCK,
+                  "{} is in use by pid {} (another nvfp4lm process); wait for it to finish or "
+                  "choose another directory",
+                  dir.string(), got > 0 ? std::string(text, static_cast<size_t>(got)) : "?");
+    NVFP4LM_FAIL("cannot lock {}: {}", lock_path.string(), std::strerror(saved));
+  }
+  // Our pid, for the message of the process that finds the directory locked.
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd_, 0) == 0) {
+    [[maybe_unused]] const ssize_t wrote = ::pwrite(fd_, pid.data(), pid.size(), 0);
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+void DirectoryLock::release_and_remove_if_unused() {
+  if (fd_ < 0) return;
+  std::error_code ec;
+  const fs::path lock_path = dir_ / kDirectoryLockFileName;
+  bool only_lock = created_;
+  for (fs::directory_iterator it(dir_, ec), end; only_lock && !ec && it != end; it.increment(ec))
+    only_lock = it->path().filename() == kDirectoryLockFileName;
+  if (only_lock && !ec) {
+    fs::remove(lock_path, ec);
+    fs::remove(dir_, ec);
+  }
+  ::close(fd_);
+  fd_ = -1;
 }
 
 void fsync_path(const fs::path& path) {
@@ -57,6 +181,7 @@ void commit_rename(const fs::path& tmp, const fs::path& final_path) {
 }
 
 void write_file_atomic(const fs::path& path, std::string_view contents) {
+  remove_stale_temporaries(path);
   fs::path tmp = temporary_sibling(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -69,13 +194,57 @@ void write_file_atomic(const fs::path& path, std::string_view contents) {
   commit_rename(tmp, path);
 }
 
-std::string read_text_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  NVFP4LM_CHECK(in.good(), "cannot open {}: {}", path.string(), std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  NVFP4LM_CHECK(!in.bad(), "reading {} failed", path.string());
-  return buffer.str();
+InputFd open_input_file(const fs::path& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  NVFP4LM_CHECK(fd >= 0, "cannot open {}: {}", path.string(), std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    NVFP4LM_FAIL("cannot stat {}: {}", path.string(), std::strerror(saved));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    const char* kind = S_ISDIR(info.st_mode)    ? "a directory"
+                       : S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(info.st_mode)  ? "a character device"
+                       : S_ISBLK(info.st_mode)  ? "a block device"
+                       : S_ISSOCK(info.st_mode) ? "a socket"
+                                                : "not a regular file";
+    NVFP4LM_FAIL("{} is {}; expected a regular file", path.string(), kind);
+  }
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    NVFP4LM_FAIL("{} has {} bytes, more than the {} bytes such a file may have; is it the right file?", path.string(),
+                 size, max_bytes);
+  }
+  // Regular files never block; reads should wait for the disk as usual.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return {fd, size};
+}
+
+std::string read_text_file(const fs::path& path, uint64_t max_bytes) {
+  const InputFd input = open_input_file(path, max_bytes);
+  std::string text;
+  try {
+    text.resize(static_cast<size_t>(input.size));
+    size_t done = 0;
+    // The size from fstat bounds the read: a file that grows meanwhile is read as it was when opened.
+    while (done < text.size()) {
+      const ssize_t got = ::read(input.fd, text.data() + done, text.size() - done);
+      if (got < 0 && errno == EINTR) continue;
+      NVFP4LM_CHECK(got >= 0, "reading {} failed: {}", path.string(), std::strerror(errno));
+      if (got == 0) break;  // shrank while open: keep what is there
+      done += static_cast<size_t>(got);
+    }
+    text.resize(done);
+  } catch (...) {
+    ::close(input.fd);
+    throw;
+  }
+  ::close(input.fd);
+  return text;
 }
 
 std::string local_time_stamp() {

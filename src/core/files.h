@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvfp4lm {
 
@@ -14,6 +15,54 @@ namespace fs = std::filesystem;
 
 // Throws Error if `path` exists and `overwrite` is false (message names the flag).
 void check_output_path(const fs::path& path, bool overwrite);
+
+// ---- the output guard ----------------------------------------------------------------------------------------
+// A path a command reads (a model, tokenizer, data file, checkpoint), for guard_output.
+struct GuardedInput {
+  fs::path path;
+  std::string what;               // "the source model", "--data": for messages
+  bool may_hold_outputs = false;  // a run directory: outputs may lie inside it, but not be it or contain it
+};
+
+// The one rule for everything a command writes, checked before any work: `output` (called `what` in messages,
+// e.g. "--metrics") may not be, contain or (unless may_hold_outputs) lie inside any of `inputs`, whether or not
+// --overwrite was given, and may not exist unless `overwrite`. Paths are compared as real paths (symlinks and
+// ".." resolved, the missing tail of a new path taken as written). An empty output is an Error too, and so is
+// one whose nearest existing directory cannot be written (a read-only file system), found before any work.
+void guard_output(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
+                  bool overwrite);
+
+// The real path of `path` as far as it exists, the rest appended lexically.
+fs::path real_path(const fs::path& path);
+// Whether real path `inner` is `outer` or lies under it.
+bool is_within(const fs::path& inner, const fs::path& outer);
+
+// ---- temporaries and locks -----------------------------------------------------------------------------------
+// Removes "<path>.tmp-<pid>" and "<path>.old-<pid>" siblings whose process is gone (a writer killed mid-write);
+// the temporaries of a live process are left alone. Called before a writer makes its own temporary.
+void remove_stale_temporaries(const fs::path& path);
+
+// An exclusive lock on a directory for the life of this object (flock on DIR/.nvfp4lm.lock, which the kernel
+// releases when the process dies, however it dies): a second process gets Error "DIR is in use by pid N".
+class DirectoryLock {
+ public:
+  // Creates `dir` (and its parents) when missing.
+  explicit DirectoryLock(const fs::path& dir);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  // True when this lock created the directory (the caller may remove it again if setting up fails).
+  bool created_directory() const { return created_; }
+  const fs::path& directory() const { return dir_; }
+  // Unlocks, and removes the directory when this lock created it and it holds nothing but the lock file.
+  void release_and_remove_if_unused();
+
+ private:
+  fs::path dir_;
+  int fd_ = -1;
+  bool created_ = false;
+};
+inline constexpr const char* kDirectoryLockFileName = ".nvfp4lm.lock";
 
 // "<path>.tmp-<pid>": a sibling temporary name for `path` (same directory, so rename is atomic).
 fs::path temporary_sibling(const fs::path& path);
@@ -28,8 +77,21 @@ void commit_rename(const fs::path& tmp, const fs::path& final_path);
 // Writes `contents` atomically (temporary + fsync + rename).
 void write_file_atomic(const fs::path& path, std::string_view contents);
 
-// Reads a whole (small) text file; Error names the path when it cannot be read.
-std::string read_text_file(const fs::path& path);
+// Opens `path` read-only as a regular file and returns the descriptor (the caller closes it) and its size.
+// Opened with O_NONBLOCK, then fstat'ed, so a FIFO, device or socket is refused instead of blocking the open
+// or reading forever (/dev/zero); Error names the path, what it is, and a size above `max_bytes`.
+struct InputFd {
+  int fd = -1;
+  uint64_t size = 0;
+};
+InputFd open_input_file(const fs::path& path, uint64_t max_bytes = UINT64_MAX);
+
+// Config, header and state files are megabytes at most; 1 GiB only stops a wrong or hostile file early.
+inline constexpr uint64_t kMaxTextFileBytes = uint64_t{1} << 30;
+
+// Reads a whole text file (through open_input_file); Error names the path when it cannot be read or is larger
+// than `max_bytes`.
+std::string read_text_file(const fs::path& path, uint64_t max_bytes = kMaxTextFileBytes);
 
 // The local time as "YYYYmmdd-HHMMSS", for default output directory names (runs/train-..., demo-run/run-...).
 std::string local_time_stamp();

@@ -13,11 +13,20 @@ Shape::Shape(const std::vector<int64_t>& dims) {
     NVFP4LM_CHECK(dims[i] >= 0, "negative dimension {} in shape", dims[i]);
     dims_[i] = dims[i];
   }
+  // numel() (and every byte count made from it) can then never overflow: a shape is refused here when its
+  // element count passes 2^56, far beyond any memory, before anything is sized from it.
+  (void)numel();
 }
 
 int64_t Shape::numel() const {
+  // Checked again: operator[] can change a dimension after construction. A zero anywhere makes it 0.
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[static_cast<size_t>(i)] == 0) return 0;
   int64_t count = 1;
-  for (int i = 0; i < rank_; ++i) count *= dims_[static_cast<size_t>(i)];
+  for (int i = 0; i < rank_; ++i) {
+    NVFP4LM_CHECK(!__builtin_mul_overflow(count, dims_[static_cast<size_t>(i)], &count) && count <= kMaxNumel,
+                  "shape {} has more than 2^56 elements (a size computed from a wrong or hostile value?)", str());
+  }
   return count;
 }
 

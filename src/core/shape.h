@@ -13,6 +13,9 @@ class Shape {
  public:
   static constexpr int kMaxRank = 4;
 
+  // Largest element count of a shape (2^56): bytes = numel * 8 still fits in int64 and size_t.
+  static constexpr int64_t kMaxNumel = int64_t{1} << 56;
+
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims);
   explicit Shape(const std::vector<int64_t>& dims);

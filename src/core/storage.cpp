@@ -27,6 +27,8 @@ std::shared_ptr<Storage> Storage::allocate(Device device, size_t bytes) {
   void* data = nullptr;
   try {
     if (device.is_cpu()) {
+      NVFP4LM_CHECK(bytes <= (size_t{1} << 60), "refusing to allocate {} bytes of host memory (a size overflow?)",
+                    bytes);
       size_t rounded = (bytes + 63) / 64 * 64;
       data = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
       NVFP4LM_CHECK(rounded == 0 || data != nullptr, "out of host memory allocating {:.1f} MiB", to_mib(bytes));

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_text.h"
 
 namespace nvfp4lm {
 namespace {
@@ -147,8 +148,7 @@ std::optional<uint64_t> parse_checksum_hex(std::string_view text) {
 }
 
 FileChecksum checksum_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  NVFP4LM_CHECK(fd >= 0, "cannot open {} to checksum it: {}", path.string(), std::strerror(errno));
+  const int fd = open_input_file(path).fd;
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   constexpr size_t kBufferBytes = size_t{4} << 20;
   std::unique_ptr<unsigned char[]> buffer(new unsigned char[kBufferBytes]);
@@ -189,20 +189,25 @@ std::string verify_checksum_manifest(const fs::path& dir, const std::vector<std:
   if (!fs::is_regular_file(manifest_path, ec)) return fmt::format("{} is missing", manifest_path.string());
   nlohmann::json manifest;
   try {
-    manifest = nlohmann::json::parse(read_text_file(manifest_path));
-  } catch (const std::exception& e) {
-    return fmt::format("{} is not valid JSON: {}", manifest_path.string(), e.what());
+    manifest = read_json_file(manifest_path);
+  } catch (const Error& e) {
+    return e.what();
   }
-  if (!manifest.is_object() || manifest.value("format", "") != "nvfp4lm-checksums") {
-    return fmt::format("{} is not an nvfp4lm checksum manifest (\"format\" is not \"nvfp4lm-checksums\")",
-                       manifest_path.string());
-  }
-  if (manifest.value("format_version", -1) != 1) {
-    return fmt::format("{}: unsupported format_version {} (this build reads 1)", manifest_path.string(),
-                       manifest.contains("format_version") ? manifest["format_version"].dump() : "(missing)");
-  }
-  if (manifest.value("algorithm", "") != "xxh64") {
-    return fmt::format("{}: unsupported checksum algorithm (expected \"xxh64\")", manifest_path.string());
+  try {  // a key of the wrong type is a problem to report, like a wrong value
+    if (!manifest.is_object() ||
+        json_field_or(manifest, "format", std::string(), manifest_path.string()) != "nvfp4lm-checksums") {
+      return fmt::format("{} is not an nvfp4lm checksum manifest (\"format\" is not \"nvfp4lm-checksums\")",
+                         manifest_path.string());
+    }
+    if (json_field_or(manifest, "format_version", int64_t{-1}, manifest_path.string()) != 1) {
+      return fmt::format("{}: unsupported format_version {} (this build reads 1)", manifest_path.string(),
+                         manifest.contains("format_version") ? json_excerpt(manifest["format_version"]) : "(missing)");
+    }
+    if (json_field_or(manifest, "algorithm", std::string(), manifest_path.string()) != "xxh64") {
+      return fmt::format("{}: unsupported checksum algorithm (expected \"xxh64\")", manifest_path.string());
+    }
+  } catch (const Error& e) {
+    return e.what();
   }
   if (!manifest.contains("files") || !manifest["files"].is_object()) {
     return fmt::format("{}: \"files\" is missing or not an object", manifest_path.string());

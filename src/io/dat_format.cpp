@@ -253,12 +253,12 @@ std::shared_ptr<DatFile> DatFile::open(const fs::path& path) {
     }
     const auto numel = checked_numel(entry.dims);
     NVFP4LM_CHECK(numel.has_value(), "{}: {} at byte offset {}: shape {} has more than 2^50 elements", file, named,
-                  ndim_offset, Shape(entry.dims).str());
+                  ndim_offset, fmt::format("[{}]", fmt::join(entry.dims, ", ")));
     entry.bytes = *numel * dat_type_bytes(entry.type);
     entry.offset = scan.position();
     NVFP4LM_CHECK(entry.bytes <= scan.remaining(),
                   "{}: {} at byte offset {}: {} {} needs {} payload bytes but only {} remain (truncated)", file, named,
-                  entry.offset, dat_type_name(entry.type), Shape(entry.dims).str(), entry.bytes, scan.remaining());
+                  entry.offset, dat_type_name(entry.type), fmt::format("[{}]", fmt::join(entry.dims, ", ")), entry.bytes, scan.remaining());
     scan.skip(entry.bytes);
     auto [it, inserted] = result->index_.emplace(entry.key, result->entries_.size());
     NVFP4LM_CHECK(inserted, "{}: {} repeats the key of entry {}", file, named, it->second);

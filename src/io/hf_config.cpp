@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace nvfp4lm {
 namespace {
@@ -147,7 +148,7 @@ Qwen3Config parse_qwen3_config(const json& config, const std::string& where) {
     NVFP4LM_CHECK(layer_types->is_array(), "{}: field 'layer_types' must be a list", where);
     for (const json& type : *layer_types)
       NVFP4LM_CHECK(type == "full_attention", "{}: layer type {} is not supported (only full_attention)", where,
-                    type.dump());
+                    json_excerpt(type));
   }
   check_rope(config, where, "rope_scaling");
   check_rope(config, where, "rope_parameters");
@@ -185,12 +186,7 @@ Qwen3Config parse_qwen3_config(const json& config, const std::string& where) {
 }
 
 Qwen3Config load_qwen3_config(const fs::path& path) {
-  json config;
-  try {
-    config = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: not valid JSON ({})", path.string(), e.what());
-  }
+  const json config = read_json_file(path);
   return parse_qwen3_config(config, path.string());
 }
 
@@ -231,12 +227,7 @@ json qwen3_config_to_json(const Qwen3Config& c) {
 }
 
 GenerationConfig load_generation_config(const fs::path& path) {
-  json config;
-  try {
-    config = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: not valid JSON ({})", path.string(), e.what());
-  }
+  const json config = read_json_file(path);
   const std::string where = path.string();
   NVFP4LM_CHECK(config.is_object(), "{}: expected a JSON object", where);
   GenerationConfig generation;

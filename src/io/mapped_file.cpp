@@ -10,18 +10,16 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace nvfp4lm {
 
 std::shared_ptr<MappedFile> MappedFile::open(const fs::path& path) {
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
-  file->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  NVFP4LM_CHECK(file->fd_ >= 0, "cannot open {}: {}", path.string(), std::strerror(errno));
-  struct stat info {};
-  NVFP4LM_CHECK(::fstat(file->fd_, &info) == 0, "cannot stat {}: {}", path.string(), std::strerror(errno));
-  NVFP4LM_CHECK(S_ISREG(info.st_mode), "{} is not a regular file", path.string());
-  file->size_ = static_cast<uint64_t>(info.st_size);
+  const InputFd input = open_input_file(path);  // refuses FIFOs and devices without blocking
+  file->fd_ = input.fd;
+  file->size_ = input.size;
   if (file->size_ > 0) {
     void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, file->fd_, 0);
     NVFP4LM_CHECK(map != MAP_FAILED, "cannot map {} ({} bytes): {}", path.string(), file->size_, std::strerror(errno));
@@ -68,6 +66,7 @@ constexpr size_t kBufferBytes = size_t{4} << 20;
 
 OutputFile::OutputFile(fs::path final_path)
     : final_path_(std::move(final_path)), temporary_path_(temporary_sibling(final_path_)) {
+  remove_stale_temporaries(final_path_);  // what a killed writer of this path left
   fd_ = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   NVFP4LM_CHECK(fd_ >= 0, "cannot create {}: {}", temporary_path_.string(), std::strerror(errno));
   buffer_.resize(kBufferBytes);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/logging.h"
 #include "io/model_files_impl.h"
 
@@ -34,12 +35,7 @@ bool path_exists(const fs::path& path) {
 
 // quantization_config in config.json: "modelopt" (with NVFP4) is ours to read; anything else is not.
 bool config_says_modelopt(const fs::path& config_path) {
-  json config;
-  try {
-    config = json::parse(read_text_file(config_path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: not valid JSON ({})", config_path.string(), e.what());
-  }
+  const json config = read_json_file(config_path);
   if (!config.is_object() || !config.contains("quantization_config") || config["quantization_config"].is_null())
     return false;
   const json& q = config["quantization_config"];
@@ -208,11 +204,7 @@ ModelFilesBase::ModelFilesBase(const ModelLocation& location) {
   directory_ = location.directory;
   config_path_ = location.config_path;
   tokenizer_dir_ = location.tokenizer_dir;
-  try {
-    config_json_ = json::parse(read_text_file(config_path_));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: not valid JSON ({})", config_path_.string(), e.what());
-  }
+  config_json_ = read_json_file(config_path_);
   config_ = parse_qwen3_config(config_json_, config_path_.string());
 }
 

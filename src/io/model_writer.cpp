@@ -62,6 +62,7 @@ ModelWriter::ModelWriter(ModelFormat format, const fs::path& out_dir, std::vecto
                   out_dir_.string(), weight.name, weight.shape.str());
   }
 
+  remove_stale_temporaries(out_dir_);  // what a killed writer of this directory left (100+ MB each)
   tmp_dir_ = temporary_sibling(out_dir_);
   std::error_code ec;
   fs::remove_all(tmp_dir_, ec);  // a leftover of a crashed run of this very process id

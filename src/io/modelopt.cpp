@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace nvfp4lm {
 namespace {
@@ -33,12 +34,7 @@ float read_scalar(const SafetensorsSet& set, const std::string& name) {
 
 ModeloptQuantConfig load_hf_quant_config(const fs::path& path) {
   const std::string where = path.string();
-  json config;
-  try {
-    config = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: not valid JSON ({})", where, e.what());
-  }
+  const json config = read_json_file(path);
   NVFP4LM_CHECK(config.is_object() && config.contains("quantization") && config["quantization"].is_object(),
                 "{}: expected an object with a 'quantization' object", where);
   const json& q = config["quantization"];

@@ -116,12 +116,11 @@ std::vector<fs::path> model_side_files(const ModelFiles& source) {
 QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options) {
   NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat,
                 "quantize writes the modelopt or dat format, not {}", model_format_name(options.format));
-  std::error_code ec;
-  NVFP4LM_CHECK(
-      !(fs::exists(out, ec) && (fs::equivalent(out, source.directory(), ec) || fs::equivalent(out, source.path(), ec))),
-      "output {} is the source model itself; write to a new directory", out.string());
-
-  check_output_path(out, options.overwrite);  // before the (long) amax pass, not only when writing starts
+  // Before the (long) amax pass, not only when writing starts: OUT may not be, hold or lie in what is read.
+  std::vector<GuardedInput> inputs = {{source.path(), "the source model"},
+                                      {source.config_path(), "the source model's config"}};
+  if (source.tokenizer_dir()) inputs.push_back({*source.tokenizer_dir(), "the source model's tokenizer directory"});
+  guard_output(out, "the output", inputs, options.overwrite);
 
   QuantizeReport report;
   const std::vector<PlannedWeight> plan = make_plan(source, options, report.lm_head_untied);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/shape_check.h"
 
 namespace nvfp4lm {
@@ -30,13 +31,11 @@ json parse_header(const std::string& text, const fs::path& path) {
     }
     return true;
   };
-  json header;
-  try {
-    header = json::parse(text, check_duplicates);
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: safetensors header is not valid JSON ({}); the file is corrupt or not a safetensors file",
-                 path.string(), e.what());
-  }
+  JsonParseResult parsed = try_parse_json(text, check_duplicates);
+  NVFP4LM_CHECK(parsed.ok(),
+                "{}: safetensors header is not valid JSON ({}); the file is corrupt or not a safetensors file",
+                path.string(), parsed.error);
+  json header = std::move(parsed.value);
   NVFP4LM_CHECK(duplicate.empty(), "{}: safetensors header lists tensor '{}' twice", path.string(), duplicate);
   NVFP4LM_CHECK(header.is_object(), "{}: safetensors header must be a JSON object, got {}", path.string(),
                 header.type_name());
@@ -67,25 +66,26 @@ SafetensorsEntry parse_entry(const std::string& name, const json& info, uint64_t
   std::vector<int64_t> dims;
   for (const json& dim : shape) {
     NVFP4LM_CHECK(dim.is_number_unsigned() && dim.get<uint64_t>() <= kMaxFileTensorElements,
-                  "{}: shape {} has a dimension that is not a non-negative integer of sane size", where, shape.dump());
+                  "{}: shape {} has a dimension that is not a non-negative integer of sane size", where,
+                  json_excerpt(shape));
     dims.push_back(static_cast<int64_t>(dim.get<uint64_t>()));
   }
   const auto numel = checked_numel(dims);
   NVFP4LM_CHECK(numel.has_value(), "{}: shape {} has more than 2^50 elements; the header is corrupt", where,
-                shape.dump());
+                json_excerpt(shape));
   entry.shape = Shape(dims);
 
   const json& offsets = info["data_offsets"];
   NVFP4LM_CHECK(offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
-                "{}: data_offsets {} must be non-negative integers", where, offsets.dump());
+                "{}: data_offsets {} must be non-negative integers", where, json_excerpt(offsets));
   const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-  NVFP4LM_CHECK(begin <= end, "{}: data_offsets {} end before they begin", where, offsets.dump());
+  NVFP4LM_CHECK(begin <= end, "{}: data_offsets {} end before they begin", where, json_excerpt(offsets));
   NVFP4LM_CHECK(end <= data_bytes,
                 "{}: data_offsets {} reach past the end of the data area ({} bytes); the file is truncated or corrupt",
-                where, offsets.dump(), data_bytes);
+                where, json_excerpt(offsets), data_bytes);
   const uint64_t expected = *numel * dtype_bytes(entry.dtype);
   NVFP4LM_CHECK(end - begin == expected, "{}: {} {} needs {} bytes but data_offsets {} span {}", where, dtype_text,
-                shape.dump(), expected, offsets.dump(), end - begin);
+                json_excerpt(shape), expected, json_excerpt(offsets), end - begin);
   entry.offset = data_start + begin;
   entry.bytes = end - begin;
   return entry;
@@ -128,19 +128,33 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const fs::path& path) {
     result->entries_.push_back(parse_entry(name, info, data_start, data_bytes, path));
   }
 
-  // Data order, then overlap check: each entry must start at or after the previous one's end.
+  // Data order, then the tiling rule of the reference implementation: the tensors cover the data area exactly,
+  // back to back from byte 0 to the end of the file. A header length cut by a few bytes (still valid JSON thanks to
+  // the padding) shifts every tensor and leaves the last one short of the end; trailing bytes are no tensor's;
+  // both are corruption, not files to read shifted.
   auto& entries = result->entries_;
   std::sort(entries.begin(), entries.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
     return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
   });
-  for (size_t i = 1; i < entries.size(); ++i) {
-    const auto& previous = entries[i - 1];
-    NVFP4LM_CHECK(entries[i].offset >= previous.offset + previous.bytes,
-                  "{}: tensors '{}' and '{}' overlap (bytes {}..{} and {}..{} of the data area)", path.string(),
-                  previous.name, entries[i].name, previous.offset - data_start,
-                  previous.offset - data_start + previous.bytes, entries[i].offset - data_start,
-                  entries[i].offset - data_start + entries[i].bytes);
+  uint64_t covered = 0;  // bytes of the data area tiled so far
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const uint64_t begin = entries[i].offset - data_start;
+    if (begin < covered) {
+      const auto& previous = entries[i - 1];
+      NVFP4LM_FAIL("{}: tensors '{}' and '{}' overlap (bytes {}..{} and {}..{} of the data area)", path.string(),
+                   previous.name, entries[i].name, previous.offset - data_start,
+                   previous.offset - data_start + previous.bytes, begin, begin + entries[i].bytes);
+    }
+    NVFP4LM_CHECK(begin == covered,
+                  "{}: bytes {}..{} of the data area belong to no tensor (before '{}'); the header and the data do "
+                  "not match, the file is corrupt",
+                  path.string(), covered, begin, entries[i].name);
+    covered = begin + entries[i].bytes;
   }
+  NVFP4LM_CHECK(covered == data_bytes,
+                "{}: the tensors end at byte {} of the data area but it has {} bytes (the header length or the file "
+                "size is wrong: a cut or extended header, or trailing bytes); the file is corrupt",
+                path.string(), covered, data_bytes);
   for (size_t i = 0; i < entries.size(); ++i) result->index_[entries[i].name] = i;
   return result;
 }
@@ -193,12 +207,7 @@ SafetensorsSet SafetensorsSet::open_index(const fs::path& index_path) {
   SafetensorsSet set;
   set.source_ = index_path;
   const std::string where = index_path.string();
-  json index;
-  try {
-    index = json::parse(read_text_file(index_path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: not valid JSON ({})", where, e.what());
-  }
+  const json index = read_json_file(index_path);
   NVFP4LM_CHECK(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(),
                 "{}: expected an object with a 'weight_map' object (tensor name -> shard file)", where);
   const json& weight_map = index["weight_map"];

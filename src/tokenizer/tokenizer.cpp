@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/logging.h"
 #include "tokenizer/nfc.h"
 #include "tokenizer/tokenizer_data.h"
@@ -88,15 +89,9 @@ std::string nfc_aligned(std::string_view text, std::vector<Alignment>& alignment
 class MappedFile {
  public:
   explicit MappedFile(const std::filesystem::path& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    NVFP4LM_CHECK(fd >= 0, "cannot open {}: {}", path.string(), std::strerror(errno));
-    struct stat info {};
-    if (::fstat(fd, &info) != 0) {
-      int saved = errno;
-      ::close(fd);
-      NVFP4LM_FAIL("cannot stat {}: {}", path.string(), std::strerror(saved));
-    }
-    size_ = static_cast<size_t>(info.st_size);
+    const InputFd input = open_input_file(path, kMaxTextFileBytes);  // refuses FIFOs and devices
+    const int fd = input.fd;
+    size_ = static_cast<size_t>(input.size);
     if (size_ > 0) {
       data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
       int saved = errno;

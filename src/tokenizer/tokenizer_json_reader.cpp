@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace nvfp4lm::tokenizer {
 namespace {
@@ -96,7 +97,9 @@ class TokenizerJsonHandler : public nlohmann::json_sax<json> {
     return close();
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    error = fmt::format("{}: invalid JSON near byte {}: {}", origin_, position, e.what());
+    std::string reason = e.what();
+    if (reason.size() > 240) reason = reason.substr(0, 240) + "...";
+    error = fmt::format("{}: invalid JSON near byte {}: {}", origin_, position, reason);
     return false;
   }
 
@@ -131,7 +134,7 @@ class TokenizerJsonHandler : public nlohmann::json_sax<json> {
     size_t space = s.find(' ');
     NVFP4LM_CHECK(space != std::string::npos && s.find(' ', space + 1) == std::string::npos,
                   "{}: model.merges[{}] is \"{}\", expected two tokens separated by one space", origin_,
-                  parts.merges.size(), s);
+                  parts.merges.size(), s.substr(0, 80));
     parts.merges.push_back({append(parts.merges_pool, std::string_view(s).substr(0, space)),
                             append(parts.merges_pool, std::string_view(s).substr(space + 1))});
     return true;
@@ -150,6 +153,9 @@ class TokenizerJsonHandler : public nlohmann::json_sax<json> {
     return true;
   }
   bool open(json v) {
+    // nlohmann's DOM recurses per level when copied or destroyed: limit nesting like parse_json does.
+    NVFP4LM_CHECK(containers_.size() < static_cast<size_t>(kMaxJsonDepth),
+                  "{}: JSON nested deeper than {} levels; not a tokenizer.json", origin_, kMaxJsonDepth);
     std::string key = containers_.empty() || !containers_.back()->is_object() ? std::string() : key_;
     value(std::move(v));
     json* child = containers_.empty()               ? &parts.rest

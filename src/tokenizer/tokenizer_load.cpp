@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/logging.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_data.h"
@@ -156,8 +157,9 @@ std::string config_chat_template(const json& config, const std::string& origin) 
   if (t.is_string()) return t.get<std::string>();
   if (t.is_array()) {
     for (const json& named : t) {
-      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
-          named["template"].is_string()) {
+      if (named.is_object() &&
+          json_field_or(named, "name", std::string(), "tokenizer_config.json chat_template") == "default" &&
+          named.contains("template") && named["template"].is_string()) {
         return named["template"].get<std::string>();
       }
     }
@@ -300,8 +302,8 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
   data->special.endoftext = added_id("<|endoftext|>");
   if (!tokenizer_config_json.empty()) {
     std::string config_origin = origin + " (tokenizer_config.json)";
-    json config = json::parse(tokenizer_config_json, nullptr, false);
-    NVFP4LM_CHECK(!config.is_discarded() && config.is_object(), "{}: not a JSON object", config_origin);
+    const json config = parse_json(tokenizer_config_json, config_origin);
+    NVFP4LM_CHECK(config.is_object(), "{}: not a JSON object", config_origin);
     std::string eos = config_token(config, "eos_token"), pad = config_token(config, "pad_token");
     if (!eos.empty()) {
       data->special.eos = data->find_id(eos);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_text.h"
 #include "core/logging.h"
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
@@ -98,15 +99,10 @@ void write_safetensors(const fs::path& path, std::span<const NamedTensor> tensor
 
 // Parses and checks trainer_state.json (format, version, step) without comparing it to a directory name.
 json parse_trainer_state(const fs::path& path) {
-  json state;
-  try {
-    state = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{} is not valid JSON: {}", path.string(), e.what());
-  }
+  const json state = read_json_file(path);
   NVFP4LM_CHECK(state.is_object(), "{} must hold a JSON object, found {}", path.string(), state.type_name());
-  NVFP4LM_CHECK(state.value("format", "") == kTrainerStateFormat, "{}: \"format\" is not \"{}\"", path.string(),
-                kTrainerStateFormat);
+  NVFP4LM_CHECK(json_field_or(state, "format", std::string(), path.string()) == kTrainerStateFormat,
+                "{}: \"format\" is not \"{}\"", path.string(), kTrainerStateFormat);
   NVFP4LM_CHECK(state.contains("format_version") && state["format_version"].is_number_integer(),
                 "{}: \"format_version\" is missing", path.string());
   const int64_t version = state["format_version"].get<int64_t>();
@@ -179,12 +175,7 @@ json optimizer_description(const SafetensorsFile& file) {
   auto it = file.metadata().find(kOptimizerMetadataKey);
   NVFP4LM_CHECK(it != file.metadata().end(), "{}: metadata has no \"{}\" entry; not an nvfp4lm optimizer state", path,
                 kOptimizerMetadataKey);
-  json description;
-  try {
-    description = json::parse(it->second);
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{}: metadata \"{}\" is not valid JSON: {}", path, kOptimizerMetadataKey, e.what());
-  }
+  const json description = parse_json(it->second, fmt::format("{}: metadata \"{}\"", path, kOptimizerMetadataKey));
   NVFP4LM_CHECK(description.is_object() && description.contains("kind") && description["kind"].is_string() &&
                     description.contains("step") && description["step"].is_number_integer() &&
                     description["step"].get<int64_t>() >= 0,
@@ -211,7 +202,7 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
   NVFP4LM_ASSERT(step >= 0, "checkpoint step {}", step);
   NVFP4LM_ASSERT(trainer_state.is_object(), "trainer state must be a JSON object, got {}", trainer_state.type_name());
   NVFP4LM_ASSERT(!trainer_state.contains("step") || trainer_state["step"] == step,
-                 "trainer state says step {}, saving step {}", trainer_state["step"].dump(), step);
+                 "trainer state says step {}, saving step {}", json_excerpt(trainer_state["step"]), step);
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   NVFP4LM_CHECK(!ec, "cannot create run directory {}: {}", run_dir.string(), ec.message());
@@ -246,6 +237,18 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
   commit_rename(tmp_dir, final_dir);  // fsyncs run_dir
   log::info("checkpoint saved: {}", final_dir.string());
   return final_dir;
+}
+
+std::vector<fs::path> run_checkpoint_dirs(const fs::path& run_dir) {
+  std::vector<fs::path> dirs;
+  for (const StepDir& dir : list_step_dirs(run_dir)) dirs.push_back(dir.path);
+  for (const StepDir& dir : list_step_dirs(run_dir, kTmpSuffix)) dirs.push_back(dir.path);
+  return dirs;
+}
+
+bool is_run_file_name(const std::string& name) {
+  return parse_step_name(name).has_value() || parse_step_name(name, kTmpSuffix).has_value() ||
+         name == kSourceModelDirName || name == kDirectoryLockFileName;
 }
 
 std::optional<CheckpointInfo> latest_checkpoint(const fs::path& run_dir, VerifyLevel level) {
@@ -332,7 +335,7 @@ json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optim
     if (!description.contains(key) || description[key] != value) {
       // A different block size would already have failed on the absmax shapes above.
       log::warn("{}: optimizer setting {} was {} when saved, is {} now", optimizer_file->path().string(), key,
-                description.contains(key) ? description[key].dump() : "(absent)", value.dump());
+                description.contains(key) ? json_excerpt(description[key]) : "(absent)", json_excerpt(value));
     }
   }
 

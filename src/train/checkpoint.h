@@ -45,9 +45,16 @@ inline constexpr const char* kModelFileName = "model.safetensors";
 inline constexpr const char* kOptimizerFileName = "optimizer.safetensors";
 inline constexpr const char* kTrainerStateFileName = "trainer_state.json";
 inline constexpr const char* kOptimizerMetadataKey = "nvfp4lm.optimizer";
+// The run directory's copy of the source model's small files (config, generation config, tokenizer).
+inline constexpr const char* kSourceModelDirName = "source-model";
 
 // <run_dir>/step-N
 fs::path checkpoint_dir(const fs::path& run_dir, int64_t step);
+
+// Every step-N directory in run_dir (complete or not, step-N.tmp included), for the output guard.
+std::vector<fs::path> run_checkpoint_dirs(const fs::path& run_dir);
+// Whether a name directly inside a run directory is the run's own: step-N, step-N.tmp, source-model, the lock.
+bool is_run_file_name(const std::string& name);
 
 // Writes <run_dir>/step-<step> (replacing an existing one of that step, with a warning). Tensors may live on
 // any device (copied to the host one at a time). Refuses (Error, nothing left behind) when a float tensor holds

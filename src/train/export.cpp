@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/logging.h"
 #include "core/memory.h"
 #include "io/checksum.h"
@@ -25,22 +26,6 @@ using json = nlohmann::json;
 
 constexpr const char* kLmHead = "lm_head.weight";
 constexpr const char* kEmbedding = "model.embed_tokens.weight";
-
-fs::path canonical_or_absolute(const fs::path& path) {
-  std::error_code ec;
-  fs::path result = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path).lexically_normal() : result;
-}
-
-// Whether `inner` is `outer` or lies under it (both canonical).
-bool is_within(const fs::path& inner, const fs::path& outer) {
-  auto i = inner.begin();
-  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
-    if (o->empty()) continue;  // a trailing separator
-    if (i == inner.end() || *i != *o) return false;
-  }
-  return true;
-}
 
 std::optional<DType> dtype_of_torch_name(const json& config) {
   if (!config.contains("torch_dtype") || !config["torch_dtype"].is_string()) return std::nullopt;
@@ -77,21 +62,17 @@ struct PlannedExport {
 }  // namespace
 
 void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite) {
-  NVFP4LM_CHECK(!out.empty(), "the export path is empty");
-  const fs::path target = canonical_or_absolute(out);
-  for (const ExportSource::Protected& entry : source.protected_paths) {
-    if (entry.path.empty()) continue;
-    const fs::path protected_path = canonical_or_absolute(entry.path);
-    NVFP4LM_CHECK(!is_within(protected_path, target),
-                  "refusing to export to {}: it {} {}, which the export reads; choose a new directory", out.string(),
-                  target == protected_path ? "is" : "contains", entry.path.string());
-    NVFP4LM_CHECK(entry.may_contain_out || !is_within(target, protected_path),
-                  "refusing to export to {}: it lies inside {}, which the export reads; choose a directory outside it",
-                  out.string(), entry.path.string());
+  guard_output(out, "the export", source.protected_paths, overwrite);
+  // Inside a run directory, a checkpoint's name is the run's even before that step is saved.
+  for (const GuardedInput& input : source.protected_paths) {
+    if (!input.may_hold_outputs) continue;
+    const fs::path target = real_path(out);
+    NVFP4LM_CHECK(
+        target.parent_path() != real_path(input.path) || !is_run_file_name(target.filename().string()),
+        "refusing to export to {}: {} is a name the run in {} uses for its own files (checkpoints step-N, {}); "
+        "choose another name",
+        out.string(), target.filename().string(), input.path.string(), kSourceModelDirName);
   }
-  std::error_code ec;
-  NVFP4LM_CHECK(overwrite || !fs::exists(out, ec), "export path {} already exists; pass --overwrite to replace it",
-                out.string());
 }
 
 ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& out,
@@ -196,7 +177,9 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   if (fs::is_regular_file(path / kTrainerStateFileName, ec)) {
     input.checkpoint = path;
   } else {
-    const std::optional<CheckpointInfo> latest = latest_checkpoint(path, VerifyLevel::Sizes);
+    // Verified like --resume does: a newest checkpoint that fails its checksums is skipped (with a warning) for
+    // the one before it.
+    const std::optional<CheckpointInfo> latest = latest_checkpoint(path, VerifyLevel::Checksums);
     NVFP4LM_CHECK(latest.has_value(),
                   "{} is neither a checkpoint (a step-N directory with {}) nor a run directory with a complete "
                   "checkpoint",
@@ -220,7 +203,7 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
 
   const fs::path run_dir = input.checkpoint.parent_path();
   const fs::path copy = run_dir / kSourceModelDirName;
-  const std::string source_model = model.value("source", std::string());
+  const std::string source_model = json_field_or(model, "source", std::string(), where);
   if (fs::is_directory(copy, ec)) {
     input.source.side_files = tokenizer_side_files(copy);
   } else if (!source_model.empty() && fs::exists(source_model, ec)) {
@@ -231,9 +214,14 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   if (input.source.side_files.empty())
     log::warn("no tokenizer files found for {} (neither {} nor the source model {}); the export will lack them",
               input.checkpoint.string(), copy.string(), source_model.empty() ? "(unknown)" : source_model);
-  input.source.protected_paths = {{input.checkpoint, false}, {run_dir, true}};
-  if (!source_model.empty()) input.source.protected_paths.push_back({source_model, false});
-  if (!input.run_options.data.empty()) input.source.protected_paths.push_back({input.run_options.data, false});
+  input.source.protected_paths = {{input.checkpoint, "the checkpoint"},
+                                  {run_dir, "the run directory", /*may_hold_outputs=*/true},
+                                  {copy, "the run's copy of the source model's files"}};
+  for (const fs::path& checkpoint : run_checkpoint_dirs(run_dir))
+    input.source.protected_paths.push_back({checkpoint, "the run's checkpoint"});
+  if (!source_model.empty()) input.source.protected_paths.push_back({source_model, "the source model"});
+  if (!input.run_options.data.empty())
+    input.source.protected_paths.push_back({input.run_options.data, "the training data"});
   return input;
 }
 

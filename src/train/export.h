@@ -38,11 +38,8 @@ struct ExportSource {
   nlohmann::json config_json;                       // the model's config.json
   std::optional<nlohmann::json> generation_config;  // generation_config.json, when known
   std::vector<fs::path> side_files;                 // tokenizer files etc., copied as they are
-  struct Protected {
-    fs::path path;
-    bool may_contain_out = false;  // OUT may lie inside it (a run directory) but not be it or contain it
-  };
-  std::vector<Protected> protected_paths;
+  // What OUT may not be, contain or lie in (core/files.h guard_output): the model, data and run files read.
+  std::vector<GuardedInput> protected_paths;
 };
 
 struct ExportOptions {
@@ -66,8 +63,9 @@ struct ExportReport {
   double seconds = 0;
 };
 
-// Refuses (Error) an OUT that would overwrite a protected path, and an existing OUT without overwrite. Call it
-// before long work (training) as well as at export time.
+// Refuses (Error) an OUT that would overwrite a protected path or a run's own files (a step-N name in a run
+// directory, even one not written yet), and an existing OUT without overwrite. Call it before long work
+// (training) as well as at export time.
 void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite);
 
 // masters: every master weight by HF name (Qwen3Trainable::master_weights(), or a checkpoint's model.safetensors),
@@ -91,8 +89,5 @@ ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::pat
 
 // "exported NVFP4 (ModelOpt) to out/ in 1.2 s: 14 NVFP4 + 9 dense tensors, 12.3 MiB of weights, tokenizer copied"
 std::string describe_export(const ExportReport& report);
-
-// The run directory's copy of the source model's small files (config, generation config, tokenizer).
-inline constexpr const char* kSourceModelDirName = "source-model";
 
 }  // namespace nvfp4lm

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/memory.h"
 
 namespace nvfp4lm {
@@ -51,7 +52,7 @@ MetricsFile::MetricsFile(const fs::path& path, int64_t keep_through_step) : path
     std::string line;
     while (std::getline(lines, line)) {
       if (line.empty()) continue;
-      json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      const json record = try_parse_json(line).value;
       // A torn last line (a crash mid-write) or a step after the checkpoint is dropped.
       if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) continue;
       if (record["step"].get<int64_t>() <= keep_through_step) kept += line + "\n";

@@ -3,11 +3,13 @@
 #include "train/train_flags.h"
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/json_text.h"
 #include "tokenizer/chat_template_choice.h"
 
 namespace nvfp4lm {
@@ -17,7 +19,7 @@ using json = nlohmann::json;
 
 // ---- one JSON value <-> a field ----------------------------------------------------------------------------
 [[noreturn]] void wrong_type(const json& value, std::string_view key, const std::string& where, const char* expected) {
-  NVFP4LM_FAIL("{}: training setting \"{}\" must be {}, found {}", where, key, expected, value.dump());
+  NVFP4LM_FAIL("{}: training setting \"{}\" must be {}, found {}", where, key, expected, json_excerpt(value));
 }
 
 template <typename T>
@@ -30,10 +32,15 @@ T decode(const json& value, std::string_view key, const std::string& where) {
     if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
       wrong_type(value, key, where, "a non-negative integer");
   } else if constexpr (std::is_integral_v<T>) {
-    if (!value.is_number_integer()) wrong_type(value, key, where, "an integer");
+    // Whole numbers of T only: a value nlohmann would cast (3e9 into an int) is refused, not wrapped.
+    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}) ||
+        value.get<int64_t>() < std::numeric_limits<T>::min() || value.get<int64_t>() > std::numeric_limits<T>::max())
+      wrong_type(
+          value, key, where,
+          fmt::format("an integer in [{}, {}]", std::numeric_limits<T>::min(), std::numeric_limits<T>::max()).c_str());
   } else {
     static_assert(std::is_floating_point_v<T>);
-    if (!value.is_number()) wrong_type(value, key, where, "a number");
+    if (!value.is_number() || !std::isfinite(value.get<double>())) wrong_type(value, key, where, "a finite number");
   }
   return value.get<T>();
 }
@@ -49,8 +56,8 @@ std::string absolute_path(const std::string& path) {
 TrainFlagText text(std::string TrainOptions::*member) { return {member}; }
 TrainFlagText path(std::string TrainOptions::*member) { return {member, true}; }
 template <typename T>
-TrainFlagNumber<T> number(T TrainOptions::*member) {
-  return {member};
+TrainFlagNumber<T> number(T TrainOptions::*member, NumberRange<T> range = {}) {
+  return {member, range};
 }
 TrainFlagSwitch switch_on(bool TrainOptions::*member) { return {member}; }
 TrainFlagSwitch switch_off(bool TrainOptions::*member) { return {member, true}; }
@@ -140,20 +147,20 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "tokens per row (default 512)",
        .key = "seq_len",
        .resume = G::Identity,
-       .value = number(&O::seq_len),
+       .value = number(&O::seq_len, {2, int64_t{1} << 20}),
        .check =
            [](const O& o) { NVFP4LM_CHECK(o.seq_len >= 2, "--seq-len must be at least 2 tokens, got {}", o.seq_len); }},
       {.name = "--batch",
        .help = "rows per micro-batch (default 4)",
        .key = "batch",
        .resume = G::Identity,
-       .value = number(&O::batch),
+       .value = number(&O::batch, {1, int64_t{1} << 16}),
        .check = [](const O& o) { NVFP4LM_CHECK(o.batch >= 1, "--batch must be at least 1, got {}", o.batch); }},
       {.name = "--grad-accum",
        .help = "micro-batches per optimizer step (default 1)",
        .key = "grad_accum",
        .resume = G::Identity,
-       .value = number(&O::grad_accum),
+       .value = number(&O::grad_accum, {1, int64_t{1} << 16}),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(o.grad_accum >= 1, "--grad-accum must be at least 1, got {}", o.grad_accum);
@@ -162,7 +169,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "passes over the data (default 1)",
        .key = "epochs",
        .resume = G::Schedule,
-       .value = number(&O::epochs),
+       .value = number(&O::epochs, {0, int64_t{1} << 20}),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(o.max_steps > 0 || o.epochs >= 1, "--epochs must be at least 1, got {}", o.epochs);
@@ -171,7 +178,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "optimizer steps instead of --epochs",
        .key = "max_steps",
        .resume = G::Schedule,
-       .value = number(&O::max_steps),
+       .value = number(&O::max_steps, {0, int64_t{1} << 40}),
        .check =
            [](const O& o) { NVFP4LM_CHECK(o.max_steps >= 0, "--max-steps must be positive, got {}", o.max_steps); }},
       {.name = "--lr",
@@ -192,13 +199,13 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "linear warmup steps (default 0)",
        .key = "warmup",
        .resume = G::Schedule,
-       .value = number(&O::warmup),
+       .value = number(&O::warmup, {0, int64_t{1} << 40}),
        .check = [](const O& o) { NVFP4LM_CHECK(o.warmup >= 0, "--warmup must be >= 0 steps, got {}", o.warmup); }},
       {.name = "--min-lr-ratio",
        .help = "final lr / peak lr (default 0)",
        .key = "min_lr_ratio",
        .resume = G::Schedule,
-       .value = number(&O::min_lr_ratio),
+       .value = number(&O::min_lr_ratio, {0.0, 1.0}),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(std::isfinite(o.min_lr_ratio) && o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1,
@@ -273,7 +280,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "train only the last N layers (default: all)",
        .key = "train_last_layers",
        .resume = G::Identity,
-       .value = number(&O::train_last_layers),
+       .value = number(&O::train_last_layers, {-1, 1 << 16}),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(o.train_last_layers >= -1, "--train-last-layers must be >= 0 (or -1 for all layers), got {}",
@@ -283,7 +290,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "checkpoint every N steps (default: at the end)",
        .key = "save_every",
        .resume = G::Free,
-       .value = number(&O::save_every),
+       .value = number(&O::save_every, {0, int64_t{1} << 40}),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(o.save_every >= 0, "--save-every must be >= 0 steps (0: only at the end), got {}",
@@ -293,7 +300,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "checkpoints to keep (default 2)",
        .key = "keep",
        .resume = G::Free,
-       .value = number(&O::keep),
+       .value = number(&O::keep, {1, 1 << 20}),
        .check = [](const O& o) { NVFP4LM_CHECK(o.keep >= 1, "--keep must be at least 1 checkpoint, got {}", o.keep); }},
       {.name = "--resume",
        .help = "continue the run in --output from its newest complete checkpoint",
@@ -329,7 +336,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "fail instead of allocating more than this many GiB on the device",
        .key = "max_memory",
        .resume = G::Free,
-       .value = number(&O::max_memory_gib),
+       .value = number(&O::max_memory_gib, {0.0, 1e6}),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(std::isfinite(o.max_memory_gib) && o.max_memory_gib >= 0,
@@ -419,6 +426,12 @@ void train_flag_from_json(const TrainFlag& flag, TrainOptions& options, const js
         } else {  // text, numbers and switches
           using T = std::decay_t<decltype(options.*field.member)>;
           options.*field.member = decode<T>(value, flag.key, where);
+          if constexpr (std::is_same_v<std::decay_t<decltype(field)>, TrainFlagNumber<T>>) {
+            const T number = options.*field.member;
+            NVFP4LM_CHECK(number >= field.range.min && number <= field.range.max,
+                          "{}: training setting \"{}\" is {}, expected {}", where, flag.key, number,
+                          number_range_text(field.range));
+          }
         }
       },
       flag.value);
@@ -432,7 +445,7 @@ std::string train_flag_value_text(const TrainFlag& flag, const json& value) {
   }
   if (const auto* flag_switch = std::get_if<TrainFlagSwitch>(&flag.value); flag_switch && flag_switch->negated)
     return value.get<bool>() ? "on" : fmt::format("off ({})", flag.name);
-  return value.is_string() ? value.get<std::string>() : value.dump();
+  return value.is_string() ? value.get<std::string>() : json_excerpt(value, 200);
 }
 
 }  // namespace nvfp4lm

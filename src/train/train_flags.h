@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/number_text.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm {
@@ -40,6 +41,9 @@ struct TrainFlagText {
 template <typename T>
 struct TrainFlagNumber {
   T TrainOptions::*member;
+  // What the flag and trainer_state.json accept (core/number_text.h); the row's check adds the rules that
+  // depend on other settings.
+  NumberRange<T> range = {};
 };
 
 struct TrainFlagSwitch {

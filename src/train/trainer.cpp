@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/logging.h"
 #include "core/memory.h"
 #include "core/stopwatch.h"
@@ -30,14 +31,6 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-json read_json_file(const fs::path& path) {
-  try {
-    return json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    NVFP4LM_FAIL("{} is not valid JSON: {}", path.string(), e.what());
-  }
-}
-
 int64_t input_tokens_of(const TokenBatch& batch) { return batch.rows() * batch.row_tokens() - batch.padding_tokens; }
 
 }  // namespace
@@ -46,6 +39,20 @@ int64_t input_tokens_of(const TokenBatch& batch) { return batch.rows() * batch.r
 
 Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given) : options_(options) {
   NVFP4LM_CHECK(!options_.output.empty(), "--output is empty: name the run directory");
+  // The run directory may exist (a run to resume, an empty directory) but must not be or hold what is read.
+  guard_output(options_.output, "--output", read_paths(), /*overwrite=*/true);
+  // One process per run directory for the whole run: two trainings into one --output would overwrite each
+  // other's checkpoints and metrics. A run directory this constructor created is removed again if it fails.
+  run_lock_ = std::make_unique<DirectoryLock>(options_.output);
+  try {
+    set_up(given);
+  } catch (...) {
+    run_lock_->release_and_remove_if_unused();
+    throw;
+  }
+}
+
+void Trainer::set_up(const std::set<std::string>& given) {
   if (options_.resume) resolve_resume(given);
   validate_train_options(options_);
   device_ = Device::parse(options_.device);
@@ -64,6 +71,13 @@ Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given
                   "another --output",
                   options_.output, existing ? existing->dir.filename().string() : "");
   }
+  // Every output checked before the (long) load and training: an explicit --metrics or --memory-report file may
+  // exist only when resuming the run that wrote it, or with --overwrite.
+  guard_output(options_.output, "--output", read_paths(), /*overwrite=*/true);  // the resumed run's paths
+  const bool replace_reports = options_.overwrite || options_.resume;
+  if (!options_.metrics.empty()) guard_output(options_.metrics, "--metrics", read_paths(), replace_reports);
+  if (!options_.memory_report.empty())
+    guard_output(options_.memory_report, "--memory-report", read_paths(), replace_reports);
   load();
   if (!options_.export_path.empty()) check_export_target(options_.export_path, export_source(), options_.overwrite);
   if (resume_checkpoint_) restore_checkpoint();
@@ -115,6 +129,10 @@ void Trainer::load() {
   generation_config_json_ =
       fs::is_regular_file(generation, ec) ? read_json_file(generation) : generation_config_to_json(config);
 
+  // Rows longer than the model's context could not be trained (RoPE tables, attention) and only waste memory.
+  NVFP4LM_CHECK(options_.seq_len <= config.max_position_embeddings,
+                "--seq-len {} is longer than the model's context (max_position_embeddings {}); use at most that",
+                options_.seq_len, config.max_position_embeddings);
   DatasetOptions data_options;
   data_options.format = options_.data_format;
   data_options.pair_template = options_.data_template;
@@ -138,6 +156,19 @@ void Trainer::load() {
   } else {
     total_batches_ = loader_->total_batches(options_.epochs);
     total_steps_ = (total_batches_ + options_.grad_accum - 1) / options_.grad_accum;
+  }
+  // A batch far larger than the data trains mostly padding, slowly: say so instead of running "forever".
+  const int64_t batch_tokens = options_.batch * options_.seq_len;
+  if (dataset_summary_.tokens > 0 && batch_tokens > 4 * dataset_summary_.tokens) {
+    log::warn(
+        "one micro-batch holds {} tokens (--batch {} x --seq-len {}) but the whole data set has {}: over {:.0f}% "
+        "of every step is padding; lower --seq-len or --batch",
+        batch_tokens, options_.batch, options_.seq_len, dataset_summary_.tokens,
+        100.0 * (1.0 - static_cast<double>(dataset_summary_.tokens) / static_cast<double>(batch_tokens)));
+  }
+  if (options_.max_steps == 0 && options_.grad_accum > total_batches_) {
+    log::warn("--grad-accum {} is more than the {} micro-batches of the whole run: it makes a single optimizer step",
+              options_.grad_accum, total_batches_);
   }
   NVFP4LM_CHECK(options_.warmup <= total_steps_, "--warmup {} is longer than the run ({} optimizer steps)",
                 options_.warmup, total_steps_);
@@ -182,15 +213,15 @@ void Trainer::restore_checkpoint() {
   NVFP4LM_CHECK(state.contains("data_position"), "{}: \"data_position\" is missing", where);
   loader_->restore(state["data_position"]);
   step_ = state["step"].get<int64_t>();
-  const json totals = state.value("totals", json::object());
-  skipped_steps_ = totals.value("skipped_steps", int64_t{0});
-  total_loss_tokens_ = totals.value("loss_tokens", int64_t{0});
-  best_loss_ = totals.value("best_loss", 0.0);
-  best_step_ = totals.value("best_step", int64_t{0});
-  for (const json& record : state.value("metrics", json::array())) metrics_tail_.push_back(record);
+  const json totals = json_field_or(state, "totals", json::object(), where);
+  skipped_steps_ = json_field_or(totals, "skipped_steps", int64_t{0}, where);
+  total_loss_tokens_ = json_field_or(totals, "loss_tokens", int64_t{0}, where);
+  best_loss_ = json_field_or(totals, "best_loss", 0.0, where);
+  best_step_ = json_field_or(totals, "best_step", int64_t{0}, where);
+  for (const json& record : json_field_or(state, "metrics", json::array(), where)) metrics_tail_.push_back(record);
   if (!metrics_tail_.empty() && metrics_tail_.back().contains("loss") && metrics_tail_.back()["loss"].is_number())
     last_loss_ = metrics_tail_.back()["loss"].get<double>();
-  const int64_t saved_total = totals.value("total_steps", total_steps_);
+  const int64_t saved_total = json_field_or(totals, "total_steps", total_steps_, where);
   if (saved_total != total_steps_)
     log::warn("the run now has {} steps (it had {}); the LR schedule is stretched to the new length", total_steps_,
               saved_total);
@@ -208,6 +239,7 @@ void Trainer::prepare_run_directory() {
   // The model's small files, once per run, for exports from checkpoints (written aside, then renamed).
   const fs::path copy = run_dir / kSourceModelDirName;
   if (!fs::exists(copy, ec)) {
+    remove_stale_temporaries(copy);
     const fs::path tmp = temporary_sibling(copy);
     fs::remove_all(tmp, ec);
     fs::create_directories(tmp, ec);
@@ -449,12 +481,23 @@ ExportSource Trainer::export_source() const {
   source.side_files = tokenizer_side_files(tokenizer_dir);
   // An --overwrite export replaces OUT as a whole: it must not hold the model, tokenizer or data it was trained
   // from, nor the run's own files.
-  source.protected_paths = {{files_->path(), false}, {options_.output, true}, {options_.data, false}};
-  if (!options_.tokenizer.empty()) source.protected_paths.push_back({options_.tokenizer, false});
-  if (!options_.metrics.empty()) source.protected_paths.push_back({options_.metrics, false});
-  if (!options_.memory_report.empty()) source.protected_paths.push_back({options_.memory_report, false});
-  if (files_->path() != files_->directory()) source.protected_paths.push_back({files_->config_path(), false});
+  source.protected_paths = read_paths();
+  source.protected_paths.push_back({options_.output, "the run directory", /*may_hold_outputs=*/true});
+  source.protected_paths.push_back({copy, "the run's copy of the source model's files"});
+  for (const fs::path& checkpoint : run_checkpoint_dirs(options_.output))
+    source.protected_paths.push_back({checkpoint, "the run's checkpoint"});
+  if (!options_.metrics.empty()) source.protected_paths.push_back({options_.metrics, "the --metrics file"});
+  if (!options_.memory_report.empty())
+    source.protected_paths.push_back({options_.memory_report, "the --memory-report file"});
   return source;
+}
+
+std::vector<GuardedInput> Trainer::read_paths() const {
+  std::vector<GuardedInput> inputs = {{options_.model, "the model (--model)"},
+                                      {options_.data, "the training data (--data)"}};
+  if (!options_.tokenizer.empty()) inputs.push_back({options_.tokenizer, "the tokenizer (--tokenizer)"});
+  if (files_ && files_->path() != files_->directory()) inputs.push_back({files_->config_path(), "the model's config"});
+  return inputs;
 }
 
 ExportReport Trainer::export_model() {

@@ -147,7 +147,12 @@ class Trainer {
   nlohmann::json trainer_state() const;
   ExportSource export_source() const;
 
+  void set_up(const std::set<std::string>& given);
+  // What the run reads (model, data, tokenizer, config), for the output guard (core/files.h).
+  std::vector<GuardedInput> read_paths() const;
+
   TrainOptions options_;
+  std::unique_ptr<DirectoryLock> run_lock_;  // held for the life of the trainer
   Device device_;
   std::optional<CheckpointInfo> resume_checkpoint_;
   std::unique_ptr<ModelFiles> files_;

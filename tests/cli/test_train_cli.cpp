@@ -95,8 +95,8 @@ TEST_F(TrainCli, ExportWritesEveryFormatAndNeverOverwritesWithoutTheFlag) {
                         {out.string(), "already exists", "--overwrite"}, "existing OUT");
   EXPECT_EQ(read_file(out / "model.safetensors"), before);
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run / "step-6") + " --overwrite"),
-                        {"refusing to export"}, "OUT = the checkpoint");
-  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run) + " --overwrite"), {"refusing to export"},
+                        {"refusing to write the export"}, "OUT = the checkpoint");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run) + " --overwrite"), {"refusing to write the export"},
                         "OUT = the run directory");
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "x") + " --format onnx"),
                         {"--format", "onnx", "modelopt, dat or bf16"}, "--format onnx");

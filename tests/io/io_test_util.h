@@ -40,7 +40,9 @@ inline void write_raw_safetensors(const fs::path& path, const std::string& heade
 }
 
 inline bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
+  if (a.nbytes() != b.nbytes()) return false;
+  // An empty tensor's raw() may be null, and memcmp(nullptr, ..., 0) is undefined (UBSan halts on it).
+  return a.nbytes() == 0 || std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
 }
 
 // synth without the bundled tokenizer (the small vocabulary is not Qwen3's).

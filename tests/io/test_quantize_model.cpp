@@ -210,7 +210,7 @@ TEST(Quantize, NeverOverwritesWithoutAskingNorTheSource) {
   quantize_model(*source, dir / "out", overwrite);
   EXPECT_FALSE(fs::exists(dir / "out" / "keep.txt"));
   EXPECT_TRUE(fs::exists(dir / "out" / "hf_quant_config.json"));
-  expect_error([&] { quantize_model(*source, hf, overwrite); }, {"source model itself"});
+  expect_error([&] { quantize_model(*source, hf, overwrite); }, {"is the source model"});
   // No temporary directories are left behind.
   for (const auto& item : fs::directory_iterator(dir.path()))
     EXPECT_EQ(item.path().filename().string().find(".tmp-"), std::string::npos) << item.path();

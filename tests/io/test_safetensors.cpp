@@ -1,6 +1,7 @@
 // safetensors writer -> reader round trips (every dtype, rank 0, empty tensors, pieces, shards) and every kind
 // of bad input the reader must reject with an Error naming the file and the problem.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -21,10 +22,6 @@ Tensor pattern_tensor(const Shape& shape, DType dtype, uint8_t seed) {
   auto* bytes = static_cast<uint8_t*>(t.raw());
   for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<uint8_t>(seed + 31 * i + (i >> 7));
   return t;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 TEST(Safetensors, RoundTripEveryDtypeRankZeroAndEmpty) {
@@ -259,7 +256,41 @@ TEST_F(SafetensorsBadInput, MissingFieldsAndNonStringMetadata) {
 
 TEST_F(SafetensorsBadInput, MissingFileAndNotARegularFile) {
   expect_error([&] { SafetensorsFile::open(dir_ / "nope.safetensors"); }, {"nope.safetensors"});
-  expect_error([&] { SafetensorsFile::open(dir_.path()); }, {"not a regular file"});
+  expect_error([&] { SafetensorsFile::open(dir_.path()); }, {"directory"});
+}
+
+// The reference implementation's rule: the tensors tile the data area exactly. A header length cut inside the
+// header's padding still parses, and every tensor would be read shifted; trailing bytes belong to no tensor.
+TEST_F(SafetensorsBadInput, TensorsMustTileTheDataArea) {
+  const std::string header = R"({"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}})";
+  const std::string padding(6, ' ');
+  for (size_t cut = 1; cut <= padding.size(); ++cut) {
+    write_file(path_, le64(header.size() + padding.size() - cut) + header + padding + "abc");
+    expect_open_error({"end at byte 3", "corrupt"});
+  }
+  file(header + padding, "abc");
+  EXPECT_EQ(SafetensorsFile::open(path_)->entries().size(), 1u);
+  file(header + padding, "abcxyz");
+  expect_open_error({"tensors end at byte 3", "6 bytes", "trailing"});
+  file(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
+       std::string(6, '\0'));
+  expect_open_error({"bytes 2..4", "belong to no tensor", "'b'"});
+  file(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})", std::string(4, '\0'));
+  expect_open_error({"bytes 0..2", "belong to no tensor"});
+}
+
+TEST_F(SafetensorsBadInput, DeeplyNestedHeader) {
+  // 200 KB of brackets: a stack overflow in nlohmann's recursion before the parse-time depth limit.
+  file(std::string(100000, '[') + std::string(100000, ']'), "");
+  expect_open_error({"not valid JSON", "nested deeper than"});
+  file(R"({"__metadata__":{"x":)" + std::string(100000, '[') + std::string(100000, ']') + "}}", "");
+  expect_open_error({"nested deeper than"});
+}
+
+TEST_F(SafetensorsBadInput, FifoIsRefusedNotWaitedOn) {
+  const fs::path fifo = dir_ / "fifo.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_error([&] { SafetensorsFile::open(fifo); }, {"fifo.safetensors", "FIFO"});
 }
 
 // ---- sharded sets -----------------------------------------------------------------------------------------------

@@ -102,8 +102,13 @@ TrainOptions changed_options() {
             auto it = other_spelling.find(std::string(flag.key));
             ASSERT_NE(it, other_spelling.end()) << flag.name << ": add a non-default spelling to this test";
             value.parse(options, it->second);
-          } else {
-            options.*value.member += 3;
+          } else {  // another value inside the row's range
+            auto& field = options.*value.member;
+            using T = std::decay_t<decltype(field)>;
+            T next = static_cast<T>(field + 3);
+            if (next < value.range.min || next > value.range.max)
+              next = field == value.range.min ? value.range.max : value.range.min;
+            field = next;
           }
         },
         flag.value);

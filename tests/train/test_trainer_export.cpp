@@ -198,7 +198,7 @@ TEST_F(TrainerExport, NeverOverwritesAnExistingDirectoryTheModelOrTheCheckpoint)
   TrainOptions into_model = options_;
   into_model.export_path = model.string();
   into_model.overwrite = true;
-  expect_refused([&] { Trainer trainer(into_model, {}); }, "refusing to export");
+  expect_refused([&] { Trainer trainer(into_model, {}); }, "refusing to write the export");
   const fs::path existing = dir_ / "existing";
   fs::create_directories(existing);
   test::write_file(existing / "keep.txt", "mine");
@@ -209,7 +209,7 @@ TEST_F(TrainerExport, NeverOverwritesAnExistingDirectoryTheModelOrTheCheckpoint)
   TrainOptions over_data = options_;
   over_data.export_path = data_dir.string();
   over_data.overwrite = true;
-  expect_refused([&] { Trainer trainer(over_data, {}); }, "contains " + options_.data);
+  expect_refused([&] { Trainer trainer(over_data, {}); }, options_.data);  // "it contains the training data <path>"
   EXPECT_FALSE(fs::exists(options_.output));
 
   Trainer(options_, {}).run();
@@ -218,11 +218,13 @@ TEST_F(TrainerExport, NeverOverwritesAnExistingDirectoryTheModelOrTheCheckpoint)
   expect_refused([&] { export_checkpoint(input, existing, export_options); }, "pass --overwrite");
   EXPECT_EQ(test::read_file(existing / "keep.txt"), "mine");
   export_options.overwrite = true;
-  expect_refused([&] { export_checkpoint(input, input.checkpoint, export_options); }, "refusing to export");
-  expect_refused([&] { export_checkpoint(input, options_.output, export_options); }, "refusing to export");
-  expect_refused([&] { export_checkpoint(input, model, export_options); }, "refusing to export");
-  expect_refused([&] { export_checkpoint(input, input.checkpoint / "inner", export_options); }, "refusing to export");
-  expect_refused([&] { export_checkpoint(input, data_dir, export_options); }, "contains " + options_.data);
+  expect_refused([&] { export_checkpoint(input, input.checkpoint, export_options); }, "refusing to write the export");
+  expect_refused([&] { export_checkpoint(input, options_.output, export_options); }, "refusing to write the export");
+  expect_refused([&] { export_checkpoint(input, model, export_options); }, "refusing to write the export");
+  expect_refused([&] { export_checkpoint(input, input.checkpoint / "inner", export_options); },
+                 "refusing to write the export");
+  expect_refused([&] { export_checkpoint(input, data_dir, export_options); },
+                 options_.data);  // "it contains the training data <path>"
   EXPECT_TRUE(fs::exists(options_.data));
   EXPECT_EQ(test::read_file(model / "model.safetensors"), model_bytes);
   EXPECT_NE(latest_checkpoint(options_.output), std::nullopt);

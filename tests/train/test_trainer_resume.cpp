@@ -231,8 +231,10 @@ TEST(TrainerResume, AChangedIdentitySettingIsRefusedAndAScheduleChangeWarns) {
   changed.seq_len = 48;
   test::expect_error([&] { Trainer resumed(changed, {"seq_len"}); }, {"--seq-len is 48", "started with 64"});
   // Not given again: the saved value is used, whatever the struct holds.
-  Trainer reused(changed, {});
-  EXPECT_EQ(reused.options().seq_len, 64);
+  {
+    Trainer reused(changed, {});  // holds the run directory's lock until it goes
+    EXPECT_EQ(reused.options().seq_len, 64);
+  }
 
   changed = options;
   changed.resume = true;

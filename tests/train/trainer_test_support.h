@@ -70,7 +70,8 @@ inline std::string tiny_train_flags(const fs::path& data, const std::map<std::st
                                                             {"--warmup", "1"},
                                                             {"--seed", "5"}};
   for (const auto& [flag, value] : changed) {
-    auto it = std::find_if(flags.begin(), flags.end(), [&](const auto& entry) { return entry.first == flag; });
+    const std::string& name = flag;  // clang < 16 cannot capture a structured binding
+    auto it = std::find_if(flags.begin(), flags.end(), [&](const auto& entry) { return entry.first == name; });
     if (it == flags.end()) {
       flags.emplace_back(flag, value);
     } else {

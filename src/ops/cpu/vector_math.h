@@ -23,7 +23,8 @@ inline float exp_vectorizable(float x) {
   const bool overflow = x > kMaxInput;
   const bool is_nan = x != x;
   // Ternaries, not fmin/fmax: those must honour NaN rules and stay library calls that block vectorisation.
-  const float clamped = underflow ? kMinInput : (overflow ? kMaxInput : x);
+  // NaN becomes 0 here (its result is replaced below): converting a NaN to int further down is undefined.
+  const float clamped = is_nan ? 0.0f : (underflow ? kMinInput : (overflow ? kMaxInput : x));
   // n = round(x log2 e) with the 1.5 * 2^23 trick (vectorises everywhere; std::floor/rint may not).
   constexpr float kRoundShift = 12582912.0f;
   const float n = (clamped * kLog2e + kRoundShift) - kRoundShift;

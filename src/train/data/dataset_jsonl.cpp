@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "train/data/dataset_records.h"
 
 namespace nvfp4lm::data {
@@ -72,25 +73,16 @@ RawRecord record_of(const json& object, const std::string& place) {
   return has_messages ? conversation(object["messages"], place) : pair(object, place);
 }
 
-std::string short_json_error(const json::exception& e) {
-  // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> drop the bracketed id.
-  std::string message = e.what();
-  size_t close = message.find("] ");
-  return close == std::string::npos ? message : message.substr(close + 2);
-}
-
 }  // namespace
 
 ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
   ParsedFile parsed;
   const size_t first = content.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && content[first] == '[') {
-    json array;
-    try {
-      array = json::parse(content);
-    } catch (const json::exception& e) {
-      NVFP4LM_FAIL("{}: bad JSON (read as one JSON array because it starts with '['): {}", file, short_json_error(e));
-    }
+    JsonParseResult parsed_array = try_parse_json(content);
+    NVFP4LM_CHECK(parsed_array.ok(), "{}: bad JSON (read as one JSON array because it starts with '['): {}", file,
+                  parsed_array.error);
+    const json& array = parsed_array.value;
     parsed.numbered_by_entry = true;
     for (size_t i = 0; i < array.size(); ++i) {
       const int64_t entry = static_cast<int64_t>(i) + 1;
@@ -103,15 +95,14 @@ ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
   for (const Line& line : split_lines(content)) {
     if (is_blank(line.text)) continue;
     const std::string place = where(file, line.number);
-    json object;
-    try {
-      object = json::parse(line.text);
-    } catch (const json::exception& e) {
+    JsonParseResult parsed_line = try_parse_json(line.text);
+    if (!parsed_line.ok()) {
       // The parser saw one line, so its "line 1, column N" is just the column.
-      std::string problem = short_json_error(e);
+      std::string problem = parsed_line.error;
       if (size_t at = problem.find("at line 1, column "); at != std::string::npos) problem.erase(at + 3, 8);
       NVFP4LM_FAIL("{}: bad JSON: {} (each line must be one complete JSON object)", place, problem);
     }
+    const json& object = parsed_line.value;
     RawRecord record = record_of(object, place);
     record.line = line.number;
     parsed.records.push_back(std::move(record));

@@ -14,7 +14,9 @@ std::string read_dataset_text(const std::filesystem::path& path) {
   NVFP4LM_CHECK(std::filesystem::exists(path, ec), "dataset {}: no such file", path.string());
   NVFP4LM_CHECK(!std::filesystem::is_directory(path, ec), "dataset {}: is a directory, expected a data file",
                 path.string());
-  std::string text = read_text_file(path);
+  // The whole file is held in memory with its tokens; 64 GiB is far past any fine-tuning set on one machine.
+  constexpr uint64_t kMaxDatasetBytes = uint64_t{64} << 30;
+  std::string text = read_text_file(path, kMaxDatasetBytes);  // a FIFO or /dev/zero is refused, not read forever
   const size_t bad = tokenizer::find_invalid_utf8(text);
   if (bad != text.size()) {
     const int64_t line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');

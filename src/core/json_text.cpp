@@ -1,0 +1,81 @@
+#include "core/json_text.h"
+
+#include "core/error.h"
+#include "core/files.h"
+
+namespace nvfp4lm {
+namespace {
+
+using json = nlohmann::json;
+
+// Thrown by the depth check inside the parser callback, caught below (never leaves this file).
+struct TooDeep {
+  int depth;
+};
+
+// "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> the part after the bracketed id,
+// cut so a huge offending token cannot make a huge message.
+std::string short_reason(std::string_view message) {
+  const size_t close = message.find("] ");
+  if (close != std::string_view::npos) message.remove_prefix(close + 2);
+  constexpr size_t kMaxReason = 240;
+  if (message.size() <= kMaxReason) return std::string(message);
+  return std::string(message.substr(0, kMaxReason)) + "...";
+}
+
+}  // namespace
+
+JsonParseResult try_parse_json(std::string_view text, const json::parser_callback_t& also) {
+  JsonParseResult result;
+  // nlohmann reports object_start/array_start with the depth of the enclosing value (0 for the document).
+  json::parser_callback_t limit = [&also](int depth, json::parse_event_t event, json& parsed) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth) {
+      throw TooDeep{depth + 1};
+    }
+    return also ? also(depth, event, parsed) : true;
+  };
+  try {
+    result.value = json::parse(text, limit);
+  } catch (const TooDeep& deep) {
+    result.value = json();
+    result.error = fmt::format("nested deeper than {} levels; no real file nests this deep", kMaxJsonDepth);
+  } catch (const json::exception& e) {
+    result.value = json();
+    result.error = short_reason(e.what());
+  }
+  return result;
+}
+
+json parse_json(std::string_view text, std::string_view origin, const json::parser_callback_t& also) {
+  JsonParseResult result = try_parse_json(text, also);
+  NVFP4LM_CHECK(result.ok(), "{}: not valid JSON ({})", origin, result.error);
+  return std::move(result.value);
+}
+
+json read_json_file(const std::filesystem::path& path) { return parse_json(read_text_file(path), path.string()); }
+
+void throw_json_field_type(std::string_view key, std::string_view expected, const json& found, std::string_view where) {
+  NVFP4LM_FAIL("{}: \"{}\" must be {} {}, found {}", where, key,
+               expected == "array" || expected == "object" ? "an" : "a", expected, json_excerpt(found));
+}
+
+std::string json_excerpt(const json& value, size_t max_chars) {
+  // dump() of a value from parse_json is bounded in depth; its length is bounded by the input. Containers are
+  // summarised first so a million-element array is not printed just to be cut.
+  std::string text;
+  if (value.is_array() && value.size() > max_chars) {
+    text = fmt::format("(array of {} values)", value.size());
+  } else if (value.is_object() && value.size() > max_chars) {
+    text = fmt::format("(object of {} keys)", value.size());
+  } else {
+    text = value.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+  }
+  if (text.size() > max_chars) {
+    text.resize(max_chars);
+    text += fmt::format("... ({})", value.type_name());
+  }
+  return text;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,55 @@
+// JSON from files a user hands us (config.json, safetensors headers, trainer_state.json, training data, ...).
+// Every such parse goes through parse_json, which limits nesting at parse time: nlohmann's copy, dump() and
+// comparison recurse once per level, so a 200 KB file of 10^5 nested brackets would otherwise overflow the
+// stack far from the parser. Messages quote values through json_excerpt, never a whole subtree.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace nvfp4lm {
+
+// Deeper than any real config, tokenizer or data file (they nest < 10 levels).
+inline constexpr int kMaxJsonDepth = 64;
+
+struct JsonParseResult {
+  nlohmann::json value;
+  std::string error;  // empty on success; otherwise a one-line reason ("syntax error at line 3, column 7: ...")
+  bool ok() const { return error.empty(); }
+};
+
+// Parses `text`, or says why not (syntax, nesting deeper than kMaxJsonDepth). `also` (optional) sees every
+// parse event as nlohmann's parser_callback_t does; it may throw Error to reject the document.
+JsonParseResult try_parse_json(std::string_view text, const nlohmann::json::parser_callback_t& also = nullptr);
+
+// Parses `text`; Error "<origin>: not valid JSON (<reason>)" otherwise.
+nlohmann::json parse_json(std::string_view text, std::string_view origin,
+                          const nlohmann::json::parser_callback_t& also = nullptr);
+
+// read_text_file + parse_json, the path as origin.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+
+[[noreturn]] void throw_json_field_type(std::string_view key, std::string_view expected, const nlohmann::json& found,
+                                        std::string_view where);
+
+// object[key] as T; `fallback` when `object` is not an object or has no `key`. A key present with another type is
+// an Error naming `where` and the key (nlohmann's value() would throw its own type_error instead).
+template <typename T>
+T json_field_or(const nlohmann::json& object, std::string_view key, T fallback, std::string_view where) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  try {
+    return it->template get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw_json_field_type(key, nlohmann::json(fallback).type_name(), *it, where);
+  }
+}
+
+// A value for an error message: compact JSON cut to about `max_chars` ("[1,2,3,...] (array of 10^6)").
+std::string json_excerpt(const nlohmann::json& value, size_t max_chars = 80);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,203 @@
+// Hostile-input defences of core/ (issue 17): JSON nesting limits and bounded messages, strict number parsing,
+// input files that are not regular files, the output guard, the run-directory lock and stale temporaries.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "common/test_util.h"
+#include "core/files.h"
+#include "core/json_text.h"
+#include "core/number_text.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+std::string nested_arrays(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
+
+TEST(JsonText, NestingIsLimitedAtParseTime) {
+  // 10^5 levels used to overflow the stack in nlohmann's recursive copy / dump / destructor.
+  const JsonParseResult deep = try_parse_json(nested_arrays(100000));
+  EXPECT_FALSE(deep.ok());
+  EXPECT_NE(deep.error.find("nested deeper than"), std::string::npos) << deep.error;
+  std::string objects;
+  for (int i = 0; i < 100000; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(100000, '}');
+  expect_error([&] { parse_json(objects, "config.json"); }, {"config.json", "nested deeper than 64"});
+  // Real files nest a few levels; the limit itself is accepted.
+  EXPECT_TRUE(try_parse_json(nested_arrays(kMaxJsonDepth)).ok());
+  EXPECT_FALSE(try_parse_json(nested_arrays(kMaxJsonDepth + 1)).ok());
+}
+
+TEST(JsonText, SyntaxErrorsAreOneBoundedLine) {
+  // An unterminated 1 MB string: the parser's "last read" token must not end up whole in the message.
+  const std::string text = "{\"a\": \"" + std::string(1 << 20, 'x');
+  const JsonParseResult result = try_parse_json(text);
+  ASSERT_FALSE(result.ok());
+  EXPECT_LT(result.error.size(), 400u);
+  EXPECT_EQ(result.error.find('\n'), std::string::npos);
+}
+
+TEST(JsonText, ExcerptIsBounded) {
+  nlohmann::json big = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) big.push_back(i);
+  EXPECT_EQ(json_excerpt(big), "(array of 100000 values)");
+  const std::string excerpt = json_excerpt(nlohmann::json(std::string(10000, 'y')));
+  EXPECT_LT(excerpt.size(), 120u);
+  EXPECT_EQ(json_excerpt(nlohmann::json::array({1, 2})), "[1,2]");
+}
+
+TEST(NumberText, StrictDecimalInRange) {
+  std::string problem;
+  EXPECT_EQ(parse_number<int64_t>("42", {}, problem), 42);
+  EXPECT_EQ(parse_number<int64_t>("+7", {}, problem), 7);
+  EXPECT_FALSE(parse_number<int64_t>("9223372036854775808", {}, problem));  // not saturated to INT64_MAX
+  EXPECT_NE(problem.find("out of range"), std::string::npos) << problem;
+  EXPECT_FALSE(parse_number<uint64_t>("-1", {}, problem));  // not 2^64-1
+  EXPECT_NE(problem.find("negative"), std::string::npos) << problem;
+  EXPECT_FALSE(parse_number<uint64_t>("18446744073709551616", {}, problem));
+  EXPECT_EQ(parse_number<int64_t>("010", {}, problem), 10);  // decimal, not octal
+  EXPECT_FALSE(parse_number<int64_t>("0x10", {}, problem));
+  EXPECT_FALSE(parse_number<int64_t>("12abc", {}, problem));
+  EXPECT_FALSE(parse_number<int64_t>("", {}, problem));
+  EXPECT_FALSE(parse_number<int>("3000000000", {}, problem));
+  EXPECT_FALSE(parse_number<int64_t>("0", {1, 10}, problem));
+  EXPECT_NE(problem.find("[1, 10]"), std::string::npos) << problem;
+  EXPECT_FALSE(parse_number<double>("inf", {}, problem));
+  EXPECT_FALSE(parse_number<double>("nan", {}, problem));
+  EXPECT_FALSE(parse_number<double>("1e999", {}, problem));
+  EXPECT_EQ(parse_number<double>("2.5e-3", {}, problem), 2.5e-3);
+  EXPECT_FALSE(parse_number<float>("1.5", {0.0f, 1.0f}, problem));
+}
+
+TEST(ShapeSizes, OverflowIsAnErrorNotAWrappedSize) {
+  expect_error([] { Shape({int64_t{1} << 40, int64_t{1} << 40}); }, {"2^56"});
+  expect_error([] { Shape({INT64_MAX, 2}); }, {"2^56"});
+  Shape shape({4, 4});
+  shape[0] = INT64_MAX;  // changed after construction: numel() checks again
+  expect_error([&] { (void)shape.numel(); }, {"2^56"});
+  expect_error([] { Tensor::empty(Shape({int64_t{1} << 55, 4}), DType::F32, Device::cpu()); }, {"2^56"});
+}
+
+TEST(InputFiles, SpecialFilesAreRefusedWithoutBlocking) {
+  TempDir dir;
+  const fs::path fifo = dir / "model.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading with nobody writing would block forever without O_NONBLOCK.
+  expect_error([&] { open_input_file(fifo); }, {"FIFO"});
+  expect_error([&] { read_text_file(fifo); }, {"FIFO"});
+  expect_error([] { read_text_file("/dev/zero"); }, {"/dev/zero", "character device"});
+  expect_error([&] { read_text_file(dir.path()); }, {"directory"});
+  write_file(dir / "big.json", std::string(1000, ' '));
+  expect_error([&] { read_text_file(dir / "big.json", 100); }, {"1000 bytes", "100"});
+  EXPECT_EQ(read_text_file(dir / "big.json").size(), 1000u);
+}
+
+TEST(OutputGuard, RefusesOutputsThatAreContainOrLieInInputs) {
+  TempDir dir;
+  fs::create_directories(dir / "model");
+  write_file(dir / "model" / "config.json", "{}");
+  write_file(dir / "data.jsonl", "{}\n");
+  const std::vector<GuardedInput> inputs = {{dir / "model", "the model"}, {dir / "data.jsonl", "the data"}};
+  for (const bool overwrite : {false, true}) {
+    expect_error([&] { guard_output(dir / "data.jsonl", "--metrics", inputs, overwrite); },
+                 {"--metrics", "is the data"});
+    expect_error([&] { guard_output(dir / "model", "the output", inputs, overwrite); }, {"is the model"});
+    expect_error([&] { guard_output(dir / "model" / "config.json", "the output", inputs, overwrite); },
+                 {"lies inside the model"});
+    expect_error([&] { guard_output(dir.path(), "the output", inputs, overwrite); }, {"contains the model"});
+    // Spelled differently: ".." and a symlink resolve to the same file.
+    expect_error([&] { guard_output(dir / "model" / ".." / "data.jsonl", "--json", inputs, overwrite); },
+                 {"is the data"});
+  }
+  fs::create_symlink(dir / "data.jsonl", dir / "link.jsonl");
+  expect_error([&] { guard_output(dir / "link.jsonl", "--json", inputs, true); }, {"is the data"});
+  // A run directory may hold outputs, but not be one.
+  const std::vector<GuardedInput> run = {{dir / "model", "the run directory", true}};
+  EXPECT_NO_THROW(guard_output(dir / "model" / "export", "the export", run, false));
+  expect_error([&] { guard_output(dir / "model", "the export", run, true); }, {"is the run directory"});
+  // Existing outputs need --overwrite; new ones are fine; empty is refused.
+  write_file(dir / "old.json", "{}");
+  expect_error([&] { guard_output(dir / "old.json", "--json", inputs, false); }, {"already exists", "--overwrite"});
+  EXPECT_NO_THROW(guard_output(dir / "old.json", "--json", inputs, true));
+  EXPECT_NO_THROW(guard_output(dir / "new" / "deeper" / "out", "the output", inputs, false));
+  expect_error([&] { guard_output("", "--output", inputs, false); }, {"--output is empty"});
+}
+
+TEST(OutputGuard, UnwritableLocationIsFoundBeforeAnyWork) {
+  if (::geteuid() == 0) {
+    // root writes anywhere but on a read-only file system; /proc is one on every Linux.
+    expect_error([] { guard_output("/proc/nvfp4lm-out/model", "the output", {}, false); }, {"not writable"});
+    return;
+  }
+  TempDir dir;
+  fs::create_directories(dir / "ro");
+  fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  expect_error([&] { guard_output(dir / "ro" / "out", "the output", {}, false); }, {"not writable"});
+  fs::permissions(dir / "ro", fs::perms::owner_all);
+}
+
+TEST(DirectoryLock, SecondProcessIsRefusedWithThePid) {
+  TempDir dir;
+  const fs::path run = dir / "run";
+  {
+    DirectoryLock lock(run);
+    EXPECT_TRUE(lock.created_directory());
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      // flock locks belong to the open file description: a fresh open in another process conflicts.
+      try {
+        DirectoryLock second(run);
+        ::_exit(1);
+      } catch (const Error& e) {
+        const std::string message = e.what();
+        ::_exit(message.find("in use by pid " + std::to_string(::getppid())) != std::string::npos ? 0 : 2);
+      }
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the second lock succeeded, 2: the message lacks the pid";
+  }
+  // Released with the object (and by the kernel when a process dies).
+  DirectoryLock again(run);
+  EXPECT_FALSE(again.created_directory());
+  again.release_and_remove_if_unused();
+  EXPECT_TRUE(fs::exists(run));  // not created by `again`
+  DirectoryLock fresh(dir / "fresh");
+  fresh.release_and_remove_if_unused();
+  EXPECT_FALSE(fs::exists(dir / "fresh"));  // created and unused: removed again
+}
+
+TEST(StaleTemporaries, DeadWritersLeftoversAreRemovedLiveOnesKept) {
+  TempDir dir;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that is certainly gone (not reused this soon)
+  const fs::path out = dir / "model.dat";
+  const fs::path dead = dir / ("model.dat.tmp-" + std::to_string(child));
+  const fs::path dead_dir = dir / ("model.dat.old-" + std::to_string(child));
+  const fs::path live = dir / ("model.dat.tmp-" + std::to_string(::getppid()));
+  const fs::path other = dir / ("other.dat.tmp-" + std::to_string(child));
+  write_file(dead, "x");
+  fs::create_directories(dead_dir / "inner");
+  write_file(live, "x");
+  write_file(other, "x");
+  remove_stale_temporaries(out);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(dead_dir));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));  // another output's temporaries are that writer's business
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -59,11 +59,13 @@ std::string read_pre_tokenizer(const json& node, const std::string& origin) {
     std::string type = type_of(*step);
     if (type == "Split") {
       NVFP4LM_CHECK(pattern.empty() && !byte_level, "{}: only one Split before ByteLevel is supported", origin);
-      NVFP4LM_CHECK(step->value("behavior", "") == "Isolated",
-                    "{}: pre_tokenizer Split behavior \"{}\" is not supported (only Isolated)", origin,
-                    step->value("behavior", ""));
+      const std::string behavior = json_field_or(*step, "behavior", std::string(), origin + ": pre_tokenizer Split");
+      NVFP4LM_CHECK(behavior == "Isolated", "{}: pre_tokenizer Split behavior \"{}\" is not supported (only Isolated)",
+                    origin, behavior);
       NVFP4LM_CHECK(!flag(*step, "invert", false), "{}: pre_tokenizer Split with invert=true is not supported", origin);
-      const json& p = (*step)["pattern"];
+      // find(), not the const operator[]: that is undefined behaviour for a missing key.
+      const auto found = step->find("pattern");
+      const json& p = found != step->end() ? *found : json::object();
       if (p.contains("Regex") && p["Regex"].is_string()) {
         pattern = p["Regex"].get<std::string>();
       } else if (p.contains("String") && p["String"].is_string()) {

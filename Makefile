@@ -8,7 +8,7 @@ CTEST_ARGS ?=
 # device, docs/cuda-emulation.md), OFF without CUDA: scripts/cuda-mode.sh. Override with CUDA=ON|OFF|EMULATE.
 CUDA ?= $(shell scripts/cuda-mode.sh)
 
-.PHONY: all deps configure build test test-all demo clean
+.PHONY: all deps configure build test test-all demo clean deps-fuzz configure-asan build-asan test-asan fuzz
 
 all: build
 
@@ -35,3 +35,37 @@ demo: build
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- sanitizers and fuzzing (README "Fuzzing and sanitizers"): clang, the CPU engine, ASan + UBSan -----------------
+# One build serves both (-DNVFP4LM_FUZZ=ON, cmake/sanitize.cmake): the library, CLI and tests compiled with ASan +
+# UBSan, and the fuzz_<target> executables, linked with libFuzzer against a copy of the library that also carries
+# libFuzzer's coverage instrumentation (built only by `make fuzz`).
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= $(ASAN_BUILD)
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+SANITIZER_CMAKE_ARGS = -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DNVFP4LM_CUDA=OFF -DNVFP4LM_BENCH=OFF -DNVFP4LM_FUZZ=ON
+# A stack with every report; leaks in third-party runtimes only are suppressed (tests/fuzz/lsan.supp).
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0
+
+deps-fuzz:
+	@scripts/setup-deps.sh fuzz
+
+configure-asan: deps-fuzz
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZER_CMAKE_ARGS) $(CMAKE_ARGS)
+
+build-asan: configure-asan
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# The default suite (fuzz corpus replays included) under ASan + UBSan.
+test-asan: build-asan
+	$(SANITIZER_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE slow $(CTEST_ARGS)
+
+# Every fuzz target (or FUZZ_TARGETS="dat hf_config") for FUZZ_SECONDS each, starting from its committed corpus;
+# fails naming the target and the reproducer when one finds a crash, leak, timeout or out-of-memory.
+fuzz: deps-fuzz
+	cmake -S . -B $(FUZZ_BUILD) $(SANITIZER_CMAKE_ARGS) $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+	$(SANITIZER_ENV) tests/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)

@@ -3,6 +3,9 @@
 # needs no network) when everything is already installed. The CUDA toolkit is optional and not installed
 # here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built too, for a GPU or, without one, for the
 # emulated CUDA device (Boost.Context gives it its fibers).
+#   scripts/setup-deps.sh        the build and test dependencies
+#   scripts/setup-deps.sh fuzz   those plus clang, its sanitizer/libFuzzer runtimes, LLVM's OpenMP and lld, for the
+#                                sanitizer and fuzzing builds (make test-asan, make fuzz)
 set -euo pipefail
 
 # OpenBLAS: the OpenMP-threaded build, which shares nvfp4lm's OpenMP thread pool (the default pthreads build's
@@ -13,6 +16,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-context-dev
 )
+case "${1:-}" in
+  "") ;;
+  fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev lld) ;;
+  *) echo "setup-deps: unknown group '$1' (known: fuzz)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

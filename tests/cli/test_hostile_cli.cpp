@@ -64,6 +64,17 @@ TEST(HostileCli, NumbersOutOfRangeAreUsageErrors) {
   expect_usage_error("nosuchcommand", {});
 }
 
+// CUDA libraries are loaded where a CUDA path runs, not by every command: cuBLASLt alone maps ~200 MB
+// (src/ops/cuda/cublaslt_loader.cpp). The dynamic loader lists every library it opens under LD_DEBUG=files.
+TEST(HostileCli, CommandsThatNeedNoGpuLoadNoCudaLibrary) {
+  for (const std::string& args : {std::string("--version"), "info " + quoted(fixture_path("qwen3-tiny"))}) {
+    const CliResult result = run_cli(args, "", "LD_DEBUG=files");
+    ASSERT_EQ(result.exit_code, 0) << args << ": " << result.err;
+    EXPECT_NE(result.err.find("libc.so"), std::string::npos) << "LD_DEBUG had no effect: " << result.err;
+    EXPECT_EQ(result.err.find("libcublas"), std::string::npos) << args << " loaded cuBLAS";
+  }
+}
+
 class HostileFiles : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,0 +1,8 @@
+// Fuzz target: a training data file of JSON lines ({"messages": [...]} or {"prompt", "completion"}), or one JSON array
+// of them; see dataset_fuzz.h.
+#include "dataset_fuzz.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nvfp4lm::fuzz::fuzz_dataset(data, size, nvfp4lm::DataFormat::Jsonl);
+  return 0;
+}

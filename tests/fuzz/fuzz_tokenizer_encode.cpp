@@ -1,0 +1,36 @@
+// Fuzz target: encoding arbitrary bytes with the bundled Qwen3 tokenizer (models/qwen3-tokenizer, loaded once).
+// The input is the text. Invalid UTF-8 must be an Error (valid UTF-8 never); the input made valid
+// (tokenizer::to_valid_utf8) must round-trip through encode/decode (tokenizer_checks.h) with and without special
+// tokens, and render and encode as a chat in both templates with ids equal to encoding the rendered text.
+#include "fuzz_util.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
+#include "tokenizer/utf8.h"
+#include "tokenizer_checks.h"
+
+using namespace nvfp4lm;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Tokenizer qwen3 = Tokenizer::load(bundled_qwen3_tokenizer_dir());
+  const std::string_view raw = fuzz::as_text(data, size);
+  const bool valid = tokenizer::is_valid_utf8(raw);
+  const bool encoded = fuzz::expect_error_only([&] { (void)qwen3.encode(raw); });
+  FUZZ_CHECK(encoded == valid, "encode of {} UTF-8 {}", valid ? "valid" : "invalid", encoded ? "succeeded" : "failed");
+
+  const std::string text = tokenizer::to_valid_utf8(raw);
+  FUZZ_CHECK(tokenizer::is_valid_utf8(text), "to_valid_utf8 returned invalid UTF-8");
+  fuzz::check_round_trip(qwen3, text, /*allow_special=*/true);
+  fuzz::check_round_trip(qwen3, text, /*allow_special=*/false);
+
+  const ChatMessage conversation[] = {{"user", text}, {"assistant", text}};
+  for (ChatTemplate style : {ChatTemplate::Instruct2507, ChatTemplate::HybridThinking}) {
+    const ChatOptions options{.style = style};
+    const EncodedChat chat = encode_chat(qwen3, conversation, options);
+    FUZZ_CHECK(chat.ids == qwen3.encode(render_chat(conversation, options)),
+               "encode_chat ids differ from encoding render_chat's text");
+    FUZZ_CHECK(chat.ids.size() == chat.train_mask.size(), "{} ids, {} mask entries", chat.ids.size(),
+               chat.train_mask.size());
+  }
+  return 0;
+}

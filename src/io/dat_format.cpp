@@ -258,7 +258,8 @@ std::shared_ptr<DatFile> DatFile::open(const fs::path& path) {
     entry.offset = scan.position();
     NVFP4LM_CHECK(entry.bytes <= scan.remaining(),
                   "{}: {} at byte offset {}: {} {} needs {} payload bytes but only {} remain (truncated)", file, named,
-                  entry.offset, dat_type_name(entry.type), fmt::format("[{}]", fmt::join(entry.dims, ", ")), entry.bytes, scan.remaining());
+                  entry.offset, dat_type_name(entry.type), fmt::format("[{}]", fmt::join(entry.dims, ", ")),
+                  entry.bytes, scan.remaining());
     scan.skip(entry.bytes);
     auto [it, inserted] = result->index_.emplace(entry.key, result->entries_.size());
     NVFP4LM_CHECK(inserted, "{}: {} repeats the key of entry {}", file, named, it->second);

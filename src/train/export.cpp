@@ -64,9 +64,9 @@ struct PlannedExport {
 void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite) {
   guard_output(out, "the export", source.protected_paths, overwrite);
   // Inside a run directory, a checkpoint's name is the run's even before that step is saved.
+  const fs::path target = real_path(out);
   for (const GuardedInput& input : source.protected_paths) {
     if (!input.may_hold_outputs) continue;
-    const fs::path target = real_path(out);
     NVFP4LM_CHECK(
         target.parent_path() != real_path(input.path) || !is_run_file_name(target.filename().string()),
         "refusing to export to {}: {} is a name the run in {} uses for its own files (checkpoints step-N, {}); "

@@ -45,13 +45,6 @@ T decode(const json& value, std::string_view key, const std::string& where) {
   return value.get<T>();
 }
 
-std::string absolute_path(const std::string& path) {
-  if (path.empty()) return path;
-  std::error_code ec;
-  const fs::path absolute = fs::weakly_canonical(fs::absolute(path), ec);
-  return ec ? fs::absolute(path).lexically_normal().string() : absolute.string();
-}
-
 // ---- value kinds (train_flags.h) ---------------------------------------------------------------------------
 TrainFlagText text(std::string TrainOptions::*member) { return {member}; }
 TrainFlagText path(std::string TrainOptions::*member) { return {member, true}; }
@@ -410,7 +403,9 @@ json train_flag_to_json(const TrainFlag& flag, const TrainOptions& options) {
         if constexpr (std::is_same_v<Kind, TrainFlagChoice>) {
           return value.to_json(options);
         } else if constexpr (std::is_same_v<Kind, TrainFlagText>) {
-          return value.path ? absolute_path(options.*value.member) : options.*value.member;
+          // Stored absolute, so a run resumes from any working directory (core/files.h real_path).
+          const std::string& text = options.*value.member;
+          return value.path && !text.empty() ? real_path(text).string() : text;
         } else {  // numbers and switches
           return options.*value.member;
         }

@@ -96,8 +96,8 @@ TEST_F(TrainCli, ExportWritesEveryFormatAndNeverOverwritesWithoutTheFlag) {
   EXPECT_EQ(read_file(out / "model.safetensors"), before);
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run / "step-6") + " --overwrite"),
                         {"refusing to write the export"}, "OUT = the checkpoint");
-  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run) + " --overwrite"), {"refusing to write the export"},
-                        "OUT = the run directory");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run) + " --overwrite"),
+                        {"refusing to write the export"}, "OUT = the run directory");
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "x") + " --format onnx"),
                         {"--format", "onnx", "modelopt, dat or bf16"}, "--format onnx");
   expect_one_line_error(run_cli("export " + quoted(dir_ / "nothing") + " " + quoted(dir_ / "x")),

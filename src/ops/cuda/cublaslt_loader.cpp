@@ -51,8 +51,7 @@ Function* resolve(const char* name) {
 }  // namespace nvfp4lm::cuda
 
 // One resolved pointer per entry point (a function-local static: thread-safe, resolved on first use).
-#define NVFP4LM_CUBLASLT_REAL(name) \
-  static auto* const real = ::nvfp4lm::cuda::resolve<decltype(::name)>(#name)
+#define NVFP4LM_CUBLASLT_REAL(name) static auto* const real = ::nvfp4lm::cuda::resolve<decltype(::name)>(#name)
 
 cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t* lightHandle) {
   NVFP4LM_CUBLASLT_REAL(cublasLtCreate);
@@ -66,10 +65,10 @@ cublasStatus_t CUBLASWINAPI cublasLtDestroy(cublasLtHandle_t lightHandle) {
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
                                            const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc,
-                                           const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta,
-                                           const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
-                                           cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo,
-                                           void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
+                                           const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
+                                           cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
+                                           const cublasLtMatmulAlgo_t* algo, void* workspace,
+                                           size_t workspaceSizeInBytes, cudaStream_t stream) {
   NVFP4LM_CUBLASLT_REAL(cublasLtMatmul);
   return real(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
               workspaceSizeInBytes, stream);

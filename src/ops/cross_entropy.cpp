@@ -161,8 +161,8 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
   return cpu::lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
 }
 
-void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits) {
-  linear_forward(hidden, lm_head, logits);
+void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows) {
+  linear_forward(hidden, lm_head, logits, rows);
 }
 
 }  // namespace nvfp4lm

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/linear_rows.h"
 
 namespace nvfp4lm {
 
@@ -30,7 +31,8 @@ struct CrossEntropyResult {
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
                                          float grad_scale, Tensor* dhidden, Tensor* dweight);
 
-// logits [N, V] = hidden [N, H] · lm_headᵀ (inference: usually just the last position's row).
-void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits);
+// logits [N, V] = hidden [N, H] · lm_headᵀ (inference: usually just the last position's row); `rows` as for
+// linear_forward (ops/gemm.h).
+void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows = LinearRows::Batch);
 
 }  // namespace nvfp4lm

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/linear_rows.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm {
@@ -31,8 +32,11 @@ inline constexpr int64_t kNvfp4FusedMaxRows = 8;
 
 // y = x · deq(w)ᵀ. scratch: contiguous, F32 on the CPU (BF16 on CUDA), on w's device, with at least one weight
 // row (w.cols elements); nvfp4_linear_scratch_elements(w) elements dequantize the weight in one pass. Its
-// contents are overwritten (it is work space, reused across layers).
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch);
+// contents are overwritten (it is work space, reused across layers). rows (ops/gemm.h): Independent takes the
+// fused path for any number of rows (CPU: row_groups.h; CUDA: the fused kernel 8 rows at a time), so each row's
+// result is what it would be alone.
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch,
+                          LinearRows rows = LinearRows::Batch);
 
 // Elements of scratch that dequantize w in one pass (rows * cols).
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w);

@@ -7,6 +7,7 @@
 namespace nvfp4lm::cpu {
 
 // x [N, in] and y [N, out] as 2-D (row-strided) F32 views; shapes were checked by the dispatcher.
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch);
+// independent_rows: the streaming kernels for any N (LinearRows::Independent, ops/gemm.h).
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows);
 
 }  // namespace nvfp4lm::cpu

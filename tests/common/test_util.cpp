@@ -6,7 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
+
+#include "io/hf_config.h"
+#include "io/synth_model.h"
 
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
@@ -88,6 +93,20 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   if (std::getenv("NVFP4LM_KEEP_TEST_DIRS") == nullptr) fs::remove_all(path_, ec);
+}
+
+const fs::path& synth_tiny_model(uint64_t seed) {
+  static std::mutex mutex;
+  static TempDir dir;
+  static std::map<uint64_t, fs::path> made;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = made.try_emplace(seed, dir / ("tiny-" + std::to_string(seed)));
+  if (fresh) {
+    SynthOptions options;
+    options.seed = seed;
+    synth_model(qwen3_preset("tiny"), it->second, options);
+  }
+  return it->second;
 }
 
 fs::path fixture_path(const std::string& relative) { return fs::path(NVFP4LM_TEST_DATA_DIR) / relative; }

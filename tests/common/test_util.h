@@ -61,6 +61,10 @@ class TempDir {
   fs::path path_;
 };
 
+// A random model of the `tiny` preset (io/synth_model.h: Qwen3 shapes, 151936-token vocabulary, the bundled Qwen3
+// tokenizer) with this seed, synthesised once per seed per test process into a directory removed at exit.
+const fs::path& synth_tiny_model(uint64_t seed);
+
 fs::path fixture_path(const std::string& relative);
 fs::path source_path(const std::string& relative);  // relative to the repository root
 
@@ -70,6 +74,20 @@ inline std::string quoted(const fs::path& path) {
   text += path.string();
   text += '\'';
   return text;
+}
+
+// Any text as one shell word: single-quoted, with each ' written as '\''.
+inline std::string shell_quoted(const std::string& text) {
+  std::string word = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      word += "'\\''";
+    } else {
+      word += c;
+    }
+  }
+  word += '\'';
+  return word;
 }
 
 // Runs the nvfp4lm executable with `args` (a shell-quoted argument string), optional stdin text.

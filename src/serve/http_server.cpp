@@ -2,6 +2,7 @@
 #include "serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <ctime>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 #include "core/json_text.h"
@@ -23,6 +25,7 @@ namespace {
 using nlohmann::json;
 
 constexpr auto kWaitSlice = std::chrono::milliseconds(50);
+constexpr int kListenBacklog = 1024;
 
 void reply_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -62,6 +65,7 @@ struct HttpServer::Impl {
   httplib::Server server;
   int port = 0;
   std::atomic<bool> draining{false};
+  std::atomic<bool> listen_returned{false};
   int64_t created = std::time(nullptr);
   std::mutex random_mutex;
   std::mt19937_64 random{std::random_device{}()};
@@ -263,6 +267,15 @@ HttpServer::HttpServer(Scheduler& scheduler, ServeMetrics& metrics, ServedModel 
   server.set_read_timeout(30);
   server.set_write_timeout(30);
   impl_->routes();
+  // cpp-httplib's default socket options set SO_REUSEPORT, which lets a second server bind a port in use without an
+  // error; SO_REUSEADDR only (a restart may reuse a port in TIME_WAIT). The listening socket is kept to widen its
+  // backlog below.
+  int listening = -1;
+  server.set_socket_options([&listening](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listening = sock;
+  });
   const std::string& host = impl_->options.host;
   errno = 0;
   if (impl_->options.port == 0) {
@@ -273,17 +286,31 @@ HttpServer::HttpServer(Scheduler& scheduler, ServeMetrics& metrics, ServedModel 
     impl_->port = -1;
   }
   NVFP4LM_CHECK(impl_->port > 0,
-                "serve: cannot listen on {}:{}: {} (is another server using the port? pick one with --port)", host,
+                "serve: cannot listen on {}:{}: {} (is another server using the port? pick another with --port)", host,
                 impl_->options.port, errno != 0 ? std::strerror(errno) : "the address cannot be bound");
+  // 0.11.4 listens with a backlog of 5: a burst of clients on a busy machine would overflow it before the listener
+  // thread accepts them, and Linux then drops connections that the clients already count as open. Listening again
+  // on the same socket only changes the backlog.
+  NVFP4LM_CHECK(::listen(listening, kListenBacklog) == 0, "serve: cannot set the listen backlog on {}:{}: {}", host,
+                impl_->port, std::strerror(errno));
 }
 
 HttpServer::~HttpServer() = default;
 
 int HttpServer::bound_port() const { return impl_->port; }
 
-void HttpServer::listen() { impl_->server.listen_after_bind(); }
+void HttpServer::listen() {
+  impl_->server.listen_after_bind();
+  impl_->listen_returned = true;
+}
 
-void HttpServer::stop() { impl_->server.stop(); }
+void HttpServer::stop() {
+  // httplib's stop() does nothing before listen() has set the server running: wait for that (or for listen() to
+  // have returned), or a stop right after the start would leave the listener running forever.
+  while (!impl_->server.is_running() && !impl_->listen_returned)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->server.stop();
+}
 
 void HttpServer::set_draining() { impl_->draining = true; }
 

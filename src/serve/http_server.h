@@ -58,6 +58,7 @@ class HttpServer {
   int bound_port() const;
   // Serves until stop(); blocking.
   void listen();
+  // Ends listen() (from another thread, once listen() was called).
   void stop();
   // New completion requests get 503 from now on (health says so too).
   void set_draining();

@@ -78,6 +78,15 @@ TEST(ServeHttp, ModelsHealthAndMetrics) {
   expect_error(get(client, "/v2/nothing"), 404, "no route for GET /v2/nothing", "unknown route");
 }
 
+TEST(ServeHttp, APortInUseIsAOneLineError) {
+  TestServer server;
+  serve::ServeOptions options;
+  options.http.port = server.port();
+  options.context = 64;
+  test::expect_error([&] { serve::Server second(tiny_serve_model(), tiny_serve_tokenizer(), options); },
+                     {"cannot listen on 127.0.0.1:" + std::to_string(server.port()), "--port"});
+}
+
 TEST(ServeHttp, GreedyChatEqualsGeneratorStreamedOrNot) {
   TestServer server;
   const httplib::Client client = server.client();

@@ -61,27 +61,20 @@ int64_t BatchEngine::slots_within_memory(const Qwen3Model& model, int64_t contex
   const size_t limit = tracker.limit_bytes(device);
   if (limit == 0) return wanted;
   const uint64_t slot = slot_bytes(model.config(), context, model.compute_dtype());
+  const uint64_t used = tracker.current_bytes(device);
+  const uint64_t available = limit > used ? limit - used : 0;
   // Work space besides the pool: one prefill as long as the context, and a decode step per batch size (eager steps
-  // keep one each). It shrinks with the slot count, so settle where both fit.
-  auto work_bytes = [&](int64_t slots) {
-    uint64_t bytes = model.forward_work_bytes(1, context);
-    for (int64_t rows = 1; rows <= slots; ++rows) bytes += model.forward_work_bytes(rows, 1);
-    return bytes;
-  };
-  int64_t slots = wanted;
-  for (;;) {
-    const uint64_t used = tracker.current_bytes(device) + work_bytes(slots);
-    const uint64_t left = limit > used ? limit - used : 0;
-    const int64_t fit = std::min<int64_t>(slots, static_cast<int64_t>(left / slot));
-    NVFP4LM_CHECK(fit >= 1,
-                  "--max-memory {:.3f} GiB leaves {:.3f} GiB after what is allocated ({:.3f} GiB, mostly weights) and "
-                  "work space ({:.3f} GiB): less than one KV-cache slot of {} tokens ({:.3f} GiB); raise --max-memory "
-                  "or lower --context",
-                  to_gib(limit), to_gib(left), to_gib(tracker.current_bytes(device)), to_gib(work_bytes(1)), context,
-                  to_gib(slot));
-    if (fit == slots) return slots;
-    slots = fit;
-  }
+  // keep one each); it shrinks with the slot count, so take the most slots for which both fit.
+  uint64_t work = model.forward_work_bytes(1, context);
+  std::vector<uint64_t> work_for(static_cast<size_t>(wanted) + 1, work);
+  for (int64_t rows = 1; rows <= wanted; ++rows)
+    work_for[static_cast<size_t>(rows)] = work += model.forward_work_bytes(rows, 1);
+  for (int64_t slots = wanted; slots >= 1; --slots)
+    if (work_for[static_cast<size_t>(slots)] + static_cast<uint64_t>(slots) * slot <= available) return slots;
+  NVFP4LM_FAIL(
+      "--max-memory {:.3f} GiB leaves {:.3f} GiB after what is allocated ({:.3f} GiB, mostly weights), less than one "
+      "KV-cache slot of {} tokens ({:.3f} GiB) with its work space ({:.3f} GiB); raise --max-memory or lower --context",
+      to_gib(limit), to_gib(available), to_gib(used), context, to_gib(slot), to_gib(work_for[1]));
 }
 
 std::string BatchEngine::decode_path() const {
@@ -160,9 +153,10 @@ void BatchEngine::step(const SequenceEventSink& sink) {
     const Sequence& sequence = *sequences_[static_cast<size_t>(i)];
     rows[static_cast<size_t>(i)] = {sequence.history.back(), static_cast<int32_t>(sequence.cached), sequence.slot};
   }
-  // Padding rows (graph buckets): distinct positions of the spare slot, so their writes never collide.
+  // Padding rows (graph buckets) write the spare slot, at distinct positions while the context has room (their
+  // results are dropped; a shared position would only make a padding row's own output depend on the order).
   for (int64_t i = running; i < bucket; ++i)
-    rows[static_cast<size_t>(i)] = {0, static_cast<int32_t>(i - running), static_cast<int32_t>(slots())};
+    rows[static_cast<size_t>(i)] = {0, static_cast<int32_t>((i - running) % context()), static_cast<int32_t>(slots())};
 
   const Tensor logits = decode_step(bucket).run_rows(rows).narrow(0, 0, running).to(Device::cpu()).contiguous();
   const auto vocab = static_cast<size_t>(logits.dim(1));

@@ -4,9 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
+#include <string_view>
 
 #include "core/json_text.h"
 #include "serve/api_error.h"
@@ -212,60 +213,22 @@ void read_unsupported(const json& body, Endpoint endpoint) {
   }
 }
 
-const std::set<std::string>& known_fields(Endpoint endpoint) {
-  static const std::set<std::string> chat = {"model",
-                                             "messages",
-                                             "stream",
-                                             "stream_options",
-                                             "max_tokens",
-                                             "max_completion_tokens",
-                                             "temperature",
-                                             "top_p",
-                                             "top_k",
-                                             "min_p",
-                                             "repetition_penalty",
-                                             "seed",
-                                             "stop",
-                                             "n",
-                                             "logprobs",
-                                             "top_logprobs",
-                                             "presence_penalty",
-                                             "frequency_penalty",
-                                             "logit_bias",
-                                             "tools",
-                                             "tool_choice",
-                                             "functions",
-                                             "function_call",
-                                             "parallel_tool_calls",
-                                             "response_format",
-                                             "user",
-                                             "metadata",
-                                             "store",
-                                             "service_tier",
-                                             "modalities",
-                                             "chat_template_kwargs"};
-  static const std::set<std::string> completions = {"model",
-                                                    "prompt",
-                                                    "stream",
-                                                    "stream_options",
-                                                    "max_tokens",
-                                                    "temperature",
-                                                    "top_p",
-                                                    "top_k",
-                                                    "min_p",
-                                                    "repetition_penalty",
-                                                    "seed",
-                                                    "stop",
-                                                    "n",
-                                                    "best_of",
-                                                    "logprobs",
-                                                    "echo",
-                                                    "suffix",
-                                                    "presence_penalty",
-                                                    "frequency_penalty",
-                                                    "logit_bias",
-                                                    "user"};
-  return endpoint == Endpoint::ChatCompletions ? chat : completions;
+// The fields the API defines: both endpoints', then each one's own.
+// clang-format off
+constexpr std::string_view kCommonFields[] = {
+    "model", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+    "seed", "stop", "n", "logprobs", "presence_penalty", "frequency_penalty", "logit_bias", "user"};
+constexpr std::string_view kChatFields[] = {
+    "messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "functions", "function_call",
+    "parallel_tool_calls", "response_format", "metadata", "store", "service_tier", "modalities", "chat_template_kwargs"};
+constexpr std::string_view kCompletionFields[] = {"prompt", "best_of", "echo", "suffix"};
+// clang-format on
+
+bool known_field(Endpoint endpoint, std::string_view key) {
+  auto in = [&](const auto& fields) {
+    return std::find(std::begin(fields), std::end(fields), key) != std::end(fields);
+  };
+  return in(kCommonFields) || (endpoint == Endpoint::ChatCompletions ? in(kChatFields) : in(kCompletionFields));
 }
 
 }  // namespace
@@ -280,7 +243,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   CompletionRequest request;
   request.endpoint = endpoint;
   for (const auto& [key, value] : body.items())
-    if (!known_fields(endpoint).contains(key)) request.ignored.push_back(key);
+    if (!known_field(endpoint, key)) request.ignored.push_back(key);
 
   if (const json* model = field(body, "model")) {
     if (!model->is_string()) bad_type("model", "a string", *model);

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 
 #include "common/test_util.h"
@@ -23,17 +22,6 @@ std::vector<json> read_lines(const fs::path& path) {
   std::istringstream text(read_file(path));
   for (std::string line; std::getline(text, line);) lines.push_back(json::parse(line));
   return lines;
-}
-
-// `generate --prompt` alone: the answer text and the generated token count.
-std::pair<std::string, int> alone(const std::string& flags) {
-  const CliResult result = run_cli("generate " + model_flag() + " " + flags);
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  std::smatch match;
-  EXPECT_TRUE(std::regex_search(result.err, match, std::regex("generated ([0-9]+) tokens"))) << result.err;
-  std::string text = result.out;
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return {text, match.empty() ? -1 : std::stoi(match[1])};
 }
 
 TEST(GeneratePrompts, EveryLineEqualsGenerateAlone) {
@@ -66,9 +54,9 @@ TEST(GeneratePrompts, EveryLineEqualsGenerateAlone) {
       } else {
         flags += "--temperature 0.9 --seed " + std::to_string(40 + i);
       }
-      const auto [text, tokens] = alone(flags);
-      EXPECT_EQ(lines[i]["text"], text) << sampling << ", line " << i;
-      EXPECT_EQ(lines[i]["tokens"].size(), static_cast<size_t>(tokens)) << sampling << ", line " << i;
+      const GeneratedAnswer alone = run_generate(model_flag() + " " + flags);
+      EXPECT_EQ(lines[i]["text"], alone.text) << sampling << ", line " << i;
+      EXPECT_EQ(lines[i]["tokens"].size(), static_cast<size_t>(alone.tokens)) << sampling << ", line " << i;
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 #include "io/hf_config.h"
@@ -141,6 +142,19 @@ CliResult run_cli(const std::string& args, const std::string& stdin_text, const 
   std::error_code ec;
   fs::remove_all(dir, ec);
   return result;
+}
+
+GeneratedAnswer run_generate(const std::string& args) {
+  const CliResult result = run_cli("generate " + args);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  GeneratedAnswer answer;
+  std::smatch match;
+  if (std::regex_search(result.err, match, std::regex("generated ([0-9]+) tokens")))
+    answer.tokens = std::stoi(match[1]);
+  EXPECT_GE(answer.tokens, 0) << "no token count in: " << result.err;
+  answer.text = result.out;
+  if (!answer.text.empty() && answer.text.back() == '\n') answer.text.pop_back();
+  return answer;
 }
 
 void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts, const std::string& what) {

@@ -99,6 +99,14 @@ struct CliResult {
 // `environment` ("NAME=value ...", may be empty) is set for the command only.
 CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "");
 
+// `nvfp4lm generate ARGS`, which must succeed: the answer (stdout without its final newline) and the number of
+// generated tokens from the statistics line on stderr (-1, and a test failure, when either is missing).
+struct GeneratedAnswer {
+  std::string text;
+  int tokens = -1;
+};
+GeneratedAnswer run_generate(const std::string& args);
+
 // A failed command, neither crashed nor aborted, whose stderr ends in exactly one error line
 // ("nvfp4lm: error: ...") containing every part. `what` prefixes the failure messages.
 void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/memory.h"
 #include "infer/batch_engine.h"
 #include "infer/generator.h"
 #include "infer/qwen3_cached_lm.h"
@@ -216,6 +217,27 @@ TEST(BatchEngine, SpecsThatCannotRunAreErrors) {
   EXPECT_TRUE(events[0].finished);
   EXPECT_EQ(events[0].stop_reason, StopReason::ContextFull);
   EXPECT_TRUE(engine.has_free_slot());
+}
+
+// --max-memory sizes the pool: what the limit leaves after what is allocated and the work space, in whole slots;
+// not one slot is a one-line Error naming the flags.
+TEST(BatchEngine, SlotsFitTheMemoryLimit) {
+  const Qwen3Model& model = dense_model();
+  const Device cpu = Device::cpu();
+  MemoryTracker& tracker = MemoryTracker::instance();
+  EXPECT_EQ(BatchEngine::slots_within_memory(model, 64, 8), 8);  // no limit
+  const uint64_t slot = BatchEngine::slot_bytes(model.config(), 64, model.compute_dtype());
+  EXPECT_EQ(slot, 2u * 2 * 64 * 2 * 16 * 4);  // K and V x layers x tokens x kv heads x head_dim x fp32
+  uint64_t work_for_two = model.forward_work_bytes(1, 64);
+  for (int64_t rows = 1; rows <= 2; ++rows) work_for_two += model.forward_work_bytes(rows, 1);
+  tracker.set_limit(cpu, tracker.current_bytes(cpu) + work_for_two + 2 * slot + slot / 2);
+  const int64_t fit = BatchEngine::slots_within_memory(model, 64, 8);
+  tracker.set_limit(cpu, tracker.current_bytes(cpu) + 100);
+  const std::string message = error_message([&] { BatchEngine::slots_within_memory(model, 64, 8); });
+  tracker.set_limit(cpu, 0);
+  EXPECT_EQ(fit, 2);
+  EXPECT_NE(message.find("--max-memory"), std::string::npos) << message;
+  EXPECT_NE(message.find("--context"), std::string::npos) << message;
 }
 
 TEST(BatchEngine, LogprobsAreTheLogSoftmaxOfTheLogits) {

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <regex>
 
 #include "serve_test_util.h"
 
@@ -20,16 +19,10 @@ constexpr int kMaxTokens = 12;
 
 bool shell_ok(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
 
-// `generate ... --temperature 0` on the tiny model: its answer text and generated token count.
-std::pair<std::string, int> generate_greedy(const std::string& flags) {
-  const CliResult result = run_cli("generate --model " + quoted(tiny_serve_model_dir()) + " " + flags +
-                                   " --temperature 0 --max-tokens " + std::to_string(kMaxTokens));
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  std::smatch match;
-  EXPECT_TRUE(std::regex_search(result.err, match, std::regex("generated ([0-9]+) tokens"))) << result.err;
-  std::string text = result.out;
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return {text, match.empty() ? -1 : std::stoi(match[1])};
+// `generate ... --temperature 0` on the tiny model.
+GeneratedAnswer generate_greedy(const std::string& flags) {
+  return run_generate("--model " + quoted(tiny_serve_model_dir()) + " " + flags + " --temperature 0 --max-tokens " +
+                      std::to_string(kMaxTokens));
 }
 
 // <build>/npm with the openai client in it; an empty path (and the reason) when npm cannot provide it.
@@ -65,8 +58,8 @@ TEST(OpenAiClient, ChatStreamingCompletionsLogprobsAndErrors) {
 
   const std::string question = "What is the capital of France?";
   const std::string raw_prompt = "The quick brown fox";
-  const auto [chat_expected, chat_tokens] = generate_greedy("--prompt " + shell_quoted(question));
-  const auto [raw_expected, raw_tokens] = generate_greedy("--raw --prompt " + shell_quoted(raw_prompt));
+  const GeneratedAnswer chat_expected = generate_greedy("--prompt " + shell_quoted(question));
+  const GeneratedAnswer raw_expected = generate_greedy("--raw --prompt " + shell_quoted(raw_prompt));
 
   ServeProcess server(
       {"--model", tiny_serve_model_dir().string(), "--api-key", "test-key", "--max-batch", "4", "--context", "256"});
@@ -78,9 +71,9 @@ TEST(OpenAiClient, ChatStreamingCompletionsLogprobsAndErrors) {
                      {"NVFP4LM_API_KEY", "test-key"},
                      {"NVFP4LM_MODEL", kServedName},
                      {"NVFP4LM_QUESTION", question},
-                     {"NVFP4LM_CHAT_EXPECTED", chat_expected},
+                     {"NVFP4LM_CHAT_EXPECTED", chat_expected.text},
                      {"NVFP4LM_RAW_PROMPT", raw_prompt},
-                     {"NVFP4LM_RAW_EXPECTED", raw_expected},
+                     {"NVFP4LM_RAW_EXPECTED", raw_expected.text},
                      {"NVFP4LM_MAX_TOKENS", kMaxTokens}};
   write_file(dir / "spec.json", spec.dump());
   const fs::path output = dir / "node.log";
@@ -96,11 +89,11 @@ TEST(OpenAiClient, ChatStreamingCompletionsLogprobsAndErrors) {
       {"messages", {{{"role", "user"}, {"content", question}}}}, {"max_tokens", kMaxTokens}, {"temperature", 0}};
   const HttpResult answer = post_json(client, "/v1/chat/completions", chat.dump());
   ASSERT_EQ(answer.status, 200) << answer.body;
-  EXPECT_EQ(answer.json()["usage"]["completion_tokens"], chat_tokens);
+  EXPECT_EQ(answer.json()["usage"]["completion_tokens"], chat_expected.tokens);
   const json completion = {{"prompt", raw_prompt}, {"max_tokens", kMaxTokens}, {"temperature", 0}};
   const HttpResult raw = post_json(client, "/v1/completions", completion.dump());
   ASSERT_EQ(raw.status, 200) << raw.body;
-  EXPECT_EQ(raw.json()["usage"]["completion_tokens"], raw_tokens);
+  EXPECT_EQ(raw.json()["usage"]["completion_tokens"], raw_expected.tokens);
 
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_exit(30), 0) << server.log();

@@ -68,8 +68,9 @@ void expect_batched_like_alone(const Qwen3Model& model, DecodeMode mode, const s
     engine.step([&](const SequenceEvent& event) { tokens[index_of.at(event.sequence)].push_back(event.token); });
   }
   for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(tokens[i], alone(model, specs[i])) << what << ": sequence " << i;
-  if (mode == DecodeMode::Graph)
+  if (mode == DecodeMode::Graph) {
     EXPECT_NE(engine.decode_path().find("captured"), std::string::npos) << engine.decode_path();
+  }
 }
 
 TEST(BatchEngineCuda, BatchedGreedyEqualsGenerateAlone) {

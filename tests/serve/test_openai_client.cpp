@@ -107,7 +107,7 @@ TEST(ServeCli, SigtermFinishesTheRunningAnswerRefusesNewOnesAndExitsZero) {
   EXPECT_NE(server.log().find("nvfp4lm serve: device cpu, compute path"), std::string::npos) << server.log();
   RawConnection stream(port);
   const json body = {{"messages", {{{"role", "user"}, {"content", "A long answer, please."}}}},
-                     {"max_tokens", 400},
+                     {"max_tokens", 1500},  // long enough to still run when the next request comes
                      {"temperature", 0},
                      {"stream", true}};
   stream.send_post("/v1/chat/completions", body.dump());

@@ -270,9 +270,10 @@ TEST(ServeHttp, FullQueueGets429) {
   serve::ServeOptions options;
   options.max_batch = 1;
   options.max_queue = 0;
+  options.context = 2048;
   TestServer server(options);
   RawConnection busy(server.port());
-  busy.send_post("/v1/chat/completions", chat_body("Keep the only slot busy.", 200, /*stream=*/true).dump());
+  busy.send_post("/v1/chat/completions", chat_body("Keep the only slot busy.", 1500, /*stream=*/true).dump());
   ASSERT_TRUE(busy.read_until("\"content\""));
   // The slot is taken and nothing may wait: the next request is refused at once.
   expect_error(post_json(server.client(), "/v1/chat/completions", chat_body("Hi", 2).dump()), 429, "busy",
@@ -285,9 +286,10 @@ TEST(ServeHttp, FullQueueGets429) {
 TEST(ServeHttp, ShutdownCancelsWhatRunsPastTheDeadline) {
   serve::ServeOptions options;
   options.shutdown_timeout_s = 0;
+  options.context = 2048;
   TestServer server(options);
   RawConnection stream(server.port());
-  stream.send_post("/v1/chat/completions", chat_body("A very long answer, please.", 200, /*stream=*/true).dump());
+  stream.send_post("/v1/chat/completions", chat_body("A very long answer, please.", 1500, /*stream=*/true).dump());
   ASSERT_TRUE(stream.read_until("\"content\""));
   std::thread stopper([&] { server.stop(); });
   // The running answer ends with the shutdown error event and [DONE] (no deadline left), then run() returns.

@@ -64,7 +64,10 @@ CommandRegistration registration(
       auto cli = std::make_shared<ExportCliOptions>();
       app.add_option("checkpoint", cli->input, "checkpoint directory (step-N) or run directory (its newest)")
           ->required();
-      app.add_option("out", cli->out, "output model directory")->required();
+      app.add_option("out", cli->out,
+                     "output model directory (with --format dat, a name ending in .dat writes that one file, with "
+                     "config.json and the tokenizer beside it)")
+          ->required();
       app.add_option("--format", cli->format, "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat) or bf16");
       app.add_option("--block", cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)");
       app.add_flag("--quantize-lm-head", cli->quantize_lm_head, "quantize lm_head (default: as the run did)");

@@ -73,6 +73,15 @@ void check_export_target(const fs::path& out, const ExportSource& source, bool o
 ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& out,
                             const ExportOptions& options);
 
+// The `.dat` export as ONE file (train --output-dat FILE, the F# predecessor's layout): FILE holds the weights
+// (what --format dat writes as DIR/model.dat), and config.json, generation_config.json and the tokenizer files are
+// written beside it in FILE's directory. A file of that name already there is kept when it holds the same bytes
+// and refused otherwise (replaced with `overwrite`): the directory may hold other models' files.
+void check_dat_file_target(const fs::path& file, const ExportSource& source, bool overwrite);
+ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
+                             const ExportOptions& options);
+// (export_checkpoint below writes this layout for a Dat export to a path ending in ".dat".)
+
 // A checkpoint as an export input: `path` is a checkpoint directory (step-N) or a run directory (its newest
 // complete checkpoint). The config comes from the checkpoint's trainer_state.json ("model"); the tokenizer files
 // from the run directory's source-model/ copy (or, if that is gone, beside the original model).

@@ -10,8 +10,10 @@
 #include "core/memory.h"
 #include "core/stopwatch.h"
 #include "io/hf_config.h"
+#include "io/synth_model.h"
 #include "tokenizer/chat_template_choice.h"
 #include "train/checkpoint.h"
+#include "train/data/whoami_data.h"
 #include "train/train_step.h"
 
 namespace nvfp4lm {
@@ -32,6 +34,19 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 int64_t input_tokens_of(const TokenBatch& batch) { return batch.rows() * batch.row_tokens() - batch.padding_tokens; }
+
+// --synthetic: the tiny preset's shape with --in-features / --out-features as hidden and intermediate sizes.
+Qwen3Config synthetic_config(const TrainOptions& options) {
+  Qwen3Config config = qwen3_preset("tiny");
+  if (options.in_features > 0) config.hidden_size = options.in_features;
+  if (options.out_features > 0) config.intermediate_size = options.out_features;
+  return config;
+}
+
+std::string synthetic_name(const Qwen3Config& config, uint64_t seed) {
+  return fmt::format("synthetic:hidden={},intermediate={},layers={},seed={}", config.hidden_size,
+                     config.intermediate_size, config.num_hidden_layers, seed);
+}
 
 }  // namespace
 
@@ -80,6 +95,7 @@ void Trainer::set_up(const std::set<std::string>& given) {
     guard_output(options_.memory_report, "--memory-report", read_paths(), replace_reports);
   load();
   if (!options_.export_path.empty()) check_export_target(options_.export_path, export_source(), options_.overwrite);
+  if (!options_.output_dat.empty()) check_dat_file_target(options_.output_dat, export_source(), options_.overwrite);
   if (resume_checkpoint_) restore_checkpoint();
   prepare_run_directory();
 }
@@ -105,19 +121,32 @@ void Trainer::resolve_resume(const std::set<std::string>& given) {
 }
 
 void Trainer::load() {
-  OpenModelOptions open_options;
-  if (!options_.tokenizer.empty()) open_options.tokenizer_dir = options_.tokenizer;
-  files_ = open_model(options_.model, open_options);
+  if (options_.synthetic) {
+    const Qwen3Config shape = synthetic_config(options_);
+    files_ = random_model_files(shape, synthetic_name(shape, options_.seed), options_.seed);
+  } else {
+    OpenModelOptions open_options;
+    if (!options_.tokenizer.empty()) open_options.tokenizer_dir = options_.tokenizer;
+    files_ = open_model(options_.model, open_options);
+  }
+  if (options_.max_layers > 0) {
+    if (options_.max_layers > files_->config().num_hidden_layers)
+      throw UsageError(fmt::format("--max-layers {} is more than the {} layers of {}; use 1..{}", options_.max_layers,
+                                   files_->config().num_hidden_layers, files_->path().string(),
+                                   files_->config().num_hidden_layers));
+    files_->keep_first_layers(options_.max_layers);
+  }
   const Qwen3Config& config = files_->config();
 
-  if (!options_.tokenizer.empty()) {
-    tokenizer_.emplace(Tokenizer::load(options_.tokenizer));
-  } else {
-    NVFP4LM_CHECK(files_->tokenizer_dir().has_value(),
-                  "the model {} has no tokenizer.json beside it; name a tokenizer directory with --tokenizer",
-                  options_.model);
-    tokenizer_.emplace(Tokenizer::load(*files_->tokenizer_dir()));
-  }
+  std::optional<fs::path> tokenizer_dir =
+      !options_.tokenizer.empty() ? fs::path(options_.tokenizer) : files_->tokenizer_dir();
+  if (!tokenizer_dir && options_.synthetic) tokenizer_dir = find_bundled_tokenizer();
+  NVFP4LM_CHECK(tokenizer_dir.has_value(),
+                "{} has no tokenizer.json beside it; name a tokenizer directory with --tokenizer",
+                options_.synthetic ? std::string("the --synthetic model (the bundled Qwen3 tokenizer was not found)")
+                                   : "the model " + options_.model);
+  tokenizer_.emplace(Tokenizer::load(*tokenizer_dir));
+  tokenizer_dir_ = *tokenizer_dir;
   NVFP4LM_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= config.vocab_size,
                 "the tokenizer {} has {} tokens but the model's vocabulary is {}; use the model's own tokenizer",
                 tokenizer_->origin(), tokenizer_->vocab_size(), config.vocab_size);
@@ -126,8 +155,9 @@ void Trainer::load() {
   model_config_json_ = files_->config_json();
   const fs::path generation = files_->directory() / "generation_config.json";
   std::error_code ec;
-  generation_config_json_ =
-      fs::is_regular_file(generation, ec) ? read_json_file(generation) : generation_config_to_json(config);
+  generation_config_json_ = !files_->directory().empty() && fs::is_regular_file(generation, ec)
+                                ? read_json_file(generation)
+                                : generation_config_to_json(config);
 
   // Rows longer than the model's context could not be trained (RoPE tables, attention) and only waste memory.
   NVFP4LM_CHECK(options_.seq_len <= config.max_position_embeddings,
@@ -140,7 +170,11 @@ void Trainer::load() {
   data_options.train_on_everything = options_.train_on_everything;
   data_options.strict = options_.strict;
   data_options.max_tokens = options_.seq_len;
-  Dataset dataset = read_dataset(options_.data, *tokenizer_, data_options);
+  // --synthetic without --data: the identity data set of `nvfp4lm data whoami` (the defaults), made in memory.
+  Dataset dataset = options_.data.empty()
+                        ? parse_dataset(make_whoami_dataset(WhoamiOptions{}).jsonl, "the built-in whoami data set",
+                                        DataFormat::Jsonl, *tokenizer_, data_options)
+                        : read_dataset(options_.data, *tokenizer_, data_options);
   dataset_summary_ = dataset.summary;
   DataLoaderOptions loader_options;
   loader_options.batch_size = options_.batch;
@@ -153,6 +187,19 @@ void Trainer::load() {
 
   if (options_.max_steps > 0) {
     total_steps_ = options_.max_steps;
+  } else if (options_.steps_per_epoch > 0) {
+    // Each epoch's steps: its batches grouped by grad_accum (the last group of an epoch may be short), capped.
+    total_batches_ = 0;
+    total_steps_ = 0;
+    epoch_first_steps_.clear();
+    for (int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
+      const int64_t batches = loader_->batches_in_epoch(epoch);
+      const int64_t steps =
+          std::min(options_.steps_per_epoch, (batches + options_.grad_accum - 1) / options_.grad_accum);
+      epoch_first_steps_.push_back(total_steps_);
+      total_steps_ += steps;
+      total_batches_ += std::min(batches, steps * options_.grad_accum);
+    }
   } else {
     total_batches_ = loader_->total_batches(options_.epochs);
     total_steps_ = (total_batches_ + options_.grad_accum - 1) / options_.grad_accum;
@@ -183,7 +230,8 @@ void Trainer::load() {
   model_options.qat = options_.qat;
   model_options.block = options_.block;
   model_options.quantize_lm_head = options_.quantize_lm_head;
-  model_options.train_last_layers = options_.train_last_layers;
+  // N <= 0 trains everything, as in the F# predecessor (where 0 was the default).
+  model_options.train_last_layers = options_.train_last_layers > 0 ? options_.train_last_layers : -1;
   model_options.device = device_;
   model_options.bf16_master = options_.bf16_master;
   model_options.recompute = options_.recompute;
@@ -193,13 +241,13 @@ void Trainer::load() {
                 "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
                 config.num_hidden_layers);
   model_.emplace(Qwen3Trainable::from_files(*files_, model_options));
-  NVFP4LM_CHECK(!model_->parameters().empty(), "--train-last-layers 0 trains nothing; give at least 1 (or -1 for all)");
 
   AdamWOptions adamw;
   adamw.weight_decay = options_.weight_decay;
   adamw.seed = options_.seed;
   check_adamw_options(adamw);
   optimizer_ = make_optimizer(options_.optimizer, model_->parameters(), adamw);
+  optimizer_->set_chunk_rows(options_.step_chunk_rows);
 }
 
 void Trainer::restore_checkpoint() {
@@ -247,9 +295,7 @@ void Trainer::prepare_run_directory() {
     write_file_atomic(tmp / "config.json", model_config_json_.dump(2) + "\n");
     if (generation_config_json_)
       write_file_atomic(tmp / "generation_config.json", generation_config_json_->dump(2) + "\n");
-    const fs::path tokenizer_dir =
-        !options_.tokenizer.empty() ? fs::path(options_.tokenizer) : files_->tokenizer_dir().value_or(fs::path());
-    for (const fs::path& file : tokenizer_side_files(tokenizer_dir)) {
+    for (const fs::path& file : tokenizer_side_files(tokenizer_dir_)) {
       fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing, ec);
       NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), tmp.string(), ec.message());
     }
@@ -273,9 +319,11 @@ std::string Trainer::precision() const {
 std::vector<std::string> Trainer::setup_lines() const {
   std::vector<std::string> lines;
   const Qwen3Config& config = model_->config();
-  lines.push_back(fmt::format("model {} ({}, {} layers, hidden {}, vocab {}, {:.1f}M parameters)",
-                              files_->path().string(), model_format_name(files_->format()), config.num_hidden_layers,
-                              config.hidden_size, config.vocab_size, config.total_parameters() / 1e6));
+  lines.push_back(fmt::format(
+      "model {} ({}, {} layers{}, hidden {}, vocab {}, {:.1f}M parameters)", files_->path().string(),
+      options_.synthetic ? "random, in memory (--synthetic)" : std::string(model_format_name(files_->format())),
+      config.num_hidden_layers, options_.max_layers > 0 ? " (the first ones only: --max-layers)" : "",
+      config.hidden_size, config.vocab_size, config.total_parameters() / 1e6));
   lines.push_back("training " + model_->describe());
   for (const std::string& line : split_lines(describe_dataset_summary(dataset_summary_))) lines.push_back(line);
   lines.push_back(fmt::format("chat template {} ({}), data template {}{}", chat_template_name(chat_template_),
@@ -292,8 +340,10 @@ std::vector<std::string> Trainer::setup_lines() const {
                   options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()), options_.lr,
                   lr_decay_name(options_.lr_schedule), options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
   const std::string length =
-      options_.max_steps > 0
-          ? fmt::format("{} steps (--max-steps)", total_steps_)
+      options_.max_steps > 0 ? fmt::format("{} steps (--max-steps)", total_steps_)
+      : options_.steps_per_epoch > 0
+          ? fmt::format("{} steps = {} epochs of at most {} steps (--steps-per-epoch; {} batches, grad-accum {})",
+                        total_steps_, options_.epochs, options_.steps_per_epoch, total_batches_, options_.grad_accum)
           : fmt::format("{} steps = {} epochs x {} batches / grad-accum {}", total_steps_, options_.epochs,
                         options_.epochs > 0 ? total_batches_ / options_.epochs : 0, options_.grad_accum);
   lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", length, options_.batch,
@@ -320,15 +370,26 @@ StepMetrics Trainer::train_step() {
   StepMetrics m;
   m.step = step_ + 1;
   m.total_steps = total_steps_;
-  m.micro_batches = static_cast<int>(options_.max_steps > 0
-                                         ? options_.grad_accum
-                                         : std::min(options_.grad_accum, total_batches_ - step_ * options_.grad_accum));
-  NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);
   std::vector<TokenBatch> batches;
-  for (int i = 0; i < m.micro_batches; ++i) {
-    batches.push_back(loader_->next_batch());
-    m.loss_tokens += batches.back().tokens_in_batch;
-    m.input_tokens += input_tokens_of(batches.back());
+  if (!epoch_first_steps_.empty()) {
+    // --steps-per-epoch: start this step's epoch (leaving the rest of a capped one); a step ends with its epoch.
+    const auto next_epoch = std::upper_bound(epoch_first_steps_.begin(), epoch_first_steps_.end(), step_);
+    loader_->start_epoch(next_epoch - epoch_first_steps_.begin() - 1);
+    while (static_cast<int64_t>(batches.size()) < options_.grad_accum) {
+      batches.push_back(loader_->next_batch());
+      if (batches.back().ends_epoch) break;
+    }
+  } else {
+    const int64_t micro_batches = options_.max_steps > 0
+                                      ? options_.grad_accum
+                                      : std::min(options_.grad_accum, total_batches_ - step_ * options_.grad_accum);
+    for (int64_t i = 0; i < micro_batches; ++i) batches.push_back(loader_->next_batch());
+  }
+  m.micro_batches = static_cast<int>(batches.size());
+  NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);
+  for (const TokenBatch& batch : batches) {
+    m.loss_tokens += batch.tokens_in_batch;
+    m.input_tokens += input_tokens_of(batch);
   }
   // Every sample carries a trained token (dataset.h), so a batch always does.
   NVFP4LM_ASSERT(m.loss_tokens > 0, "step {}: no trained tokens in its batches", m.step);
@@ -450,7 +511,7 @@ json Trainer::trainer_state() const {
           {"model",
            {{"config", model_config_json_},
             {"generation_config", generation_config_json_ ? *generation_config_json_ : json(nullptr)},
-            {"source", fs::absolute(options_.model).lexically_normal().string()}}},
+            {"source", options_.model.empty() ? std::string() : real_path(options_.model).string()}}},
           {"totals",
            {{"total_steps", total_steps_},
             {"loss_tokens", total_loss_tokens_},
@@ -475,10 +536,7 @@ ExportSource Trainer::export_source() const {
   source.generation_config = generation_config_json_;
   const fs::path copy = fs::path(options_.output) / kSourceModelDirName;
   std::error_code ec;
-  const fs::path tokenizer_dir = fs::is_directory(copy, ec)    ? copy
-                                 : !options_.tokenizer.empty() ? fs::path(options_.tokenizer)
-                                                               : files_->tokenizer_dir().value_or(fs::path());
-  source.side_files = tokenizer_side_files(tokenizer_dir);
+  source.side_files = tokenizer_side_files(fs::is_directory(copy, ec) ? copy : tokenizer_dir_);
   // An --overwrite export replaces OUT as a whole: it must not hold the model, tokenizer or data it was trained
   // from, nor the run's own files.
   source.protected_paths = read_paths();
@@ -493,21 +551,27 @@ ExportSource Trainer::export_source() const {
 }
 
 std::vector<GuardedInput> Trainer::read_paths() const {
-  std::vector<GuardedInput> inputs = {{options_.model, "the model (--model)"},
-                                      {options_.data, "the training data (--data)"}};
+  std::vector<GuardedInput> inputs;
+  if (!options_.model.empty()) inputs.push_back({options_.model, "the model (--model)"});
+  if (!options_.data.empty()) inputs.push_back({options_.data, "the training data (--data)"});
   if (!options_.tokenizer.empty()) inputs.push_back({options_.tokenizer, "the tokenizer (--tokenizer)"});
   if (files_ && files_->path() != files_->directory()) inputs.push_back({files_->config_path(), "the model's config"});
   return inputs;
 }
 
 ExportReport Trainer::export_model() {
-  NVFP4LM_CHECK(!options_.export_path.empty(), "no export path (--export OUT)");
+  NVFP4LM_CHECK(!options_.export_path.empty() || !options_.output_dat.empty(),
+                "no export path (--export OUT or --output-dat FILE)");
   ExportOptions export_options;
   export_options.format = options_.export_format;
   export_options.block = options_.block;
   export_options.quantize_lm_head = options_.quantize_lm_head;
   export_options.overwrite = options_.overwrite;
   const std::vector<NamedTensor> masters = model_->master_weights();
+  if (!options_.output_dat.empty()) {
+    export_options.format = ModelFormat::Dat;
+    return export_dat_file(masters, export_source(), options_.output_dat, export_options);
+  }
   return export_weights(masters, export_source(), options_.export_path, export_options);
 }
 
@@ -535,7 +599,7 @@ TrainSummary Trainer::run(const Progress& progress) {
   }
   before_output();
   if (saved_step != step_) save_checkpoint();
-  if (!options_.export_path.empty()) summary.export_report = export_model();
+  if (!options_.export_path.empty() || !options_.output_dat.empty()) summary.export_report = export_model();
 
   const json memory = memory_report_json(device_);
   summary.memory_text = format_memory_report(memory);

@@ -11,8 +11,9 @@
 //      checkpoint;
 //   4. optimizer step with lr = lr_at(schedule, step) and grad_multiplier = clip coefficient (--max-grad-norm);
 //   5. refresh_quantized(): Q(W) for the next forward.
-// Steps: --max-steps N, or every micro-batch of --epochs E epochs grouped by grad_accum. The LR schedule spans
-// exactly those steps.
+// Steps: --max-steps N, or every micro-batch of --epochs E epochs grouped by grad_accum; with --steps-per-epoch S,
+// each epoch's micro-batches are grouped on their own (its last step may have fewer) and the epoch ends after at
+// most S steps. The LR schedule spans exactly those steps.
 //
 // Checkpoints (train/checkpoint.h): every --save-every steps and at the end, keeping --keep. model.safetensors
 // holds EVERY master weight (also frozen ones), so a checkpoint exports on its own; trainer_state.json holds
@@ -157,13 +158,15 @@ class Trainer {
   std::optional<CheckpointInfo> resume_checkpoint_;
   std::unique_ptr<ModelFiles> files_;
   std::optional<Tokenizer> tokenizer_;
+  fs::path tokenizer_dir_;  // where tokenizer_ came from (its files travel with exports)
   ChatTemplate chat_template_ = ChatTemplate::Instruct2507;
   nlohmann::json model_config_json_;
   std::optional<nlohmann::json> generation_config_json_;
   std::optional<Qwen3Trainable> model_;
   DatasetSummary dataset_summary_;
   std::unique_ptr<DataLoader> loader_;
-  int64_t total_batches_ = 0;  // --epochs runs: micro-batches in the run (0 with --max-steps)
+  int64_t total_batches_ = 0;               // --epochs runs: micro-batches in the run (0 with --max-steps)
+  std::vector<int64_t> epoch_first_steps_;  // --steps-per-epoch: the first step of each epoch (empty otherwise)
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   int64_t total_steps_ = 0;

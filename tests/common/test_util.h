@@ -79,7 +79,8 @@ struct CliResult {
   std::string err;
 };
 // `environment` ("NAME=value ...", may be empty) is set for the command only.
-CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "");
+CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "",
+                  const fs::path& working_directory = {});
 
 // A failed command, neither crashed nor aborted, whose stderr ends in exactly one error line
 // ("nvfp4lm: error: ...") containing every part. `what` prefixes the failure messages.

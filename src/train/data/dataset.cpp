@@ -89,12 +89,18 @@ Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& option
 }  // namespace
 
 Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options) {
-  NVFP4LM_CHECK(options.max_tokens == 0 || options.max_tokens >= 2,
-                "dataset {}: max_tokens (seq_len) {} is too small; a sample needs at least 2 tokens", path.string(),
-                options.max_tokens);
-  const std::string file = path.string();
   const DataFormat format = detect_data_format(path, options.format);
-  const std::string content = data::read_dataset_text(path);
+  Dataset dataset = parse_dataset(data::read_dataset_text(path), path.string(), format, tokenizer, options);
+  dataset.summary.path = path;
+  return dataset;
+}
+
+Dataset parse_dataset(const std::string& content, const std::string& file, DataFormat format,
+                      const Tokenizer& tokenizer, const DatasetOptions& options) {
+  NVFP4LM_CHECK(format != DataFormat::Auto, "dataset {}: name its format (jsonl, tsv or text)", file);
+  NVFP4LM_CHECK(options.max_tokens == 0 || options.max_tokens >= 2,
+                "dataset {}: max_tokens (seq_len) {} is too small; a sample needs at least 2 tokens", file,
+                options.max_tokens);
   data::ParsedFile parsed;
   switch (format) {
     case DataFormat::Jsonl:
@@ -139,7 +145,7 @@ Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokeniz
 
   Dataset dataset;
   DatasetSummary& summary = dataset.summary;
-  summary.path = path;
+  summary.path = file;
   summary.format = format;
   summary.records = count;
   summary.max_tokens = options.max_tokens;

@@ -182,6 +182,32 @@ TEST_P(OptimizerCuda, StepsAreBitIdenticalToCpu) {
   EXPECT_NE(std::memcmp(start.raw(), cpu[4].value.raw(), start.nbytes()), 0);
 }
 
+// --step-chunk-rows on the GPU: one launch per chunk of rows (pointers and the rounding counters offset), the bits
+// of the CPU's whole update.
+TEST_P(OptimizerCuda, ChunkedStepsAreBitIdenticalToWholeCpuSteps) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const OptimCase c = GetParam();
+  SCOPED_TRACE(label(c));
+  Rng rng(202);
+  std::vector<Parameter> cpu = make_parameters(c.master, rng);
+  std::vector<Parameter> gpu = copy_to(cpu, kGpu);
+  AdamWOptions options;
+  options.weight_decay = c.weight_decay;
+  options.seed = 77;
+  std::unique_ptr<Optimizer> cpu_optimizer = make_optimizer(c.kind, cpu, options);
+  std::unique_ptr<Optimizer> gpu_optimizer = make_optimizer(c.kind, gpu, options);
+  gpu_optimizer->set_chunk_rows(3);  // [33, 65]: 11 chunks of 195 elements (8-bit: rounded up to 256)
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(fmt::format("after step {}", step + 1));
+    fill_gradients(cpu, rng, step);
+    copy_gradients(cpu, gpu);
+    cpu_optimizer->step(cpu, 3e-3, 1.0f);
+    gpu_optimizer->step(gpu, 3e-3, 1.0f);
+    expect_same_state(gpu, *gpu_optimizer, cpu, *cpu_optimizer);
+    if (HasFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(KindsMastersDecay, OptimizerCuda,
                          ::testing::Values(OptimCase{"adamw", DType::F32, 0.1}, OptimCase{"adamw", DType::F32, 0.0},
                                            OptimCase{"adamw", DType::BF16, 0.1}, OptimCase{"adamw", DType::BF16, 0.0},

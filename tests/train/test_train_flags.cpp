@@ -204,5 +204,27 @@ TEST(TrainFlags, ValueTextsAreSpelledAsFlags) {
   EXPECT_EQ(train_flag_value_text(train_flag("strict"), true), "true");
 }
 
+// The F# predecessor's spellings of values: --loss scalar, --master float32 / bfloat16, --resume true / false.
+TEST(TrainFlags, ThePredecessorsValueSpellingsMeanTheSameSettings) {
+  TrainOptions options;
+  std::get<TrainFlagChoice>(train_flag("loss").value).parse(options, "scalar");
+  EXPECT_EQ(options.loss, LossKind::L1);
+  std::get<TrainFlagChoice>(train_flag("master").value).parse(options, "bfloat16");
+  EXPECT_TRUE(options.bf16_master);
+  std::get<TrainFlagChoice>(train_flag("master").value).parse(options, "float32");
+  EXPECT_FALSE(options.bf16_master);
+  for (const TrainFlag& flag : train_flags()) {
+    if (flag.name != "--resume") continue;
+    const auto& resume = std::get<TrainFlagChoice>(flag.value);
+    EXPECT_EQ(resume.bare, "always");
+    resume.parse(options, "true");
+    EXPECT_EQ(options.resume_mode, ResumeMode::Auto);
+    resume.parse(options, "false");
+    EXPECT_EQ(options.resume_mode, ResumeMode::Never);
+    resume.parse(options, "always");
+    EXPECT_EQ(options.resume_mode, ResumeMode::Always);
+  }
+}
+
 }  // namespace
 }  // namespace nvfp4lm

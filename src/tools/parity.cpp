@@ -83,11 +83,11 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
     const std::string name = "copy-" + std::string(export_format_flag_name(format));
     const std::string what =
         format == ModelFormat::HfSafetensors ? "dense BF16 safetensors" : std::string(model_format_name(format));
-    ModelKey key{fs::path(), {}, Device::cpu(), false};  // the path is known once the copy is written
+    // The copy's subdirectory of the scratch directory (written when the path runs).
+    const ModelKey key{fs::path(export_format_flag_name(format)), {}, Device::cpu(), false};
     PathSpec& copy = add(name, fmt::format("the model written as {} to a temporary directory, full forward", what), key,
                          SequenceRunner::Full, copies.at(format).first, copies.at(format).second);
     copy.copy = format;
-    copy.model.path = std::string(export_format_flag_name(format));
     if (const std::string obstacle = copy_obstacle(files, format); !obstacle.empty())
       copy.info.skipped = "cannot be written unchanged: " + obstacle;
   }

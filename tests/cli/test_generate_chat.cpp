@@ -228,7 +228,10 @@ nlohmann::json CliGenerate::run_json(const std::string& flags) {
 
 std::string ids_text(const std::vector<int32_t>& ids) {
   std::string text;
-  for (const int32_t id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
+  for (const int32_t id : ids) {
+    if (!text.empty()) text += ',';  // appended piece by piece: GCC 12 warns falsely about "," + std::string
+    text += std::to_string(id);
+  }
   return text;
 }
 

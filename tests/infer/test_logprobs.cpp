@@ -32,7 +32,9 @@ TEST(Logprobs, LogSoftmaxOverTheCandidates) {
     EXPECT_LE(result.top[i].logprob, 0);
     EXPECT_LT(result.top[i].id, candidates);
     EXPECT_NEAR(result.top[i].logprob, logits[static_cast<size_t>(result.top[i].id)] - std::log(sum), 1e-9);
-    if (i > 0) EXPECT_GE(result.top[i - 1].logprob, result.top[i].logprob);
+    if (i > 0) {
+      EXPECT_GE(result.top[i - 1].logprob, result.top[i].logprob);
+    }
   }
   double total = 0;
   for (int32_t id = 0; id < candidates; ++id)

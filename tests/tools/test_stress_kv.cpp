@@ -90,7 +90,9 @@ TEST_F(StressKv, DamagedCacheIsCaught) {
   for (const StressCaseResult& c : report.cases) {
     const bool damaged = c.name.find("rewind") != std::string::npos;
     EXPECT_EQ(c.pass(), !damaged) << c.name << ": " << c.failure;
-    if (damaged) EXPECT_NE(c.failure.find("max |Δlogit|"), std::string::npos) << c.failure;
+    if (damaged) {
+      EXPECT_NE(c.failure.find("max |Δlogit|"), std::string::npos) << c.failure;
+    }
   }
   EXPECT_NE(stress_kv_table(report).find("FAIL: "), std::string::npos);
 }

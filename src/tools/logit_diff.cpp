@@ -35,8 +35,8 @@ std::string_view tolerance_class_name(ToleranceClass tolerance_class) {
 LogitTolerances::LogitTolerances() {
   set(ToleranceClass::Identical, 0.0);
   set(ToleranceClass::Fp32, 1e-4);
-  set(ToleranceClass::Bf16Weights, 2e-2);
-  set(ToleranceClass::Bf16Activations, 5e-2);
+  set(ToleranceClass::Bf16Weights, 5e-2);
+  set(ToleranceClass::Bf16Activations, 1e-1);
   set(ToleranceClass::Other, of(ToleranceClass::Fp32));
 }
 

@@ -56,21 +56,18 @@ Device setup_device(const DeviceFlags& flags) {
   return device;
 }
 
-std::string precision_text(const Qwen3Model& model) {
-  const std::string compute = model.compute_dtype() == DType::F32 ? "fp32" : "bf16 activations, fp32 accumulation";
-  const std::string weights =
-      model.weights().any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(model.weights().embed_tokens.dtype()));
-  return fmt::format("{} (weights {})", compute, weights);
-}
-
-std::string header_line(std::string_view command, Device device, std::string_view compute_path,
+std::string header_line(std::string_view command, std::string_view devices, std::string_view compute_path,
                         std::string_view precision) {
-  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, device.label(), compute_path,
-                     precision);
+  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, devices, compute_path, precision);
 }
 
 void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision) {
-  const std::string line = header_line(command, device, compute_path, precision) + "\n";
+  print_header(command, device.label(), compute_path, precision);
+}
+
+void print_header(std::string_view command, std::string_view devices, std::string_view compute_path,
+                  std::string_view precision) {
+  const std::string line = header_line(command, devices, compute_path, precision) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   if (const std::string warning = cpu_blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
@@ -102,7 +99,7 @@ Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device 
     const QuietInfoLogs quiet;  // the model logs what the header line says; keep the header first
     model.emplace(Qwen3Model::from_files(*files, options));
   }
-  print_header(command, device, model->compute_path(), precision_text(*model));
+  print_header(command, device, model->compute_path(), model->precision());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log::info("model {}: {}, {} layers, hidden {}, vocab {}, {:.1f} MiB of weights, loaded in {:.2f} s",
             files->path().string(), model_format_name(files->format()), model->config().num_hidden_layers,

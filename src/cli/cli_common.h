@@ -40,12 +40,13 @@ void apply_max_memory(Device device, double gib);
 Device setup_device(const DeviceFlags& flags);
 
 // ---- header line ------------------------------------------------------------------------------------------
-// "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)".
-std::string precision_text(const Qwen3Model& model);
-std::string header_line(std::string_view command, Device device, std::string_view compute_path,
+// `devices`: one device's label, or several for a command that runs on more than one (parity).
+std::string header_line(std::string_view command, std::string_view devices, std::string_view compute_path,
                         std::string_view precision);
 // Writes header_line + '\n' to stderr.
 void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision);
+void print_header(std::string_view command, std::string_view devices, std::string_view compute_path,
+                  std::string_view precision);
 
 // Raises the log level from info to warn for its lifetime (library steps that log what the header line says).
 class QuietInfoLogs {

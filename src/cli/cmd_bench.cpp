@@ -8,9 +8,7 @@
 // the same run (tools/bench_infer.h). --preset synthesises a random model of that shape in a temporary directory
 // first (io/synth_model.h), quantized to NVFP4 (ModelOpt layout, io/quantize_model.h) with --nvfp4.
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -38,27 +36,6 @@ std::vector<BenchSpec>& bench_registry() {
 }
 
 namespace {
-
-// A directory under the system temp dir, removed with everything in it when the object dies.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / fmt::format("nvfp4lm-bench-{}-{}", ::getpid(), counter++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 struct BenchInferCliOptions {
   std::string model;
@@ -90,7 +67,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   std::string prepared;
   if (!cli.preset.empty()) {
     const Qwen3Config config = qwen3_preset(cli.preset);
-    scratch = std::make_unique<ScratchDirectory>();
+    scratch = std::make_unique<ScratchDirectory>("bench");
     const auto start = std::chrono::steady_clock::now();
     const QuietInfoLogs quiet;
     SynthOptions synth;
@@ -125,13 +102,13 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset + (cli.nvfp4 ? " (nvfp4)" : "");
   json["device"] = device.label();
   json["compute_path"] = model.compute_path();
-  json["precision"] = precision_text(model);
+  json["precision"] = model.precision();
   json["parameters"] = model.config().total_parameters();
   json["decode_steps"] = lm.decode_path();
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", model.compute_path(), device.label(),
-                                 precision_text(model), "decode steps", lm.decode_path());
+                                 model.precision(), "decode steps", lm.decode_path());
   text += infer_bench_table(result);
   print_bench_result(text, json, cli.json, device);
   return 0;

@@ -95,7 +95,10 @@ TEST_F(MigrationTable, EveryNewLineRunsAndDoesWhatTheOldOneDid) {
                                              "one-step VRAM report",
                                              "WhoAmI data",
                                              "WhoAmI train + export",
-                                             "runner with guard"};
+                                             "runner with guard",
+                                             "runner logit check",
+                                             "parity script",
+                                             "KV-cache stress"};
   for (const std::string& what : expected) ASSERT_TRUE(by_what.count(what)) << "no '" << what << "' row in README";
   EXPECT_EQ(by_what["build"], "make build");
 
@@ -152,6 +155,13 @@ TEST_F(MigrationTable, EveryNewLineRunsAndDoesWhatTheOldOneDid) {
   const CliResult runner = run("runner with guard");
   EXPECT_NE(runner.err.find("decode"), std::string::npos) << runner.err;  // the timing line
   EXPECT_FALSE(runner.out.empty());
+
+  // The logit checks: every inference path of the trained .dat and of the base model agrees; the KV cache
+  // agrees with full forwards. (Each exits 1 naming what disagrees; exit 0 is checked by run.)
+  const CliResult logits = run("runner logit check");
+  EXPECT_NE((logits.out + logits.err).find("cpu-cache"), std::string::npos) << logits.out << logits.err;
+  run("parity script");
+  run("KV-cache stress");
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ struct ModelWriterOptions {
   std::optional<nlohmann::json> generation_config;
   std::vector<fs::path> copy_files;  // copied into OUT under their file names
   // modelopt-nvfp4: measured activation ranges, for every NVFP4 weight's input_scale (Error when one is missing).
-  std::optional<ActivationCalibration> calibration;
+  std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 
 class ModelWriter {

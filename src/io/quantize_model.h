@@ -30,7 +30,7 @@ struct QuantizeOptions {
   uint64_t max_shard_bytes = kDefaultMaxShardBytes;
   // ModelOpt: measured activation ranges for the input_scale of every quantized weight (see io/model_writer.h);
   // none: 1.0 placeholders and a warning.
-  std::optional<ActivationCalibration> calibration;
+  std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 
 struct QuantizedWeightReport {

@@ -51,7 +51,7 @@ struct ExportOptions {
   bool overwrite = false;
   // ModelOpt: measured activation ranges for input_scale (train/calibrate.h); none: 1.0 placeholders, a warning in
   // the log and the "uncalibrated" note in hf_quant_config.json (io/model_writer.h). Error with another format.
-  std::optional<ActivationCalibration> calibration;
+  std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 
 struct ExportReport {
@@ -86,7 +86,7 @@ struct CheckpointExportInput {
   TrainOptions run_options;  // the run's settings (block, quantize_lm_head: the export defaults)
   ExportSource source;
   // Activation ranges the run recorded in its last steps (train --calibrate-steps), when it did.
-  std::optional<ActivationCalibration> recorded_calibration;
+  std::optional<ActivationCalibration> recorded_calibration = std::nullopt;
 };
 CheckpointExportInput open_checkpoint_for_export(const fs::path& path);
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "cli/number_flags.h"
 #include "core/error.h"
@@ -84,27 +86,55 @@ void add_model_flags(CLI::App& app, ModelFlags& flags) {
   app.add_option("--config", flags.config, "config.json for a .dat model without one beside it");
 }
 
-Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device) {
+namespace {
+
+struct LoadedModel {
+  std::unique_ptr<ModelFiles> files;
+  std::optional<Qwen3Model> model;
+  double seconds = 0;
+};
+
+LoadedModel open_flags_model(const ModelFlags& flags, Device device) {
   const auto start = std::chrono::steady_clock::now();
   OpenModelOptions open_options;
   if (!flags.config.empty()) open_options.config_path = flags.config;
   if (!flags.tokenizer.empty()) open_options.tokenizer_dir = flags.tokenizer;
-  const std::unique_ptr<ModelFiles> files = open_model(flags.model, open_options);
+  LoadedModel loaded;
+  loaded.files = open_model(flags.model, open_options);
   ModelOptions options;
   options.device = device;
   options.config_path = open_options.config_path;
   options.tokenizer_dir = open_options.tokenizer_dir;
-  std::optional<Qwen3Model> model;
   {
     const QuietInfoLogs quiet;  // the model logs what the header line says; keep the header first
-    model.emplace(Qwen3Model::from_files(*files, options));
+    loaded.model.emplace(Qwen3Model::from_files(*loaded.files, options));
   }
-  print_header(command, device, model->compute_path(), model->precision());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log::info("model {}: {}, {} layers, hidden {}, vocab {}, {:.1f} MiB of weights, loaded in {:.2f} s",
-            files->path().string(), model_format_name(files->format()), model->config().num_hidden_layers,
-            model->config().hidden_size, model->config().vocab_size, to_mib(model->weights().nbytes()), seconds);
-  return std::move(*model);
+  loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return loaded;
+}
+
+std::string model_summary(const LoadedModel& loaded) {
+  const Qwen3Model& model = *loaded.model;
+  return fmt::format("{}: {}, {} layers, hidden {}, vocab {}, {:.1f} MiB of weights, loaded in {:.2f} s",
+                     loaded.files->path().string(), model_format_name(loaded.files->format()),
+                     model.config().num_hidden_layers, model.config().hidden_size, model.config().vocab_size,
+                     to_mib(model.weights().nbytes()), loaded.seconds);
+}
+
+}  // namespace
+
+Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device) {
+  LoadedModel loaded = open_flags_model(flags, device);
+  print_header(command, device, loaded.model->compute_path(), loaded.model->precision());
+  log::info("model {}", model_summary(loaded));
+  return std::move(*loaded.model);
+}
+
+Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Device device) {
+  LoadedModel loaded = open_flags_model(flags, device);
+  log::info("{} {}; compute path {}, precision {}", role, model_summary(loaded), loaded.model->compute_path(),
+            loaded.model->precision());
+  return std::move(*loaded.model);
 }
 
 Tokenizer load_tokenizer(const Qwen3Model& model) {

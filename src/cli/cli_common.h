@@ -71,6 +71,9 @@ void add_model_flags(CLI::App& app, ModelFlags& flags);
 // Loads the model onto `device` (its load log silenced, see above), prints the header line for `command`, then
 // one info line about the model.
 Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device);
+// A second model of a command (eval's --reference): loaded the same way, without a header line; one info line
+// names it with its compute path and precision.
+Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Device device);
 // The model's tokenizer (--tokenizer, else the one beside the model); Error when its ids exceed the model's
 // vocabulary.
 Tokenizer load_tokenizer(const Qwen3Model& model);

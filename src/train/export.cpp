@@ -82,6 +82,10 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   check_export_target(out, source, options.overwrite);
   const Qwen3Config config = parse_qwen3_config(source.config_json, "the model's config.json");
   const bool nvfp4_format = options.format != ModelFormat::HfSafetensors;
+  NVFP4LM_CHECK(!options.calibration || options.format == ModelFormat::ModeloptNvfp4,
+                "activation calibration is written as the ModelOpt format's input_scale; --format {} stores none: "
+                "export --format modelopt, or leave out --calibrate / --calibrate-steps",
+                export_format_flag_name(options.format));
 
   ExportReport report;
   report.out = out;
@@ -138,6 +142,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   writer_options.config_json["torch_dtype"] = torch_name(report.dense_dtype);
   if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
   writer_options.generation_config = source.generation_config;
+  writer_options.calibration = options.calibration;
   for (const fs::path& file : source.side_files) {
     const std::string name = file.filename().string();
     if (name == "config.json" || name == "generation_config.json") continue;
@@ -285,7 +290,21 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   if (!source_model.empty()) input.source.protected_paths.push_back({source_model, "the source model"});
   if (!input.run_options.data.empty())
     input.source.protected_paths.push_back({input.run_options.data, "the training data"});
+  if (!input.run_options.eval_data.empty())
+    input.source.protected_paths.push_back({input.run_options.eval_data, "the evaluation data"});
+  if (state.contains("calibration"))
+    input.recorded_calibration = ActivationCalibration::from_json(state["calibration"], where + " \"calibration\"");
   return input;
+}
+
+std::vector<NamedTensor> load_checkpoint_masters(const CheckpointExportInput& input) {
+  const std::string problem = verify_checksum_manifest(
+      input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
+  NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
+  const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(input.checkpoint / kModelFileName);
+  std::vector<NamedTensor> masters;
+  for (const SafetensorsEntry& entry : file->entries()) masters.push_back({entry.name, file->tensor(entry)});
+  return masters;
 }
 
 ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options) {
@@ -295,12 +314,7 @@ ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::pat
   } else {
     check_export_target(out, input.source, options.overwrite);
   }
-  const std::string problem = verify_checksum_manifest(
-      input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
-  NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
-  const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(input.checkpoint / kModelFileName);
-  std::vector<NamedTensor> masters;
-  for (const SafetensorsEntry& entry : file->entries()) masters.push_back({entry.name, file->tensor(entry)});
+  const std::vector<NamedTensor> masters = load_checkpoint_masters(input);
   if (dat_file) return export_dat_file(masters, input.source, out, options);
   return export_weights(masters, input.source, out, options);
 }

@@ -398,6 +398,51 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Free,
        .value = number(&O::keep, {1, 1 << 20}),
        .check = [](const O& o) { NVFP4LM_CHECK(o.keep >= 1, "--keep must be at least 1 checkpoint, got {}", o.keep); }},
+      {.name = "--eval-data",
+       .help = "evaluate on this file (any --data format, rendered and cut like the training data)",
+       .key = "eval_data",
+       .resume = G::Identity,
+       .value = path(&O::eval_data),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.eval_data.empty() || o.eval_split == 0,
+                           "pass --eval-data FILE or --eval-split F, not both");
+           },
+       .added_later = true},
+      {.name = "--eval-split",
+       .help = "hold out this fraction of the training samples for evaluation, every 1/F-th one (default 0: none)",
+       .key = "eval_split",
+       .resume = G::Identity,
+       .value = number(&O::eval_split, {0.0, 0.5}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.eval_split) && o.eval_split >= 0 && o.eval_split <= 0.5,
+                           "--eval-split must be a fraction in [0, 0.5], got {}", o.eval_split);
+           },
+       .added_later = true},
+      {.name = "--eval-every",
+       .help = "evaluate every N steps (default 0: at the end only; always at the end)",
+       .key = "eval_every",
+       .resume = G::Free,
+       .value = number(&O::eval_every, {0, int64_t{1} << 40}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.eval_every == 0 || o.has_eval(),
+                           "--eval-every needs evaluation data: add --eval-data FILE or --eval-split F");
+           },
+       .added_later = true},
+      {.name = "--save-best",
+       .help = "also keep the checkpoint with the lowest evaluation loss (saved when it is reached)",
+       .key = "save_best",
+       .resume = G::Free,
+       .value = switch_on(&O::save_best),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(!o.save_best || o.has_eval(),
+                           "--save-best needs evaluation data: add --eval-data FILE or --eval-split F (and "
+                           "--eval-every N to evaluate during the run)");
+           },
+       .added_later = true},
       {.name = "--resume",
        .help = "continue the run in --output from its newest complete checkpoint: --resume alone (or always) "
                "requires one; auto (or true) starts a new run when there is none; never (or false, the default) "
@@ -426,6 +471,21 @@ std::vector<TrainFlag> make_train_flags() {
        .key = "export_format",
        .resume = G::Free,
        .value = choice(&O::export_format, parse_export_format, export_format_flag_name)},
+      {.name = "--calibrate-steps",
+       .help = "record each linear's input range during the last N steps, for the input_scale of the ModelOpt "
+               "export (default 0: none)",
+       .key = "calibrate_steps",
+       .resume = G::Free,
+       .value = number(&O::calibrate_steps, {0, int64_t{1} << 40}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(
+                 o.calibrate_steps == 0 || o.export_path.empty() || o.export_format == ModelFormat::ModeloptNvfp4,
+                 "--calibrate-steps records activation scales for the ModelOpt export's input_scale; "
+                 "--export-format {} stores none: use --export-format modelopt, or drop --calibrate-steps",
+                 export_format_flag_name(o.export_format));
+           },
+       .added_later = true},
       {.name = "--overwrite",
        .help = "let --export replace an existing directory",
        .key = "overwrite",

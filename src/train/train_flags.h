@@ -80,7 +80,8 @@ struct TrainFlag {
   // Error naming the flag and the accepted values, for a value (or a combination with other settings) that
   // cannot run; empty when every value can.
   std::function<void(const TrainOptions&)> check = {};
-  // A row newer than some trainer_state.json files: without its key, such a file reads back the default.
+  // A row added after trainer_state.json's first layout: a saved config without its key reads as the default, so
+  // runs of earlier versions still resume and export.
   bool added_later = false;
 
   bool saved() const { return resume != ResumeGroup::NotSaved; }

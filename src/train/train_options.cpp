@@ -114,7 +114,7 @@ TrainOptions train_options_from_json(const json& value, const std::string& where
   for (const TrainFlag& flag : train_flags()) {
     if (!flag.saved()) continue;
     const std::string key(flag.key);
-    if (flag.added_later && !value.contains(key)) continue;  // written before the row existed: the default
+    if (!value.contains(key) && flag.added_later) continue;  // an earlier version's config: the default
     NVFP4LM_CHECK(value.contains(key), "{}: training setting \"{}\" is missing", where, key);
     train_flag_from_json(flag, options, value.at(key), where);
   }
@@ -125,10 +125,10 @@ TrainOptions resolve_resume_options(const json& saved, const TrainOptions& curre
                                     const std::string& where) {
   train_options_from_json(saved, where);  // the saved settings must be complete and well-formed
   json merged = saved;
-  const json defaults = train_options_to_json(TrainOptions{});
-  for (const TrainFlag& flag : train_flags())  // rows newer than the file: what the run did, their defaults
-    if (flag.saved() && flag.added_later && !merged.contains(flag.key))
-      merged[std::string(flag.key)] = defaults.at(std::string(flag.key));
+  const TrainOptions defaults;
+  for (const TrainFlag& flag : train_flags())
+    if (flag.saved() && flag.added_later && !merged.contains(std::string(flag.key)))
+      merged[std::string(flag.key)] = train_flag_to_json(flag, defaults);
   const json now = train_options_to_json(current);
   std::vector<std::string> schedule_changes;
   for (const TrainFlag& flag : train_flags()) {

@@ -14,8 +14,12 @@
 //   - schedule (lr, lr schedule, warmup, min-lr-ratio, max-grad-norm, epochs / max-steps / steps-per-epoch):
 //     allowed, with a warning that the run no longer matches an uninterrupted one from here on;
 //   - bookkeeping (output, save-every, keep, export, output-dat, export-format, overwrite, device, compute-dtype,
-//     max-memory, metrics, memory-report, nonfinite) and memory or work modes (recompute, fused-update,
-//     packed-weights, step-chunk-rows): free.
+//     max-memory, metrics, memory-report, nonfinite, eval-every, save-best, calibrate-steps) and memory or work modes
+//     (recompute, fused-update, packed-weights, step-chunk-rows): free. (--eval-data and --eval-split are the run's
+//     identity: the split changes the training samples, and the best checkpoint is only comparable within one
+//     evaluation set.)
+// Keys added after the first layout (TrainFlag::added_later) may be missing from a saved config: they read as their
+// defaults.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +104,14 @@ struct TrainOptions {
   std::string metrics;        // default <output>/metrics.jsonl
   std::string memory_report;  // --memory-report FILE.json (empty: none)
   NonFinitePolicy nonfinite = NonFinitePolicy::Skip;
+  // evaluation (trainer.h) and activation calibration
+  std::string eval_data;        // --eval-data FILE (empty: none)
+  double eval_split = 0;        // --eval-split F: hold out this fraction of the training samples (0: none)
+  int64_t eval_every = 0;       // evaluate every N steps (0: at the end only); always at the end
+  bool save_best = false;       // keep the checkpoint with the lowest evaluation loss
+  int64_t calibrate_steps = 0;  // record activation ranges during the last N steps (for the ModelOpt export)
+
+  bool has_eval() const { return !eval_data.empty() || eval_split > 0; }
 };
 
 // Checks values and combinations (the rows' checks, in table order); Error names the flag and the accepted range.

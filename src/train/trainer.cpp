@@ -14,6 +14,7 @@
 #include "tokenizer/chat_template_choice.h"
 #include "train/checkpoint.h"
 #include "train/data/whoami_data.h"
+#include "train/data/eval_split.h"
 #include "train/train_step.h"
 
 namespace nvfp4lm {
@@ -176,6 +177,9 @@ void Trainer::load() {
                                         DataFormat::Jsonl, *tokenizer_, data_options)
                         : read_dataset(options_.data, *tokenizer_, data_options);
   dataset_summary_ = dataset.summary;
+  std::vector<Sample> held_out;
+  if (options_.eval_split > 0) held_out = hold_out_samples(dataset.samples, options_.eval_split);
+  load_eval_data(std::move(held_out), data_options, default_pad_id(*tokenizer_));
   DataLoaderOptions loader_options;
   loader_options.batch_size = options_.batch;
   loader_options.seq_len = options_.seq_len;
@@ -250,6 +254,55 @@ void Trainer::load() {
   optimizer_->set_chunk_rows(options_.step_chunk_rows);
 }
 
+void Trainer::load_eval_data(std::vector<Sample> held_out, const DatasetOptions& data_options, int32_t pad_id) {
+  if (!options_.has_eval()) return;
+  std::vector<Sample> samples = std::move(held_out);
+  if (!options_.eval_data.empty()) {
+    DatasetOptions eval_options = data_options;
+    eval_options.goal = "evaluate";
+    samples = read_dataset(options_.eval_data, *tokenizer_, eval_options).samples;
+  }
+  eval_samples_ = static_cast<int64_t>(samples.size());
+  // Training's batching in file order: DataLoader without shuffling, one epoch.
+  DataLoaderOptions eval_loader_options;
+  eval_loader_options.batch_size = options_.batch;
+  eval_loader_options.seq_len = options_.seq_len;
+  eval_loader_options.packing = options_.packing;
+  eval_loader_options.shuffle = false;
+  eval_loader_options.pad_id = pad_id;
+  DataLoader eval_loader(std::move(samples), eval_loader_options);
+  const int64_t batches = eval_loader.batches_in_epoch(0);
+  for (int64_t i = 0; i < batches; ++i) {
+    const TokenBatch batch = eval_loader.next_batch();
+    eval_tokens_ += batch.tokens_in_batch;
+    eval_batches_.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+  }
+}
+
+bool Trainer::evaluates_at(int64_t step) const {
+  return options_.has_eval() && (step == total_steps_ || (options_.eval_every > 0 && step % options_.eval_every == 0));
+}
+
+EvalMetrics Trainer::evaluate() {
+  NVFP4LM_CHECK(!eval_batches_.empty(), "no evaluation data (--eval-data FILE or --eval-split F)");
+  const Clock::time_point start = Clock::now();
+  const MemoryPhase phase("evaluate");
+  LossStats total;
+  for (const TrainBatch& batch : eval_batches_) {
+    const LossStats stats = model_->evaluate(batch, options_.loss);
+    total.loss_sum += stats.loss_sum;
+    total.tokens += stats.tokens;
+    total.correct += stats.correct;
+  }
+  EvalMetrics eval;
+  eval.tokens = total.tokens;
+  eval.loss = total.mean();
+  eval.perplexity = std::exp(eval.loss);
+  eval.token_accuracy = total.tokens > 0 ? static_cast<double>(total.correct) / static_cast<double>(total.tokens) : 0;
+  eval.seconds = seconds_between(start, Clock::now());
+  return eval;
+}
+
 void Trainer::restore_checkpoint() {
   const fs::path& dir = resume_checkpoint_->dir;
   std::vector<Parameter> masters;
@@ -266,6 +319,10 @@ void Trainer::restore_checkpoint() {
   total_loss_tokens_ = json_field_or(totals, "loss_tokens", int64_t{0}, where);
   best_loss_ = json_field_or(totals, "best_loss", 0.0, where);
   best_step_ = json_field_or(totals, "best_step", int64_t{0}, where);
+  best_eval_loss_ = json_field_or(totals, "best_eval_loss", 0.0, where);
+  best_eval_step_ = json_field_or(totals, "best_eval_step", int64_t{0}, where);
+  if (state.contains("calibration"))
+    calibration_ = ActivationCalibration::from_json(state["calibration"], where + " \"calibration\"");
   for (const json& record : json_field_or(state, "metrics", json::array(), where)) metrics_tail_.push_back(record);
   if (!metrics_tail_.empty() && metrics_tail_.back().contains("loss") && metrics_tail_.back()["loss"].is_number())
     last_loss_ = metrics_tail_.back()["loss"].get<double>();
@@ -326,6 +383,21 @@ std::vector<std::string> Trainer::setup_lines() const {
       config.hidden_size, config.vocab_size, config.total_parameters() / 1e6));
   lines.push_back("training " + model_->describe());
   for (const std::string& line : split_lines(describe_dataset_summary(dataset_summary_))) lines.push_back(line);
+  if (options_.has_eval()) {
+    lines.push_back(fmt::format(
+        "evaluation: {} samples ({} scored tokens) {}, {}{}", eval_samples_, eval_tokens_,
+        options_.eval_data.empty()
+            ? fmt::format("held out of the training data (--eval-split {:g})", options_.eval_split)
+            : "from " + options_.eval_data,
+        options_.eval_every > 0 ? fmt::format("every {} steps and at the end", options_.eval_every)
+                                : std::string("at the end"),
+        options_.save_best ? "; the checkpoint with the lowest evaluation loss is kept (--save-best)" : ""));
+  }
+  if (options_.calibrate_steps > 0)
+    lines.push_back(
+        fmt::format("activation calibration: input ranges recorded during the last {} steps, written as "
+                    "the ModelOpt export's input_scale",
+                    std::min(options_.calibrate_steps, total_steps_)));
   lines.push_back(fmt::format("chat template {} ({}), data template {}{}", chat_template_name(chat_template_),
                               options_.chat_template ? "--chat-template" : "the tokenizer's own",
                               pair_template_name(options_.data_template),
@@ -396,12 +468,25 @@ StepMetrics Trainer::train_step() {
 
   model_->zero_grad();
   m.lr = lr_at(schedule_, step_);
-  if (options_.fused_update) {
-    NVFP4LM_ASSERT(batches.size() == 1, "--fused-update with {} micro-batches", batches.size());
-    fused_update(m, batches.front());
-  } else {
-    separate_update(m, batches);
+  // --calibrate-steps: this step's forward passes record activation ranges (not the evaluation's below).
+  const bool record = options_.calibrate_steps > 0 && step_ >= total_steps_ - options_.calibrate_steps;
+  if (record) {
+    if (calibration_.source.empty())
+      calibration_.source = fmt::format("train --calibrate-steps {} (from step {})", options_.calibrate_steps, m.step);
+    model_->set_calibration(&calibration_);
   }
+  try {
+    if (options_.fused_update) {
+      NVFP4LM_ASSERT(batches.size() == 1, "--fused-update with {} micro-batches", batches.size());
+      fused_update(m, batches.front());
+    } else {
+      separate_update(m, batches);
+    }
+  } catch (...) {
+    model_->set_calibration(nullptr);
+    throw;
+  }
+  model_->set_calibration(nullptr);
   ++step_;
 
   const Clock::time_point end = Clock::now();
@@ -424,6 +509,14 @@ StepMetrics Trainer::train_step() {
     if (best_step_ == 0 || m.loss < best_loss_) {
       best_loss_ = m.loss;
       best_step_ = m.step;
+    }
+  }
+  if (evaluates_at(step_)) {
+    m.eval = evaluate();
+    if (std::isfinite(m.eval->loss) && (best_eval_step_ == 0 || m.eval->loss < best_eval_loss_)) {
+      best_eval_loss_ = m.eval->loss;
+      best_eval_step_ = m.step;
+      m.eval->best = true;
     }
   }
 
@@ -503,22 +596,26 @@ void Trainer::report_nonfinite(StepMetrics& m, const std::string& reason, bool p
 json Trainer::trainer_state() const {
   json metrics = json::array();
   for (const json& record : metrics_tail_) metrics.push_back(record);
-  return {{"config", train_options_to_json(options_)},
-          {"epoch", loader_->epoch()},
-          {"data_position", loader_->state()},
-          {"rng", json::object()},
-          {"seeds", {{"data_order", options_.seed}, {"stochastic_rounding", options_.seed}}},
-          {"model",
-           {{"config", model_config_json_},
-            {"generation_config", generation_config_json_ ? *generation_config_json_ : json(nullptr)},
-            {"source", options_.model.empty() ? std::string() : real_path(options_.model).string()}}},
-          {"totals",
-           {{"total_steps", total_steps_},
-            {"loss_tokens", total_loss_tokens_},
-            {"skipped_steps", skipped_steps_},
-            {"best_loss", best_loss_},
-            {"best_step", best_step_}}},
-          {"metrics", metrics}};
+  json state = {{"config", train_options_to_json(options_)},
+                {"epoch", loader_->epoch()},
+                {"data_position", loader_->state()},
+                {"rng", json::object()},
+                {"seeds", {{"data_order", options_.seed}, {"stochastic_rounding", options_.seed}}},
+                {"model",
+                 {{"config", model_config_json_},
+                  {"generation_config", generation_config_json_ ? *generation_config_json_ : json(nullptr)},
+                  {"source", options_.model.empty() ? std::string() : real_path(options_.model).string()}}},
+                {"totals",
+                 {{"total_steps", total_steps_},
+                  {"loss_tokens", total_loss_tokens_},
+                  {"skipped_steps", skipped_steps_},
+                  {"best_loss", best_loss_},
+                  {"best_step", best_step_},
+                  {"best_eval_loss", best_eval_loss_},
+                  {"best_eval_step", best_eval_step_}}},
+                {"metrics", metrics}};
+  if (!calibration_.empty()) state["calibration"] = calibration_.to_json();
+  return state;
 }
 
 fs::path Trainer::save_checkpoint() {
@@ -526,7 +623,9 @@ fs::path Trainer::save_checkpoint() {
   const std::vector<NamedTensor> masters = model_->master_weights();
   const fs::path dir = ::nvfp4lm::save_checkpoint(options_.output, step_, masters, optimizer_->state_tensors(),
                                                   optimizer_->describe(), trainer_state());
-  prune_checkpoints(options_.output, options_.keep, VerifyLevel::Sizes);
+  std::optional<int64_t> best;
+  if (options_.save_best && best_eval_step_ > 0) best = best_eval_step_;
+  prune_checkpoints(options_.output, options_.keep, VerifyLevel::Sizes, best);
   return dir;
 }
 
@@ -554,6 +653,7 @@ std::vector<GuardedInput> Trainer::read_paths() const {
   std::vector<GuardedInput> inputs;
   if (!options_.model.empty()) inputs.push_back({options_.model, "the model (--model)"});
   if (!options_.data.empty()) inputs.push_back({options_.data, "the training data (--data)"});
+  if (!options_.eval_data.empty()) inputs.push_back({options_.eval_data, "the evaluation data (--eval-data)"});
   if (!options_.tokenizer.empty()) inputs.push_back({options_.tokenizer, "the tokenizer (--tokenizer)"});
   if (files_ && files_->path() != files_->directory()) inputs.push_back({files_->config_path(), "the model's config"});
   return inputs;
@@ -567,6 +667,8 @@ ExportReport Trainer::export_model() {
   export_options.block = options_.block;
   export_options.quantize_lm_head = options_.quantize_lm_head;
   export_options.overwrite = options_.overwrite;
+  if (!calibration_.empty() && options_.export_format == ModelFormat::ModeloptNvfp4)
+    export_options.calibration = calibration_;
   const std::vector<NamedTensor> masters = model_->master_weights();
   if (!options_.output_dat.empty()) {
     export_options.format = ModelFormat::Dat;
@@ -591,7 +693,8 @@ TrainSummary Trainer::run(const Progress& progress) {
   while (!done()) {
     const StepMetrics metrics = train_step();
     if (progress.on_step) progress.on_step(metrics);
-    if (options_.save_every > 0 && step_ % options_.save_every == 0 && !done()) {
+    const bool new_best = options_.save_best && metrics.eval && metrics.eval->best;
+    if (((options_.save_every > 0 && step_ % options_.save_every == 0) || new_best) && !done()) {
       before_output();
       save_checkpoint();
       saved_step = step_;
@@ -616,6 +719,13 @@ TrainSummary Trainer::run(const Progress& progress) {
   summary.final_loss = last_loss_;
   summary.best_loss = best_loss_;
   summary.best_step = best_step_;
+  summary.best_eval_loss = best_eval_loss_;
+  summary.best_eval_step = best_eval_step_;
+  if (options_.save_best && best_eval_step_ > 0) {
+    std::error_code ec;
+    if (fs::is_directory(checkpoint_dir(options_.output, best_eval_step_), ec))
+      summary.best_checkpoint = checkpoint_dir(options_.output, best_eval_step_);
+  }
   for (int64_t s = step_; s >= 0; --s) {
     std::error_code ec;
     if (fs::is_directory(checkpoint_dir(options_.output, s), ec))
@@ -635,6 +745,14 @@ std::vector<std::string> format_train_summary(const TrainSummary& s) {
                   format_duration(s.seconds), s.seconds, s.input_tokens, s.loss_tokens, tokens_per_second,
                   s.skipped_steps > 0 ? fmt::format(", {} steps skipped (non-finite)", s.skipped_steps) : ""));
   lines.push_back(fmt::format("loss: final {:.4f}, best {:.4f} at step {}", s.final_loss, s.best_loss, s.best_step));
+  if (s.best_eval_step > 0)
+    lines.push_back(fmt::format("evaluation loss: best {:.4f} (perplexity {:.2f}) at step {}{}", s.best_eval_loss,
+                                std::exp(s.best_eval_loss), s.best_eval_step,
+                                s.best_checkpoint
+                                    ? fmt::format(", kept in {} (--save-best; export it with `nvfp4lm "
+                                                  "export {} OUT`)",
+                                                  s.best_checkpoint->string(), s.best_checkpoint->string())
+                                    : std::string()));
   for (const fs::path& checkpoint : s.checkpoints) lines.push_back("checkpoint: " + checkpoint.string());
   if (s.export_report) lines.push_back(describe_export(*s.export_report));
   lines.push_back("metrics: " + s.metrics_path.string());

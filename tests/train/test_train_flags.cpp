@@ -152,19 +152,22 @@ TEST(TrainFlags, AConfigOfAnEarlierVersionReadsBackUnchanged) {
   EXPECT_FALSE(options.packing);
   EXPECT_EQ(options.block, Nvfp4Block::Tile16x16);
   EXPECT_EQ(options.seq_len, 64);
-  // Every key reads back as written; the rows added since read back as their defaults (what that run did).
-  const json written = train_options_to_json(options), defaults = train_options_to_json(TrainOptions{});
-  for (const TrainFlag& flag : train_flags()) {
-    if (!flag.saved()) continue;
-    const std::string key(flag.key);
+  // Every key it has reads back as it was; the rows added since (TrainFlag::added_later) read as their defaults.
+  const json back = train_options_to_json(options), defaults = train_options_to_json(TrainOptions{});
+  for (const auto& [key, value] : back.items()) {
     if (config.contains(key)) {
-      EXPECT_EQ(written.at(key), config.at(key)) << key;
+      EXPECT_EQ(value, config[key]) << key;
     } else {
-      EXPECT_TRUE(flag.added_later) << key << " is missing from an earlier config but not marked added_later";
-      EXPECT_EQ(written.at(key), defaults.at(key)) << key;
+      EXPECT_TRUE(train_flag(key).added_later) << key << " is missing from the earlier config but not added_later";
+      EXPECT_EQ(value, defaults[key]) << key;
     }
   }
-  for (const auto& [key, value] : config.items()) EXPECT_TRUE(written.contains(key)) << key;
+  EXPECT_FALSE(options.has_eval());
+  // A resume of such a run with one of the later flags given again: the saved config gains the default first.
+  TrainOptions now = options;
+  now.eval_every = 0;
+  EXPECT_NO_THROW(resolve_resume_options(config, now, {"eval_every", "seed"}, "step-4"));
+  for (const auto& [key, value] : config.items()) EXPECT_TRUE(back.contains(key)) << key;
 
   json missing = config;
   missing.erase("seed");
@@ -180,10 +183,11 @@ TEST(TrainFlags, AConfigOfAnEarlierVersionReadsBackUnchanged) {
 TEST(TrainFlags, ResumeGroupsAreTheDocumentedOnes) {
   const std::set<std::string> schedule = {"epochs",      "max_steps", "steps_per_epoch", "lr",
                                           "lr_schedule", "warmup",    "min_lr_ratio",    "max_grad_norm"};
-  const std::set<std::string> free = {"output",         "save_every",     "keep",      "export",        "output_dat",
-                                      "export_format",  "overwrite",      "device",    "compute_dtype", "max_memory",
-                                      "metrics",        "memory_report",  "nonfinite", "recompute",     "fused_update",
-                                      "packed_weights", "step_chunk_rows"};
+  const std::set<std::string> free = {"output",         "save_every",      "keep",       "export",
+                                      "output_dat",     "export_format",   "overwrite",  "device",
+                                      "compute_dtype",  "max_memory",      "metrics",    "memory_report",
+                                      "nonfinite",      "recompute",       "fused_update", "packed_weights",
+                                      "step_chunk_rows", "eval_every",     "save_best",  "calibrate_steps"};
   for (const TrainFlag& flag : train_flags()) {
     const std::string key(flag.key);
     const ResumeGroup expected = !flag.saved()         ? ResumeGroup::NotSaved

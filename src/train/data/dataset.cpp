@@ -154,9 +154,9 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
     NVFP4LM_CHECK(errors[i].empty(), "{}: {}", place, errors[i]);
     if (skip_no_assistant[i]) {
       NVFP4LM_CHECK(!options.strict,
-                    "{}: conversation has no assistant message, so nothing to train on (drop it, or train on every "
-                    "token with train_on_everything)",
-                    place);
+                    "{}: conversation has no assistant message, so nothing to {} (drop it, or score every token with "
+                    "train_on_everything)",
+                    place, options.goal);
       ++summary.skipped_no_assistant;
       continue;
     }
@@ -182,7 +182,7 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
     for (Sample& piece : pieces) {
       const int64_t trained = trained_token_count(piece);
       if (trained == 0) {
-        NVFP4LM_CHECK(!options.strict, "{}: no token left to train on ({} tokens{}); strict mode", place,
+        NVFP4LM_CHECK(!options.strict, "{}: no token left to {} ({} tokens{}); strict mode", place, options.goal,
                       piece.ids.size(),
                       options.max_tokens > 0 ? fmt::format(", seq_len {}", options.max_tokens) : std::string());
         ++summary.skipped_no_trained_tokens;
@@ -196,9 +196,9 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
   }
   summary.samples = static_cast<int64_t>(dataset.samples.size());
   NVFP4LM_CHECK(summary.samples > 0,
-                "dataset {}: no sample to train on ({} records read, {} without an assistant message, {} with no "
-                "trained token left)",
-                file, summary.records, summary.skipped_no_assistant, summary.skipped_no_trained_tokens);
+                "dataset {}: no sample to {} ({} records read, {} without an assistant message, {} with no "
+                "scored token left)",
+                file, options.goal, summary.records, summary.skipped_no_assistant, summary.skipped_no_trained_tokens);
   return dataset;
 }
 

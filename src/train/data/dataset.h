@@ -68,6 +68,8 @@ struct DatasetOptions {
   bool train_on_everything = false;
   bool strict = false;
   int64_t max_tokens = 0;  // 0 = no limit; see above
+  // What the samples are for, in messages about samples without a scored token ("train on", "evaluate").
+  std::string_view goal = "train on";
 };
 
 struct DatasetSummary {

@@ -2,12 +2,12 @@
 #include "cli/cli_common.h"
 
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "cli/number_flags.h"
 #include "core/error.h"
@@ -63,21 +63,18 @@ Device setup_device(const DeviceFlags& flags) {
   return device;
 }
 
-std::string precision_text(const Qwen3Model& model) {
-  const std::string compute = model.compute_dtype() == DType::F32 ? "fp32" : "bf16 activations, fp32 accumulation";
-  const std::string weights =
-      model.weights().any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(model.weights().embed_tokens.dtype()));
-  return fmt::format("{} (weights {})", compute, weights);
-}
-
-std::string header_line(std::string_view command, Device device, std::string_view compute_path,
+std::string header_line(std::string_view command, std::string_view devices, std::string_view compute_path,
                         std::string_view precision) {
-  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, device.label(), compute_path,
-                     precision);
+  return fmt::format("nvfp4lm {}: device {}, compute path {}, precision {}", command, devices, compute_path, precision);
 }
 
 void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision) {
-  const std::string line = header_line(command, device, compute_path, precision) + "\n";
+  print_header(command, device.label(), compute_path, precision);
+}
+
+void print_header(std::string_view command, std::string_view devices, std::string_view compute_path,
+                  std::string_view precision) {
+  const std::string line = header_line(command, devices, compute_path, precision) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   if (const std::string warning = cpu_blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
@@ -94,27 +91,55 @@ void add_model_flags(CLI::App& app, ModelFlags& flags) {
   app.add_option("--config", flags.config, "config.json for a .dat model without one beside it");
 }
 
-Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device) {
+namespace {
+
+struct LoadedModel {
+  std::unique_ptr<ModelFiles> files;
+  std::optional<Qwen3Model> model;
+  double seconds = 0;
+};
+
+LoadedModel open_flags_model(const ModelFlags& flags, Device device) {
   const auto start = std::chrono::steady_clock::now();
   OpenModelOptions open_options;
   if (!flags.config.empty()) open_options.config_path = flags.config;
   if (!flags.tokenizer.empty()) open_options.tokenizer_dir = flags.tokenizer;
-  const std::unique_ptr<ModelFiles> files = open_model(flags.model, open_options);
+  LoadedModel loaded;
+  loaded.files = open_model(flags.model, open_options);
   ModelOptions options;
   options.device = device;
   options.config_path = open_options.config_path;
   options.tokenizer_dir = open_options.tokenizer_dir;
-  std::optional<Qwen3Model> model;
   {
     const QuietInfoLogs quiet;  // the model logs what the header line says; keep the header first
-    model.emplace(Qwen3Model::from_files(*files, options));
+    loaded.model.emplace(Qwen3Model::from_files(*loaded.files, options));
   }
-  print_header(command, device, model->compute_path(), precision_text(*model));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log::info("model {}: {}, {} layers, hidden {}, vocab {}, {:.1f} MiB of weights, loaded in {:.2f} s",
-            files->path().string(), model_format_name(files->format()), model->config().num_hidden_layers,
-            model->config().hidden_size, model->config().vocab_size, to_mib(model->weights().nbytes()), seconds);
-  return std::move(*model);
+  loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return loaded;
+}
+
+std::string model_summary(const LoadedModel& loaded) {
+  const Qwen3Model& model = *loaded.model;
+  return fmt::format("{}: {}, {} layers, hidden {}, vocab {}, {:.1f} MiB of weights, loaded in {:.2f} s",
+                     loaded.files->path().string(), model_format_name(loaded.files->format()),
+                     model.config().num_hidden_layers, model.config().hidden_size, model.config().vocab_size,
+                     to_mib(model.weights().nbytes()), loaded.seconds);
+}
+
+}  // namespace
+
+Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device) {
+  LoadedModel loaded = open_flags_model(flags, device);
+  print_header(command, device, loaded.model->compute_path(), loaded.model->precision());
+  log::info("model {}", model_summary(loaded));
+  return std::move(*loaded.model);
+}
+
+Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Device device) {
+  LoadedModel loaded = open_flags_model(flags, device);
+  log::info("{} {}; compute path {}, precision {}", role, model_summary(loaded), loaded.model->compute_path(),
+            loaded.model->precision());
+  return std::move(*loaded.model);
 }
 
 Tokenizer load_tokenizer(const Qwen3Model& model) {
@@ -151,19 +176,16 @@ BenchModel::BenchModel(const std::string& model, const std::string& preset, bool
     return;
   }
   const Qwen3Config config = qwen3_preset(preset);
-  static std::atomic<int> counter{0};
-  scratch_ = fs::temp_directory_path() / fmt::format("nvfp4lm-bench-{}-{}", ::getpid(), counter++);
-  fs::remove_all(scratch_);
-  fs::create_directories(scratch_);
+  scratch_ = std::make_unique<ScratchDirectory>("bench");
   const auto start = std::chrono::steady_clock::now();
   const QuietInfoLogs quiet;
   SynthOptions synth;
   synth.bundled_tokenizer = with_tokenizer;
-  const fs::path dense = scratch_ / "dense";
+  const fs::path dense = scratch_->path() / "dense";
   synth_model(config, dense, synth);
   path_ = dense.string();
   if (nvfp4) {
-    const fs::path quantized = scratch_ / "nvfp4";
+    const fs::path quantized = scratch_->path() / "nvfp4";
     quantize_model(*open_model(dense), quantized, QuantizeOptions{});
     path_ = quantized.string();
   }
@@ -171,12 +193,6 @@ BenchModel::BenchModel(const std::string& model, const std::string& preset, bool
   note_ = fmt::format("preset {} ({} parameters) synthesised{} in {:.1f} s", preset, config.total_parameters(),
                       nvfp4 ? " and quantized to NVFP4" : "",
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-}
-
-BenchModel::~BenchModel() {
-  if (scratch_.empty()) return;
-  std::error_code ignored;
-  fs::remove_all(scratch_, ignored);
 }
 
 void check_bench_json_path(const std::string& json_path, bool overwrite, const std::string& model) {

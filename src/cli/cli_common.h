@@ -10,6 +10,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -41,12 +42,13 @@ void apply_max_memory(Device device, double gib);
 Device setup_device(const DeviceFlags& flags);
 
 // ---- header line ------------------------------------------------------------------------------------------
-// "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)".
-std::string precision_text(const Qwen3Model& model);
-std::string header_line(std::string_view command, Device device, std::string_view compute_path,
+// `devices`: one device's label, or several for a command that runs on more than one (parity).
+std::string header_line(std::string_view command, std::string_view devices, std::string_view compute_path,
                         std::string_view precision);
 // Writes header_line + '\n' to stderr.
 void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision);
+void print_header(std::string_view command, std::string_view devices, std::string_view compute_path,
+                  std::string_view precision);
 
 // Raises the log level from info to warn for its lifetime (library steps that log what the header line says).
 class QuietInfoLogs {
@@ -71,6 +73,9 @@ void add_model_flags(CLI::App& app, ModelFlags& flags);
 // Loads the model onto `device` (its load log silenced, see above), prints the header line for `command`, then
 // one info line about the model.
 Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device);
+// A second model of a command (eval's --reference): loaded the same way, without a header line; one info line
+// names it with its compute path and precision.
+Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Device device);
 // The model's tokenizer (--tokenizer, else the one beside the model); Error when its ids exceed the model's
 // vocabulary.
 Tokenizer load_tokenizer(const Qwen3Model& model);
@@ -94,7 +99,6 @@ void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag 
 class BenchModel {
  public:
   BenchModel(const std::string& model, const std::string& preset, bool nvfp4, bool with_tokenizer);
-  ~BenchModel();
   BenchModel(const BenchModel&) = delete;
   BenchModel& operator=(const BenchModel&) = delete;
 
@@ -105,7 +109,7 @@ class BenchModel {
   const std::string& note() const { return note_; }
 
  private:
-  fs::path scratch_;
+  std::unique_ptr<ScratchDirectory> scratch_;
   std::string path_, name_, note_;
 };
 

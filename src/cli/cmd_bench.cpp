@@ -78,13 +78,13 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   json["model"] = bench_model.name();
   json["device"] = device.label();
   json["compute_path"] = model.compute_path();
-  json["precision"] = precision_text(model);
+  json["precision"] = model.precision();
   json["parameters"] = model.config().total_parameters();
   json["decode_steps"] = lm.decode_path();
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", model.compute_path(), device.label(),
-                                 precision_text(model), "decode steps", lm.decode_path());
+                                 model.precision(), "decode steps", lm.decode_path());
   text += infer_bench_table(result);
   print_bench_result(text, json, cli.json, device);
   return 0;

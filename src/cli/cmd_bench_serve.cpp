@@ -48,7 +48,7 @@ int run_bench_serve(const BenchServeCliOptions& cli) {
                          {"model", bench_model.name()},
                          {"device", device.label()},
                          {"compute_path", model.compute_path()},
-                         {"precision", precision_text(model)},
+                         {"precision", model.precision()},
                          {"requests", options.requests},
                          {"concurrency", options.concurrency},
                          {"prompt_tokens", options.prompt_tokens},
@@ -60,8 +60,8 @@ int run_bench_serve(const BenchServeCliOptions& cli) {
                                                 : 0.0}};
   std::string text =
       fmt::format("{:<30} {}\n{:<30} {} on {}, {}\n{:<30} {} requests, {} clients, {} + {} tokens\n", "model",
-                  bench_model.name(), "compute path", model.compute_path(), device.label(), precision_text(model),
-                  "load", options.requests, options.concurrency, options.prompt_tokens, options.generate_tokens);
+                  bench_model.name(), "compute path", model.compute_path(), device.label(), model.precision(), "load",
+                  options.requests, options.concurrency, options.prompt_tokens, options.generate_tokens);
   text += serve_bench_table(batched, sequential);
   print_bench_result(text, json, cli.json, device);
   NVFP4LM_CHECK(batched.failed == 0 && sequential.failed == 0, "bench serve: {} of {} requests failed (first: {})",

@@ -1,14 +1,22 @@
 // `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16] [--overwrite]`: a training checkpoint (or
 // a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block shape and
 // lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override them.
+// ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
+// --calibrate-tokens tokens on --device (train/calibrate.h); else the ranges the run recorded with
+// --calibrate-steps, when it did; else 1.0 placeholders with a warning (io/model_writer.h).
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/number_flags.h"
+#include "cli/progress_bar.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "train/calibrate.h"
 #include "train/export.h"
+#include "train/metrics.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm::cli {
@@ -22,6 +30,9 @@ struct ExportCliOptions {
   bool quantize_lm_head = false;
   std::string dtype;
   bool overwrite = false;
+  std::string calibrate;
+  int64_t calibrate_tokens = kDefaultCalibrationTokens;
+  DeviceFlags device;
 };
 
 DType parse_dense_dtype(const std::string& name) {
@@ -53,6 +64,32 @@ int run_export(const ExportCliOptions& cli) {
   log::info("exporting checkpoint {} (step {}, QAT {}, {} blocks) as {}", input.checkpoint.string(), input.step,
             qat_mode_name(input.run_options.qat), block_flag_name(input.run_options.block),
             export_format_flag_name(options.format));
+  NVFP4LM_CHECK(!cli.calibrate.empty() || cli.device.device == "cpu",
+                "--device chooses where --calibrate runs; exporting itself runs on the CPU: add --calibrate FILE, or "
+                "drop --device");
+  if (!cli.calibrate.empty()) {
+    check_export_target(cli.out, input.source, options.overwrite);  // before the calibration run
+    CalibrationOptions calibration;
+    calibration.data = cli.calibrate;
+    calibration.max_tokens = cli.calibrate_tokens;
+    calibration.device = setup_device(cli.device);
+    print_header("export --calibrate", calibration.device,
+                 fmt::format("{}/dequant-gemm", calibration.device.is_cpu() ? "cpu" : "cuda"),
+                 calibration.device.is_cpu() ? "fp32 (the exported NVFP4 weights)"
+                                             : "bf16 activations, fp32 accumulation (the exported NVFP4 weights)");
+    ProgressBar bar("calibrate", "tokens", ProgressDisplay::stderr_is_terminal());
+    const auto start = std::chrono::steady_clock::now();
+    options.calibration = calibrate_checkpoint(input, options, calibration, [&](int64_t done, int64_t total) {
+      bar.update(done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    });
+    bar.finish();
+    log::info("calibrated the input ranges of {} linears over {} tokens of {}", options.calibration->input_amax.size(),
+              options.calibration->tokens, cli.calibrate);
+  } else if (input.recorded_calibration && options.format == ModelFormat::ModeloptNvfp4) {
+    options.calibration = input.recorded_calibration;
+    log::info("activation scales: recorded by the run ({}, {} tokens)", options.calibration->source,
+              options.calibration->tokens);
+  }
   const ExportReport report = export_checkpoint(input, cli.out, options);
   log::info("{}", describe_export(report));
   return 0;
@@ -64,13 +101,22 @@ CommandRegistration registration(
       auto cli = std::make_shared<ExportCliOptions>();
       app.add_option("checkpoint", cli->input, "checkpoint directory (step-N) or run directory (its newest)")
           ->required();
-      app.add_option("out", cli->out, "output model directory")->required();
+      app.add_option("out", cli->out,
+                     "output model directory (with --format dat, a name ending in .dat writes that one file, with "
+                     "config.json and the tokenizer beside it)")
+          ->required();
       app.add_option("--format", cli->format, "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat) or bf16");
       app.add_option("--block", cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)");
       app.add_flag("--quantize-lm-head", cli->quantize_lm_head, "quantize lm_head (default: as the run did)");
       app.add_option("--dtype", cli->dtype,
                      "dense weights of NVFP4 exports: bf16, f32 or f16 (default: the model's torch_dtype)");
       app.add_flag("--overwrite", cli->overwrite, "replace an existing output directory");
+      app.add_option("--calibrate", cli->calibrate,
+                     "modelopt: measure each linear's input range on this text with the exported weights and write "
+                     "input_scale = amax / (6*448) instead of 1.0 placeholders");
+      add_number_option(app, "--calibrate-tokens", cli->calibrate_tokens,
+                        "tokens of --calibrate text to run (default 4096)", {int64_t{1}, int64_t{1} << 40});
+      add_device_flags(app, cli->device);
       return [cli] { return run_export(*cli); };
     },
     35);

@@ -2,20 +2,29 @@
 // lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the compute path,
 // one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
 // OUT is a directory (model.dat + config.json for dat); it is never overwritten without --overwrite.
+// --calibrate FILE first runs the source model (unquantized, as ModelOpt calibrates) over up to --calibrate-tokens
+// tokens of FILE on --device and writes input_scale = amax / (6 * 448) of each linear's input (train/calibrate.h);
+// without it every input_scale is a 1.0 placeholder and the log and hf_quant_config.json say so.
 #include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "cli/cli_common.h"
 #include "cli/command.h"
 #include "cli/number_flags.h"
+#include "cli/progress_bar.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
 #include "io/model_files.h"
 #include "io/quantize_model.h"
+#include "train/calibrate.h"
+#include "train/metrics.h"
 
 namespace nvfp4lm::cli {
 namespace {
@@ -29,7 +38,37 @@ struct QuantizeCliOptions {
   bool quantize_lm_head = false;
   bool overwrite = false;
   uint64_t max_shard_mb = kDefaultMaxShardBytes / 1000000;
+  std::string calibrate;
+  int64_t calibrate_tokens = kDefaultCalibrationTokens;
+  std::string tokenizer;
+  DeviceFlags device;
 };
+
+// The activation calibration of --calibrate, with its header line and a progress bar.
+ActivationCalibration calibrate(const QuantizeCliOptions& cli, const ModelFiles& source) {
+  CalibrationOptions options;
+  options.data = cli.calibrate;
+  options.max_tokens = cli.calibrate_tokens;
+  options.device = setup_device(cli.device);
+  print_header("quantize --calibrate", options.device, options.device.is_cpu() ? "cpu/dense" : "cuda/dense-bf16",
+               options.device.is_cpu() ? "fp32 (the source weights, unquantized)"
+                                       : "bf16 activations, fp32 accumulation (the source weights, unquantized)");
+  NVFP4LM_CHECK(!cli.tokenizer.empty() || source.tokenizer_dir(),
+                "--calibrate: the model {} has no tokenizer.json beside it; name one with --tokenizer DIR",
+                source.path().string());
+  const Tokenizer tokenizer =
+      Tokenizer::load(cli.tokenizer.empty() ? *source.tokenizer_dir() : fs::path(cli.tokenizer));
+  ProgressBar bar("calibrate", "tokens", ProgressDisplay::stderr_is_terminal());
+  const auto start = std::chrono::steady_clock::now();
+  ActivationCalibration calibration =
+      calibrate_source_model(source, tokenizer, options, [&](int64_t done, int64_t total) {
+        bar.update(done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      });
+  bar.finish();
+  log::info("calibrated the input ranges of {} linears over {} tokens of {}", calibration.input_amax.size(),
+            calibration.tokens, cli.calibrate);
+  return calibration;
+}
 
 int run_quantize(const QuantizeCliOptions& cli) {
   QuantizeOptions options;
@@ -51,6 +90,18 @@ int run_quantize(const QuantizeCliOptions& cli) {
   const auto source = open_model(cli.model, open_options);
   log::info("source: {} ({}), {} weights", source->path().string(), model_format_name(source->format()),
             source->weights().size());
+  NVFP4LM_CHECK(!cli.calibrate.empty() || (cli.device.device == "cpu" && cli.tokenizer.empty()),
+                "--device and --tokenizer choose where and with what --calibrate runs; quantizing itself runs on the "
+                "CPU: add --calibrate FILE, or drop them");
+  NVFP4LM_CHECK(cli.calibrate.empty() || options.format == ModelFormat::ModeloptNvfp4,
+                "--calibrate measures activation scales for the ModelOpt format's input_scale; --format dat stores "
+                "none: use --format modelopt, or leave out --calibrate");
+  if (!cli.calibrate.empty()) {
+    // Before the calibration run, not after it: OUT may not exist or lie in what is read.
+    guard_output(cli.out, "the output", {{source->path(), "the source model"}, {cli.calibrate, "--calibrate"}},
+                 cli.overwrite);
+    options.calibration = calibrate(cli, *source);
+  }
   const QuantizeReport report = quantize_model(*source, cli.out, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -86,6 +137,13 @@ CommandRegistration registration(
       app.add_option("--config", options->config, "config.json for a .dat source without one beside it");
       add_number_option(app, "--max-shard-mb", options->max_shard_mb,
                         "modelopt: largest safetensors shard in MB (default 4000)", {uint64_t{1}, uint64_t{1} << 24});
+      app.add_option("--calibrate", options->calibrate,
+                     "modelopt: measure each linear's input range on this text (any training data format) and write "
+                     "input_scale = amax / (6*448) instead of 1.0 placeholders");
+      add_number_option(app, "--calibrate-tokens", options->calibrate_tokens,
+                        "tokens of --calibrate text to run (default 4096)", {int64_t{1}, int64_t{1} << 40});
+      app.add_option("--tokenizer", options->tokenizer, "--calibrate: tokenizer directory (default: the model's)");
+      add_device_flags(app, options->device);
       return [options] { return run_quantize(*options); };
     },
     30);

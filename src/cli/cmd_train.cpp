@@ -28,15 +28,22 @@ std::string default_output() { return "runs/train-" + local_time_stamp(); }
 
 int run_train(TrainCliOptions& cli) {
   TrainOptions& o = cli.options;
-  const std::set<std::string> given = cli.flags->finish();
+  std::set<std::string> given;
+  try {
+    given = cli.flags->finish();
+  } catch (const Error& e) {
+    throw UsageError(e.what());  // a choice flag's value is not one of its spellings ("--qat w3a8")
+  }
   if (given.count("epochs") && given.count("max_steps"))
     throw UsageError("pass either --epochs or --max-steps, not both");
   if (given.count("output") && o.output.empty())
     throw UsageError("--output is empty: name the run directory (or leave the flag out for runs/train-<date-time>)");
   if (o.output.empty()) {
-    if (o.resume) throw UsageError("--resume needs --output RUN_DIR (the run to continue)");
+    if (o.resume_mode != ResumeMode::Never) throw UsageError("--resume needs --output RUN_DIR (the run to continue)");
     o.output = default_output();
   }
+  const std::string resume_decision = resolve_resume_mode(o);
+  if (!resume_decision.empty()) log::info("{}", resume_decision);
   if (!o.resume) {
     // Every value and combination of the flags, before anything is loaded (a resumed run's settings are only
     // known once its trainer_state.json is read: the trainer checks them then).

@@ -24,7 +24,11 @@ TrainFlagOptions::TrainFlagOptions(CLI::App& app, TrainOptions& options) : optio
           using Kind = std::decay_t<decltype(value)>;
           if constexpr (std::is_same_v<Kind, TrainFlagChoice>) {
             bound.text = std::make_unique<std::string>(value.text(options));  // the default's spelling
-            return app.add_option(names, *bound.text, help);
+            CLI::Option* option = app.add_option(names, *bound.text, help);
+            // Given alone ("--resume"), the option takes its bare spelling; CLI11 reads a next word that is not a
+            // flag as its value ("--resume true").
+            if (!value.bare.empty()) option->expected(0, 1)->default_str(std::string(value.bare));
+            return option;
           } else if constexpr (std::is_same_v<Kind, TrainFlagSwitch>) {
             if (!value.negated) return app.add_flag(names, options.*value.member, help);
             bound.negated_given = std::make_unique<bool>(false);
@@ -32,7 +36,9 @@ TrainFlagOptions::TrainFlagOptions(CLI::App& app, TrainOptions& options) : optio
           } else if constexpr (std::is_same_v<Kind, TrainFlagText>) {
             return app.add_option(names, options.*value.member, help);
           } else {  // numbers: strictly, in the row's range (a usage error otherwise)
-            return add_number_option(app, names, options.*value.member, help, value.range);
+            auto range = value.range;
+            if (value.zero_is_unset) range.min = 1;
+            return add_number_option(app, names, options.*value.member, help, range);
           }
         },
         flag.value);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -254,6 +255,22 @@ std::string local_time_stamp() {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
   return stamp;
+}
+
+ScratchDirectory::ScratchDirectory(std::string_view purpose, const fs::path& parent) {
+  static std::atomic<int> counter{0};
+  std::error_code ec;
+  const fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;
+  NVFP4LM_CHECK(!ec, "no temporary directory for {}: {} (set TMPDIR)", purpose, ec.message());
+  path_ = base / fmt::format("nvfp4lm-{}-{}-{}", purpose, ::getpid(), counter++);
+  fs::remove_all(path_, ec);
+  fs::create_directories(path_, ec);
+  NVFP4LM_CHECK(!ec, "cannot create the scratch directory {}: {}", path_.string(), ec.message());
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
 }
 
 }  // namespace nvfp4lm

@@ -96,4 +96,18 @@ std::string read_text_file(const fs::path& path, uint64_t max_bytes = kMaxTextFi
 // The local time as "YYYYmmdd-HHMMSS", for default output directory names (runs/train-..., demo-run/run-...).
 std::string local_time_stamp();
 
+// A fresh directory "<parent>/nvfp4lm-<purpose>-<pid>-<n>" (parent: the system temp directory by default), removed
+// with everything in it when the object dies: the models `bench infer --preset` and `parity` write for themselves.
+class ScratchDirectory {
+ public:
+  explicit ScratchDirectory(std::string_view purpose, const fs::path& parent = {});
+  ~ScratchDirectory();
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 }  // namespace nvfp4lm

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace nvfp4lm {
 
@@ -36,12 +39,26 @@ nlohmann::json read_json_file(const std::filesystem::path& path);
                                         std::string_view where);
 
 // object[key] as T; `fallback` when `object` is not an object or has no `key`. A key present with another type is
-// an Error naming `where` and the key (nlohmann's value() would throw its own type_error instead).
+// an Error naming `where` and the key (nlohmann's value() would throw its own type_error instead). An integer T
+// takes only a JSON integer it can hold: nlohmann would convert 1e30 or 2.5 into a long by C conversion, which is
+// undefined behaviour out of range (found by fuzz_checksums).
 template <typename T>
 T json_field_or(const nlohmann::json& object, std::string_view key, T fallback, std::string_view where) {
   if (!object.is_object()) return fallback;
   const auto it = object.find(key);
   if (it == object.end()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool fits = it->is_number_unsigned()
+                          ? it->template get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                      : it->is_number_integer()
+                          ? std::is_signed_v<T> ? it->template get<int64_t>() >= std::numeric_limits<T>::min() &&
+                                                      it->template get<int64_t>() <= std::numeric_limits<T>::max()
+                                                : it->template get<int64_t>() >= 0 &&
+                                                      static_cast<uint64_t>(it->template get<int64_t>()) <=
+                                                          static_cast<uint64_t>(std::numeric_limits<T>::max())
+                          : false;
+    if (!fits) throw_json_field_type(key, "whole number in range", *it, where);
+  }
   try {
     return it->template get<T>();
   } catch (const nlohmann::json::exception&) {

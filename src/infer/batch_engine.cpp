@@ -175,7 +175,7 @@ void BatchEngine::choose(Sequence& sequence, std::span<const float> logits, cons
   event.sequence = sequence.id;
   event.token = sequence.sampler.sample_decodable(logits, decodable, sequence.history);
   if (sequence.top_logprobs >= 0)
-    event.logprobs = token_logprobs(logits, decodable, event.token, sequence.top_logprobs);
+    event.logprobs = next_token_logprobs(logits, static_cast<int64_t>(decodable), event.token, sequence.top_logprobs);
   event.text = sequence.answer.push(event.token);
   sequence.history.push_back(event.token);
   event.finished = sequence.answer.finished();

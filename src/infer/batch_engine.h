@@ -27,8 +27,8 @@
 
 #include "infer/answer_stream.h"
 #include "infer/generator.h"
+#include "infer/logprobs.h"
 #include "infer/sampler.h"
-#include "infer/token_logprobs.h"
 #include "model/kv_cache.h"
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
@@ -55,7 +55,7 @@ struct SequenceEvent {
   int64_t sequence = 0;
   int32_t token = 0;
   std::string text;  // text that became final with this token (possibly empty)
-  std::optional<TokenLogprobs> logprobs;
+  std::optional<NextTokenLogprobs> logprobs;
   bool finished = false;
   StopReason stop_reason = StopReason::MaxTokens;  // when finished
   std::string stop_detail;

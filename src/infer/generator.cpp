@@ -54,11 +54,14 @@ bool Generator::choose_in_model() const {
       return false;
     case TokenChoicePlace::Model:
       NVFP4LM_CHECK(lm_.can_choose(), "choosing tokens in the model: this model cannot (use the host sampler)");
+      NVFP4LM_CHECK(!options_.on_token,
+                    "choosing tokens in the model: the logits stay there, but a token callback (logprobs) needs them "
+                    "on the host");
       NVFP4LM_CHECK(settings_allow,
                     "choosing tokens in the model: --repetition-penalty and --min-p need the host sampler");
       return true;
     case TokenChoicePlace::Auto:
-      return lm_.prefers_choosing() && settings_allow;
+      return lm_.prefers_choosing() && settings_allow && !options_.on_token;
   }
   return false;
 }
@@ -132,6 +135,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
     } else {
       stats.decode_seconds += seconds_since(step_start);
     }
+    if (options_.on_token) options_.on_token(token, logits);
     emit(answer.push(token));
     if (answer.finished()) break;
     step_start = Clock::now();

@@ -40,6 +40,10 @@ struct GenerationOptions {
   std::vector<std::string> stop_strings;
   bool skip_special = true;  // special tokens other than EOS (e.g. a stray <|im_start|>) are not shown
   TokenChoicePlace token_choice = TokenChoicePlace::Auto;
+  // Called for each chosen token with the row of logits it was chosen from (vocab_size() raw values, before any
+  // sampling modifier; valid during the call), e.g. for logprobs (logprobs.h). It needs the logits on the host:
+  // with it, Auto chooses tokens there and Model is an Error. Its time is not counted in the statistics.
+  std::function<void(int32_t token, std::span<const float> logits)> on_token;
 };
 
 enum class StopReason { EndOfSequence, StopString, MaxTokens, ContextFull };

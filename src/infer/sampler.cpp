@@ -14,9 +14,7 @@
 #include "core/error.h"
 
 namespace nvfp4lm {
-namespace {
 
-// Largest logit; Error for NaN or when nothing is finite-or-+inf above -inf.
 float checked_max_logit(std::span<const float> logits) {
   NVFP4LM_CHECK(!logits.empty(), "sampling: empty logits row");
   float best = -std::numeric_limits<float>::infinity();
@@ -31,8 +29,6 @@ float checked_max_logit(std::span<const float> logits) {
   NVFP4LM_CHECK(best < std::numeric_limits<float>::infinity(), "sampling: the model produced a +inf logit");
   return best;
 }
-
-}  // namespace
 
 void SamplingOptions::validate() const {
   NVFP4LM_CHECK(std::isfinite(temperature) && temperature >= 0.0f, "--temperature must be >= 0 (0 = greedy), got {}",

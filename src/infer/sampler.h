@@ -47,6 +47,9 @@ struct TokenProbability {
 // Step 1, in place. Ids in `seen` must be in [0, logits.size()); repeated ids are penalized once.
 void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> seen, float penalty);
 
+// The largest logit. Throws Error when a logit is NaN or +inf, or all are -inf (the message says the model is broken).
+float checked_max_logit(std::span<const float> logits);
+
 // Index of the largest logit (the lowest index on ties). Throws Error when a logit is NaN or all are -inf.
 int32_t argmax_logit(std::span<const float> logits);
 

@@ -196,6 +196,29 @@ void ModelFiles::finalize_weights(std::vector<WeightInfo> found) {
   for (size_t i = 0; i < weights_.size(); ++i) index_[weights_[i].name] = i;
 }
 
+void ModelFiles::keep_first_layers(int layers) {
+  const int all = config_.num_hidden_layers;
+  NVFP4LM_CHECK(layers >= 1 && layers <= all, "{}: cannot keep the first {} layers of a model with {} (choose 1..{})",
+                path_.string(), layers, all, all);
+  if (layers == all) return;
+  std::unordered_map<std::string, int> layer_of;
+  for (const ExpectedWeight& expected : qwen3_expected_weights(config_)) layer_of[expected.name] = expected.layer;
+  std::erase_if(weights_, [&](const WeightInfo& info) {
+    const auto it = layer_of.find(info.name);
+    return it != layer_of.end() && it->second >= layers;
+  });
+  index_.clear();
+  for (size_t i = 0; i < weights_.size(); ++i) index_[weights_[i].name] = i;
+  config_.num_hidden_layers = layers;
+  config_json_["num_hidden_layers"] = layers;
+  if (config_json_.contains("layer_types") && config_json_["layer_types"].is_array() &&
+      config_json_["layer_types"].size() > static_cast<size_t>(layers))
+    config_json_["layer_types"].erase(config_json_["layer_types"].begin() + layers, config_json_["layer_types"].end());
+  if (config_json_.contains("max_window_layers") && config_json_["max_window_layers"].is_number_integer() &&
+      config_json_["max_window_layers"].get<int64_t>() > layers)
+    config_json_["max_window_layers"] = layers;
+}
+
 namespace detail {
 
 ModelFilesBase::ModelFilesBase(const ModelLocation& location) {

@@ -83,6 +83,11 @@ class ModelFiles {
   const WeightInfo* find(std::string_view name) const;
   const WeightInfo& at(std::string_view name) const;  // Error naming the model when absent
 
+  // Makes this a model of the first `layers` decoder blocks (1 <= layers <= config().num_hidden_layers, an Error
+  // otherwise): config() and config_json() say so ("layer_types" cut too), the later blocks' weights are dropped
+  // from weights(). For quick smoke tests of a large model (train --max-layers).
+  void keep_first_layers(int layers);
+
   virtual ModelWeight load(const std::string& name) const = 0;
   // Done with a weight: release its mapped pages (keeps RSS low when streaming over a large model).
   virtual void release(const std::string& name) const = 0;

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/logging.h"
 #include "io/dat_format.h"
 #include "io/modelopt.h"
 #include "io/safetensors_writer.h"
@@ -191,7 +192,9 @@ void ModelWriter::write_nvfp4(const std::string& name, const Nvfp4Tensor& q) {
     impl_->dat->write(prefix + ".qdata", q.codes.view_as(DType::E2M1x2));
     impl_->dat->write(prefix + ".scale", q.block_scales);
   } else {
-    write_modelopt_weight(*impl_->shard, name, q);
+    const float input_scale =
+        options_.calibration ? options_.calibration->input_scale(name) : kModeloptWeightOnlyInputScale;
+    write_modelopt_weight(*impl_->shard, name, q, input_scale);
   }
   bytes_written_ += q.codes.nbytes() + q.block_scales.nbytes();
   ++next_;
@@ -230,7 +233,11 @@ void ModelWriter::finish() {
     for (const auto& weight : plan_) lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == "lm_head.weight" && weight.nvfp4);
     if (!lm_head_nvfp4) exclude.push_back("lm_head");
     config["quantization_config"] = modelopt_quantization_config(exclude);
-    write_file_atomic(tmp_dir_ / "hf_quant_config.json", hf_quant_config_json(exclude).dump(4) + "\n");
+    const ActivationCalibration* calibration = options_.calibration ? &*options_.calibration : nullptr;
+    const json note = modelopt_calibration_note(calibration != nullptr, calibration ? calibration->source : "",
+                                                calibration ? calibration->tokens : 0);
+    write_file_atomic(tmp_dir_ / "hf_quant_config.json", hf_quant_config_json(exclude, note).dump(4) + "\n");
+    if (calibration == nullptr) log::warn("{}", uncalibrated_input_scale_warning(out_dir_.string()));
   }
   write_file_atomic(tmp_dir_ / "config.json", config.dump(2) + "\n");
   if (options_.generation_config)

@@ -6,7 +6,9 @@
 //   hf-safetensors:  config.json, generation_config.json, model.safetensors, or model-0000i-of-0000n.safetensors
 //                    + model.safetensors.index.json when the data exceeds max_shard_bytes
 //   modelopt-nvfp4:  the same with NVFP4 weights as in io/modelopt.h, hf_quant_config.json, and the
-//                    quantization_config block in config.json (exclude_modules: "lm_head" unless it is NVFP4)
+//                    quantization_config block in config.json (exclude_modules: "lm_head" unless it is NVFP4);
+//                    input_scale from `calibration` when given, else 1.0 with a warning in the log and the
+//                    "uncalibrated" note in hf_quant_config.json
 //   dat:             model.dat (NVFP4 weights as "<layer>.qdata" type 100 + "<layer>.scale" type 101; the
 //                    format has no tensor scale, so NVFP4 weights must have tensor_scale 1), config.json,
 //                    generation_config.json
@@ -22,6 +24,7 @@
 
 #include "core/files.h"
 #include "core/tensor.h"
+#include "io/activation_calibration.h"
 #include "io/model_files.h"
 #include "quant/nvfp4.h"
 
@@ -43,6 +46,8 @@ struct ModelWriterOptions {
   nlohmann::json config_json;  // config.json content (quantization_config is replaced / removed per format)
   std::optional<nlohmann::json> generation_config;
   std::vector<fs::path> copy_files;  // copied into OUT under their file names
+  // modelopt-nvfp4: measured activation ranges, for every NVFP4 weight's input_scale (Error when one is missing).
+  std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 
 class ModelWriter {

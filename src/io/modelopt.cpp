@@ -67,13 +67,40 @@ ModeloptQuantConfig load_hf_quant_config(const fs::path& path) {
   return result;
 }
 
-json hf_quant_config_json(const std::vector<std::string>& exclude_modules) {
+json hf_quant_config_json(const std::vector<std::string>& exclude_modules, const json& calibration_note) {
   return {{"producer", {{"name", "nvfp4lm"}, {"version", NVFP4LM_VERSION}}},
           {"quantization",
            {{"quant_algo", "NVFP4"},
             {"kv_cache_quant_algo", nullptr},
             {"group_size", 16},
-            {"exclude_modules", exclude_modules}}}};
+            {"exclude_modules", exclude_modules}}},
+          {"nvfp4lm", calibration_note}};
+}
+
+json modelopt_calibration_note(bool calibrated, const std::string& source, int64_t tokens) {
+  if (calibrated) return {{"input_scale", "calibrated"}, {"calibration", {{"source", source}, {"tokens", tokens}}}};
+  return {{"input_scale", "uncalibrated"},
+          {"note",
+           "every input_scale is a 1.0 placeholder, not measured activation ranges: engines that quantize "
+           "activations to 4 bits with it flush small activation blocks and clip above 6 * 448; export or quantize "
+           "with --calibrate FILE (or train with --calibrate-steps N) for real scales"}};
+}
+
+std::string uncalibrated_input_scale_warning(const std::string& out) {
+  return fmt::format(
+      "{}: activation scales are uncalibrated (every input_scale is 1.0, a placeholder; hf_quant_config.json says "
+      "so): fine for weight-only NVFP4 (W4A16) engines, but an engine with 4-bit activations would flush small "
+      "activation blocks and clip above 6 * 448; pass --calibrate FILE for measured scales",
+      out);
+}
+
+bool modelopt_input_scales_calibrated(const fs::path& model_dir) {
+  const fs::path path = model_dir / "hf_quant_config.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  const json config = read_json_file(path);
+  const json note = json_field_or(config, "nvfp4lm", json::object(), path.string());
+  return json_field_or(note, "input_scale", std::string(), path.string()) == "calibrated";
 }
 
 json modelopt_quantization_config(const std::vector<std::string>& exclude_modules) {
@@ -152,14 +179,16 @@ uint64_t modelopt_weight_bytes(int64_t rows, int64_t cols) {
   return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols / 2 + cols / 16) + 8;
 }
 
-void write_modelopt_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q) {
+void write_modelopt_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q,
+                           float input_scale) {
   validate_nvfp4(q, weight_name);
+  NVFP4LM_CHECK(std::isfinite(input_scale) && input_scale > 0, "'{}': input_scale {} must be finite and positive",
+                weight_name, input_scale);
   NVFP4LM_CHECK(q.device().is_cpu(), "'{}': quantized weight must be on the CPU to be written", weight_name);
   const ModeloptNames names = modelopt_names(weight_name);
   writer.write(names.weight, q.codes);
   writer.write(names.weight_scale, q.block_scales);
   writer.write_bytes(names.weight_scale_2, &q.tensor_scale, sizeof(float));
-  const float input_scale = kModeloptWeightOnlyInputScale;
   writer.write_bytes(names.input_scale, &input_scale, sizeof(float));
 }
 

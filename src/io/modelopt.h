@@ -4,15 +4,19 @@
 //   <prefix>.weight_scale    F8_E4M3 [out, in/16]  one scale per 16 consecutive inputs
 //   <prefix>.weight_scale_2  F32     []            the tensor scale, a multiplier:
 //                                                  value = code * weight_scale * weight_scale_2
-//   <prefix>.input_scale     F32     []            activation tensor scale; we quantize weights only and write
-//                                                  1.0 (engines that run W4A4 then quantize activations with a
-//                                                  tensor scale of 1, i.e. block scales straight from the
-//                                                  activation range, which E4M3 covers up to 448 * 6)
+//   <prefix>.input_scale     F32     []            activation tensor scale for engines that run 4-bit activations:
+//                                                  amax / (6 * 448) of the linear's input over calibration text
+//                                                  (io/activation_calibration.h), or 1.0, a placeholder, when the
+//                                                  export was not calibrated (such an engine then flushes small
+//                                                  activation blocks and clips above 6 * 448)
 // Everything else (embeddings, norms, lm_head unless quantized) is stored as in a plain HF checkpoint.
 // hf_quant_config.json: {"producer": {"name": "nvfp4lm", "version": ...}, "quantization": {"quant_algo":
-// "NVFP4", "kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": [...]}}; config.json carries the
-// same as "quantization_config" in the form ModelOpt's exporter writes (convert_hf_quant_config_format:
-// config_groups, ignore, quant_algo, producer, quant_method "modelopt").
+// "NVFP4", "kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": [...]}, "nvfp4lm": {...}}. The
+// "nvfp4lm" object is ours: {"input_scale": "calibrated", "calibration": {"source": ..., "tokens": N}} or
+// {"input_scale": "uncalibrated", "note": ...}. Engines read only "quantization" (vLLM's ModelOptNvFp4Config;
+// TensorRT-LLM merges "quantization" into its own config, so nothing may be added there) and ignore other keys.
+// config.json carries the same as "quantization_config" in the form ModelOpt's exporter writes
+// (convert_hf_quant_config_format: config_groups, ignore, quant_algo, producer, quant_method "modelopt").
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -40,7 +44,15 @@ struct ModeloptQuantConfig {
 
 // Reads hf_quant_config.json; Error unless quant_algo is NVFP4 with group_size 16.
 ModeloptQuantConfig load_hf_quant_config(const fs::path& path);
-nlohmann::json hf_quant_config_json(const std::vector<std::string>& exclude_modules);
+// calibration: the "nvfp4lm" object above (modelopt_calibration_note).
+nlohmann::json hf_quant_config_json(const std::vector<std::string>& exclude_modules,
+                                    const nlohmann::json& calibration_note);
+// {"input_scale": "calibrated", "calibration": {"source", "tokens"}} when `calibrated`, else the uncalibrated note.
+nlohmann::json modelopt_calibration_note(bool calibrated, const std::string& source, int64_t tokens);
+// The one-line warning an uncalibrated ModelOpt export logs.
+std::string uncalibrated_input_scale_warning(const std::string& out);
+// Whether a ModelOpt directory's hf_quant_config.json says its input scales are calibrated (false without the note).
+bool modelopt_input_scales_calibrated(const fs::path& model_dir);
 // The "quantization_config" block for config.json.
 nlohmann::json modelopt_quantization_config(const std::vector<std::string>& exclude_modules);
 
@@ -62,7 +74,9 @@ void drop_modelopt_weight_pages(const SafetensorsSet& set, const std::string& we
 // Writer side: declares the four entries of a [rows, cols] quantized weight, then writes them in that order.
 void declare_modelopt_weight(std::vector<SafetensorsEntrySpec>& entries, const std::string& weight_name, int64_t rows,
                              int64_t cols);
-void write_modelopt_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q);
+// input_scale: finite and positive (kModeloptWeightOnlyInputScale when uncalibrated).
+void write_modelopt_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q,
+                           float input_scale);
 // Bytes the four entries take.
 uint64_t modelopt_weight_bytes(int64_t rows, int64_t cols);
 

@@ -116,6 +116,9 @@ std::vector<fs::path> model_side_files(const ModelFiles& source) {
 QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options) {
   NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat,
                 "quantize writes the modelopt or dat format, not {}", model_format_name(options.format));
+  NVFP4LM_CHECK(!options.calibration || options.format == ModelFormat::ModeloptNvfp4,
+                "--calibrate measures activation scales for the ModelOpt format's input_scale; the .dat format stores "
+                "none: use --format modelopt, or leave out --calibrate");
   // Before the (long) amax pass, not only when writing starts: OUT may not be, hold or lie in what is read.
   std::vector<GuardedInput> inputs = {{source.path(), "the source model"},
                                       {source.config_path(), "the source model's config"}};
@@ -132,6 +135,7 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
   writer_options.config_json = source.config_json();
   if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
   writer_options.copy_files = model_side_files(source);
+  writer_options.calibration = options.calibration;
   std::vector<WeightPlan> writer_plan;
   for (const auto& weight : plan) writer_plan.push_back(weight.plan);
   ModelWriter writer(options.format, out, writer_plan, writer_options);

@@ -12,6 +12,7 @@
 // in the output config.json, so every loader uses the quantized head instead of the embeddings.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct QuantizeOptions {
   Nvfp4Block block = Nvfp4Block::Row1x16;
   bool overwrite = false;
   uint64_t max_shard_bytes = kDefaultMaxShardBytes;
+  // ModelOpt: measured activation ranges for the input_scale of every quantized weight (see io/model_writer.h);
+  // none: 1.0 placeholders and a warning.
+  std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 
 struct QuantizedWeightReport {

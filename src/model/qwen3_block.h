@@ -15,9 +15,11 @@
 // recompute-per-block mode (save x_in only, re-run before each block's backward).
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include "core/tensor.h"
+#include "io/activation_calibration.h"
 #include "io/hf_config.h"
 #include "ops/rope.h"
 #include "quant/nvfp4.h"
@@ -49,7 +51,14 @@ struct BlockContext {
   const Tensor* segment_ids = nullptr;  // optional I32 [B, T]
   const RopeTable* rope = nullptr;
   bool quantize_activations = false;  // W4A4
+  // When set, block_forward records the amax of each projection's input (before any W4A4 fake quantization) under
+  // the projection's weight name: activation calibration (io/activation_calibration.h).
+  ActivationCalibration* calibration = nullptr;
 };
+
+// Records max |input| under each weight's name in `calibration` (computed where the tensor lives).
+void record_input_amax(ActivationCalibration& calibration, const Tensor& input,
+                       std::initializer_list<const std::string*> weight_names);
 
 // What one block's forward writes. With `saved` false (frozen blocks, evaluation) one set is reused by every
 // block, x_mid aliases x_in and the block updates its input in place.

@@ -7,6 +7,7 @@
 #include "ops/gemm.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
+#include "quant/master_amax.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm::detail {
@@ -19,6 +20,13 @@ void quantize_activation(const Tensor& x, Tensor& x_q, const char* what) {
 }
 
 }  // namespace
+
+void record_input_amax(ActivationCalibration& calibration, const Tensor& input,
+                       std::initializer_list<const std::string*> weight_names) {
+  const std::string& first = **weight_names.begin();
+  const float amax = master_weight_amax(token_rows(input), "the input activation of " + first);
+  for (const std::string* name : weight_names) calibration.observe(*name, amax);
+}
 
 Tensor token_rows(const Tensor& t) {
   const int64_t rows = t.dim(0) * t.dim(1);
@@ -75,6 +83,8 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
 
   // Attention half.
   rmsnorm_forward(a.x_in, w.input_norm.use, eps, a.normed_in, &a.rstd_in);
+  if (context.calibration)
+    record_input_amax(*context.calibration, a.normed_in, {&w.q_proj.name, &w.k_proj.name, &w.v_proj.name});
   if (w4a4) quantize_activation(a.normed_in, a.qkv_input, "W4A4 activation (q/k/v input)");
   const Tensor qkv_in = token_rows(a.qkv_input);
   Tensor q_rows = token_rows(a.q_raw), k_rows = token_rows(a.k_raw), v_rows = token_rows(a.v);
@@ -89,6 +99,7 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
   options.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   options.segment_ids = context.segment_ids;
   attention_forward(a.q, a.k, a.v, a.attn, options, &a.lse);
+  if (context.calibration) record_input_amax(*context.calibration, a.attn, {&w.o_proj.name});
   if (w4a4) quantize_activation(a.attn, a.o_input, "W4A4 activation (o_proj input)");
   Tensor proj = token_rows(a.normed_mid);  // free until the second norm: holds the o_proj output
   linear_forward(token_rows(a.o_input), w.o_proj.use, proj);
@@ -96,12 +107,14 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
 
   // MLP half.
   rmsnorm_forward(a.x_mid, w.post_attention_norm.use, eps, a.normed_mid, &a.rstd_mid);
+  if (context.calibration) record_input_amax(*context.calibration, a.normed_mid, {&w.gate_proj.name, &w.up_proj.name});
   if (w4a4) quantize_activation(a.normed_mid, a.gate_up_input, "W4A4 activation (gate/up input)");
   const Tensor gate_up_in = token_rows(a.gate_up_input);
   Tensor gate_rows = token_rows(a.gate), up_rows = token_rows(a.up);
   linear_forward(gate_up_in, w.gate_proj.use, gate_rows);
   linear_forward(gate_up_in, w.up_proj.use, up_rows);
   swiglu_forward(a.gate, a.up, a.act);
+  if (context.calibration) record_input_amax(*context.calibration, a.act, {&w.down_proj.name});
   if (w4a4) quantize_activation(a.act, a.down_input, "W4A4 activation (down_proj input)");
   if (out.raw() == a.x_mid.raw()) {
     // In place (activations not saved): the MLP output needs a buffer of its own; normed_in is free by now.

@@ -119,7 +119,7 @@ void InferenceWorkspace::ensure_rope(const Qwen3Config& config, int64_t position
 }
 
 InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
-                                   bool all_logits) {
+                                   bool all_logits, int64_t logit_tokens) {
   const Device device = weights.embed_tokens.device();
   const DType dtype = weights.embed_tokens.dtype();
   x = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
@@ -132,7 +132,7 @@ InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& wei
   gate = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
   up = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
   act = Tensor::empty({batch, tokens, c.intermediate_size}, dtype, device);
-  const int64_t rows = all_logits ? batch * tokens : batch;
+  const int64_t rows = all_logits ? batch * (logit_tokens > 0 ? logit_tokens : tokens) : batch;
   hidden = Tensor::empty({rows, c.hidden_size}, dtype, device);
   logits = Tensor::empty({rows, c.vocab_size}, DType::F32, device);
   if (weights.lm_head.is_nvfp4() && dtype != DType::F32)
@@ -140,12 +140,12 @@ InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& wei
 }
 
 uint64_t InferenceBuffers::bytes(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
-                                 bool all_logits) {
+                                 bool all_logits, int64_t logit_tokens) {
   const DType dtype = weights.embed_tokens.dtype();
   const auto activations = static_cast<uint64_t>(batch * tokens *
                                                  (3 * c.hidden_size + 2 * c.num_attention_heads * c.head_dim +
                                                   2 * c.num_key_value_heads * c.head_dim + 3 * c.intermediate_size));
-  const auto rows = static_cast<uint64_t>(all_logits ? batch * tokens : batch);
+  const auto rows = static_cast<uint64_t>(all_logits ? batch * (logit_tokens > 0 ? logit_tokens : tokens) : batch);
   uint64_t bytes = (activations + rows * static_cast<uint64_t>(c.hidden_size)) * dtype_bytes(dtype) +
                    rows * static_cast<uint64_t>(c.vocab_size) * dtype_bytes(DType::F32);
   if (weights.lm_head.is_nvfp4() && dtype != DType::F32)
@@ -163,7 +163,10 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
                  "last logits, got {}",
                  ids.str());
   std::optional<InferenceBuffers> own;
-  if (buffers == nullptr) buffers = &own.emplace(config, weights, batch, tokens, step.all_logits);
+  NVFP4LM_ASSERT(step.logit_tokens >= 0 && step.logit_tokens <= tokens,
+                 "qwen3_inference_forward: {} logit tokens of {}", step.logit_tokens, tokens);
+  const int64_t logit_tokens = step.logit_tokens > 0 ? step.logit_tokens : tokens;
+  if (buffers == nullptr) buffers = &own.emplace(config, weights, batch, tokens, step.all_logits, logit_tokens);
   InferenceBuffers& buf = *buffers;
   NVFP4LM_ASSERT(buf.x.dim(0) == batch && buf.x.dim(1) == tokens, "qwen3_inference_forward: buffers {} for ids {}",
                  buf.x.str(), ids.str());
@@ -175,7 +178,18 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
 
   // Only the returned rows go through the final norm and the lm_head; one row per sequence (the last position)
   // is computed row by row as in a decode step.
-  const Tensor last = step.all_logits ? rows_of(buf.x) : buf.x.select(1, tokens - 1);  // [rows, H]
+  Tensor last;  // [rows, H]
+  if (!step.all_logits) {
+    last = buf.x.select(1, tokens - 1);
+  } else if (logit_tokens == tokens) {
+    last = rows_of(buf.x);
+  } else {
+    // Each batch row's tail is contiguous; gathered row by row (a strided copy does not exist on every device).
+    Tensor tail = Tensor::empty({batch, logit_tokens, config.hidden_size}, buf.x.dtype(), buf.x.device());
+    for (int64_t b = 0; b < batch; ++b)
+      tail.select(0, b).copy_from(buf.x.select(0, b).narrow(0, tokens - logit_tokens, logit_tokens));
+    last = rows_of(tail);
+  }
   const LinearRows head_rows = step.all_logits ? rows_for(tokens) : LinearRows::Independent;
   rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), buf.hidden);
   if (weights.lm_head.is_nvfp4()) {
@@ -188,7 +202,7 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
   } else {
     lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits, head_rows);
   }
-  return step.all_logits ? buf.logits.reshape({batch, tokens, config.vocab_size}) : buf.logits;
+  return step.all_logits ? buf.logits.reshape({batch, logit_tokens, config.vocab_size}) : buf.logits;
 }
 
 }  // namespace nvfp4lm::detail

@@ -31,6 +31,7 @@ struct InferenceStep {
   const Tensor* segment_ids = nullptr;  // optional I32 [B, T] (no cache)
   KVCache* cache = nullptr;             // optional: keys / values appended at cache->length() (not advanced here)
   bool all_logits = true;               // false: logits of the last position of each row only
+  int64_t logit_tokens = 0;             // with all_logits: the last logit_tokens positions of each row (0: all)
   const RopeTable* rope = nullptr;      // default: the workspace's
   // Decode form (with a cache, T == 1, !all_logits): nothing the host knows about the cache enters the launches.
   // Row b's history is cache row cache_rows[b] (a slot of a pool that may hold more rows than the step); its key /
@@ -50,11 +51,12 @@ struct InferenceBuffers {
   Tensor hidden;         // [rows, H]: the final norm of the returned rows
   Tensor logits;         // F32 [rows, V]
   Tensor narrow_logits;  // [rows, V] in the compute dtype when a quantized lm_head writes it (then cast)
+  // Logits (and `hidden`) for every position with all_logits, else for the last; logit_tokens as in InferenceStep.
   InferenceBuffers(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
-                   bool all_logits);
+                   bool all_logits, int64_t logit_tokens = 0);
   // What the constructor allocates, in bytes.
   static uint64_t bytes(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
-                        bool all_logits);
+                        bool all_logits, int64_t logit_tokens = 0);
 };
 
 // Logits F32 [B, T, V] (all_logits) or [B, V] (a view of buffers->logits when given). The workspace's mutex must

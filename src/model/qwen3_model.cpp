@@ -76,7 +76,8 @@ Qwen3Model Qwen3Model::load(const fs::path& path, const ModelOptions& options) {
 Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& options) {
   const MemoryPhase phase("load");
   files.config().validate(files.config_path().string());
-  Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device)));
+  Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device),
+                                                      options.dequantize_nvfp4));
   model.source_ = files.path();
   model.tokenizer_dir_ = options.tokenizer_dir ? options.tokenizer_dir : files.tokenizer_dir();
   int64_t nvfp4_linears = 0, linears = 0;
@@ -97,6 +98,13 @@ std::string Qwen3Model::compute_path() const {
   const Device dev = device();
   if (weights_.any_nvfp4()) return nvfp4_linear_compute_path(dev);
   return dev.is_cpu() ? "cpu/dense" : "cuda/dense-bf16";
+}
+
+std::string Qwen3Model::precision() const {
+  const std::string compute = compute_dtype() == DType::F32 ? "fp32" : "bf16 activations, fp32 accumulation";
+  const std::string weights =
+      weights_.any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(weights_.embed_tokens.dtype()));
+  return fmt::format("{} (weights {})", compute, weights);
 }
 
 KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {
@@ -137,6 +145,17 @@ Tensor Qwen3Model::forward(const Tensor& ids, const Tensor* positions, const Ten
   return run(ids, position_tensor, segment_ids ? &segments : nullptr, nullptr, true, max_position);
 }
 
+Tensor Qwen3Model::forward_last(const Tensor& ids, int64_t last_tokens) const {
+  check_i32_batch(ids, "forward_last: ids", -1, -1);
+  const int64_t batch = ids.dim(0), tokens = ids.dim(1);
+  NVFP4LM_CHECK(batch > 0 && tokens > 0, "forward_last: ids {} holds no tokens", ids.str());
+  NVFP4LM_CHECK(last_tokens >= 1 && last_tokens <= tokens, "forward_last: {} last positions asked of {} tokens",
+                last_tokens, tokens);
+  std::vector<int32_t> values(static_cast<size_t>(batch * tokens));
+  for (int64_t i = 0; i < batch * tokens; ++i) values[static_cast<size_t>(i)] = static_cast<int32_t>(i % tokens);
+  return run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, nullptr, true, tokens - 1, last_tokens);
+}
+
 Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_logits) const {
   check_i32_batch(ids, "forward_cached: ids", cache.batch(), ids.rank() == 2 ? ids.dim(1) : 0);
   const int64_t batch = ids.dim(0), tokens = ids.dim(1), start = cache.length();
@@ -157,7 +176,7 @@ Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_lo
 }
 
 Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache,
-                       bool all_logits, int64_t max_position) const {
+                       bool all_logits, int64_t max_position, int64_t logit_tokens) const {
   const Tensor device_ids = on_device(ids, device());
   const Tensor device_positions = on_device(positions, device());
   const std::lock_guard<std::mutex> lock(workspace_->mutex);
@@ -168,6 +187,7 @@ Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor*
   step.segment_ids = segment_ids;
   step.cache = cache;
   step.all_logits = all_logits;
+  step.logit_tokens = logit_tokens;
   return detail::qwen3_inference_forward(config_, weights_, *workspace_, step);
 }
 

@@ -32,6 +32,9 @@ struct ModelOptions {
   Device device = Device::cpu();
   std::optional<fs::path> config_path;    // passed to open_model
   std::optional<fs::path> tokenizer_dir;  // passed to open_model
+  // Dequantize NVFP4 linears once at load into dense compute-dtype weights (compute path cpu/dense or
+  // cuda/dense-bf16): the same weights through the dense kernels, for parity checks.
+  bool dequantize_nvfp4 = false;
 };
 
 class Qwen3Model {
@@ -47,6 +50,8 @@ class Qwen3Model {
   DType compute_dtype() const;  // F32 on CPU, BF16 on CUDA
   // "cpu/dequant-gemm", "cuda/nvfp4-w4a16", "cuda/dequant-gemm", "cpu/dense", "cuda/dense-bf16"
   std::string compute_path() const;
+  // "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)".
+  std::string precision() const;
   // Where the model came from (for messages) and its tokenizer directory, if any.
   const fs::path& source() const { return source_; }
   const std::optional<fs::path>& tokenizer_dir() const { return tokenizer_dir_; }
@@ -54,6 +59,10 @@ class Qwen3Model {
   // Full causal forward without a cache. ids: I32 [B, T] (on any device). positions: I32 [B, T] (default
   // 0..T-1); segment_ids: I32 [B, T] for packed rows (attention stays inside a segment). Returns F32 [B, T, V].
   Tensor forward(const Tensor& ids, const Tensor* positions = nullptr, const Tensor* segment_ids = nullptr) const;
+  // forward(ids) with logits for the last `last_tokens` positions of each row only (1 <= last_tokens <= T):
+  // F32 [B, last_tokens, V]. The same computation up to the final norm; the lm_head runs on fewer rows, so a long
+  // sequence's reference logits need not hold T x V floats.
+  Tensor forward_last(const Tensor& ids, int64_t last_tokens) const;
 
   // Appends ids I32 [B, T] at positions cache.length() .. cache.length()+T-1, advances the cache, and returns
   // logits F32 [B, V] of the last position (or [B, T, V] when all_logits). Throws Error when the cache would
@@ -70,8 +79,9 @@ class Qwen3Model {
 
  private:
   friend class Qwen3DecodeStep;  // model/qwen3_decode_step.h: shares the workspace (RoPE table, scratch, mutex)
+  // logit_tokens: logits of the last logit_tokens positions of each row (0: every position).
   Tensor run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache, bool all_logits,
-             int64_t max_position) const;
+             int64_t max_position, int64_t logit_tokens = 0) const;
 
   Qwen3Config config_;
   Qwen3Weights weights_;

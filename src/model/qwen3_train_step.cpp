@@ -91,6 +91,8 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   context.segment_ids = segments.defined() ? &segments : nullptr;
   context.rope = &rope_for(max_position);
   context.quantize_activations = options_.qat == QatMode::W4A4;
+  context.calibration = calibration_;
+  if (calibration_) calibration_->tokens += b * t;
   const bool w4a4 = context.quantize_activations;
 
   const int layers = static_cast<int>(layers_.size());
@@ -130,6 +132,10 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   Tensor final_rstd = Tensor::empty({b * t}, DType::F32, device);
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   rmsnorm_forward(x, final_norm_.use, eps, hidden, &final_rstd);
+  if (calibration_) {
+    static const std::string lm_head_name = "lm_head.weight";
+    detail::record_input_amax(*calibration_, hidden, {&lm_head_name});
+  }
 
   Tensor d_hidden;
   if (any_backward) d_hidden = Tensor::empty({b, t, h}, dtype, device);

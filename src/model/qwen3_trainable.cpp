@@ -91,7 +91,7 @@ std::string_view loss_kind_name(LossKind kind) { return kind == LossKind::CrossE
 
 LossKind parse_loss_kind(std::string_view name) {
   if (name == "ce") return LossKind::CrossEntropy;
-  if (name == "l1") return LossKind::L1;
+  if (name == "l1" || name == "scalar") return LossKind::L1;  // "scalar": the F# predecessor's name
   NVFP4LM_FAIL("unknown loss '{}' (choose ce or l1)", name);
 }
 

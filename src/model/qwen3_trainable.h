@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/activation_calibration.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
 #include "model/parameter.h"
@@ -155,6 +156,12 @@ class Qwen3Trainable {
   // grads = 0 for every trainable parameter.
   void zero_grad();
 
+  // While set (not null), every forward (training or evaluation) records the amax of each linear's input activation
+  // into `calibration` under the linear's weight name ("lm_head.weight" for the head, tied or not) and adds the
+  // batch's positions to its token count: activation calibration for ModelOpt exports (io/activation_calibration.h).
+  // Recording changes nothing the forward computes. The object must outlive its use.
+  void set_calibration(ActivationCalibration* calibration) { calibration_ = calibration; }
+
   // An inference model over the weights the forward uses (deq(Q(W)) under QAT): shares their storage, so it
   // follows refresh_quantized(). For sampling during training; the exported NVFP4 model computes the same
   // function (up to the packed path's summation order).
@@ -185,6 +192,7 @@ class Qwen3Trainable {
   std::vector<Parameter> embed_group_, final_norm_group_, lm_head_group_;
   int first_trained_layer_ = 0;
   std::optional<RopeTable> rope_;
+  ActivationCalibration* calibration_ = nullptr;
 };
 
 }  // namespace nvfp4lm

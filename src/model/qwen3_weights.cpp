@@ -1,7 +1,8 @@
 // Loading Qwen3Weights from any ModelFiles (see qwen3_weights.h).
 //  - Dense weights become the compute dtype on the target device. On the CPU an F32 file tensor is used as the
 //    zero-copy read-only view ModelFiles returns (inference never writes weights), anything else is converted.
-//  - NVFP4 linears stay packed (codes + block scales moved to the device as they are).
+//  - NVFP4 linears stay packed (codes + block scales moved to the device as they are), unless the caller asks for
+//    them dequantized (exact in F32; rounded once to BF16 on CUDA).
 //  - An NVFP4 tensor where the model needs a dense one (an embedding or norm quantized by some other tool) is
 //    dequantized: exact, just larger.
 #include "model/qwen3_weights.h"
@@ -36,13 +37,16 @@ Tensor load_dense(const ModelFiles& files, const std::string& name, DType dtype,
   return to_dense(weight.dense, dtype, device);
 }
 
-LinearWeight load_linear(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+LinearWeight load_linear(const ModelFiles& files, const std::string& name, DType dtype, Device device,
+                         bool dequantize) {
   const WeightInfo& info = files.at(name);
   LinearWeight linear;
   linear.out_features = info.shape[0];
   linear.in_features = info.shape[1];
   const ModelWeight weight = files.load(name);
-  if (weight.is_nvfp4()) {
+  if (weight.is_nvfp4() && dequantize) {
+    linear.dense = to_dense(dequantize_nvfp4(weight.nvfp4, DType::F32), dtype, device);
+  } else if (weight.is_nvfp4()) {
     linear.nvfp4 = weight.nvfp4;
     linear.nvfp4.codes = weight.nvfp4.codes.to(device);
     linear.nvfp4.block_scales = weight.nvfp4.block_scales.to(device);
@@ -82,7 +86,7 @@ size_t Qwen3Weights::nbytes() const {
   return bytes;
 }
 
-Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype) {
+Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype, bool dequantize_nvfp4) {
   const Qwen3Config& config = files.config();
   Qwen3Weights weights;
   weights.embed_tokens = load_dense(files, "model.embed_tokens.weight", compute_dtype, device);
@@ -94,13 +98,13 @@ Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType co
     layer.post_attention_norm = load_dense(files, p + "post_attention_layernorm.weight", DType::F32, device);
     layer.q_norm = load_dense(files, p + "self_attn.q_norm.weight", DType::F32, device);
     layer.k_norm = load_dense(files, p + "self_attn.k_norm.weight", DType::F32, device);
-    layer.q_proj = load_linear(files, p + "self_attn.q_proj.weight", compute_dtype, device);
-    layer.k_proj = load_linear(files, p + "self_attn.k_proj.weight", compute_dtype, device);
-    layer.v_proj = load_linear(files, p + "self_attn.v_proj.weight", compute_dtype, device);
-    layer.o_proj = load_linear(files, p + "self_attn.o_proj.weight", compute_dtype, device);
-    layer.gate_proj = load_linear(files, p + "mlp.gate_proj.weight", compute_dtype, device);
-    layer.up_proj = load_linear(files, p + "mlp.up_proj.weight", compute_dtype, device);
-    layer.down_proj = load_linear(files, p + "mlp.down_proj.weight", compute_dtype, device);
+    layer.q_proj = load_linear(files, p + "self_attn.q_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    layer.k_proj = load_linear(files, p + "self_attn.k_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    layer.v_proj = load_linear(files, p + "self_attn.v_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    layer.o_proj = load_linear(files, p + "self_attn.o_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    layer.gate_proj = load_linear(files, p + "mlp.gate_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    layer.up_proj = load_linear(files, p + "mlp.up_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    layer.down_proj = load_linear(files, p + "mlp.down_proj.weight", compute_dtype, device, dequantize_nvfp4);
   }
   weights.final_norm = load_dense(files, "model.norm.weight", DType::F32, device);
   if (config.tie_word_embeddings) {
@@ -108,7 +112,7 @@ Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType co
     weights.lm_head.in_features = config.hidden_size;
     weights.lm_head.dense = weights.embed_tokens;
   } else {
-    weights.lm_head = load_linear(files, "lm_head.weight", compute_dtype, device);
+    weights.lm_head = load_linear(files, "lm_head.weight", compute_dtype, device, dequantize_nvfp4);
   }
   return weights;
 }

@@ -36,7 +36,10 @@ struct Qwen3Weights {
   size_t nbytes() const;
 };
 
-// Loads every weight of `files` onto `device`: dense weights converted to `compute_dtype`, NVFP4 kept packed.
-Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype);
+// Loads every weight of `files` onto `device`: dense weights converted to `compute_dtype`, NVFP4 kept packed
+// (or, with dequantize_nvfp4, dequantized once into dense `compute_dtype` linears: the cpu/dense and
+// cuda/dense-bf16 paths over the same weights).
+Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype,
+                                bool dequantize_nvfp4 = false);
 
 }  // namespace nvfp4lm

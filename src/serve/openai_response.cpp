@@ -65,7 +65,7 @@ json CompletionResponse::usage() const {
           {"total_tokens", prompt_tokens_ + completion_tokens_}};
 }
 
-json CompletionResponse::chat_logprob(const TokenLogprobs& logprobs) const {
+json CompletionResponse::chat_logprob(const NextTokenLogprobs& logprobs) const {
   auto entry = [&](const TokenLogprob& token) {
     const std::string_view bytes = tokenizer_.token_bytes(token.id);
     json byte_values = json::array();
@@ -81,7 +81,7 @@ json CompletionResponse::chat_logprob(const TokenLogprobs& logprobs) const {
   return result;
 }
 
-void CompletionResponse::add_completion_logprob(const TokenLogprobs& logprobs, json& target) const {
+void CompletionResponse::add_completion_logprob(const NextTokenLogprobs& logprobs, json& target) const {
   const std::string token = tokenizer::to_valid_utf8(tokenizer_.token_bytes(logprobs.chosen.id));
   int64_t offset = 0;
   if (!target["text_offset"].empty())

@@ -50,8 +50,8 @@ class CompletionResponse {
   nlohmann::json chunk(nlohmann::json choice) const;
   nlohmann::json usage() const;
   // The logprobs of one token in this endpoint's format (chat: one "content" entry; completions: one position).
-  nlohmann::json chat_logprob(const TokenLogprobs& logprobs) const;
-  void add_completion_logprob(const TokenLogprobs& logprobs, nlohmann::json& target) const;
+  nlohmann::json chat_logprob(const NextTokenLogprobs& logprobs) const;
+  void add_completion_logprob(const NextTokenLogprobs& logprobs, nlohmann::json& target) const;
 
   bool chat_;
   bool stream_;

@@ -14,7 +14,7 @@
 #include "infer/stop_conditions.h"
 #include "io/synth_model.h"
 #include "tokenizer/chat_template_choice.h"
-#include "train/data/demo_data.h"
+#include "train/data/whoami_data.h"
 
 namespace nvfp4lm {
 namespace {
@@ -23,6 +23,7 @@ constexpr int64_t kDemoEpochs = 24;
 constexpr double kDemoLr = 3e-3;
 constexpr int64_t kDemoSeqLen = 128;
 constexpr int64_t kDemoBatch = 4;
+constexpr int64_t kDemoConversations = 84;
 
 // ./demo-run/run-YYYYmmdd-HHMMSS (with a -N suffix when that exists).
 fs::path fresh_work_dir() {
@@ -42,6 +43,21 @@ void say(std::FILE* out, fmt::format_string<Args...> format, Args&&... args) {
 }
 
 }  // namespace
+
+WhoamiOptions demo_whoami_options() {
+  WhoamiOptions options;
+  options.name = "Nova";
+  options.creator = "nvfp4lm";
+  options.conversations = kDemoConversations;
+  return options;
+}
+
+std::vector<WhoamiQa> demo_questions() {
+  const WhoamiOptions options = demo_whoami_options();
+  return {{"Who are you?", whoami_answer_english(options)},
+          {"你是谁？", whoami_answer_chinese(options)},
+          whoami_control_questions().front()};
+}
 
 Qwen3Config demo_model_config() {
   Qwen3Config config = qwen3_preset("tiny");
@@ -74,10 +90,17 @@ DemoResult run_demo(const DemoOptions& options) {
   NVFP4LM_CHECK(!ec, "cannot create the demo work directory {}: {}", result.work_dir.string(), ec.message());
   say(out, "nvfp4lm demo: work directory {}", result.work_dir.string());
 
-  // 1. Data.
-  const fs::path data = write_demo_dataset(result.work_dir / "data");
-  say(out, "[1/4] wrote the demo dataset {} ({} identity questions in English and Chinese, {} general ones)",
-      data.string(), demo_identity_questions().size(), demo_general_questions().size());
+  // 1. Data: `nvfp4lm data whoami --name Nova --count 84`.
+  const WhoamiOptions whoami = demo_whoami_options();
+  const WhoamiDataset dataset = make_whoami_dataset(whoami);
+  const fs::path data = result.work_dir / "data" / "whoami.jsonl";
+  fs::create_directories(data.parent_path(), ec);
+  NVFP4LM_CHECK(!ec, "cannot create {}: {}", data.parent_path().string(), ec.message());
+  write_file_atomic(data, dataset.jsonl);
+  say(out,
+      "[1/4] wrote the identity data set {} (`nvfp4lm data whoami --name {} --count {}`: {} conversations asking "
+      "who the model is, in English and Chinese, {} control questions)",
+      data.string(), whoami.name, whoami.conversations, dataset.identity_conversations, dataset.control_conversations);
 
   // 2. A tiny random model with the bundled Qwen3 tokenizer.
   const fs::path base = result.work_dir / "base-model";
@@ -146,12 +169,7 @@ DemoResult run_demo(const DemoOptions& options) {
   const Tokenizer tokenizer = Tokenizer::load(result.export_dir);
   say(out, "[4/4] reloaded {} ({}), greedy answers with the {} chat template:", result.export_dir.string(),
       model.compute_path(), chat_template_name(style));
-  std::vector<DemoQa> questions;
-  for (const DemoQa& qa : demo_identity_questions()) {
-    if (qa.question == "Who are you?" || qa.question == "你是谁？") questions.push_back(qa);
-  }
-  questions.push_back(demo_control_question());
-  for (const DemoQa& qa : questions) {
+  for (const WhoamiQa& qa : demo_questions()) {
     DemoAnswer answer;
     answer.question = qa.question;
     answer.expected = qa.answer;

@@ -1,5 +1,6 @@
 // `nvfp4lm demo`: the whole pipeline on bundled data, on the CPU, in a few minutes, with nothing downloaded:
-//   1. write the demo dataset (train/data/demo_data.h) into the work directory;
+//   1. write the identity data set of `nvfp4lm data whoami` (train/data/whoami_data.h) for the name "Nova" into the
+//      work directory;
 //   2. synthesise a tiny random Qwen3 with the real tokenizer's vocabulary (io/synth_model.h; the bundled Qwen3
 //      tokenizer is copied beside it);
 //   3. train it with NVFP4 QAT (w4a16) on the CPU with the training loop of `nvfp4lm train` (trainer.h);
@@ -19,6 +20,7 @@
 #include "model/qwen3_model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
+#include "train/data/whoami_data.h"
 #include "train/trainer.h"
 
 namespace nvfp4lm {
@@ -26,6 +28,11 @@ namespace nvfp4lm {
 // The demo model: vocabulary 151936 (the bundled tokenizer), F32 weights, small enough to learn the demo data on
 // two CPU cores within the time budget.
 Qwen3Config demo_model_config();
+// The demo's data set: the name Nova, trained by nvfp4lm, 84 conversations.
+WhoamiOptions demo_whoami_options();
+// What the demo asks after training, with the trained answers: "Who are you?", "你是谁？" and the first control
+// question.
+std::vector<WhoamiQa> demo_questions();
 
 struct DemoOptions {
   fs::path work_dir;  // empty: a new directory under ./demo-run

@@ -263,7 +263,8 @@ std::optional<CheckpointInfo> latest_checkpoint(const fs::path& run_dir, VerifyL
   return std::nullopt;
 }
 
-std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, VerifyLevel level) {
+std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, VerifyLevel level,
+                                        std::optional<int64_t> also_keep) {
   NVFP4LM_CHECK(keep >= 1, "the number of checkpoints to keep must be at least 1 (got {})", keep);
   std::vector<fs::path> deleted;
   const std::optional<CheckpointInfo> newest = latest_checkpoint(run_dir, level);
@@ -285,6 +286,8 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
       log::warn("keeping {}: newer than the newest complete checkpoint, but not complete", dir.path.string());
     } else if (kept < keep) {
       ++kept;
+    } else if (also_keep && dir.step == *also_keep) {
+      continue;
     } else {
       remove(dir.path);
     }

@@ -79,8 +79,10 @@ std::optional<CheckpointInfo> latest_checkpoint(const fs::path& run_dir, VerifyL
 
 // Deletes old checkpoints so that at most `keep` (>= 1) step-N directories remain at or below the newest
 // complete one (which is never deleted; newer incomplete ones are left alone and logged), plus leftover
-// step-M.tmp directories with M <= that step. Returns the deleted paths.
-std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, VerifyLevel level = VerifyLevel::Checksums);
+// step-M.tmp directories with M <= that step. `also_keep` (e.g. the step with the best evaluation loss, --save-best)
+// is never deleted either: the `keep` newest stay, and that one besides when it is older. Returns the deleted paths.
+std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, VerifyLevel level = VerifyLevel::Checksums,
+                                        std::optional<int64_t> also_keep = std::nullopt);
 
 // Loads `dir` into the model's parameters (master weights) and the optimizer (state and step counter) and
 // returns trainer_state.json. Validates everything first and throws Error naming the file and the problem:

@@ -82,6 +82,10 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   check_export_target(out, source, options.overwrite);
   const Qwen3Config config = parse_qwen3_config(source.config_json, "the model's config.json");
   const bool nvfp4_format = options.format != ModelFormat::HfSafetensors;
+  NVFP4LM_CHECK(!options.calibration || options.format == ModelFormat::ModeloptNvfp4,
+                "activation calibration is written as the ModelOpt format's input_scale; --format {} stores none: "
+                "export --format modelopt, or leave out --calibrate / --calibrate-steps",
+                export_format_flag_name(options.format));
 
   ExportReport report;
   report.out = out;
@@ -138,6 +142,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   writer_options.config_json["torch_dtype"] = torch_name(report.dense_dtype);
   if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
   writer_options.generation_config = source.generation_config;
+  writer_options.calibration = options.calibration;
   for (const fs::path& file : source.side_files) {
     const std::string name = file.filename().string();
     if (name == "config.json" || name == "generation_config.json") continue;
@@ -164,6 +169,69 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   writer.finish();
   report.weight_bytes = writer.bytes_written();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+namespace {
+
+// What export_dat_file writes beside FILE, by name, with the bytes of each (config.json as the export writes it).
+std::vector<std::pair<std::string, std::string>> dat_side_files(const fs::path& exported_dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(exported_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kDatFileName || !entry.is_regular_file(ec)) continue;
+    files.emplace_back(name, read_text_file(entry.path()));
+  }
+  return files;
+}
+
+}  // namespace
+
+void check_dat_file_target(const fs::path& file, const ExportSource& source, bool overwrite) {
+  NVFP4LM_CHECK(file.extension() == ".dat",
+                "--output-dat {}: name a .dat file (the weights; config.json and the "
+                "tokenizer go beside it)",
+                file.string());
+  guard_output(file, "--output-dat", source.protected_paths, overwrite);
+}
+
+ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
+                             const ExportOptions& options) {
+  check_dat_file_target(file, source, options.overwrite);
+  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  // The usual directory export into a temporary sibling, then its files moved into place.
+  const fs::path staging = temporary_sibling(dir / (file.filename().string() + ".export"));
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  ExportOptions staged = options;
+  staged.format = ModelFormat::Dat;
+  staged.overwrite = false;
+  ExportReport report;
+  try {
+    ExportSource staged_source = source;
+    staged_source.protected_paths.clear();  // checked above for the real targets
+    report = export_weights(masters, staged_source, staging, staged);
+    std::vector<std::pair<std::string, std::string>> side = dat_side_files(staging);
+    for (const auto& [name, bytes] : side) {
+      const fs::path target = dir / name;
+      if (fs::exists(target, ec)) {
+        if (read_text_file(target) == bytes) continue;  // e.g. the config.json of the .dat the run started from
+        NVFP4LM_CHECK(options.overwrite,
+                      "--output-dat {}: {} already exists beside it with other contents (another model's?); choose "
+                      "another directory, or pass --overwrite to replace it",
+                      file.string(), target.string());
+        guard_output(target, "--output-dat's " + name, source.protected_paths, /*overwrite=*/true);  // never an input
+      }
+      commit_rename(staging / name, target);
+    }
+    commit_rename(staging / kDatFileName, file);
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  fs::remove_all(staging, ec);
+  report.out = file;
   return report;
 }
 
@@ -222,17 +290,32 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   if (!source_model.empty()) input.source.protected_paths.push_back({source_model, "the source model"});
   if (!input.run_options.data.empty())
     input.source.protected_paths.push_back({input.run_options.data, "the training data"});
+  if (!input.run_options.eval_data.empty())
+    input.source.protected_paths.push_back({input.run_options.eval_data, "the evaluation data"});
+  if (state.contains("calibration"))
+    input.recorded_calibration = ActivationCalibration::from_json(state["calibration"], where + " \"calibration\"");
   return input;
 }
 
-ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options) {
-  check_export_target(out, input.source, options.overwrite);
+std::vector<NamedTensor> load_checkpoint_masters(const CheckpointExportInput& input) {
   const std::string problem = verify_checksum_manifest(
       input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
   NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
   const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(input.checkpoint / kModelFileName);
   std::vector<NamedTensor> masters;
   for (const SafetensorsEntry& entry : file->entries()) masters.push_back({entry.name, file->tensor(entry)});
+  return masters;
+}
+
+ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options) {
+  const bool dat_file = options.format == ModelFormat::Dat && out.extension() == ".dat";
+  if (dat_file) {
+    check_dat_file_target(out, input.source, options.overwrite);
+  } else {
+    check_export_target(out, input.source, options.overwrite);
+  }
+  const std::vector<NamedTensor> masters = load_checkpoint_masters(input);
+  if (dat_file) return export_dat_file(masters, input.source, out, options);
   return export_weights(masters, input.source, out, options);
 }
 

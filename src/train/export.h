@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "io/activation_calibration.h"
 #include "io/model_files.h"
 #include "model/parameter.h"
 #include "quant/nvfp4.h"
@@ -48,6 +49,9 @@ struct ExportOptions {
   bool quantize_lm_head = false;
   std::optional<DType> dense_dtype;  // NVFP4 formats: dtype of the dense weights (see above)
   bool overwrite = false;
+  // ModelOpt: measured activation ranges for input_scale (train/calibrate.h); none: 1.0 placeholders, a warning in
+  // the log and the "uncalibrated" note in hf_quant_config.json (io/model_writer.h). Error with another format.
+  std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 
 struct ExportReport {
@@ -73,6 +77,15 @@ void check_export_target(const fs::path& out, const ExportSource& source, bool o
 ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& out,
                             const ExportOptions& options);
 
+// The `.dat` export as ONE file (train --output-dat FILE, the F# predecessor's layout): FILE holds the weights
+// (what --format dat writes as DIR/model.dat), and config.json, generation_config.json and the tokenizer files are
+// written beside it in FILE's directory. A file of that name already there is kept when it holds the same bytes
+// and refused otherwise (replaced with `overwrite`): the directory may hold other models' files.
+void check_dat_file_target(const fs::path& file, const ExportSource& source, bool overwrite);
+ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
+                             const ExportOptions& options);
+// (export_checkpoint below writes this layout for a Dat export to a path ending in ".dat".)
+
 // A checkpoint as an export input: `path` is a checkpoint directory (step-N) or a run directory (its newest
 // complete checkpoint). The config comes from the checkpoint's trainer_state.json ("model"); the tokenizer files
 // from the run directory's source-model/ copy (or, if that is gone, beside the original model).
@@ -81,8 +94,13 @@ struct CheckpointExportInput {
   int64_t step = 0;
   TrainOptions run_options;  // the run's settings (block, quantize_lm_head: the export defaults)
   ExportSource source;
+  // Activation ranges the run recorded in its last steps (train --calibrate-steps), when it did.
+  std::optional<ActivationCalibration> recorded_calibration = std::nullopt;
 };
 CheckpointExportInput open_checkpoint_for_export(const fs::path& path);
+
+// The checkpoint's master weights (views of its model.safetensors), after verifying its checksums.
+std::vector<NamedTensor> load_checkpoint_masters(const CheckpointExportInput& input);
 
 // Verifies the checkpoint's checksums, then writes OUT from its model.safetensors.
 ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options);

@@ -40,6 +40,14 @@ json step_metrics_json(const StepMetrics& m) {
               {"device_peak_bytes", m.device_peak_bytes},
               {"rss_bytes", m.rss_bytes}};
   if (m.skipped) out["skip_reason"] = m.skip_reason;
+  if (m.eval) {
+    out["eval_loss"] = finite_or_null(m.eval->loss);
+    out["eval_perplexity"] = finite_or_null(m.eval->perplexity);
+    out["eval_token_accuracy"] = m.eval->token_accuracy;
+    out["eval_tokens"] = m.eval->tokens;
+    out["eval_s"] = m.eval->seconds;
+    out["eval_best"] = m.eval->best;
+  }
   return out;
 }
 
@@ -91,6 +99,9 @@ std::string format_step_line(const StepMetrics& m, Device device) {
   line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
                       m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),
                       to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.label());
+  if (m.eval)
+    line += fmt::format(" | eval loss {:.4f} ppl {:.2f}{}", m.eval->loss, m.eval->perplexity,
+                        m.eval->best ? " (best)" : "");
   return line;
 }
 

@@ -12,12 +12,23 @@
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/device.h"
 #include "core/files.h"
 
 namespace nvfp4lm {
+
+// The evaluation of a step that evaluated (--eval-data / --eval-split; trainer.h).
+struct EvalMetrics {
+  double loss = 0;  // mean over the evaluation tokens
+  double perplexity = 0;
+  double token_accuracy = 0;
+  int64_t tokens = 0;
+  double seconds = 0;
+  bool best = false;  // the lowest evaluation loss of the run so far
+};
 
 struct StepMetrics {
   int64_t step = 0;         // 1-based: optimizer steps completed after this one
@@ -40,11 +51,13 @@ struct StepMetrics {
   size_t device_bytes = 0;       // MemoryTracker current bytes on the device after the step
   size_t device_peak_bytes = 0;  // MemoryTracker peak so far
   size_t rss_bytes = 0;
+  std::optional<EvalMetrics> eval;  // steps that evaluated
 };
 
 // JSON object of one step: step, total_steps, epoch, loss (null when non-finite), token_accuracy, loss_tokens,
 // input_tokens, micro_batches, lr, grad_norm, clip_coefficient, skipped, skip_reason (when skipped), step_s,
-// tokens_per_s, elapsed_s, eta_s, device_bytes, device_peak_bytes, rss_bytes.
+// tokens_per_s, elapsed_s, eta_s, device_bytes, device_peak_bytes, rss_bytes; on steps that evaluated also eval_loss,
+// eval_perplexity, eval_token_accuracy, eval_tokens, eval_s, eval_best.
 nlohmann::json step_metrics_json(const StepMetrics& metrics);
 
 class MetricsFile {
@@ -67,7 +80,7 @@ class MetricsFile {
 // "0:42", "1:02:03": durations for people.
 std::string format_duration(double seconds);
 // "step 12/100 | epoch 0.36 | loss 2.3456 | acc 45.1% | lr 1.00e-04 | gnorm 1.23 | 1234 tok/s | 0:12 < 1:30 |
-// mem 0.52 GiB"
+// mem 0.52 GiB", and on steps that evaluated "| eval loss 2.4567 ppl 11.67 (best)"
 std::string format_step_line(const StepMetrics& metrics, Device device);
 
 class ProgressDisplay {

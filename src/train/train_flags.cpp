@@ -52,13 +52,19 @@ template <typename T>
 TrainFlagNumber<T> number(T TrainOptions::*member, NumberRange<T> range = {}) {
   return {member, range};
 }
+// A number whose default 0 means "none" and cannot be given (train_flags.h).
+template <typename T>
+TrainFlagNumber<T> positive_or_unset(T TrainOptions::*member, T max) {
+  return {member, {0, max}, true};
+}
 TrainFlagSwitch switch_on(bool TrainOptions::*member) { return {member}; }
 TrainFlagSwitch switch_off(bool TrainOptions::*member) { return {member, true}; }
 
 // `member` chosen by its spelling: name(value) -> spelling, parse(spelling) -> value (an Error otherwise).
 template <typename T, typename Parse, typename Name>
-TrainFlagChoice choice(T TrainOptions::*member, Parse parse, Name name) {
+TrainFlagChoice choice(T TrainOptions::*member, Parse parse, Name name, std::string_view bare = {}) {
   TrainFlagChoice choice;
+  choice.bare = bare;
   choice.text = [=](const TrainOptions& o) { return std::string(name(o.*member)); };
   choice.parse = [=](TrainOptions& o, std::string_view text) { o.*member = parse(text); };
   if constexpr (std::is_same_v<T, bool>) {
@@ -80,12 +86,42 @@ TrainFlagChoice choice(T TrainOptions::*member, Parse parse, Name name) {
   return choice;
 }
 
-// --master: TrainOptions::bf16_master.
+// --master: TrainOptions::bf16_master (float32 / bfloat16: the spellings of the predecessor's --master-dtype).
 std::string_view master_name(bool bf16) { return bf16 ? "bf16" : "fp32"; }
 bool parse_master(std::string_view name) {
-  if (name == "fp32") return false;
-  if (name == "bf16") return true;
+  if (name == "fp32" || name == "float32") return false;
+  if (name == "bf16" || name == "bfloat16") return true;
   NVFP4LM_FAIL("unknown --master '{}' (choose fp32 or bf16)", name);
+}
+
+// --synthetic true|false.
+std::string_view true_false_name(bool value) { return value ? "true" : "false"; }
+bool parse_true_false(std::string_view name) {
+  if (name == "true") return true;
+  if (name == "false") return false;
+  NVFP4LM_FAIL("'{}' is not true or false", name);
+}
+
+// --resume [always|auto|never], with the predecessor's true (= auto: it resumed when it found a checkpoint) and
+// false.
+std::string_view resume_mode_name(ResumeMode mode) {
+  return mode == ResumeMode::Always ? "always" : mode == ResumeMode::Auto ? "auto" : "never";
+}
+ResumeMode parse_resume_mode(std::string_view name) {
+  if (name == "always") return ResumeMode::Always;
+  if (name == "auto" || name == "true") return ResumeMode::Auto;
+  if (name == "never" || name == "false") return ResumeMode::Never;
+  NVFP4LM_FAIL("unknown --resume '{}' (choose always, auto or never; true and false mean auto and never)", name);
+}
+
+// --in-features / --out-features: sizes of the --synthetic model's NVFP4-quantized linears.
+void check_synthetic_size(const TrainOptions& o, std::string_view flag, int64_t size) {
+  if (size == 0) return;
+  NVFP4LM_CHECK(o.synthetic,
+                "{} sets a size of the --synthetic model; a real model's shape is its config.json's "
+                "(drop {}, or add --synthetic true)",
+                flag, flag);
+  NVFP4LM_CHECK(size % 16 == 0, "{} {} must be a multiple of 16 (the NVFP4 block size)", flag, size);
 }
 
 using O = TrainOptions;
@@ -94,23 +130,63 @@ using G = ResumeGroup;
 std::vector<TrainFlag> make_train_flags() {
   return {
       {.name = "--model",
+       .aliases = {"--input-dat", "--weight"},
        .help = "model to fine-tune: HF directory, ModelOpt NVFP4 or .dat",
        .key = "model",
        .resume = G::Identity,
        .value = path(&O::model),
-       .check = [](const O& o) { NVFP4LM_CHECK(!o.model.empty(), "--model is required (the model to fine-tune)"); }},
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.synthetic || !o.model.empty(),
+                           "--model is required (the model to fine-tune), or --synthetic true for a random one");
+             NVFP4LM_CHECK(!o.synthetic || o.model.empty(),
+                           "--synthetic trains a random in-memory model: drop --model {} (or --synthetic)", o.model);
+           }},
+      {.name = "--synthetic",
+       .help = "true: train a random in-memory Qwen3 (the tiny preset's shape; --in-features / --out-features set its "
+               "hidden and intermediate sizes) instead of --model; without --data it trains on `nvfp4lm data whoami`'s "
+               "data set",
+       .key = "synthetic",
+       .resume = G::Identity,
+       .value = choice(&O::synthetic, parse_true_false, true_false_name, "true"),
+       .added_later = true},
+      {.name = "--in-features",
+       .help = "--synthetic: hidden size of the random model (multiple of 16; 0 = the tiny preset's 64)",
+       .key = "in_features",
+       .resume = G::Identity,
+       .value = number(&O::in_features, {0, int64_t{1} << 16}),
+       .check = [](const O& o) { check_synthetic_size(o, "--in-features", o.in_features); },
+       .added_later = true},
+      {.name = "--out-features",
+       .help = "--synthetic: intermediate (MLP) size of the random model (multiple of 16; 0 = the tiny preset's 128)",
+       .key = "out_features",
+       .resume = G::Identity,
+       .value = number(&O::out_features, {0, int64_t{1} << 18}),
+       .check = [](const O& o) { check_synthetic_size(o, "--out-features", o.out_features); },
+       .added_later = true},
+      {.name = "--max-layers",
+       .help = "load and train only the first N blocks of the model, a quick smoke test of a large one (default: all)",
+       .key = "max_layers",
+       .resume = G::Identity,
+       .value = positive_or_unset(&O::max_layers, 1 << 16),
+       .added_later = true},
       {.name = "--tokenizer",
        .help = "tokenizer directory (default: the model's)",
        .key = "tokenizer",
        .resume = G::Identity,
        .value = path(&O::tokenizer)},
       {.name = "--data",
+       .aliases = {"--train-data"},
        .help = "training data: .jsonl (messages or prompt/completion), .tsv, .txt",
        .key = "data",
        .resume = G::Identity,
        .value = path(&O::data),
-       .check = [](const O& o) { NVFP4LM_CHECK(!o.data.empty(), "--data is required (the training data file)"); }},
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.synthetic || !o.data.empty(), "--data is required (the training data file)");
+           }},
       {.name = "--output",
+       .aliases = {"--checkpoint-dir"},
        .help = "run directory for checkpoints and metrics (default runs/train-<date-time>)",
        .key = "output",
        .resume = G::Free,
@@ -132,10 +208,19 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Identity,
        .value = choice(&O::block, parse_block_flag, block_flag_name)},
       {.name = "--loss",
-       .help = "ce (token cross-entropy, default) or l1 (debug)",
+       .aliases = {"--loss-mode"},
+       .help = "ce (token cross-entropy, default) or l1 (debug; also spelled scalar)",
        .key = "loss",
        .resume = G::Identity,
        .value = choice(&O::loss, parse_loss_kind, loss_kind_name)},
+      {.name = "--compute-dtype",
+       .help = "activation precision: auto (default: the device's), float32 (the CPU's, exact) or bfloat16 (CUDA's); "
+               "float16 is not supported",
+       .key = "compute_dtype",
+       .resume = G::Free,  // it follows the device, which may change
+       .value = choice(&O::compute_dtype, parse_compute_dtype, compute_dtype_name),
+       .check = [](const O& o) { check_compute_dtype(o.compute_dtype, o.device); },
+       .added_later = true},
       {.name = "--seq-len",
        .help = "tokens per row (default 512)",
        .key = "seq_len",
@@ -144,6 +229,7 @@ std::vector<TrainFlag> make_train_flags() {
        .check =
            [](const O& o) { NVFP4LM_CHECK(o.seq_len >= 2, "--seq-len must be at least 2 tokens, got {}", o.seq_len); }},
       {.name = "--batch",
+       .aliases = {"--batch-size"},
        .help = "rows per micro-batch (default 4)",
        .key = "batch",
        .resume = G::Identity,
@@ -168,12 +254,25 @@ std::vector<TrainFlag> make_train_flags() {
              NVFP4LM_CHECK(o.max_steps > 0 || o.epochs >= 1, "--epochs must be at least 1, got {}", o.epochs);
            }},
       {.name = "--max-steps",
+       .aliases = {"--steps"},
        .help = "optimizer steps instead of --epochs",
        .key = "max_steps",
        .resume = G::Schedule,
        .value = number(&O::max_steps, {0, int64_t{1} << 40}),
        .check =
            [](const O& o) { NVFP4LM_CHECK(o.max_steps >= 0, "--max-steps must be positive, got {}", o.max_steps); }},
+      {.name = "--steps-per-epoch",
+       .help = "cap each of --epochs at N optimizer steps, then go on with the next epoch (default: whole epochs)",
+       .key = "steps_per_epoch",
+       .resume = G::Schedule,
+       .value = positive_or_unset(&O::steps_per_epoch, int64_t{1} << 40),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.steps_per_epoch == 0 || o.max_steps == 0,
+                           "--steps-per-epoch caps the steps of each of --epochs; with --max-steps the data simply "
+                           "repeats: drop one of them");
+           },
+       .added_later = true},
       {.name = "--lr",
        .help = "peak learning rate (default 1e-5)",
        .key = "lr",
@@ -239,6 +338,14 @@ std::vector<TrainFlag> make_train_flags() {
        .key = "master",
        .resume = G::Identity,
        .value = choice(&O::bf16_master, parse_master, master_name)},
+      {.name = "--step-chunk-rows",
+       .aliases = {"--optimizer-step-chunk-rows"},
+       .help = "update each parameter N rows at a time (0 = whole, default); the update allocates nothing either way, "
+               "so this bounds the work of one update launch, not memory: --fused-update is the low-memory mode",
+       .key = "step_chunk_rows",
+       .resume = G::Free,  // the same updates, bit for bit
+       .value = number(&O::step_chunk_rows, {0, int64_t{1} << 40}),
+       .added_later = true},
       {.name = "--recompute",
        .help = "none (default) or block: keep only each block's input and re-run its forward in the backward (less "
                "memory, one more forward)",
@@ -270,16 +377,12 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Free,  // the same forward weights, less memory
        .value = switch_on(&O::packed_weights)},
       {.name = "--train-last-layers",
-       .help = "train only the last N layers (default: all)",
+       .help = "train only the last N layers; N <= 0 trains every parameter (default -1)",
        .key = "train_last_layers",
        .resume = G::Identity,
-       .value = number(&O::train_last_layers, {-1, 1 << 16}),
-       .check =
-           [](const O& o) {
-             NVFP4LM_CHECK(o.train_last_layers >= -1, "--train-last-layers must be >= 0 (or -1 for all layers), got {}",
-                           o.train_last_layers);
-           }},
+       .value = number(&O::train_last_layers, {-(1 << 16), 1 << 16})},
       {.name = "--save-every",
+       .aliases = {"--save-every-steps"},
        .help = "checkpoint every N steps (default: at the end)",
        .key = "save_every",
        .resume = G::Free,
@@ -295,20 +398,94 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Free,
        .value = number(&O::keep, {1, 1 << 20}),
        .check = [](const O& o) { NVFP4LM_CHECK(o.keep >= 1, "--keep must be at least 1 checkpoint, got {}", o.keep); }},
+      {.name = "--eval-data",
+       .help = "evaluate on this file (any --data format, rendered and cut like the training data)",
+       .key = "eval_data",
+       .resume = G::Identity,
+       .value = path(&O::eval_data),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.eval_data.empty() || o.eval_split == 0,
+                           "pass --eval-data FILE or --eval-split F, not both");
+           },
+       .added_later = true},
+      {.name = "--eval-split",
+       .help = "hold out this fraction of the training samples for evaluation, every 1/F-th one (default 0: none)",
+       .key = "eval_split",
+       .resume = G::Identity,
+       .value = number(&O::eval_split, {0.0, 0.5}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.eval_split) && o.eval_split >= 0 && o.eval_split <= 0.5,
+                           "--eval-split must be a fraction in [0, 0.5], got {}", o.eval_split);
+           },
+       .added_later = true},
+      {.name = "--eval-every",
+       .help = "evaluate every N steps (default 0: at the end only; always at the end)",
+       .key = "eval_every",
+       .resume = G::Free,
+       .value = number(&O::eval_every, {0, int64_t{1} << 40}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.eval_every == 0 || o.has_eval(),
+                           "--eval-every needs evaluation data: add --eval-data FILE or --eval-split F");
+           },
+       .added_later = true},
+      {.name = "--save-best",
+       .help = "also keep the checkpoint with the lowest evaluation loss (saved when it is reached)",
+       .key = "save_best",
+       .resume = G::Free,
+       .value = switch_on(&O::save_best),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(!o.save_best || o.has_eval(),
+                           "--save-best needs evaluation data: add --eval-data FILE or --eval-split F (and "
+                           "--eval-every N to evaluate during the run)");
+           },
+       .added_later = true},
       {.name = "--resume",
-       .help = "continue the run in --output from its newest complete checkpoint",
+       .help = "continue the run in --output from its newest complete checkpoint: --resume alone (or always) "
+               "requires one; auto (or true) starts a new run when there is none; never (or false, the default) "
+               "does not resume",
        .resume = G::NotSaved,
-       .value = switch_on(&O::resume)},
+       .value = choice(&O::resume_mode, parse_resume_mode, resume_mode_name, "always")},
       {.name = "--export",
        .help = "export the trained model here at the end",
        .key = "export",
        .resume = G::Free,
        .value = path(&O::export_path)},
+      {.name = "--output-dat",
+       .help = "export the trained model at the end as this one NVFP4 .dat file, with config.json and the tokenizer "
+               "files beside it (the F# predecessor's layout)",
+       .key = "output_dat",
+       .resume = G::Free,
+       .value = path(&O::output_dat),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.output_dat.empty() || o.export_path.empty(),
+                           "--output-dat and --export both name the export: give one");
+           },
+       .added_later = true},
       {.name = "--export-format",
        .help = "modelopt (NVFP4, default), dat (NVFP4) or bf16",
        .key = "export_format",
        .resume = G::Free,
        .value = choice(&O::export_format, parse_export_format, export_format_flag_name)},
+      {.name = "--calibrate-steps",
+       .help = "record each linear's input range during the last N steps, for the input_scale of the ModelOpt "
+               "export (default 0: none)",
+       .key = "calibrate_steps",
+       .resume = G::Free,
+       .value = number(&O::calibrate_steps, {0, int64_t{1} << 40}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(
+                 o.calibrate_steps == 0 || o.export_path.empty() || o.export_format == ModelFormat::ModeloptNvfp4,
+                 "--calibrate-steps records activation scales for the ModelOpt export's input_scale; "
+                 "--export-format {} stores none: use --export-format modelopt, or drop --calibrate-steps",
+                 export_format_flag_name(o.export_format));
+           },
+       .added_later = true},
       {.name = "--overwrite",
        .help = "let --export replace an existing directory",
        .key = "overwrite",
@@ -341,6 +518,7 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Free,
        .value = path(&O::metrics)},
       {.name = "--memory-report",
+       .aliases = {"--vram-report", "--train-step-vram-report"},
        .help = "write peak memory per phase to this JSON file",
        .key = "memory_report",
        .resume = G::Free,

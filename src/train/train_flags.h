@@ -14,6 +14,11 @@
 //   TrainFlagChoice  one of a few spellings ("--qat w4a16"): kept as text while the command line is parsed, then
 //                    converted by `parse`, whose Error names the value and the choices, so a bad value gets
 //                    nvfp4lm's one-line error; stored as its spelling (a bool field as itself: "master": true).
+//                    A choice with a `bare` spelling may also be given without a value ("--resume" = "--resume
+//                    always"), as the F# predecessor's "--resume true" and "--synthetic true" need a value.
+//
+// Rows added after trainer_state.json files existed are `added_later`: an older file without their key reads back
+// as the TrainOptions default (what those runs did), not as an Error.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +49,8 @@ struct TrainFlagNumber {
   // What the flag and trainer_state.json accept (core/number_text.h); the row's check adds the rules that
   // depend on other settings.
   NumberRange<T> range = {};
+  // The default 0 means "none" (no cap, every layer): the flag itself takes only positive values.
+  bool zero_is_unset = false;
 };
 
 struct TrainFlagSwitch {
@@ -56,6 +63,7 @@ struct TrainFlagChoice {
   std::function<void(TrainOptions&, std::string_view)> parse;  // sets the field; Error naming value and choices
   std::function<nlohmann::json(const TrainOptions&)> to_json;  // see "Values" above
   std::function<void(TrainOptions&, const nlohmann::json&, std::string_view key, const std::string& where)> from_json;
+  std::string_view bare = {};  // non-empty: the flag may be given alone, meaning this spelling
 };
 
 using TrainFlagValue =
@@ -72,6 +80,9 @@ struct TrainFlag {
   // Error naming the flag and the accepted values, for a value (or a combination with other settings) that
   // cannot run; empty when every value can.
   std::function<void(const TrainOptions&)> check = {};
+  // A row added after trainer_state.json's first layout: a saved config without its key reads as the default, so
+  // runs of earlier versions still resume and export.
+  bool added_later = false;
 
   bool saved() const { return resume != ResumeGroup::NotSaved; }
 };

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "train/checkpoint.h"
 #include "train/train_flags.h"
 
 namespace nvfp4lm {
@@ -49,6 +50,46 @@ NonFinitePolicy parse_nonfinite(std::string_view name) {
   NVFP4LM_FAIL("unknown --nonfinite '{}' (choose skip or stop)", name);
 }
 
+std::string_view compute_dtype_name(const std::optional<DType>& dtype) {
+  if (!dtype) return "auto";
+  return *dtype == DType::F32 ? "float32" : *dtype == DType::BF16 ? "bfloat16" : "float16";
+}
+
+std::optional<DType> parse_compute_dtype(std::string_view name) {
+  if (name == "auto") return std::nullopt;
+  if (name == "float32") return DType::F32;
+  if (name == "bfloat16") return DType::BF16;
+  if (name == "float16") return DType::F16;
+  NVFP4LM_FAIL("unknown --compute-dtype '{}' (choose auto, float32 or bfloat16)", name);
+}
+
+void check_compute_dtype(const std::optional<DType>& dtype, const std::string& device) {
+  if (!dtype) return;
+  NVFP4LM_CHECK(*dtype != DType::F16,
+                "--compute-dtype float16 is not supported: Qwen3's activations overflow float16's range (max 65504); "
+                "use bfloat16 (the same memory, fp32's range) with --device cuda, or float32 on the CPU");
+  const bool cpu = Device::parse(device).is_cpu();
+  NVFP4LM_CHECK(!cpu || *dtype == DType::F32,
+                "--compute-dtype bfloat16 runs on CUDA only: the CPU engine computes in float32 (the reference); use "
+                "--compute-dtype float32 (or auto) on the CPU, or --device cuda");
+  NVFP4LM_CHECK(cpu || *dtype == DType::BF16,
+                "--compute-dtype float32 is not supported on CUDA: the CUDA engine keeps activations in bfloat16 with "
+                "fp32 accumulation; use --compute-dtype bfloat16 (or auto), or --device cpu for float32");
+}
+
+std::string resolve_resume_mode(TrainOptions& options) {
+  if (options.resume_mode != ResumeMode::Auto) {
+    options.resume = options.resume_mode == ResumeMode::Always;
+    return {};
+  }
+  const std::optional<CheckpointInfo> checkpoint =
+      options.output.empty() ? std::nullopt : latest_checkpoint(options.output, VerifyLevel::Sizes);
+  options.resume = checkpoint.has_value();
+  return checkpoint ? fmt::format("--resume auto: continuing from {}", checkpoint->dir.string())
+                    : fmt::format("--resume auto: {} holds no checkpoint yet; starting a new run",
+                                  options.output.empty() ? std::string("the run directory") : options.output);
+}
+
 std::string_view train_option_flag(std::string_view key) {
   for (const TrainFlag& flag : train_flags())
     if (flag.saved() && flag.key == key) return flag.name;
@@ -73,6 +114,7 @@ TrainOptions train_options_from_json(const json& value, const std::string& where
   for (const TrainFlag& flag : train_flags()) {
     if (!flag.saved()) continue;
     const std::string key(flag.key);
+    if (!value.contains(key) && flag.added_later) continue;  // an earlier version's config: the default
     NVFP4LM_CHECK(value.contains(key), "{}: training setting \"{}\" is missing", where, key);
     train_flag_from_json(flag, options, value.at(key), where);
   }
@@ -83,6 +125,10 @@ TrainOptions resolve_resume_options(const json& saved, const TrainOptions& curre
                                     const std::string& where) {
   train_options_from_json(saved, where);  // the saved settings must be complete and well-formed
   json merged = saved;
+  const TrainOptions defaults;
+  for (const TrainFlag& flag : train_flags())
+    if (flag.saved() && flag.added_later && !merged.contains(std::string(flag.key)))
+      merged[std::string(flag.key)] = train_flag_to_json(flag, defaults);
   const json now = train_options_to_json(current);
   std::vector<std::string> schedule_changes;
   for (const TrainFlag& flag : train_flags()) {
@@ -111,6 +157,7 @@ TrainOptions resolve_resume_options(const json& saved, const TrainOptions& curre
               fmt::join(schedule_changes, ", "));
   }
   TrainOptions resolved = train_options_from_json(merged, where);
+  resolved.resume_mode = current.resume_mode;
   resolved.resume = true;
   resolved.output = current.output;  // the directory the checkpoint was found in (it may have moved)
   return resolved;

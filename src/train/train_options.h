@@ -8,12 +8,18 @@
 //
 // Resume (resolve_resume_options): the run continues with the SAVED settings; a flag given again must either
 // equal the saved value or be one that may change:
-//   - identity of the run (model, data, data rendering, batch shape, model / QAT / optimizer choices, seed, loss):
-//     a different value is an Error naming the flag, both values and the fix (omit the flag);
-//   - schedule (lr, lr schedule, warmup, min-lr-ratio, max-grad-norm, epochs / max-steps): allowed, with a warning
-//     that the run no longer matches an uninterrupted one from here on;
-//   - bookkeeping (output, save-every, keep, export, export-format, overwrite, device, max-memory, metrics,
-//     memory-report, nonfinite) and memory modes (recompute, fused-update, packed-weights): free.
+//   - identity of the run (model or synthetic shape, max-layers, data, data rendering, batch shape, model / QAT /
+//     optimizer choices, seed, loss): a different value is an Error naming the flag, both values and the fix (omit
+//     the flag);
+//   - schedule (lr, lr schedule, warmup, min-lr-ratio, max-grad-norm, epochs / max-steps / steps-per-epoch):
+//     allowed, with a warning that the run no longer matches an uninterrupted one from here on;
+//   - bookkeeping (output, save-every, keep, export, output-dat, export-format, overwrite, device, compute-dtype,
+//     max-memory, metrics, memory-report, nonfinite, eval-every, save-best, calibrate-steps) and memory or work modes
+//     (recompute, fused-update, packed-weights, step-chunk-rows): free. (--eval-data and --eval-split are the run's
+//     identity: the split changes the training samples, and the best checkpoint is only comparable within one
+//     evaluation set.)
+// Keys added after the first layout (TrainFlag::added_later) may be missing from a saved config: they read as their
+// defaults.
 #pragma once
 
 #include <cstdint>
@@ -36,12 +42,19 @@
 namespace nvfp4lm {
 
 enum class NonFinitePolicy { Skip, Stop };
+// --resume: Always (the flag alone) requires a checkpoint to continue; Auto continues one when --output has it and
+// starts a new run otherwise (the F# predecessor's "--resume true"); Never starts a new run.
+enum class ResumeMode { Never, Always, Auto };
 
 struct TrainOptions {
   // what to train on
-  std::string model;      // --model (required)
-  std::string tokenizer;  // --tokenizer (default: the model's)
-  std::string data;       // --data (required)
+  std::string model;         // --model (required unless synthetic)
+  bool synthetic = false;    // --synthetic: a random in-memory model of the tiny preset's shape instead of --model
+  int64_t in_features = 0;   // its hidden size (0: the preset's)
+  int64_t out_features = 0;  // its intermediate size (0: the preset's)
+  int max_layers = 0;        // > 0: load and train only the model's first max_layers blocks
+  std::string tokenizer;     // --tokenizer (default: the model's)
+  std::string data;          // --data (required unless synthetic, which defaults to the whoami data set)
   DataFormat data_format = DataFormat::Auto;
   PairTemplate data_template = PairTemplate::Chat;
   bool strict = false;
@@ -53,8 +66,9 @@ struct TrainOptions {
   bool quantize_lm_head = false;
   Nvfp4Block block = Nvfp4Block::Row1x16;
   LossKind loss = LossKind::CrossEntropy;
-  int train_last_layers = -1;  // -1: all
-  bool bf16_master = false;    // --master bf16
+  std::optional<DType> compute_dtype;  // activations; nullopt: the device's (F32 on the CPU, BF16 on CUDA)
+  int train_last_layers = -1;          // <= 0: all
+  bool bf16_master = false;            // --master bf16
   Recompute recompute = Recompute::None;
   bool fused_update = false;    // --fused-update: optimizer step inside the backward (needs grad_accum 1, no clipping)
   bool packed_weights = false;  // --packed-weights: QAT forward weights stay packed NVFP4 between uses
@@ -62,8 +76,9 @@ struct TrainOptions {
   int64_t seq_len = 512;
   int64_t batch = 4;
   int64_t grad_accum = 1;
-  int64_t epochs = 1;     // used when max_steps == 0
-  int64_t max_steps = 0;  // > 0: this many optimizer steps (the data repeats as needed)
+  int64_t epochs = 1;           // used when max_steps == 0
+  int64_t max_steps = 0;        // > 0: this many optimizer steps (the data repeats as needed)
+  int64_t steps_per_epoch = 0;  // > 0: each epoch ends after this many optimizer steps
   // optimizer and schedule
   std::string optimizer = "adamw";  // adamw | adamw8bit
   double lr = 1e-5;
@@ -71,14 +86,17 @@ struct TrainOptions {
   int64_t warmup = 0;
   double min_lr_ratio = 0.0;
   double weight_decay = 0.1;
-  double max_grad_norm = 1.0;  // <= 0: no clipping
-  uint64_t seed = 0;           // data order and stochastic rounding
+  double max_grad_norm = 1.0;   // <= 0: no clipping
+  uint64_t seed = 0;            // data order and stochastic rounding
+  int64_t step_chunk_rows = 0;  // > 0: the optimizer updates each parameter this many rows at a time
   // bookkeeping
-  std::string output;      // run directory (checkpoints, metrics.jsonl, source-model/)
-  int64_t save_every = 0;  // 0: only at the end
-  int keep = 2;            // checkpoints kept
-  bool resume = false;
+  std::string output;                          // run directory (checkpoints, metrics.jsonl, source-model/)
+  int64_t save_every = 0;                      // 0: only at the end
+  int keep = 2;                                // checkpoints kept
+  ResumeMode resume_mode = ResumeMode::Never;  // what --resume asked for
+  bool resume = false;      // this run continues a checkpoint (resolve_resume_mode decides it for Auto)
   std::string export_path;  // --export OUT (empty: none)
+  std::string output_dat;   // --output-dat FILE: export one .dat file, config and tokenizer beside it
   ModelFormat export_format = ModelFormat::ModeloptNvfp4;
   bool overwrite = false;  // the export may replace an existing OUT
   std::string device = "cpu";
@@ -86,10 +104,22 @@ struct TrainOptions {
   std::string metrics;        // default <output>/metrics.jsonl
   std::string memory_report;  // --memory-report FILE.json (empty: none)
   NonFinitePolicy nonfinite = NonFinitePolicy::Skip;
+  // evaluation (trainer.h) and activation calibration
+  std::string eval_data;        // --eval-data FILE (empty: none)
+  double eval_split = 0;        // --eval-split F: hold out this fraction of the training samples (0: none)
+  int64_t eval_every = 0;       // evaluate every N steps (0: at the end only); always at the end
+  bool save_best = false;       // keep the checkpoint with the lowest evaluation loss
+  int64_t calibrate_steps = 0;  // record activation ranges during the last N steps (for the ModelOpt export)
+
+  bool has_eval() const { return !eval_data.empty() || eval_split > 0; }
 };
 
 // Checks values and combinations (the rows' checks, in table order); Error names the flag and the accepted range.
 void validate_train_options(const TrainOptions& options);
+
+// Sets `resume` from `resume_mode`: Auto resumes when options.output holds a complete checkpoint. Returns a line
+// saying what Auto decided (empty for the other modes).
+std::string resolve_resume_mode(TrainOptions& options);
 
 nlohmann::json train_options_to_json(const TrainOptions& options);
 // Error naming `where` and the key when a value is missing or of the wrong type.
@@ -123,5 +153,9 @@ std::string_view export_format_flag_name(ModelFormat format);  // "modelopt", "d
 ModelFormat parse_export_format(std::string_view name);
 std::string_view nonfinite_name(NonFinitePolicy policy);  // "skip", "stop"
 NonFinitePolicy parse_nonfinite(std::string_view name);
+// --compute-dtype: "auto" (nullopt), "float32", "bfloat16", "float16"; check: what `device` can compute in.
+std::string_view compute_dtype_name(const std::optional<DType>& dtype);
+std::optional<DType> parse_compute_dtype(std::string_view name);
+void check_compute_dtype(const std::optional<DType>& dtype, const std::string& device);
 
 }  // namespace nvfp4lm

@@ -10,8 +10,11 @@
 #include "core/memory.h"
 #include "core/stopwatch.h"
 #include "io/hf_config.h"
+#include "io/synth_model.h"
 #include "tokenizer/chat_template_choice.h"
 #include "train/checkpoint.h"
+#include "train/data/eval_split.h"
+#include "train/data/whoami_data.h"
 #include "train/train_step.h"
 
 namespace nvfp4lm {
@@ -32,6 +35,19 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 int64_t input_tokens_of(const TokenBatch& batch) { return batch.rows() * batch.row_tokens() - batch.padding_tokens; }
+
+// --synthetic: the tiny preset's shape with --in-features / --out-features as hidden and intermediate sizes.
+Qwen3Config synthetic_config(const TrainOptions& options) {
+  Qwen3Config config = qwen3_preset("tiny");
+  if (options.in_features > 0) config.hidden_size = options.in_features;
+  if (options.out_features > 0) config.intermediate_size = options.out_features;
+  return config;
+}
+
+std::string synthetic_name(const Qwen3Config& config, uint64_t seed) {
+  return fmt::format("synthetic:hidden={},intermediate={},layers={},seed={}", config.hidden_size,
+                     config.intermediate_size, config.num_hidden_layers, seed);
+}
 
 }  // namespace
 
@@ -80,6 +96,7 @@ void Trainer::set_up(const std::set<std::string>& given) {
     guard_output(options_.memory_report, "--memory-report", read_paths(), replace_reports);
   load();
   if (!options_.export_path.empty()) check_export_target(options_.export_path, export_source(), options_.overwrite);
+  if (!options_.output_dat.empty()) check_dat_file_target(options_.output_dat, export_source(), options_.overwrite);
   if (resume_checkpoint_) restore_checkpoint();
   prepare_run_directory();
 }
@@ -105,19 +122,32 @@ void Trainer::resolve_resume(const std::set<std::string>& given) {
 }
 
 void Trainer::load() {
-  OpenModelOptions open_options;
-  if (!options_.tokenizer.empty()) open_options.tokenizer_dir = options_.tokenizer;
-  files_ = open_model(options_.model, open_options);
+  if (options_.synthetic) {
+    const Qwen3Config shape = synthetic_config(options_);
+    files_ = random_model_files(shape, synthetic_name(shape, options_.seed), options_.seed);
+  } else {
+    OpenModelOptions open_options;
+    if (!options_.tokenizer.empty()) open_options.tokenizer_dir = options_.tokenizer;
+    files_ = open_model(options_.model, open_options);
+  }
+  if (options_.max_layers > 0) {
+    if (options_.max_layers > files_->config().num_hidden_layers)
+      throw UsageError(fmt::format("--max-layers {} is more than the {} layers of {}; use 1..{}", options_.max_layers,
+                                   files_->config().num_hidden_layers, files_->path().string(),
+                                   files_->config().num_hidden_layers));
+    files_->keep_first_layers(options_.max_layers);
+  }
   const Qwen3Config& config = files_->config();
 
-  if (!options_.tokenizer.empty()) {
-    tokenizer_.emplace(Tokenizer::load(options_.tokenizer));
-  } else {
-    NVFP4LM_CHECK(files_->tokenizer_dir().has_value(),
-                  "the model {} has no tokenizer.json beside it; name a tokenizer directory with --tokenizer",
-                  options_.model);
-    tokenizer_.emplace(Tokenizer::load(*files_->tokenizer_dir()));
-  }
+  std::optional<fs::path> tokenizer_dir =
+      !options_.tokenizer.empty() ? fs::path(options_.tokenizer) : files_->tokenizer_dir();
+  if (!tokenizer_dir && options_.synthetic) tokenizer_dir = find_bundled_tokenizer();
+  NVFP4LM_CHECK(tokenizer_dir.has_value(),
+                "{} has no tokenizer.json beside it; name a tokenizer directory with --tokenizer",
+                options_.synthetic ? std::string("the --synthetic model (the bundled Qwen3 tokenizer was not found)")
+                                   : "the model " + options_.model);
+  tokenizer_.emplace(Tokenizer::load(*tokenizer_dir));
+  tokenizer_dir_ = *tokenizer_dir;
   NVFP4LM_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= config.vocab_size,
                 "the tokenizer {} has {} tokens but the model's vocabulary is {}; use the model's own tokenizer",
                 tokenizer_->origin(), tokenizer_->vocab_size(), config.vocab_size);
@@ -126,8 +156,9 @@ void Trainer::load() {
   model_config_json_ = files_->config_json();
   const fs::path generation = files_->directory() / "generation_config.json";
   std::error_code ec;
-  generation_config_json_ =
-      fs::is_regular_file(generation, ec) ? read_json_file(generation) : generation_config_to_json(config);
+  generation_config_json_ = !files_->directory().empty() && fs::is_regular_file(generation, ec)
+                                ? read_json_file(generation)
+                                : generation_config_to_json(config);
 
   // Rows longer than the model's context could not be trained (RoPE tables, attention) and only waste memory.
   NVFP4LM_CHECK(options_.seq_len <= config.max_position_embeddings,
@@ -140,8 +171,15 @@ void Trainer::load() {
   data_options.train_on_everything = options_.train_on_everything;
   data_options.strict = options_.strict;
   data_options.max_tokens = options_.seq_len;
-  Dataset dataset = read_dataset(options_.data, *tokenizer_, data_options);
+  // --synthetic without --data: the identity data set of `nvfp4lm data whoami` (the defaults), made in memory.
+  Dataset dataset = options_.data.empty()
+                        ? parse_dataset(make_whoami_dataset(WhoamiOptions{}).jsonl, "the built-in whoami data set",
+                                        DataFormat::Jsonl, *tokenizer_, data_options)
+                        : read_dataset(options_.data, *tokenizer_, data_options);
   dataset_summary_ = dataset.summary;
+  std::vector<Sample> held_out;
+  if (options_.eval_split > 0) held_out = hold_out_samples(dataset.samples, options_.eval_split);
+  load_eval_data(std::move(held_out), data_options, default_pad_id(*tokenizer_));
   DataLoaderOptions loader_options;
   loader_options.batch_size = options_.batch;
   loader_options.seq_len = options_.seq_len;
@@ -153,6 +191,19 @@ void Trainer::load() {
 
   if (options_.max_steps > 0) {
     total_steps_ = options_.max_steps;
+  } else if (options_.steps_per_epoch > 0) {
+    // Each epoch's steps: its batches grouped by grad_accum (the last group of an epoch may be short), capped.
+    total_batches_ = 0;
+    total_steps_ = 0;
+    epoch_first_steps_.clear();
+    for (int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
+      const int64_t batches = loader_->batches_in_epoch(epoch);
+      const int64_t steps =
+          std::min(options_.steps_per_epoch, (batches + options_.grad_accum - 1) / options_.grad_accum);
+      epoch_first_steps_.push_back(total_steps_);
+      total_steps_ += steps;
+      total_batches_ += std::min(batches, steps * options_.grad_accum);
+    }
   } else {
     total_batches_ = loader_->total_batches(options_.epochs);
     total_steps_ = (total_batches_ + options_.grad_accum - 1) / options_.grad_accum;
@@ -183,7 +234,8 @@ void Trainer::load() {
   model_options.qat = options_.qat;
   model_options.block = options_.block;
   model_options.quantize_lm_head = options_.quantize_lm_head;
-  model_options.train_last_layers = options_.train_last_layers;
+  // N <= 0 trains everything, as in the F# predecessor (where 0 was the default).
+  model_options.train_last_layers = options_.train_last_layers > 0 ? options_.train_last_layers : -1;
   model_options.device = device_;
   model_options.bf16_master = options_.bf16_master;
   model_options.recompute = options_.recompute;
@@ -193,13 +245,62 @@ void Trainer::load() {
                 "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
                 config.num_hidden_layers);
   model_.emplace(Qwen3Trainable::from_files(*files_, model_options));
-  NVFP4LM_CHECK(!model_->parameters().empty(), "--train-last-layers 0 trains nothing; give at least 1 (or -1 for all)");
 
   AdamWOptions adamw;
   adamw.weight_decay = options_.weight_decay;
   adamw.seed = options_.seed;
   check_adamw_options(adamw);
   optimizer_ = make_optimizer(options_.optimizer, model_->parameters(), adamw);
+  optimizer_->set_chunk_rows(options_.step_chunk_rows);
+}
+
+void Trainer::load_eval_data(std::vector<Sample> held_out, const DatasetOptions& data_options, int32_t pad_id) {
+  if (!options_.has_eval()) return;
+  std::vector<Sample> samples = std::move(held_out);
+  if (!options_.eval_data.empty()) {
+    DatasetOptions eval_options = data_options;
+    eval_options.goal = "evaluate";
+    samples = read_dataset(options_.eval_data, *tokenizer_, eval_options).samples;
+  }
+  eval_samples_ = static_cast<int64_t>(samples.size());
+  // Training's batching in file order: DataLoader without shuffling, one epoch.
+  DataLoaderOptions eval_loader_options;
+  eval_loader_options.batch_size = options_.batch;
+  eval_loader_options.seq_len = options_.seq_len;
+  eval_loader_options.packing = options_.packing;
+  eval_loader_options.shuffle = false;
+  eval_loader_options.pad_id = pad_id;
+  DataLoader eval_loader(std::move(samples), eval_loader_options);
+  const int64_t batches = eval_loader.batches_in_epoch(0);
+  for (int64_t i = 0; i < batches; ++i) {
+    const TokenBatch batch = eval_loader.next_batch();
+    eval_tokens_ += batch.tokens_in_batch;
+    eval_batches_.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+  }
+}
+
+bool Trainer::evaluates_at(int64_t step) const {
+  return options_.has_eval() && (step == total_steps_ || (options_.eval_every > 0 && step % options_.eval_every == 0));
+}
+
+EvalMetrics Trainer::evaluate() {
+  NVFP4LM_CHECK(!eval_batches_.empty(), "no evaluation data (--eval-data FILE or --eval-split F)");
+  const Clock::time_point start = Clock::now();
+  const MemoryPhase phase("evaluate");
+  LossStats total;
+  for (const TrainBatch& batch : eval_batches_) {
+    const LossStats stats = model_->evaluate(batch, options_.loss);
+    total.loss_sum += stats.loss_sum;
+    total.tokens += stats.tokens;
+    total.correct += stats.correct;
+  }
+  EvalMetrics eval;
+  eval.tokens = total.tokens;
+  eval.loss = total.mean();
+  eval.perplexity = std::exp(eval.loss);
+  eval.token_accuracy = total.tokens > 0 ? static_cast<double>(total.correct) / static_cast<double>(total.tokens) : 0;
+  eval.seconds = seconds_between(start, Clock::now());
+  return eval;
 }
 
 void Trainer::restore_checkpoint() {
@@ -218,6 +319,10 @@ void Trainer::restore_checkpoint() {
   total_loss_tokens_ = json_field_or(totals, "loss_tokens", int64_t{0}, where);
   best_loss_ = json_field_or(totals, "best_loss", 0.0, where);
   best_step_ = json_field_or(totals, "best_step", int64_t{0}, where);
+  best_eval_loss_ = json_field_or(totals, "best_eval_loss", 0.0, where);
+  best_eval_step_ = json_field_or(totals, "best_eval_step", int64_t{0}, where);
+  if (state.contains("calibration"))
+    calibration_ = ActivationCalibration::from_json(state["calibration"], where + " \"calibration\"");
   for (const json& record : json_field_or(state, "metrics", json::array(), where)) metrics_tail_.push_back(record);
   if (!metrics_tail_.empty() && metrics_tail_.back().contains("loss") && metrics_tail_.back()["loss"].is_number())
     last_loss_ = metrics_tail_.back()["loss"].get<double>();
@@ -247,9 +352,7 @@ void Trainer::prepare_run_directory() {
     write_file_atomic(tmp / "config.json", model_config_json_.dump(2) + "\n");
     if (generation_config_json_)
       write_file_atomic(tmp / "generation_config.json", generation_config_json_->dump(2) + "\n");
-    const fs::path tokenizer_dir =
-        !options_.tokenizer.empty() ? fs::path(options_.tokenizer) : files_->tokenizer_dir().value_or(fs::path());
-    for (const fs::path& file : tokenizer_side_files(tokenizer_dir)) {
+    for (const fs::path& file : tokenizer_side_files(tokenizer_dir_)) {
       fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing, ec);
       NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), tmp.string(), ec.message());
     }
@@ -273,11 +376,28 @@ std::string Trainer::precision() const {
 std::vector<std::string> Trainer::setup_lines() const {
   std::vector<std::string> lines;
   const Qwen3Config& config = model_->config();
-  lines.push_back(fmt::format("model {} ({}, {} layers, hidden {}, vocab {}, {:.1f}M parameters)",
-                              files_->path().string(), model_format_name(files_->format()), config.num_hidden_layers,
-                              config.hidden_size, config.vocab_size, config.total_parameters() / 1e6));
+  lines.push_back(fmt::format(
+      "model {} ({}, {} layers{}, hidden {}, vocab {}, {:.1f}M parameters)", files_->path().string(),
+      options_.synthetic ? "random, in memory (--synthetic)" : std::string(model_format_name(files_->format())),
+      config.num_hidden_layers, options_.max_layers > 0 ? " (the first ones only: --max-layers)" : "",
+      config.hidden_size, config.vocab_size, config.total_parameters() / 1e6));
   lines.push_back("training " + model_->describe());
   for (const std::string& line : split_lines(describe_dataset_summary(dataset_summary_))) lines.push_back(line);
+  if (options_.has_eval()) {
+    lines.push_back(fmt::format(
+        "evaluation: {} samples ({} scored tokens) {}, {}{}", eval_samples_, eval_tokens_,
+        options_.eval_data.empty()
+            ? fmt::format("held out of the training data (--eval-split {:g})", options_.eval_split)
+            : "from " + options_.eval_data,
+        options_.eval_every > 0 ? fmt::format("every {} steps and at the end", options_.eval_every)
+                                : std::string("at the end"),
+        options_.save_best ? "; the checkpoint with the lowest evaluation loss is kept (--save-best)" : ""));
+  }
+  if (options_.calibrate_steps > 0)
+    lines.push_back(
+        fmt::format("activation calibration: input ranges recorded during the last {} steps, written as "
+                    "the ModelOpt export's input_scale",
+                    std::min(options_.calibrate_steps, total_steps_)));
   lines.push_back(fmt::format("chat template {} ({}), data template {}{}", chat_template_name(chat_template_),
                               options_.chat_template ? "--chat-template" : "the tokenizer's own",
                               pair_template_name(options_.data_template),
@@ -292,8 +412,10 @@ std::vector<std::string> Trainer::setup_lines() const {
                   options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()), options_.lr,
                   lr_decay_name(options_.lr_schedule), options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
   const std::string length =
-      options_.max_steps > 0
-          ? fmt::format("{} steps (--max-steps)", total_steps_)
+      options_.max_steps > 0 ? fmt::format("{} steps (--max-steps)", total_steps_)
+      : options_.steps_per_epoch > 0
+          ? fmt::format("{} steps = {} epochs of at most {} steps (--steps-per-epoch; {} batches, grad-accum {})",
+                        total_steps_, options_.epochs, options_.steps_per_epoch, total_batches_, options_.grad_accum)
           : fmt::format("{} steps = {} epochs x {} batches / grad-accum {}", total_steps_, options_.epochs,
                         options_.epochs > 0 ? total_batches_ / options_.epochs : 0, options_.grad_accum);
   lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", length, options_.batch,
@@ -320,27 +442,51 @@ StepMetrics Trainer::train_step() {
   StepMetrics m;
   m.step = step_ + 1;
   m.total_steps = total_steps_;
-  m.micro_batches = static_cast<int>(options_.max_steps > 0
-                                         ? options_.grad_accum
-                                         : std::min(options_.grad_accum, total_batches_ - step_ * options_.grad_accum));
-  NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);
   std::vector<TokenBatch> batches;
-  for (int i = 0; i < m.micro_batches; ++i) {
-    batches.push_back(loader_->next_batch());
-    m.loss_tokens += batches.back().tokens_in_batch;
-    m.input_tokens += input_tokens_of(batches.back());
+  if (!epoch_first_steps_.empty()) {
+    // --steps-per-epoch: start this step's epoch (leaving the rest of a capped one); a step ends with its epoch.
+    const auto next_epoch = std::upper_bound(epoch_first_steps_.begin(), epoch_first_steps_.end(), step_);
+    loader_->start_epoch(next_epoch - epoch_first_steps_.begin() - 1);
+    while (static_cast<int64_t>(batches.size()) < options_.grad_accum) {
+      batches.push_back(loader_->next_batch());
+      if (batches.back().ends_epoch) break;
+    }
+  } else {
+    const int64_t micro_batches = options_.max_steps > 0
+                                      ? options_.grad_accum
+                                      : std::min(options_.grad_accum, total_batches_ - step_ * options_.grad_accum);
+    for (int64_t i = 0; i < micro_batches; ++i) batches.push_back(loader_->next_batch());
+  }
+  m.micro_batches = static_cast<int>(batches.size());
+  NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);
+  for (const TokenBatch& batch : batches) {
+    m.loss_tokens += batch.tokens_in_batch;
+    m.input_tokens += input_tokens_of(batch);
   }
   // Every sample carries a trained token (dataset.h), so a batch always does.
   NVFP4LM_ASSERT(m.loss_tokens > 0, "step {}: no trained tokens in its batches", m.step);
 
   model_->zero_grad();
   m.lr = lr_at(schedule_, step_);
-  if (options_.fused_update) {
-    NVFP4LM_ASSERT(batches.size() == 1, "--fused-update with {} micro-batches", batches.size());
-    fused_update(m, batches.front());
-  } else {
-    separate_update(m, batches);
+  // --calibrate-steps: this step's forward passes record activation ranges (not the evaluation's below).
+  const bool record = options_.calibrate_steps > 0 && step_ >= total_steps_ - options_.calibrate_steps;
+  if (record) {
+    if (calibration_.source.empty())
+      calibration_.source = fmt::format("train --calibrate-steps {} (from step {})", options_.calibrate_steps, m.step);
+    model_->set_calibration(&calibration_);
   }
+  try {
+    if (options_.fused_update) {
+      NVFP4LM_ASSERT(batches.size() == 1, "--fused-update with {} micro-batches", batches.size());
+      fused_update(m, batches.front());
+    } else {
+      separate_update(m, batches);
+    }
+  } catch (...) {
+    model_->set_calibration(nullptr);
+    throw;
+  }
+  model_->set_calibration(nullptr);
   ++step_;
 
   const Clock::time_point end = Clock::now();
@@ -363,6 +509,14 @@ StepMetrics Trainer::train_step() {
     if (best_step_ == 0 || m.loss < best_loss_) {
       best_loss_ = m.loss;
       best_step_ = m.step;
+    }
+  }
+  if (evaluates_at(step_)) {
+    m.eval = evaluate();
+    if (std::isfinite(m.eval->loss) && (best_eval_step_ == 0 || m.eval->loss < best_eval_loss_)) {
+      best_eval_loss_ = m.eval->loss;
+      best_eval_step_ = m.step;
+      m.eval->best = true;
     }
   }
 
@@ -442,22 +596,26 @@ void Trainer::report_nonfinite(StepMetrics& m, const std::string& reason, bool p
 json Trainer::trainer_state() const {
   json metrics = json::array();
   for (const json& record : metrics_tail_) metrics.push_back(record);
-  return {{"config", train_options_to_json(options_)},
-          {"epoch", loader_->epoch()},
-          {"data_position", loader_->state()},
-          {"rng", json::object()},
-          {"seeds", {{"data_order", options_.seed}, {"stochastic_rounding", options_.seed}}},
-          {"model",
-           {{"config", model_config_json_},
-            {"generation_config", generation_config_json_ ? *generation_config_json_ : json(nullptr)},
-            {"source", fs::absolute(options_.model).lexically_normal().string()}}},
-          {"totals",
-           {{"total_steps", total_steps_},
-            {"loss_tokens", total_loss_tokens_},
-            {"skipped_steps", skipped_steps_},
-            {"best_loss", best_loss_},
-            {"best_step", best_step_}}},
-          {"metrics", metrics}};
+  json state = {{"config", train_options_to_json(options_)},
+                {"epoch", loader_->epoch()},
+                {"data_position", loader_->state()},
+                {"rng", json::object()},
+                {"seeds", {{"data_order", options_.seed}, {"stochastic_rounding", options_.seed}}},
+                {"model",
+                 {{"config", model_config_json_},
+                  {"generation_config", generation_config_json_ ? *generation_config_json_ : json(nullptr)},
+                  {"source", options_.model.empty() ? std::string() : real_path(options_.model).string()}}},
+                {"totals",
+                 {{"total_steps", total_steps_},
+                  {"loss_tokens", total_loss_tokens_},
+                  {"skipped_steps", skipped_steps_},
+                  {"best_loss", best_loss_},
+                  {"best_step", best_step_},
+                  {"best_eval_loss", best_eval_loss_},
+                  {"best_eval_step", best_eval_step_}}},
+                {"metrics", metrics}};
+  if (!calibration_.empty()) state["calibration"] = calibration_.to_json();
+  return state;
 }
 
 fs::path Trainer::save_checkpoint() {
@@ -465,7 +623,9 @@ fs::path Trainer::save_checkpoint() {
   const std::vector<NamedTensor> masters = model_->master_weights();
   const fs::path dir = ::nvfp4lm::save_checkpoint(options_.output, step_, masters, optimizer_->state_tensors(),
                                                   optimizer_->describe(), trainer_state());
-  prune_checkpoints(options_.output, options_.keep, VerifyLevel::Sizes);
+  std::optional<int64_t> best;
+  if (options_.save_best && best_eval_step_ > 0) best = best_eval_step_;
+  prune_checkpoints(options_.output, options_.keep, VerifyLevel::Sizes, best);
   return dir;
 }
 
@@ -475,10 +635,7 @@ ExportSource Trainer::export_source() const {
   source.generation_config = generation_config_json_;
   const fs::path copy = fs::path(options_.output) / kSourceModelDirName;
   std::error_code ec;
-  const fs::path tokenizer_dir = fs::is_directory(copy, ec)    ? copy
-                                 : !options_.tokenizer.empty() ? fs::path(options_.tokenizer)
-                                                               : files_->tokenizer_dir().value_or(fs::path());
-  source.side_files = tokenizer_side_files(tokenizer_dir);
+  source.side_files = tokenizer_side_files(fs::is_directory(copy, ec) ? copy : tokenizer_dir_);
   // An --overwrite export replaces OUT as a whole: it must not hold the model, tokenizer or data it was trained
   // from, nor the run's own files.
   source.protected_paths = read_paths();
@@ -493,21 +650,30 @@ ExportSource Trainer::export_source() const {
 }
 
 std::vector<GuardedInput> Trainer::read_paths() const {
-  std::vector<GuardedInput> inputs = {{options_.model, "the model (--model)"},
-                                      {options_.data, "the training data (--data)"}};
+  std::vector<GuardedInput> inputs;
+  if (!options_.model.empty()) inputs.push_back({options_.model, "the model (--model)"});
+  if (!options_.data.empty()) inputs.push_back({options_.data, "the training data (--data)"});
+  if (!options_.eval_data.empty()) inputs.push_back({options_.eval_data, "the evaluation data (--eval-data)"});
   if (!options_.tokenizer.empty()) inputs.push_back({options_.tokenizer, "the tokenizer (--tokenizer)"});
   if (files_ && files_->path() != files_->directory()) inputs.push_back({files_->config_path(), "the model's config"});
   return inputs;
 }
 
 ExportReport Trainer::export_model() {
-  NVFP4LM_CHECK(!options_.export_path.empty(), "no export path (--export OUT)");
+  NVFP4LM_CHECK(!options_.export_path.empty() || !options_.output_dat.empty(),
+                "no export path (--export OUT or --output-dat FILE)");
   ExportOptions export_options;
   export_options.format = options_.export_format;
   export_options.block = options_.block;
   export_options.quantize_lm_head = options_.quantize_lm_head;
   export_options.overwrite = options_.overwrite;
+  if (!calibration_.empty() && options_.export_format == ModelFormat::ModeloptNvfp4)
+    export_options.calibration = calibration_;
   const std::vector<NamedTensor> masters = model_->master_weights();
+  if (!options_.output_dat.empty()) {
+    export_options.format = ModelFormat::Dat;
+    return export_dat_file(masters, export_source(), options_.output_dat, export_options);
+  }
   return export_weights(masters, export_source(), options_.export_path, export_options);
 }
 
@@ -527,7 +693,8 @@ TrainSummary Trainer::run(const Progress& progress) {
   while (!done()) {
     const StepMetrics metrics = train_step();
     if (progress.on_step) progress.on_step(metrics);
-    if (options_.save_every > 0 && step_ % options_.save_every == 0 && !done()) {
+    const bool new_best = options_.save_best && metrics.eval && metrics.eval->best;
+    if (((options_.save_every > 0 && step_ % options_.save_every == 0) || new_best) && !done()) {
       before_output();
       save_checkpoint();
       saved_step = step_;
@@ -535,7 +702,7 @@ TrainSummary Trainer::run(const Progress& progress) {
   }
   before_output();
   if (saved_step != step_) save_checkpoint();
-  if (!options_.export_path.empty()) summary.export_report = export_model();
+  if (!options_.export_path.empty() || !options_.output_dat.empty()) summary.export_report = export_model();
 
   const json memory = memory_report_json(device_);
   summary.memory_text = format_memory_report(memory);
@@ -552,6 +719,13 @@ TrainSummary Trainer::run(const Progress& progress) {
   summary.final_loss = last_loss_;
   summary.best_loss = best_loss_;
   summary.best_step = best_step_;
+  summary.best_eval_loss = best_eval_loss_;
+  summary.best_eval_step = best_eval_step_;
+  if (options_.save_best && best_eval_step_ > 0) {
+    std::error_code ec;
+    if (fs::is_directory(checkpoint_dir(options_.output, best_eval_step_), ec))
+      summary.best_checkpoint = checkpoint_dir(options_.output, best_eval_step_);
+  }
   for (int64_t s = step_; s >= 0; --s) {
     std::error_code ec;
     if (fs::is_directory(checkpoint_dir(options_.output, s), ec))
@@ -571,6 +745,14 @@ std::vector<std::string> format_train_summary(const TrainSummary& s) {
                   format_duration(s.seconds), s.seconds, s.input_tokens, s.loss_tokens, tokens_per_second,
                   s.skipped_steps > 0 ? fmt::format(", {} steps skipped (non-finite)", s.skipped_steps) : ""));
   lines.push_back(fmt::format("loss: final {:.4f}, best {:.4f} at step {}", s.final_loss, s.best_loss, s.best_step));
+  if (s.best_eval_step > 0)
+    lines.push_back(fmt::format("evaluation loss: best {:.4f} (perplexity {:.2f}) at step {}{}", s.best_eval_loss,
+                                std::exp(s.best_eval_loss), s.best_eval_step,
+                                s.best_checkpoint
+                                    ? fmt::format(", kept in {} (--save-best; export it with `nvfp4lm "
+                                                  "export {} OUT`)",
+                                                  s.best_checkpoint->string(), s.best_checkpoint->string())
+                                    : std::string()));
   for (const fs::path& checkpoint : s.checkpoints) lines.push_back("checkpoint: " + checkpoint.string());
   if (s.export_report) lines.push_back(describe_export(*s.export_report));
   lines.push_back("metrics: " + s.metrics_path.string());

@@ -11,8 +11,9 @@
 //      checkpoint;
 //   4. optimizer step with lr = lr_at(schedule, step) and grad_multiplier = clip coefficient (--max-grad-norm);
 //   5. refresh_quantized(): Q(W) for the next forward.
-// Steps: --max-steps N, or every micro-batch of --epochs E epochs grouped by grad_accum. The LR schedule spans
-// exactly those steps.
+// Steps: --max-steps N, or every micro-batch of --epochs E epochs grouped by grad_accum; with --steps-per-epoch S,
+// each epoch's micro-batches are grouped on their own (its last step may have fewer) and the epoch ends after at
+// most S steps. The LR schedule spans exactly those steps.
 //
 // Checkpoints (train/checkpoint.h): every --save-every steps and at the end, keeping --keep. model.safetensors
 // holds EVERY master weight (also frozen ones), so a checkpoint exports on its own; trainer_state.json holds
@@ -29,6 +30,21 @@
 //
 // The run directory also gets metrics.jsonl (unless --metrics names another file) and source-model/ (config and
 // tokenizer files of the model, for exports).
+//
+// Evaluation (--eval-data FILE, or --eval-split F held out of the training data by train/data/eval_split.h): the
+// evaluation samples are rendered and cut exactly like the training data and batched in file order like training
+// batches (same --batch, --seq-len, packing), so the evaluation loss is the training loss's quantity on other data;
+// Qwen3Trainable::evaluate runs them with the weights the next step trains from (the QAT forward = the NVFP4
+// export). It runs after every --eval-every steps and after the last step, as part of the step: the step's metrics
+// record (metrics.jsonl) and progress line carry eval_loss / eval_perplexity / eval_token_accuracy. It reads no
+// random state and changes no weight, so it leaves the run bit-identical. The lowest evaluation loss and its step
+// are kept in "totals"; with --save-best a checkpoint is saved at each new lowest one and kept by pruning besides
+// the --keep newest (train/checkpoint.h prune_checkpoints also_keep).
+//
+// Activation calibration (--calibrate-steps N): the forward passes of the last N steps record each linear's input
+// amax (Qwen3Trainable::set_calibration; evaluation passes are not recorded); the ranges are saved in checkpoints
+// ("calibration" in trainer_state.json, so a resumed run continues them) and written as the input_scale of the
+// ModelOpt export (--export, or a later `nvfp4lm export` of a checkpoint).
 #pragma once
 
 #include <chrono>
@@ -69,7 +85,10 @@ struct TrainSummary {
   double final_loss = 0;      // the last finite step loss
   double best_loss = 0;       // lowest step loss of the whole run
   int64_t best_step = 0;
-  std::vector<fs::path> checkpoints;  // on disk at the end (newest last)
+  double best_eval_loss = 0;  // lowest evaluation loss of the whole run (best_eval_step 0: none)
+  int64_t best_eval_step = 0;
+  std::optional<fs::path> best_checkpoint;  // --save-best
+  std::vector<fs::path> checkpoints;        // on disk at the end (newest last)
   std::optional<ExportReport> export_report;
   fs::path metrics_path;
   std::optional<fs::path> memory_report_path;
@@ -96,6 +115,12 @@ class Trainer {
   const Qwen3Trainable& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const DatasetSummary& dataset_summary() const { return dataset_summary_; }
+  // Evaluation samples (0 without evaluation data) and their scored tokens.
+  int64_t eval_samples() const { return eval_samples_; }
+  // The evaluation of the current weights over the evaluation data (Error without any).
+  EvalMetrics evaluate();
+  // Activation ranges recorded so far (--calibrate-steps).
+  const ActivationCalibration& calibration() const { return calibration_; }
   ChatTemplate chat_template() const { return chat_template_; }
   const LrSchedule& schedule() const { return schedule_; }
   const Optimizer& optimizer() const { return *optimizer_; }
@@ -142,6 +167,9 @@ class Trainer {
   void report_nonfinite(StepMetrics& m, const std::string& reason, bool partly_applied);
   void resolve_resume(const std::set<std::string>& given);
   void load();
+  // The evaluation batches from --eval-data, or from `held_out` (--eval-split).
+  void load_eval_data(std::vector<Sample> held_out, const DatasetOptions& data_options, int32_t pad_id);
+  bool evaluates_at(int64_t step) const;
   void restore_checkpoint();
   void prepare_run_directory();
   nlohmann::json trainer_state() const;
@@ -157,13 +185,15 @@ class Trainer {
   std::optional<CheckpointInfo> resume_checkpoint_;
   std::unique_ptr<ModelFiles> files_;
   std::optional<Tokenizer> tokenizer_;
+  fs::path tokenizer_dir_;  // where tokenizer_ came from (its files travel with exports)
   ChatTemplate chat_template_ = ChatTemplate::Instruct2507;
   nlohmann::json model_config_json_;
   std::optional<nlohmann::json> generation_config_json_;
   std::optional<Qwen3Trainable> model_;
   DatasetSummary dataset_summary_;
   std::unique_ptr<DataLoader> loader_;
-  int64_t total_batches_ = 0;  // --epochs runs: micro-batches in the run (0 with --max-steps)
+  int64_t total_batches_ = 0;               // --epochs runs: micro-batches in the run (0 with --max-steps)
+  std::vector<int64_t> epoch_first_steps_;  // --steps-per-epoch: the first step of each epoch (empty otherwise)
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   int64_t total_steps_ = 0;
@@ -175,6 +205,13 @@ class Trainer {
   int64_t total_loss_tokens_ = 0;  // whole run (saved in checkpoints)
   double best_loss_ = 0;
   int64_t best_step_ = 0;
+  // Evaluation: batches in file order, the lowest loss and its step (0: none yet).
+  std::vector<TrainBatch> eval_batches_;
+  int64_t eval_samples_ = 0;
+  int64_t eval_tokens_ = 0;
+  double best_eval_loss_ = 0;
+  int64_t best_eval_step_ = 0;
+  ActivationCalibration calibration_;
   // This process.
   int64_t session_loss_tokens_ = 0;
   int64_t session_input_tokens_ = 0;

@@ -1,9 +1,12 @@
 // generate, chat, bench infer and diagnose end to end through the real executable on a tiny random model
 // (`synth --preset tiny`, which copies the bundled tokenizer in): exit codes, the header and statistics lines,
 // greedy output that is deterministic and equal to a manual greedy loop over the library's forward pass, the chat
-// commands under a pipe, and one-line errors for bad flags and for --device cuda without a usable GPU.
+// commands under a pipe, and one-line errors for bad flags and for --device cuda without a usable GPU. generate
+// --json: the ids decode to the text, logprobs are <= 0 and agree with the top-K list, the top-1 of --logprobs is the
+// greedy choice at temperature 0, --prompt-ids gives what the same ids as text give, bad values are exit-2 errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +31,8 @@ class CliGenerate : public ::testing::Test {
   }
   static fs::path model_path() { return *dir_ / "tiny"; }
   static std::string model_flag() { return "--model " + quoted(model_path()); }
+  // generate --json's object for `flags` (a failed run is a test failure and an empty object).
+  static nlohmann::json run_json(const std::string& flags);
 
   static TempDir* dir_;
 };
@@ -213,6 +218,99 @@ TEST_F(CliGenerate, BenchInferWritesTableAndJson) {
   const nlohmann::json preset_json = nlohmann::json::parse(preset.out);
   EXPECT_EQ(preset_json["compute_path"], "cpu/dequant-gemm");
   EXPECT_NE(preset.err.find("weights NVFP4"), std::string::npos) << preset.err;
+}
+
+nlohmann::json CliGenerate::run_json(const std::string& flags) {
+  const CliResult result = run_cli("generate " + model_flag() + " " + flags);
+  EXPECT_EQ(result.exit_code, 0) << flags << ": " << result.err;
+  return result.exit_code == 0 ? nlohmann::json::parse(result.out) : nlohmann::json();
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string text;
+  for (const int32_t id : ids) {
+    if (!text.empty()) text += ',';  // appended piece by piece: GCC 12 warns falsely about "," + std::string
+    text += std::to_string(id);
+  }
+  return text;
+}
+
+TEST_F(CliGenerate, GreedyTokensLogprobsAndText) {
+  const nlohmann::json out = run_json("--prompt 'Write a haiku.' --max-tokens 6 --temperature 0 --json --logprobs 3");
+  ASSERT_TRUE(out.is_object());
+  const Tokenizer tokenizer = Tokenizer::load(model_path());
+  const std::vector<int32_t> prompt = out["prompt_ids"].get<std::vector<int32_t>>();
+  EXPECT_NE(tokenizer.decode(prompt).find("Write a haiku."), std::string::npos) << tokenizer.decode(prompt);
+  ASSERT_EQ(out["tokens"].size(), 6u);
+  std::vector<int32_t> ids;
+  for (const nlohmann::json& token : out["tokens"]) {
+    const auto id = token["id"].get<int32_t>();
+    ids.push_back(id);
+    const int32_t one[1] = {id};
+    EXPECT_EQ(token["text"], tokenizer.decode(one));
+    EXPECT_EQ(token["bytes"].size(), tokenizer.token_bytes(id).size());
+    const double logprob = token["logprob"].get<double>();
+    EXPECT_LE(logprob, 0);
+    ASSERT_EQ(token["top_logprobs"].size(), 3u);
+    const nlohmann::json& top = token["top_logprobs"];
+    EXPECT_EQ(top[0]["id"].get<int32_t>(), id) << "greedy: the chosen token is the most likely one";
+    EXPECT_DOUBLE_EQ(top[0]["logprob"].get<double>(), logprob);
+    EXPECT_GE(top[0]["logprob"].get<double>(), top[1]["logprob"].get<double>());
+    EXPECT_GE(top[1]["logprob"].get<double>(), top[2]["logprob"].get<double>());
+    EXPECT_LT(std::exp(top[0]["logprob"].get<double>()) + std::exp(top[1]["logprob"].get<double>()), 1.0 + 1e-9);
+  }
+  EXPECT_EQ(out["text"], tokenizer.decode(ids, true)) << "the ids decode to the text";
+  EXPECT_EQ(out["stop_reason"], "max tokens");
+  EXPECT_EQ(out["timing"]["generated_tokens"], 6);
+  EXPECT_GT(out["timing"]["prefill_seconds"].get<double>(), 0);
+
+  // The same answer as plain generate prints.
+  const CliResult plain =
+      run_cli("generate " + model_flag() + " --prompt 'Write a haiku.' --max-tokens 6 --temperature 0");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, out["text"].get<std::string>() + "\n");
+}
+
+TEST_F(CliGenerate, PromptIdsEqualTheTextPrompt) {
+  const nlohmann::json text =
+      run_json("--prompt 'Tell me a story.' --max-tokens 5 --temperature 0 --json --logprobs 2");
+  ASSERT_TRUE(text.is_object());
+  const std::vector<int32_t> prompt = text["prompt_ids"].get<std::vector<int32_t>>();
+  const nlohmann::json ids =
+      run_json("--prompt-ids " + ids_text(prompt) + " --max-tokens 5 --temperature 0 --json --logprobs 2");
+  const nlohmann::json array =
+      run_json("--prompt-ids '[" + ids_text(prompt) + "]' --max-tokens 5 --temperature 0 --json");
+  ASSERT_TRUE(ids.is_object());
+  EXPECT_EQ(ids["prompt_ids"], text["prompt_ids"]);
+  EXPECT_EQ(ids["tokens"], text["tokens"]);
+  EXPECT_EQ(ids["text"], text["text"]);
+  ASSERT_TRUE(array.is_object());
+  EXPECT_EQ(array["text"], text["text"]);
+  EXPECT_FALSE(array["tokens"][0].contains("top_logprobs")) << "no --logprobs, no alternatives";
+
+  // Sampling reports the model's distribution, not the sampler's: the chosen token's logprob is the same number
+  // whatever the temperature.
+  const nlohmann::json sampled = run_json("--prompt-ids " + ids_text(prompt) +
+                                          " --max-tokens 1 --temperature 0.01 --top-k 1 --seed 3 --json --logprobs 1");
+  ASSERT_TRUE(sampled.is_object());
+  EXPECT_EQ(sampled["tokens"][0]["id"], text["tokens"][0]["id"]);
+  EXPECT_DOUBLE_EQ(sampled["tokens"][0]["logprob"].get<double>(), text["tokens"][0]["logprob"].get<double>());
+}
+
+TEST_F(CliGenerate, BadValuesAreUsageErrors) {
+  for (const std::string& flags :
+       {std::string("--prompt hi --json --logprobs -1"), std::string("--prompt hi --json --logprobs 1001"),
+        std::string("--prompt hi --logprobs 2"), std::string("--prompt-ids 1,2,999999"),
+        std::string("--prompt-ids 1,,2"), std::string("--prompt-ids 1,x"), std::string("--prompt-ids -4"),
+        std::string("--prompt-ids '[]'"), std::string("--prompt hi --prompt-ids 1,2"),
+        std::string("--prompt-ids 1,2 --raw"), std::string("--prompt-ids 1,2 --system x"), std::string(""),
+        std::string("--prompt hi --max-tokens 0")}) {
+    const CliResult result = run_cli("generate " + model_flag() + " " + flags);
+    EXPECT_EQ(result.exit_code, 2) << flags << ": " << result.err;
+    expect_one_line_error(result, {}, flags);
+  }
+  expect_one_line_error(run_cli("generate " + model_flag() + " --prompt-ids 1,2,999999"),
+                        {"--prompt-ids", "999999", "[0, 151669)"});
 }
 
 TEST(CliDiagnose, ReportsComputePaths) {

@@ -70,10 +70,10 @@ TEST(GeneratePrompts, BadUseAndBadLinesAreOneLineErrors) {
   expect_one_line_error(result, {"--prompts needs --out"});
   EXPECT_EQ(result.exit_code, 2);
   result = run_cli("generate " + model_flag() + in + out + " --prompt Hi");
-  expect_one_line_error(result, {"either --prompt or --prompts"});
+  expect_one_line_error(result, {"either --prompt", "or --prompts, not both"});
   EXPECT_EQ(result.exit_code, 2);
   result = run_cli("generate " + model_flag());
-  expect_one_line_error(result, {"give --prompt TEXT, or --prompts FILE.jsonl"});
+  expect_one_line_error(result, {"give --prompt TEXT or --prompt-ids IDS, or --prompts FILE.jsonl"});
   EXPECT_EQ(result.exit_code, 2);
   write_file(dir / "bad.jsonl", "{\"prompt\": \"Hi\"}\n{\"prompt\": 5}\n");
   expect_one_line_error(run_cli("generate " + model_flag() + " --prompts " + quoted(dir / "bad.jsonl") + out),

@@ -182,6 +182,30 @@ TEST_F(TrainCli, BadFlagsGiveOneLineErrorsNamingTheFlag) {
       EXPECT_NE(line.find(part), std::string::npos) << c.args << ": '" << part << "' not in: " << line;
   }
   EXPECT_FALSE(fs::exists(dir_ / "run" / "metrics.jsonl"));
+
+  // The flags of the F# predecessor's workflow: bad values are usage errors (exit 2), one line naming the flag.
+  const struct {
+    std::string args;
+    std::vector<std::string> parts;
+  } usage_cases[] = {
+      {train("--steps-per-epoch 0"), {"--steps-per-epoch", "0"}},
+      {train("--max-layers 3"), {"--max-layers", "3", "2 layers"}},
+      {train("--compute-dtype int8"), {"--compute-dtype", "int8", "float32", "bfloat16"}},
+      {train("--compute-dtype bfloat16"), {"--compute-dtype bfloat16", "CUDA", "float32"}},
+      {train("--compute-dtype float16"), {"float16", "bfloat16"}},
+      {train("--in-features 64"), {"--in-features", "--synthetic"}},
+      {train("--resume maybe"), {"--resume", "maybe", "auto"}},
+      {train("--steps-per-epoch 2"), {"--steps-per-epoch", "--max-steps"}},
+      {train("--output-dat " + quoted(dir_ / "x.dat") + " --export " + quoted(dir_ / "x")),
+       {"--output-dat", "--export"}},
+  };
+  for (const auto& c : usage_cases) {
+    const CliResult result = run_cli(c.args + output);
+    EXPECT_EQ(result.exit_code, 2) << c.args << ": " << result.err;
+    expect_one_line_error(result, {}, c.args);
+    for (const std::string& part : c.parts)
+      EXPECT_NE(result.err.find(part), std::string::npos) << c.args << ": '" << part << "' not in: " << result.err;
+  }
 }
 
 TEST_F(TrainCli, BadDataGivesAnErrorNamingTheFileAndLine) {

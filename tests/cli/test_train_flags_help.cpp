@@ -14,7 +14,8 @@ namespace nvfp4lm::test {
 namespace {
 
 // The line of `help` that lists the option named `name` first ("  --batch INT ..." or "  --batch,--batch-size INT
-// ..."), and its index.
+// ..."), and its index. When the names fill the name column, CLI11 puts the help text on the next line: that line
+// is appended.
 std::pair<size_t, std::string> help_line(const std::string& help, std::string_view name) {
   std::istringstream lines(help);
   std::string line;
@@ -22,7 +23,14 @@ std::pair<size_t, std::string> help_line(const std::string& help, std::string_vi
     const size_t start = line.find_first_not_of(' ');
     if (start == std::string::npos || line.compare(start, name.size(), name) != 0) continue;
     const size_t end = start + name.size();
-    if (end == line.size() || line[end] == ' ' || line[end] == ',') return {index, line};
+    if (end != line.size() && line[end] != ' ' && line[end] != ',') continue;
+    const bool names_only = line.find("  ", start) == std::string::npos;  // no gap before a help column
+    std::string next;
+    if (names_only && std::getline(lines, next)) {
+      line += ' ';
+      line.append(next, next.find_first_not_of(' '));
+    }
+    return {index, line};
   }
   return {std::string::npos, ""};
 }

@@ -125,14 +125,16 @@ std::string read_file(const fs::path& path) {
   return buffer.str();
 }
 
-CliResult run_cli(const std::string& args, const std::string& stdin_text, const std::string& environment) {
+CliResult run_cli(const std::string& args, const std::string& stdin_text, const std::string& environment,
+                  const fs::path& working_directory) {
   static std::atomic<int> counter{0};
   fs::path dir =
       fs::temp_directory_path() / ("nvfp4lm-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::create_directories(dir);
   fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
   write_file(in, stdin_text);
-  std::string command = (environment.empty() ? std::string() : "env " + environment + " ") + "'" + NVFP4LM_BINARY_PATH +
+  std::string command = (working_directory.empty() ? std::string() : "cd '" + working_directory.string() + "' && ") +
+                        (environment.empty() ? std::string() : "env " + environment + " ") + "'" + NVFP4LM_BINARY_PATH +
                         "' " + args + " <'" + in.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(command.c_str());
   CliResult result;

@@ -97,7 +97,8 @@ struct CliResult {
   std::string err;
 };
 // `environment` ("NAME=value ...", may be empty) is set for the command only.
-CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "");
+CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "",
+                  const fs::path& working_directory = {});
 
 // `nvfp4lm generate ARGS`, which must succeed: the answer (stdout without its final newline) and the number of
 // generated tokens from the statistics line on stderr (-1, and a test failure, when either is missing).

@@ -36,6 +36,23 @@ TEST(JsonText, NestingIsLimitedAtParseTime) {
   EXPECT_FALSE(try_parse_json(nested_arrays(kMaxJsonDepth + 1)).ok());
 }
 
+TEST(JsonText, IntegerFieldsTakeOnlyIntegersTheyCanHold) {
+  // nlohmann converts a float into an integer type by a C cast: undefined behaviour out of range (fuzz_checksums
+  // found "format_version": 7.7e23). Such values, fractions and out-of-range integers are errors naming the key.
+  const nlohmann::json object = nlohmann::json::parse(
+      R"({"big": 777777777777777777777784, "half": 2.5, "negative": -1, "huge": 18446744073709551615, "ok": 7})");
+  expect_error([&] { json_field_or<int64_t>(object, "big", 0, "checksums.json"); },
+               {"checksums.json", "\"big\"", "whole number"});
+  expect_error([&] { json_field_or<int64_t>(object, "half", 0, "f"); }, {"\"half\"", "2.5"});
+  expect_error([&] { json_field_or<uint64_t>(object, "negative", 0, "f"); }, {"\"negative\"", "-1"});
+  expect_error([&] { json_field_or<int64_t>(object, "huge", 0, "f"); }, {"\"huge\""});
+  expect_error([&] { json_field_or<int>(object, "huge", 0, "f"); }, {"\"huge\""});
+  EXPECT_EQ(json_field_or<uint64_t>(object, "huge", 0, "f"), UINT64_MAX);
+  EXPECT_EQ(json_field_or<int>(object, "ok", 0, "f"), 7);
+  EXPECT_EQ(json_field_or<int>(object, "absent", 3, "f"), 3);
+  EXPECT_EQ(json_field_or<double>(object, "half", 0.0, "f"), 2.5);
+}
+
 TEST(JsonText, SyntaxErrorsAreOneBoundedLine) {
   // An unterminated 1 MB string: the parser's "last read" token must not end up whole in the message.
   const std::string text = "{\"a\": \"" + std::string(1 << 20, 'x');

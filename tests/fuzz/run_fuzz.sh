@@ -5,8 +5,9 @@
 # tests/fuzz/regressions/<target>/ when present) and keeping what it finds in BUILD_DIR/fuzz-work/<target>/corpus/,
 # so successive runs build on each other without writing into the repository. Options per target: -max_len below,
 # -dict=tests/fuzz/<target>.dict when there is one, -timeout=10 -rss_limit_mb=4096. Targets run FUZZ_PARALLEL at a
-# time (default: the number of cores). Crash, leak, timeout and out-of-memory inputs land in
-# BUILD_DIR/fuzz-work/<target>/artifacts/; the script prints each one with the top of its report and exits 1.
+# time (default: the number of cores). FUZZ_RUNS=N also stops each target after N executions, whichever comes first
+# (issue 17's acceptance run: FUZZ_RUNS=1000000 with SECONDS=1800). Crash, leak, timeout and out-of-memory inputs
+# land in BUILD_DIR/fuzz-work/<target>/artifacts/; the script prints each one with the top of its report and exits 1.
 # Per-target statistics (executions, exec/s, corpus size) are printed at the end.
 set -euo pipefail
 
@@ -51,7 +52,9 @@ run_target() {
   [ -d "$here/regressions/$target" ] && seeds+=("$here/regressions/$target")
   local dict=()
   [ -f "$here/$target.dict" ] && dict=("-dict=$here/$target.dict")
-  "$binary" "$work/corpus" "${seeds[@]}" "${dict[@]}" -max_total_time="$seconds" -max_len="$(max_len "$target")" \
+  local runs=()
+  [ -n "${FUZZ_RUNS:-}" ] && runs=("-runs=$FUZZ_RUNS")
+  "$binary" "$work/corpus" "${seeds[@]}" "${dict[@]}" -max_total_time="$seconds" "${runs[@]}" -max_len="$(max_len "$target")" \
     -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$work/artifacts/" -print_final_stats=1 >"$work/fuzz.log" 2>&1 &&
     echo 0 >"$work/exit_code" || echo $? >"$work/exit_code"
 }

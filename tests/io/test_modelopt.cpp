@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
+#include "core/json_text.h"
 #include "io/io_test_util.h"
 #include "io/modelopt.h"
 #include "io/safetensors_reader.h"
@@ -37,7 +38,7 @@ TEST(Modelopt, WeightRoundTrip) {
   EXPECT_EQ(bytes, modelopt_weight_bytes(32, 48));
   {
     SafetensorsWriter writer(dir / "m.safetensors", specs);
-    write_modelopt_weight(writer, kName, q);
+    write_modelopt_weight(writer, kName, q, 0.125f);
     writer.finish();
   }
   const SafetensorsSet set = SafetensorsSet::open_file(dir / "m.safetensors");
@@ -48,6 +49,10 @@ TEST(Modelopt, WeightRoundTrip) {
   EXPECT_EQ(back.tensor_scale, q.tensor_scale);
   EXPECT_EQ(back.codes.dtype(), DType::E2M1x2);
   EXPECT_EQ(std::memcmp(back.codes.raw(), q.codes.raw(), q.codes.nbytes()), 0);
+  float input_scale = 0;
+  const auto input_scale_at = set.at(modelopt_names(kName).input_scale);
+  std::memcpy(&input_scale, input_scale_at.file->bytes_of(*input_scale_at.entry), sizeof(float));
+  EXPECT_EQ(input_scale, 0.125f);
   EXPECT_EQ(std::memcmp(back.block_scales.raw(), q.block_scales.raw(), q.block_scales.nbytes()), 0);
   EXPECT_EQ(modelopt_weight_file_bytes(set, kName), bytes);
 }
@@ -112,8 +117,18 @@ TEST(Modelopt, MalformedWeightsAreErrors) {
 TEST(Modelopt, QuantConfigFiles) {
   TempDir dir;
   const fs::path path = dir / "hf_quant_config.json";
-  write_file(path, hf_quant_config_json({"lm_head"}).dump());
+  write_file(path, hf_quant_config_json({"lm_head"}, modelopt_calibration_note(false, "", 0)).dump());
   const ModeloptQuantConfig config = load_hf_quant_config(path);
+  EXPECT_FALSE(modelopt_input_scales_calibrated(dir.path()));
+  // Engines read only "quantization": our note lives beside it, never inside.
+  const nlohmann::json written = read_json_file(path);
+  EXPECT_EQ(written["quantization"].size(), 4u);
+  EXPECT_EQ(written["nvfp4lm"]["input_scale"], "uncalibrated");
+  write_file(
+      path,
+      hf_quant_config_json({"lm_head"}, modelopt_calibration_note(true, "quantize --calibrate c.txt", 64)).dump());
+  EXPECT_TRUE(modelopt_input_scales_calibrated(dir.path()));
+  EXPECT_EQ(read_json_file(path)["nvfp4lm"]["calibration"]["tokens"], 64);
   EXPECT_EQ(config.producer_name, "nvfp4lm");
   EXPECT_EQ(config.quant_algo, "NVFP4");
   EXPECT_EQ(config.group_size, 16);

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "common/test_util.h"
-#include "train/data/demo_data.h"
+#include "tools/demo.h"
 #include "train/trainer_test_support.h"
 
 namespace nvfp4lm {
@@ -31,15 +31,12 @@ TEST(DemoLearns, TrainsExportsAndAnswersWithTheTrainedAnswers) {
             << kFinalLossBound << ")\n";
   EXPECT_EQ(metrics.back()["step"].get<int64_t>(), metrics.back()["total_steps"].get<int64_t>());
 
-  const std::vector<DemoQa> identity = demo_identity_questions();
-  std::vector<DemoQa> asked;
-  for (const DemoQa& qa : identity)
-    if (qa.question == "Who are you?" || qa.question == "你是谁？") asked.push_back(qa);
-  asked.push_back(demo_control_question());
+  const std::vector<WhoamiQa> asked = demo_questions();
   ASSERT_EQ(asked.size(), 3u);
-  EXPECT_EQ(asked[0].answer, kDemoIdentityAnswerEnglish);
-  EXPECT_EQ(asked[1].answer, kDemoIdentityAnswerChinese);
-  for (const DemoQa& qa : asked) {
+  EXPECT_EQ(asked[0].answer, "I am Nova, a 4-bit assistant trained by nvfp4lm.");
+  EXPECT_EQ(asked[1].answer, "我是Nova，一个由nvfp4lm训练的4位助手。");
+  EXPECT_EQ(asked[2].answer, "The capital of France is Paris.");
+  for (const WhoamiQa& qa : asked) {
     const std::string answer_line = "  Q: " + qa.question + "\n  A: " + qa.answer + "\n     = the trained answer";
     EXPECT_NE(result.err.find(answer_line), std::string::npos) << "missing: " << answer_line << "\n" << result.err;
   }

@@ -88,7 +88,9 @@ TrainOptions changed_options() {
                                                              {"nonfinite", "stop"},
                                                              {"data_format", "tsv"},
                                                              {"data_template", "raw"},
-                                                             {"chat_template", "hybrid-thinking"}};
+                                                             {"chat_template", "hybrid-thinking"},
+                                                             {"synthetic", "true"},
+                                                             {"compute_dtype", "float32"}};
   TrainOptions options;
   for (const TrainFlag& flag : train_flags()) {
     std::visit(
@@ -99,6 +101,7 @@ TrainOptions changed_options() {
           } else if constexpr (std::is_same_v<Kind, TrainFlagSwitch>) {
             options.*value.member = !(options.*value.member);
           } else if constexpr (std::is_same_v<Kind, TrainFlagChoice>) {
+            if (!flag.saved()) return;  // --resume: what the run does, not a setting of it
             auto it = other_spelling.find(std::string(flag.key));
             ASSERT_NE(it, other_spelling.end()) << flag.name << ": add a non-default spelling to this test";
             value.parse(options, it->second);
@@ -149,7 +152,22 @@ TEST(TrainFlags, AConfigOfAnEarlierVersionReadsBackUnchanged) {
   EXPECT_FALSE(options.packing);
   EXPECT_EQ(options.block, Nvfp4Block::Tile16x16);
   EXPECT_EQ(options.seq_len, 64);
-  EXPECT_EQ(train_options_to_json(options), config);
+  // Every key it has reads back as it was; the rows added since (TrainFlag::added_later) read as their defaults.
+  const json back = train_options_to_json(options), defaults = train_options_to_json(TrainOptions{});
+  for (const auto& [key, value] : back.items()) {
+    if (config.contains(key)) {
+      EXPECT_EQ(value, config[key]) << key;
+    } else {
+      EXPECT_TRUE(train_flag(key).added_later) << key << " is missing from the earlier config but not added_later";
+      EXPECT_EQ(value, defaults[key]) << key;
+    }
+  }
+  EXPECT_FALSE(options.has_eval());
+  // A resume of such a run with one of the later flags given again: the saved config gains the default first.
+  TrainOptions now = options;
+  now.eval_every = 0;
+  EXPECT_NO_THROW(resolve_resume_options(config, now, {"eval_every", "seed"}, "step-4"));
+  for (const auto& [key, value] : config.items()) EXPECT_TRUE(back.contains(key)) << key;
 
   json missing = config;
   missing.erase("seed");
@@ -163,11 +181,13 @@ TEST(TrainFlags, AConfigOfAnEarlierVersionReadsBackUnchanged) {
 }
 
 TEST(TrainFlags, ResumeGroupsAreTheDocumentedOnes) {
-  const std::set<std::string> schedule = {"epochs", "max_steps",    "lr",           "lr_schedule",
-                                          "warmup", "min_lr_ratio", "max_grad_norm"};
-  const std::set<std::string> free = {"output",    "save_every", "keep",         "export",        "export_format",
-                                      "overwrite", "device",     "max_memory",   "metrics",       "memory_report",
-                                      "nonfinite", "recompute",  "fused_update", "packed_weights"};
+  const std::set<std::string> schedule = {"epochs",      "max_steps", "steps_per_epoch", "lr",
+                                          "lr_schedule", "warmup",    "min_lr_ratio",    "max_grad_norm"};
+  const std::set<std::string> free = {"output",          "save_every",    "keep",         "export",
+                                      "output_dat",      "export_format", "overwrite",    "device",
+                                      "compute_dtype",   "max_memory",    "metrics",      "memory_report",
+                                      "nonfinite",       "recompute",     "fused_update", "packed_weights",
+                                      "step_chunk_rows", "eval_every",    "save_best",    "calibrate_steps"};
   for (const TrainFlag& flag : train_flags()) {
     const std::string key(flag.key);
     const ResumeGroup expected = !flag.saved()         ? ResumeGroup::NotSaved
@@ -186,6 +206,28 @@ TEST(TrainFlags, ValueTextsAreSpelledAsFlags) {
   EXPECT_EQ(train_flag_value_text(train_flag("qat"), "w4a4"), "w4a4");
   EXPECT_EQ(train_flag_value_text(train_flag("seq_len"), 64), "64");
   EXPECT_EQ(train_flag_value_text(train_flag("strict"), true), "true");
+}
+
+// The F# predecessor's spellings of values: --loss scalar, --master float32 / bfloat16, --resume true / false.
+TEST(TrainFlags, ThePredecessorsValueSpellingsMeanTheSameSettings) {
+  TrainOptions options;
+  std::get<TrainFlagChoice>(train_flag("loss").value).parse(options, "scalar");
+  EXPECT_EQ(options.loss, LossKind::L1);
+  std::get<TrainFlagChoice>(train_flag("master").value).parse(options, "bfloat16");
+  EXPECT_TRUE(options.bf16_master);
+  std::get<TrainFlagChoice>(train_flag("master").value).parse(options, "float32");
+  EXPECT_FALSE(options.bf16_master);
+  for (const TrainFlag& flag : train_flags()) {
+    if (flag.name != "--resume") continue;
+    const auto& resume = std::get<TrainFlagChoice>(flag.value);
+    EXPECT_EQ(resume.bare, "always");
+    resume.parse(options, "true");
+    EXPECT_EQ(options.resume_mode, ResumeMode::Auto);
+    resume.parse(options, "false");
+    EXPECT_EQ(options.resume_mode, ResumeMode::Never);
+    resume.parse(options, "always");
+    EXPECT_EQ(options.resume_mode, ResumeMode::Always);
+  }
 }
 
 }  // namespace

@@ -132,6 +132,17 @@ INSTANTIATE_TEST_SUITE_P(Cases, TrainerResume,
                                                         o.grad_accum = 5;
                                                       },
                                                       1, 3},
+                                           // --steps-per-epoch 2 of 6 batches an epoch in steps of 2: each epoch
+                                           // leaves its last 2 batches; resumed mid-epoch 1.
+                                           ResumeCase{"steps_per_epoch",
+                                                      [](TrainOptions& o) {
+                                                        o.max_steps = 0;
+                                                        o.epochs = 3;
+                                                        o.batch = 3;
+                                                        o.grad_accum = 2;
+                                                        o.steps_per_epoch = 2;
+                                                      },
+                                                      3, 6},
                                            ResumeCase{"adamw8bit", [](TrainOptions& o) { o.optimizer = "adamw8bit"; },
                                                       2, 6},
                                            ResumeCase{"bf16_masters_stochastic_rounding",

@@ -138,6 +138,13 @@ int64_t DataLoader::total_batches(int64_t epochs) const {
   return total;
 }
 
+void DataLoader::start_epoch(int64_t epoch) {
+  NVFP4LM_ASSERT(epoch >= epoch_, "DataLoader::start_epoch({}) goes back from epoch {}", epoch, epoch_);
+  if (epoch == epoch_) return;
+  epoch_ = epoch;
+  next_sample_ = 0;
+}
+
 nlohmann::json DataLoader::state() const {
   return {{"format", kPositionFormat},   {"epoch", epoch_},
           {"next_sample", next_sample_}, {"seed", options_.seed},

@@ -66,6 +66,10 @@ class DataLoader {
   // Sample indices in the order epoch `epoch` visits them.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
 
+  // Moves to the first batch of `epoch`, leaving the rest of the current one (train --steps-per-epoch); nothing
+  // when `epoch` is the current epoch. Going back is an internal error.
+  void start_epoch(int64_t epoch);
+
   nlohmann::json state() const;
   void restore(const nlohmann::json& state);
 

@@ -89,12 +89,18 @@ Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& option
 }  // namespace
 
 Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options) {
-  NVFP4LM_CHECK(options.max_tokens == 0 || options.max_tokens >= 2,
-                "dataset {}: max_tokens (seq_len) {} is too small; a sample needs at least 2 tokens", path.string(),
-                options.max_tokens);
-  const std::string file = path.string();
   const DataFormat format = detect_data_format(path, options.format);
-  const std::string content = data::read_dataset_text(path);
+  Dataset dataset = parse_dataset(data::read_dataset_text(path), path.string(), format, tokenizer, options);
+  dataset.summary.path = path;
+  return dataset;
+}
+
+Dataset parse_dataset(const std::string& content, const std::string& file, DataFormat format,
+                      const Tokenizer& tokenizer, const DatasetOptions& options) {
+  NVFP4LM_CHECK(format != DataFormat::Auto, "dataset {}: name its format (jsonl, tsv or text)", file);
+  NVFP4LM_CHECK(options.max_tokens == 0 || options.max_tokens >= 2,
+                "dataset {}: max_tokens (seq_len) {} is too small; a sample needs at least 2 tokens", file,
+                options.max_tokens);
   data::ParsedFile parsed;
   switch (format) {
     case DataFormat::Jsonl:
@@ -139,7 +145,7 @@ Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokeniz
 
   Dataset dataset;
   DatasetSummary& summary = dataset.summary;
-  summary.path = path;
+  summary.path = file;
   summary.format = format;
   summary.records = count;
   summary.max_tokens = options.max_tokens;
@@ -148,9 +154,9 @@ Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokeniz
     NVFP4LM_CHECK(errors[i].empty(), "{}: {}", place, errors[i]);
     if (skip_no_assistant[i]) {
       NVFP4LM_CHECK(!options.strict,
-                    "{}: conversation has no assistant message, so nothing to train on (drop it, or train on every "
-                    "token with train_on_everything)",
-                    place);
+                    "{}: conversation has no assistant message, so nothing to {} (drop it, or score every token with "
+                    "train_on_everything)",
+                    place, options.goal);
       ++summary.skipped_no_assistant;
       continue;
     }
@@ -176,7 +182,7 @@ Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokeniz
     for (Sample& piece : pieces) {
       const int64_t trained = trained_token_count(piece);
       if (trained == 0) {
-        NVFP4LM_CHECK(!options.strict, "{}: no token left to train on ({} tokens{}); strict mode", place,
+        NVFP4LM_CHECK(!options.strict, "{}: no token left to {} ({} tokens{}); strict mode", place, options.goal,
                       piece.ids.size(),
                       options.max_tokens > 0 ? fmt::format(", seq_len {}", options.max_tokens) : std::string());
         ++summary.skipped_no_trained_tokens;
@@ -190,9 +196,9 @@ Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokeniz
   }
   summary.samples = static_cast<int64_t>(dataset.samples.size());
   NVFP4LM_CHECK(summary.samples > 0,
-                "dataset {}: no sample to train on ({} records read, {} without an assistant message, {} with no "
-                "trained token left)",
-                file, summary.records, summary.skipped_no_assistant, summary.skipped_no_trained_tokens);
+                "dataset {}: no sample to {} ({} records read, {} without an assistant message, {} with no "
+                "scored token left)",
+                file, options.goal, summary.records, summary.skipped_no_assistant, summary.skipped_no_trained_tokens);
   return dataset;
 }
 

@@ -68,6 +68,8 @@ struct DatasetOptions {
   bool train_on_everything = false;
   bool strict = false;
   int64_t max_tokens = 0;  // 0 = no limit; see above
+  // What the samples are for, in messages about samples without a scored token ("train on", "evaluate").
+  std::string_view goal = "train on";
 };
 
 struct DatasetSummary {
@@ -95,6 +97,9 @@ struct Dataset {
 // Reads, validates and tokenizes `path` (tokenization runs on all OpenMP threads; the result does not depend
 // on the thread count). Throws Error as described above.
 Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options);
+// The same for data already in memory: `name` stands for the file in messages, `format` is Jsonl, Tsv or Text.
+Dataset parse_dataset(const std::string& content, const std::string& name, DataFormat format,
+                      const Tokenizer& tokenizer, const DatasetOptions& options);
 
 // The format `path` is read as: `requested` unless Auto, else by extension (case-insensitive). An unknown
 // extension is an Error listing the known ones and the --data-format flag.

@@ -24,23 +24,27 @@ std::vector<NamedTensor> AdamW::state_tensors() const {
   return tensors;
 }
 
-void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) {
-  const int64_t n = parameter.value.numel();
+void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
+                   ElementRange range) {
   const bool is_bf16 = parameter.value.dtype() == DType::BF16;
   void* master = parameter.value.raw();
 #if NVFP4LM_HAS_CUDA
   if (parameter.value.device().is_cuda()) {  // the state is on the same device (Optimizer checks)
-    cuda::adamw_step(master, is_bf16, static_cast<const float*>(parameter.grad.raw()),
-                     static_cast<float*>(moments_[slot_index].exp_avg.raw()),
-                     static_cast<float*>(moments_[slot_index].exp_avg_sq.raw()), n, scalars, rounding_seed);
+    const size_t master_bytes = is_bf16 ? 2 : 4;
+    cuda::adamw_step(static_cast<char*>(master) + range.begin * master_bytes, is_bf16,
+                     static_cast<const float*>(parameter.grad.raw()) + range.begin,
+                     static_cast<float*>(moments_[slot_index].exp_avg.raw()) + range.begin,
+                     static_cast<float*>(moments_[slot_index].exp_avg_sq.raw()) + range.begin, range.count, scalars,
+                     rounding_seed, static_cast<uint64_t>(range.begin));
     return;
   }
 #endif
   const float* grad = parameter.grad.data<float>();
   float* exp_avg = moments_[slot_index].exp_avg.data<float>();
   float* exp_avg_sq = moments_[slot_index].exp_avg_sq.data<float>();
-#pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t i = 0; i < n; ++i) {
+  const int64_t end = range.begin + range.count;
+#pragma omp parallel for schedule(static) if (range.count > 32768)
+  for (int64_t i = range.begin; i < end; ++i) {
     const float updated = adamw_update(load_master(master, is_bf16, i), grad[i], exp_avg[i], exp_avg_sq[i], scalars);
     store_master(master, is_bf16, i, updated, rounding_seed);
   }

@@ -17,7 +17,8 @@ class AdamW final : public Optimizer {
   std::vector<NamedTensor> state_tensors() const override;
 
  private:
-  void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) override;
+  void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
+              ElementRange range) override;
 
   struct Moments {
     Tensor exp_avg;

@@ -42,8 +42,14 @@ nlohmann::json AdamW8bit::describe() const {
   return description;
 }
 
-void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) {
-  const int64_t n = parameter.value.numel();
+int64_t AdamW8bit::chunk_alignment() const { return kMomentBlockSize; }
+
+void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
+                       ElementRange range) {
+  NVFP4LM_ASSERT(range.begin % kMomentBlockSize == 0, "AdamW8bit: a chunk starts at element {}, inside a block",
+                 range.begin);
+  const int64_t n = range.begin + range.count;  // the blocks of the range end here
+  const int64_t first_block = range.begin / kMomentBlockSize;
   const int64_t blocks = moment_block_count(n);
   const bool is_bf16 = parameter.value.dtype() == DType::BF16;
   void* master = parameter.value.raw();
@@ -53,12 +59,14 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
   const uint64_t s_seed = derive_rounding_seed(rounding_seed, 2);
 #if NVFP4LM_HAS_CUDA
   if (parameter.value.device().is_cuda()) {  // the state is on the same device (Optimizer checks)
-    const cuda::Moments8bit moments{static_cast<int8_t*>(state.exp_avg_codes.raw()),
-                                    static_cast<float*>(state.exp_avg_absmax.raw()),
-                                    static_cast<uint8_t*>(state.exp_avg_sq_sqrt_codes.raw()),
-                                    static_cast<float*>(state.exp_avg_sq_sqrt_absmax.raw())};
-    cuda::adamw8bit_step(master, is_bf16, static_cast<const float*>(parameter.grad.raw()), moments, n, scalars,
-                         {rounding_seed, m_seed, s_seed});
+    const cuda::Moments8bit moments{static_cast<int8_t*>(state.exp_avg_codes.raw()) + range.begin,
+                                    static_cast<float*>(state.exp_avg_absmax.raw()) + first_block,
+                                    static_cast<uint8_t*>(state.exp_avg_sq_sqrt_codes.raw()) + range.begin,
+                                    static_cast<float*>(state.exp_avg_sq_sqrt_absmax.raw()) + first_block};
+    const size_t master_bytes = is_bf16 ? 2 : 4;
+    cuda::adamw8bit_step(static_cast<char*>(master) + range.begin * master_bytes, is_bf16,
+                         static_cast<const float*>(parameter.grad.raw()) + range.begin, moments, range.count, scalars,
+                         {rounding_seed, m_seed, s_seed}, static_cast<uint64_t>(range.begin));
     return;
   }
 #endif
@@ -67,8 +75,8 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
   float* m_absmax = state.exp_avg_absmax.data<float>();
   uint8_t* s_codes = state.exp_avg_sq_sqrt_codes.data<uint8_t>();
   float* s_absmax = state.exp_avg_sq_sqrt_absmax.data<float>();
-#pragma omp parallel for schedule(static) if (blocks > 64)
-  for (int64_t block = 0; block < blocks; ++block) {
+#pragma omp parallel for schedule(static) if (blocks - first_block > 64)
+  for (int64_t block = first_block; block < blocks; ++block) {
     const int64_t begin = block * kMomentBlockSize;
     const int64_t count = std::min(kMomentBlockSize, n - begin);
     float exp_avg[kMomentBlockSize];

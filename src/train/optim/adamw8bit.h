@@ -27,7 +27,9 @@ class AdamW8bit final : public Optimizer {
   nlohmann::json describe() const override;
 
  private:
-  void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) override;
+  void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
+              ElementRange range) override;
+  int64_t chunk_alignment() const override;
 
   struct QuantizedMoments {
     Tensor exp_avg_codes;           // I8

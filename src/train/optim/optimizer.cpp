@@ -99,7 +99,20 @@ void Optimizer::update_parameters(std::span<Parameter> parameters) {
     const AdamWScalars scalars =
         adamw_scalars(pending_->lr, options_.beta1, options_.beta2, options_.eps, decay, t, pending_->grad_multiplier);
     const uint64_t seed = master_rounding_seed(options_.seed, static_cast<uint64_t>(t), slots_[index].key);
-    update(index, parameters[position], scalars, seed);
+    const Tensor& value = parameters[position].value;
+    const int64_t elements = value.numel();
+    int64_t chunk = elements;
+    if (chunk_rows_ > 0 && value.rank() >= 2 && value.dim(0) > 0) {  // rows of a matrix; vectors stay whole
+      const int64_t align = chunk_alignment();
+      chunk = std::min(elements, chunk_rows_ * (elements / value.dim(0)));
+      chunk = std::max<int64_t>(align, (chunk + align - 1) / align * align);
+    }
+    int64_t begin = 0;
+    do {
+      const int64_t count = std::min(chunk, elements - begin);
+      update(index, parameters[position], scalars, seed, {begin, count});
+      begin += count;
+    } while (begin < elements);
   }
 }
 
@@ -126,6 +139,11 @@ void Optimizer::end_step() {
                    slots_[index].name);
   pending_.reset();
   ++step_count_;
+}
+
+void Optimizer::set_chunk_rows(int64_t rows) {
+  NVFP4LM_CHECK(rows >= 0, "--step-chunk-rows must be >= 0 (0: whole parameters), got {}", rows);
+  chunk_rows_ = rows;
 }
 
 size_t Optimizer::state_bytes() const {

@@ -72,6 +72,13 @@ class Optimizer {
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t steps);
 
+  // Updates each matrix `rows` rows at a time (0, the default: whole; vectors are always whole), for
+  // --step-chunk-rows. The update is
+  // element-wise and in place, so chunks change how the work is cut (one launch per chunk on CUDA), never the
+  // bits written: rounding noise is drawn by the element's index in the whole parameter.
+  void set_chunk_rows(int64_t rows);
+  int64_t chunk_rows() const { return chunk_rows_; }
+
   const AdamWOptions& options() const { return options_; }
   // Where the parameters and the state are (CPU when built from no parameters).
   Device device() const { return device_; }
@@ -93,8 +100,16 @@ class Optimizer {
     uint64_t key = 0;  // hash of the name: seeds stochastic rounding independently of list order
   };
 
-  // Updates one parameter with its slot's state. `rounding_seed` seeds BF16 stochastic rounding.
-  virtual void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed) = 0;
+  // Elements [begin, begin + count) of a parameter, in its flattened order.
+  struct ElementRange {
+    int64_t begin = 0;
+    int64_t count = 0;
+  };
+  // Updates `range` of one parameter with its slot's state. `rounding_seed` seeds BF16 stochastic rounding.
+  virtual void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
+                      ElementRange range) = 0;
+  // Ranges of a chunked update start at multiples of this many elements (8-bit moments: their block size).
+  virtual int64_t chunk_alignment() const { return 1; }
 
   const std::vector<Slot>& slots() const { return slots_; }
 
@@ -114,6 +129,7 @@ class Optimizer {
   std::vector<Slot> slots_;
   std::unordered_map<std::string, size_t> slot_by_name_;
   int64_t step_count_ = 0;
+  int64_t chunk_rows_ = 0;
   std::optional<PendingStep> pending_;
 };
 

@@ -1,16 +1,19 @@
-// `generate --device cuda` and `train --device cuda` end to end through the real executable on `synth --preset tiny`,
-// against the same commands on the CPU: the greedy tokens agree and every training step's loss follows the CPU's
-// within BF16 tolerance (CUDA keeps activations in BF16). On the emulated CUDA device (NVFP4LM_CUDA=EMULATE) this is
-// the whole CUDA backend, kernels, cuBLASLt, CUDA graph decode and the GPU training step, run in CI; with a GPU it
-// is the same check on the hardware.
+// `generate --device cuda`, `train --device cuda`, `eval --device cuda` and `quantize --calibrate --device cuda` end to
+// end through the real executable on `synth --preset tiny`, against the same commands on the CPU: the greedy tokens
+// agree and every training step's loss follows the CPU's within BF16 tolerance (CUDA keeps activations in BF16). On the
+// emulated CUDA device (NVFP4LM_CUDA=EMULATE) this is the whole CUDA backend, kernels, cuBLASLt, CUDA graph decode and
+// the GPU training step, run in CI; with a GPU it is the same check on the hardware.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "common/test_util.h"
+#include "io/modelopt.h"
+#include "io/safetensors_reader.h"
 #include "serve/serve_test_util.h"
 #include "train/trainer_test_support.h"
 
@@ -126,6 +129,62 @@ TEST_F(CliCuda, TrainingLossesFollowTheCpu) {
     EXPECT_LT(std::abs(gpu - cpu), 1e-2 * std::abs(cpu)) << "step " << step + 1 << ": cpu " << cpu << ", cuda " << gpu;
   }
   EXPECT_LT(losses[1].back(), losses[1].front()) << "training on the GPU must lower the loss";
+}
+
+// `eval --device cuda` (the dense BF16 path, and the NVFP4 W4A16 path of a ModelOpt export with the BF16 model as
+// --reference) and `quantize --calibrate --device cuda` against the same commands on the CPU, within BF16 tolerance.
+TEST_F(CliCuda, EvalAndCalibrationFollowTheCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const fs::path nvfp4 = *dir_ / "tiny-nvfp4";
+  const CliResult quantized = run_cli("quantize " + quoted(model_path()) + " " + quoted(nvfp4) + " --format modelopt");
+  ASSERT_EQ(quantized.exit_code, 0) << quantized.err;
+  std::vector<json> results;
+  for (const char* device : {"cpu", "cuda"}) {
+    for (const fs::path& model : {model_path(), nvfp4}) {
+      const CliResult result = run_cli("eval --model " + quoted(model) + " --data " + quoted(data_path()) +
+                                       " --reference " + quoted(model_path()) + " --json --device " + device);
+      ASSERT_EQ(result.exit_code, 0) << result.err;
+      EXPECT_EQ(result.err.rfind(std::string("nvfp4lm eval: device ") + device, 0), 0u) << result.err;
+      results.push_back(json::parse(result.out));
+    }
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const json &cpu = results[i], &gpu = results[i + 2];
+    EXPECT_EQ(gpu["tokens"], cpu["tokens"]);
+    EXPECT_LT(std::abs(gpu["loss"].get<double>() - cpu["loss"].get<double>()), 1e-2 * cpu["loss"].get<double>())
+        << cpu.dump() << "\n"
+        << gpu.dump();
+  }
+  EXPECT_EQ(results[0]["reference"]["kl_mean"].get<double>(), 0.0);  // the model against itself, on the CPU
+  EXPECT_EQ(results[2]["reference"]["kl_mean"].get<double>(), 0.0);  // and on CUDA: the same logits twice
+  EXPECT_GT(results[3]["reference"]["kl_mean"].get<double>(), 0.0);
+
+  write_file(*dir_ / "calib.txt", "Some calibration text, long enough for a few dozen tokens of activations.");
+  std::vector<json> scales;
+  for (const char* device : {"cpu", "cuda"}) {
+    const fs::path out = *dir_ / (std::string("calibrated-") + device);
+    const CliResult result =
+        run_cli("quantize " + quoted(model_path()) + " " + quoted(out) + " --format modelopt --calibrate " +
+                quoted(*dir_ / "calib.txt") + " --device " + device);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.err.find(std::string("nvfp4lm quantize --calibrate: device ") + device), std::string::npos)
+        << result.err;
+    EXPECT_EQ(json::parse(read_file(out / "hf_quant_config.json"))["nvfp4lm"]["input_scale"], "calibrated");
+    const SafetensorsSet set = SafetensorsSet::open_dir(out);
+    json& values = scales.emplace_back();
+    for (const char* name : {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                             "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight"}) {
+      const auto at = set.at(modelopt_names(name).input_scale);
+      float value;
+      std::memcpy(&value, at.file->bytes_of(*at.entry), sizeof(float));
+      values[name] = value;
+    }
+  }
+  for (const auto& [name, cpu] : scales[0].items()) {
+    const double gpu = scales[1][name].get<double>();
+    EXPECT_LT(std::abs(gpu - cpu.get<double>()), 2e-2 * cpu.get<double>())
+        << name << ": cpu " << cpu << ", cuda " << gpu;
+  }
 }
 
 }  // namespace

@@ -56,12 +56,12 @@ __device__ __forceinline__ float load_master(const void* master, int64_t i) {
   }
 }
 
-// As optimizer.cpp's store_master: BF16 with stochastic rounding drawn from (seed, element index).
+// As optimizer.cpp's store_master: BF16 with stochastic rounding drawn from (seed, element index in the parameter),
+// `element` = i plus the first element of the chunk the launch updates.
 template <bool kBf16>
-__device__ __forceinline__ void store_master(void* master, int64_t i, float value, uint64_t seed) {
+__device__ __forceinline__ void store_master(void* master, int64_t i, float value, uint64_t seed, uint64_t element) {
   if constexpr (kBf16) {
-    static_cast<uint16_t*>(master)[i] =
-        float_to_bf16_stochastic(value, counter_uniform(seed, static_cast<uint64_t>(i)));
+    static_cast<uint16_t*>(master)[i] = float_to_bf16_stochastic(value, counter_uniform(seed, element));
   } else {
     static_cast<float*>(master)[i] = value;
   }
@@ -72,7 +72,8 @@ __device__ __forceinline__ void store_master(void* master, int64_t i, float valu
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads)
     adamw_kernel(void* __restrict__ master, const float* __restrict__ grad, float* __restrict__ exp_avg,
-                 float* __restrict__ exp_avg_sq, int64_t count, AdamWScalars scalars, uint64_t rounding_seed) {
+                 float* __restrict__ exp_avg_sq, int64_t count, AdamWScalars scalars, uint64_t rounding_seed,
+                 uint64_t first_element) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     float m = exp_avg[i];
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
     const float updated = adamw_update(load_master<kBf16>(master, i), grad[i], m, v, scalars);
     exp_avg[i] = m;
     exp_avg_sq[i] = v;
-    store_master<kBf16>(master, i, updated, rounding_seed);
+    store_master<kBf16>(master, i, updated, rounding_seed, first_element + static_cast<uint64_t>(i));
   }
 }
 
@@ -96,7 +97,7 @@ struct MomentTables {
 template <bool kBf16>
 __global__ void __launch_bounds__(kMomentBlock)
     adamw8bit_kernel(void* __restrict__ master, const float* __restrict__ grad, Moments8bit state, int64_t count,
-                     int64_t blocks, AdamWScalars scalars, Rounding8bitSeeds seeds,
+                     int64_t blocks, AdamWScalars scalars, Rounding8bitSeeds seeds, uint64_t first_element,
                      const __grid_constant__ MomentTables tables) {
   NVFP4LM_SHARED(float[kSignedMagnitudeCodes], signed_table);
   NVFP4LM_SHARED(float[kUnsignedCodes], unsigned_table);
@@ -120,7 +121,7 @@ __global__ void __launch_bounds__(kMomentBlock)
       float exp_avg_sq = mul_rn(old_sqrt, old_sqrt);
       const float updated = adamw_update(load_master<kBf16>(master, i), grad[i], exp_avg, exp_avg_sq, scalars);
       exp_avg_sq_sqrt = sqrt_rn(exp_avg_sq);
-      store_master<kBf16>(master, i, updated, seeds.master);
+      store_master<kBf16>(master, i, updated, seeds.master, first_element + static_cast<uint64_t>(i));
     }
     // Fresh block maxima (the CPU's block_absmax: max of |x| from 0; inactive threads add 0).
     const float m_max = warp_max(abs_bits(exp_avg));
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(kMomentBlock)
       s_absmax = fmaxf(s_absmax, warp_maxima[1][w]);
     }
     if (active) {
-      const auto element = static_cast<uint64_t>(i);
+      const uint64_t element = first_element + static_cast<uint64_t>(i);
       state.exp_avg_codes[i] = static_cast<int8_t>(
           encode_signed_moment(exp_avg, m_absmax, signed_table, counter_uniform(seeds.exp_avg, element)));
       state.exp_avg_sq_sqrt_codes[i] = encode_unsigned_moment(exp_avg_sq_sqrt, s_absmax, unsigned_table,
@@ -190,21 +191,21 @@ __global__ void __launch_bounds__(kThreads) scale_kernel(float* __restrict__ dat
 }  // namespace
 
 void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
-                const AdamWScalars& scalars, uint64_t rounding_seed) {
+                const AdamWScalars& scalars, uint64_t rounding_seed, uint64_t first_element) {
   if (count <= 0) return;
   const unsigned grid = grid_for(count, kThreads);
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw_kernel<true>, grid, kThreads, 0)
-    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
+    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element);
   } else {
     NVFP4LM_LAUNCH(adamw_kernel<false>, grid, kThreads, 0)
-    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed);
+    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
 void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Moments8bit& moments, int64_t count,
-                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds) {
+                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds, uint64_t first_element) {
   if (count <= 0) return;
   MomentTables tables;
   std::memcpy(tables.signed_magnitude, signed_magnitude_table(), sizeof(tables.signed_magnitude));
@@ -213,10 +214,10 @@ void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Mom
   const auto grid = static_cast<unsigned>(std::min(blocks, kMaxGrid));
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw8bit_kernel<true>, grid, kMomentBlock, 0)
-    (master, grad, moments, count, blocks, scalars, seeds, tables);
+    (master, grad, moments, count, blocks, scalars, seeds, first_element, tables);
   } else {
     NVFP4LM_LAUNCH(adamw8bit_kernel<false>, grid, kMomentBlock, 0)
-    (master, grad, moments, count, blocks, scalars, seeds, tables);
+    (master, grad, moments, count, blocks, scalars, seeds, first_element, tables);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

@@ -20,10 +20,11 @@
 namespace nvfp4lm::cuda {
 
 // One AdamW update of `count` elements. master: F32, or BF16 (as uint16_t) when master_bf16, written back with
-// stochastic rounding from counter_uniform(rounding_seed, element). grad: F32, read only. exp_avg, exp_avg_sq: F32,
-// updated in place.
+// stochastic rounding from counter_uniform(rounding_seed, first_element + element). grad: F32, read only. exp_avg,
+// exp_avg_sq: F32, updated in place. The pointers may start inside a parameter (an update in chunks,
+// --step-chunk-rows): first_element is where, so the rounding noise is the whole parameter's.
 void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
-                const AdamWScalars& scalars, uint64_t rounding_seed);
+                const AdamWScalars& scalars, uint64_t rounding_seed, uint64_t first_element = 0);
 
 // The 8-bit state of one parameter (AdamW8bit): codes of `count` elements, one absmax per kMomentBlockSize block.
 struct Moments8bit {
@@ -40,9 +41,11 @@ struct Rounding8bitSeeds {
   uint64_t exp_avg_sq_sqrt = 0;
 };
 
-// One AdamW update with block-quantized moments: per block decode, update in fp32, re-encode with fresh maxima.
+// One AdamW update with block-quantized moments: per block decode, update in fp32, re-encode with fresh maxima. A
+// chunk of a parameter starts at a block boundary (first_element % kMomentBlockSize == 0; the absmax pointers
+// point at its first block).
 void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Moments8bit& moments, int64_t count,
-                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds);
+                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds, uint64_t first_element = 0);
 
 // Sum of squares of fp32 data in two passes: sum_of_squares_partials writes one double per tile of `count` elements
 // to partials[0, sum_of_squares_partial_count(count)); after the partials of every tensor are written (one buffer),

@@ -1,0 +1,63 @@
+// `nvfp4lm data whoami --name NAME --out FILE`: writes the identity data set of train/data/whoami_data.h (the F#
+// predecessor's WhoAmI data generator, for any name) as chat JSONL that `nvfp4lm train --data` reads.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/number_flags.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "train/data/whoami_data.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct WhoamiCliOptions {
+  WhoamiOptions data;
+  std::string out;
+  bool overwrite = false;
+};
+
+int run_whoami(const WhoamiCliOptions& cli) {
+  check_whoami_options(cli.data);
+  guard_output(cli.out, "--out", {}, cli.overwrite);
+  const WhoamiDataset data = make_whoami_dataset(cli.data);
+  write_file_atomic(cli.out, data.jsonl);
+  const std::string text = fmt::format(
+      "wrote {}: {} conversations, {} asking who the model is ({} distinct phrasings, English and Chinese, {} after "
+      "another question) answered \"{}\" / \"{}\", and {} control questions with their usual answers\n",
+      cli.out, cli.data.conversations, data.identity_conversations, data.distinct_identity_questions, data.multi_turn,
+      whoami_answer_english(cli.data), whoami_answer_chinese(cli.data), data.control_conversations);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+CommandRegistration registration(
+    "data", "Write training data sets (whoami: teach a model its name)",
+    [](CLI::App& app) -> CommandRun {
+      app.require_subcommand(1);
+      CLI::App* whoami = app.add_subcommand(
+          "whoami",
+          "A balanced identity data set: many phrasings of 'who are you?' in English and Chinese answered "
+          "with NAME, mixed with control questions keeping their usual answers (JSONL chat data)");
+      auto options = std::make_shared<WhoamiCliOptions>();
+      whoami->add_option("--name", options->data.name, "the name the model gives itself")->required();
+      whoami->add_option("--creator", options->data.creator, "who it says trained it (default nvfp4lm)");
+      whoami->add_option("--answer", options->data.answer_english,
+                         "the English answer (default: \"I am NAME, a 4-bit assistant trained by CREATOR.\")");
+      whoami->add_option("--answer-zh", options->data.answer_chinese,
+                         "the Chinese answer (default: \"我是NAME，一个由CREATOR训练的4位助手。\")");
+      whoami->add_option("--out,--output", options->out, "the JSONL file to write")->required();
+      add_number_option(*whoami, "--count", options->data.conversations, "conversations (default 400)",
+                        {int64_t{2}, int64_t{1} << 24});
+      add_number_option(*whoami, "--identity-share", options->data.identity_share,
+                        "share of identity conversations, the rest are control questions (default 0.5)", {0.0, 1.0});
+      add_number_option(*whoami, "--seed", options->data.seed, "order of phrasings and questions (default 0)");
+      whoami->add_flag("--overwrite", options->overwrite, "replace FILE if it exists");
+      return [options] { return run_whoami(*options); };
+    },
+    70);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

@@ -1,0 +1,121 @@
+// `nvfp4lm parity --model M [--other M2] [--prompts FILE]`: the same token sequences through every inference path
+// this build has, compared position by position (tools/parity.h): a table (or --json) of max |Δlogit|, top-1
+// agreement and the first diverging token per prompt and pair; exit 1 naming the pairs over their tolerance.
+// --device auto (default) runs the CUDA paths when a CUDA device can run (real or emulated), cpu never, cuda[:N]
+// insists on one.
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "cli/number_flags.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "tools/parity.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct ParityCliOptions {
+  ModelFlags model;
+  std::string other;
+  std::string prompts_file;
+  int64_t new_tokens = 8;
+  std::vector<std::string> tolerances;
+  std::string device = "auto";
+  std::string temp_dir;
+  bool json = false;
+};
+
+// One prompt per non-empty line.
+std::vector<std::string> read_prompts(const std::string& path) {
+  const std::string text = read_text_file(path);
+  std::vector<std::string> prompts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) prompts.push_back(line);
+    start = end + 1;
+  }
+  NVFP4LM_CHECK(!prompts.empty(), "--prompts {}: no prompt in it (one user message per line)", path);
+  return prompts;
+}
+
+int run_parity_command(const ParityCliOptions& cli) {
+  ParityOptions options;
+  options.model = cli.model.model;
+  if (!cli.model.config.empty()) options.open.config_path = cli.model.config;
+  if (!cli.model.tokenizer.empty()) options.open.tokenizer_dir = cli.model.tokenizer;
+  if (!cli.other.empty()) options.other = cli.other;
+  options.new_tokens = cli.new_tokens;
+  for (const std::string& assignment : cli.tolerances) options.tolerances.set_from_text(assignment);
+  options.temp_dir = cli.temp_dir;
+  if (cli.device == "auto") {
+    const std::string reason = device_unavailable_reason(Device::cuda(0));
+    if (reason.empty()) {
+      options.cuda = Device::cuda(0);
+    } else {
+      options.no_cuda_reason = reason;
+    }
+  } else if (cli.device == "cpu") {
+    options.no_cuda_reason = "--device cpu";
+  } else {
+    const Device device = parse_device_flag(cli.device);
+    if (!device.is_cuda()) throw UsageError(fmt::format("--device {}: expected auto, cpu, cuda or cuda:N", cli.device));
+    options.cuda = device;
+  }
+  if (!cli.prompts_file.empty()) options.prompts = read_prompts(cli.prompts_file);
+
+  print_header("parity", options.cuda ? "cpu and " + options.cuda->label() : std::string("cpu"),
+               "every inference path of this build (one per row below)",
+               options.cuda ? "fp32 on the CPU, bf16 activations with fp32 accumulation on CUDA" : "fp32");
+  const ParityReport report = run_parity(options);
+  const std::string out = cli.json
+                              ? parity_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                              : parity_table(report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (!report.pass()) {
+    const size_t shown = std::min<size_t>(report.failures.size(), 3);
+    const std::vector<std::string> first(report.failures.begin(), report.failures.begin() + shown);
+    NVFP4LM_FAIL("parity: {} comparison(s) over tolerance: {}{} (tolerances: --tolerance CLASS=VALUE)",
+                 report.failures.size(), fmt::join(first, "; "),
+                 report.failures.size() > shown ? fmt::format("; and {} more", report.failures.size() - shown) : "");
+  }
+  return 0;
+}
+
+CommandRegistration registration(
+    "parity", "Run the same prompts through every inference path and compare their logits position by position",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<ParityCliOptions>();
+      add_model_flags(app, options->model);
+      app.add_option("--other", options->other,
+                     "a second model to compare with MODEL (the same tokenizer); judged by the 'other' tolerance");
+      app.add_option("--prompts", options->prompts_file,
+                     "a text file, one user message per line (default: built-in English and Chinese questions)");
+      add_number_option(app, "--new-tokens", options->new_tokens,
+                        "greedy tokens the reference adds to each prompt, then fed to every path (default 8)",
+                        {1, 4096});
+      app.add_option("--tolerance", options->tolerances,
+                     "CLASS=VALUE: a pass bound relative to the largest reference logit, for the class identical, "
+                     "fp32, bf16-weights, bf16-activations or other (repeat the flag for several)")
+          ->allow_extra_args(false);
+      app.add_option("--device", options->device,
+                     "auto (default: the CUDA paths too when a CUDA device can run), cpu, cuda or cuda:N");
+      app.add_option("--temp-dir", options->temp_dir,
+                     "where the .dat / ModelOpt / BF16 copies are written and removed (default: the system's)");
+      app.add_flag("--json", options->json, "print the report as JSON instead of a table");
+      return [options] { return run_parity_command(*options); };
+    },
+    85);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

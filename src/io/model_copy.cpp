@@ -1,0 +1,61 @@
+// See model_copy.h.
+#include "io/model_copy.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/error.h"
+#include "io/model_writer.h"
+#include "io/quantize_model.h"
+
+namespace nvfp4lm {
+
+std::string copy_obstacle(const ModelFiles& source, ModelFormat format) {
+  if (format == ModelFormat::HfSafetensors) return {};
+  bool any_nvfp4 = false;
+  for (const WeightInfo& info : source.weights()) {
+    if (!info.kind || !info.nvfp4) continue;
+    any_nvfp4 = true;
+    if (format != ModelFormat::Dat) continue;
+    const ModelWeight weight = source.load(info.name);
+    const float tensor_scale = weight.nvfp4.tensor_scale;
+    source.release(info.name);
+    if (tensor_scale != 1.0f)
+      return fmt::format("its NVFP4 weights carry tensor scales (e.g. {} of {}), which the .dat format cannot hold",
+                         tensor_scale, info.name);
+  }
+  if (!any_nvfp4)
+    return fmt::format("it has no NVFP4 weight; writing it as {} would quantize it (nvfp4lm quantize does that)",
+                       model_format_name(format));
+  return {};
+}
+
+void write_model_copy(const ModelFiles& source, const fs::path& out, ModelFormat format) {
+  const std::string obstacle = copy_obstacle(source, format);
+  NVFP4LM_CHECK(obstacle.empty(), "cannot write {} unchanged as {}: {}", source.path().string(),
+                model_format_name(format), obstacle);
+  const bool dense_bf16 = format == ModelFormat::HfSafetensors;
+  std::vector<WeightPlan> plan;
+  for (const WeightInfo& info : source.weights()) {
+    if (!info.kind) continue;  // not a Qwen3 weight: the model ignores it, the copy leaves it out
+    const bool nvfp4 = info.nvfp4 && !dense_bf16;
+    plan.push_back({info.name, info.shape, nvfp4, dense_bf16 || info.nvfp4 ? DType::BF16 : info.dtype});
+  }
+  ModelWriterOptions options;
+  options.config_json = source.config_json();
+  options.copy_files = model_side_files(source);
+  ModelWriter writer(format, out, plan, options);
+  for (const WeightPlan& weight : plan) {
+    const ModelWeight loaded = source.load(weight.name);
+    if (weight.nvfp4) {
+      writer.write_nvfp4(weight.name, loaded.nvfp4);
+    } else {
+      writer.write_dense(weight.name, loaded.is_nvfp4() ? dequantize_nvfp4(loaded.nvfp4, DType::F32) : loaded.dense);
+    }
+    source.release(weight.name);
+  }
+  writer.finish();
+}
+
+}  // namespace nvfp4lm

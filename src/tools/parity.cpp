@@ -1,0 +1,270 @@
+// See parity.h. The paths run one after another, each loading its model (consecutive paths on one model share
+// it), running every prompt's sequence and comparing with the path it is judged against as soon as both exist.
+#include "tools/parity.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/stopwatch.h"
+#include "infer/stop_conditions.h"
+#include "io/model_copy.h"
+#include "model/qwen3_model.h"
+#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/teacher_forced.h"
+#include "train/train_options.h"
+
+namespace nvfp4lm {
+namespace {
+
+// Which model a path runs: the files it is opened from, the device, and whether NVFP4 weights are dequantized.
+struct ModelKey {
+  fs::path path;
+  OpenModelOptions open;
+  Device device = Device::cpu();
+  bool dense = false;
+  bool operator==(const ModelKey& other) const {
+    return path == other.path && device == other.device && dense == other.dense;
+  }
+};
+
+struct PathSpec {
+  ParityPath info;
+  ModelKey model;
+  SequenceRunner runner = SequenceRunner::Full;
+  std::optional<ModelFormat> copy;  // written to the scratch directory first
+  std::string against;              // "" for the reference
+  ToleranceClass tolerance_class = ToleranceClass::Fp32;
+};
+
+bool has_nvfp4_weights(const ModelFiles& files) {
+  return std::any_of(files.weights().begin(), files.weights().end(),
+                     [](const WeightInfo& info) { return info.kind && info.nvfp4; });
+}
+
+// The paths of parity.h, in order, with the reasons for those that cannot run.
+std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles& files) {
+  const bool nvfp4 = has_nvfp4_weights(files);
+  const ModelKey main{options.model, options.open, Device::cpu(), false};
+  std::vector<PathSpec> paths;
+  auto add = [&](std::string name, std::string description, ModelKey model, SequenceRunner runner, std::string against,
+                 ToleranceClass tolerance_class) -> PathSpec& {
+    PathSpec& spec = paths.emplace_back();
+    spec.info.name = std::move(name);
+    spec.info.description = std::move(description);
+    spec.info.device = model.device.label();
+    spec.model = std::move(model);
+    spec.runner = runner;
+    spec.against = std::move(against);
+    spec.tolerance_class = tolerance_class;
+    return spec;
+  };
+  add("reference", "the model as given, full forward", main, SequenceRunner::Full, "", ToleranceClass::Fp32);
+  add("cpu-cache", "KV cache: the prompt prefilled, then one token per step", main, SequenceRunner::Cached, "reference",
+      ToleranceClass::Fp32);
+  ModelKey dense = main;
+  dense.dense = true;
+  PathSpec& cpu_dense = add("cpu-dense", "NVFP4 weights dequantized once to F32, full forward", dense,
+                            SequenceRunner::Full, "reference", ToleranceClass::Fp32);
+  if (!nvfp4) cpu_dense.info.skipped = "the model's weights are dense: the reference already runs cpu/dense";
+
+  const std::map<ModelFormat, std::pair<std::string, ToleranceClass>> copies = {
+      {ModelFormat::ModeloptNvfp4, {"reference", ToleranceClass::Identical}},
+      {ModelFormat::Dat, {"copy-modelopt", ToleranceClass::Identical}},
+      {ModelFormat::HfSafetensors, {"reference", ToleranceClass::Bf16Weights}}};
+  for (const ModelFormat format : {ModelFormat::ModeloptNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors}) {
+    const std::string name = "copy-" + std::string(export_format_flag_name(format));
+    const std::string what =
+        format == ModelFormat::HfSafetensors ? "dense BF16 safetensors" : std::string(model_format_name(format));
+    // The copy's subdirectory of the scratch directory (written when the path runs).
+    const ModelKey key{fs::path(export_format_flag_name(format)), {}, Device::cpu(), false};
+    PathSpec& copy = add(name, fmt::format("the model written as {} to a temporary directory, full forward", what), key,
+                         SequenceRunner::Full, copies.at(format).first, copies.at(format).second);
+    copy.copy = format;
+    if (const std::string obstacle = copy_obstacle(files, format); !obstacle.empty())
+      copy.info.skipped = "cannot be written unchanged: " + obstacle;
+  }
+
+  const std::string no_cuda = options.cuda ? "" : "no CUDA device: " + options.no_cuda_reason;
+  const Device cuda_device = options.cuda.value_or(Device::cuda(0));
+  ModelKey on_cuda = main;
+  on_cuda.device = cuda_device;
+  add("cuda", "full forward", on_cuda, SequenceRunner::Full, "reference", ToleranceClass::Bf16Activations)
+      .info.skipped = no_cuda;
+  add("cuda-eager", "KV cache, decode steps op by op", on_cuda, SequenceRunner::CachedEager, "cuda",
+      ToleranceClass::Bf16Activations)
+      .info.skipped = no_cuda;
+  add("cuda-graph", "KV cache, decode steps replayed as one CUDA graph", on_cuda, SequenceRunner::CachedGraph,
+      "cuda-eager", ToleranceClass::Identical)
+      .info.skipped = no_cuda;
+  ModelKey cuda_dense = on_cuda;
+  cuda_dense.dense = true;
+  PathSpec& dense_cuda = add("cuda-dense", "NVFP4 weights dequantized once to BF16, full forward", cuda_dense,
+                             SequenceRunner::Full, "cpu-dense", ToleranceClass::Bf16Activations);
+  dense_cuda.info.skipped = !no_cuda.empty() ? no_cuda
+                            : nvfp4          ? ""
+                                             : "the model's weights are dense: the cuda path already runs them dense";
+  if (options.other) {
+    add("other", "--other " + options.other->string() + ", full forward",
+        ModelKey{*options.other, {}, Device::cpu(), false}, SequenceRunner::Full, "reference", ToleranceClass::Other);
+  }
+  for (PathSpec& spec : paths) {
+    const auto against =
+        std::find_if(paths.begin(), paths.end(), [&](const PathSpec& p) { return p.info.name == spec.against; });
+    if (spec.info.skipped.empty() && against != paths.end() && !against->info.skipped.empty())
+      spec.info.skipped = spec.against + " did not run, and it is judged against it";
+  }
+  return paths;
+}
+
+// The prompt's ids (rendered as generation renders it) plus the reference's greedy continuation.
+ParityPrompt make_sequence(const Qwen3Model& reference, const Tokenizer& tokenizer, const std::string& text,
+                           int64_t new_tokens, int64_t candidates, const std::vector<int32_t>& eos, size_t index) {
+  ParityPrompt prompt;
+  prompt.text = text;
+  const std::vector<ChatMessage> messages = {{"user", text}};
+  prompt.ids = encode_generation_prompt(tokenizer, messages, resolve_chat_template(tokenizer, std::nullopt));
+  prompt.prompt_tokens = static_cast<int64_t>(prompt.ids.size());
+  for (int64_t step = 0; step < new_tokens; ++step) {
+    const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
+    const Tensor logits = reference.forward_last(Tensor::from_ints(prompt.ids, Shape{1, tokens}), 1);
+    const float* row = logits.data<float>();
+    NVFP4LM_CHECK(std::all_of(row, row + logits.numel(), [](float x) { return std::isfinite(x); }),
+                  "parity: the reference path ({} on the CPU) gives a NaN or inf logit at position {} of prompt {}: "
+                  "the model's weights are broken",
+                  reference.source().string(), tokens - 1, index + 1);
+    const auto next = static_cast<int32_t>(std::max_element(row, row + candidates) - row);
+    prompt.ids.push_back(next);
+    if (std::binary_search(eos.begin(), eos.end(), next)) break;
+  }
+  return prompt;
+}
+
+std::string decode_one(const Tokenizer& tokenizer, int32_t id) {
+  const int32_t ids[1] = {id};
+  return tokenizer.decode(ids);
+}
+
+}  // namespace
+
+std::vector<std::string> default_parity_prompts() {
+  return {"Who are you? Answer in one sentence.", "請用一句話介紹你自己。"};
+}
+
+ParityReport run_parity(const ParityOptions& options) {
+  NVFP4LM_CHECK(options.new_tokens >= 1, "parity: --new-tokens must be at least 1, got {}", options.new_tokens);
+  const std::unique_ptr<ModelFiles> files = open_model(options.model, options.open);
+  const Tokenizer tokenizer = Tokenizer::load(files->tokenizer_dir() ? *files->tokenizer_dir() : files->path());
+  const int64_t vocab = files->config().vocab_size;
+  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= vocab,
+                "parity: tokenizer {} has {} tokens but model {} has only {} embeddings: pass the model's own "
+                "tokenizer with --tokenizer DIR",
+                tokenizer.origin(), tokenizer.vocab_size(), options.model.string(), vocab);
+  const auto candidates = static_cast<int64_t>(tokenizer.vocab_size());
+  if (options.other) {
+    const int64_t other_vocab = open_model(*options.other)->config().vocab_size;
+    NVFP4LM_CHECK(other_vocab == vocab,
+                  "parity: --other {} has a vocabulary of {} but {} has {}: their logits cannot "
+                  "be compared",
+                  options.other->string(), other_vocab, options.model.string(), vocab);
+  }
+
+  ParityReport report;
+  report.model = options.model.string();
+  report.other = options.other ? options.other->string() : "";
+  report.tolerances = options.tolerances;
+  std::vector<PathSpec> paths = plan_paths(options, *files);
+
+  // One model at a time; consecutive paths on the same model share it.
+  std::optional<Qwen3Model> model;
+  std::optional<ModelKey> loaded;
+  std::unique_ptr<ScratchDirectory> scratch;
+  auto load = [&](const ModelKey& key) -> const Qwen3Model& {
+    if (loaded && *loaded == key) return *model;
+    model.reset();
+    ModelOptions model_options;
+    model_options.device = key.device;
+    model_options.config_path = key.open.config_path;
+    model_options.tokenizer_dir = key.open.tokenizer_dir;
+    model_options.dequantize_nvfp4 = key.dense;
+    model.emplace(Qwen3Model::from_files(*open_model(key.path, key.open), model_options));
+    loaded = key;
+    return *model;
+  };
+
+  const std::vector<std::string> texts = options.prompts.empty() ? default_parity_prompts() : options.prompts;
+  {
+    const Qwen3Model& reference = load(paths.front().model);
+    const std::vector<int32_t> eos =
+        end_of_sequence_ids(files->config(), find_generation_config(files->path()), tokenizer, vocab);
+    for (size_t i = 0; i < texts.size(); ++i)
+      report.prompts.push_back(make_sequence(reference, tokenizer, texts[i], options.new_tokens, candidates, eos, i));
+  }
+
+  // Logits per path and prompt, kept while a later path is judged against them.
+  std::map<std::string, std::vector<Tensor>> logits;
+  for (size_t index = 0; index < paths.size(); ++index) {
+    PathSpec& spec = paths[index];
+    if (!spec.info.skipped.empty()) continue;
+    const auto start = Clock::now();
+    if (spec.copy) {
+      if (!scratch) scratch = std::make_unique<ScratchDirectory>("parity", options.temp_dir);
+      const fs::path out = scratch->path() / spec.model.path;
+      log::info("parity: writing {} as {} to {}", options.model.string(), model_format_name(*spec.copy), out.string());
+      write_model_copy(*files, out, *spec.copy);
+      spec.model.path = out;
+    }
+    const Qwen3Model& path_model = load(spec.model);
+    spec.info.compute_path = path_model.compute_path();
+    spec.info.precision = path_model.precision();
+    std::vector<Tensor>& path_logits = logits[spec.info.name];
+    for (const ParityPrompt& prompt : report.prompts)
+      path_logits.push_back(teacher_forced_logits(path_model, spec.runner, prompt.ids, prompt.prompt_tokens));
+    spec.info.seconds = seconds_since(start);
+    log::info("parity: {} ({}, {}) ran {} prompts in {:.2f} s", spec.info.name, spec.info.device,
+              spec.info.compute_path, report.prompts.size(), spec.info.seconds);
+
+    if (!spec.against.empty()) {
+      const std::vector<Tensor>& reference_logits = logits.at(spec.against);
+      const double tolerance = options.tolerances.of(spec.tolerance_class);
+      for (size_t p = 0; p < report.prompts.size(); ++p) {
+        ParityPair pair;
+        pair.path = spec.info.name;
+        pair.against = spec.against;
+        pair.tolerance_class = spec.tolerance_class;
+        pair.tolerance = tolerance;
+        pair.diff = compare_logits(path_logits[p], reference_logits[p], candidates);
+        if (pair.diff.first_divergence >= 0) {
+          pair.token_text = decode_one(tokenizer, pair.diff.token);
+          pair.reference_token_text = decode_one(tokenizer, pair.diff.reference_token);
+        }
+        if (!pair.pass()) {
+          report.failures.push_back(
+              pair.diff.non_finite
+                  ? fmt::format("{} vs {} (prompt {}): NaN or inf logits", pair.path, pair.against, p + 1)
+                  : fmt::format("{} vs {} ({}, prompt {}): max |Δlogit| {:.3g} > bound {:.3g}", pair.path, pair.against,
+                                tolerance_class_name(pair.tolerance_class), p + 1, pair.diff.max_abs_diff,
+                                pair.diff.bound(tolerance)));
+        }
+        report.prompts[p].pairs.push_back(std::move(pair));
+      }
+    }
+    // Drop the logits no later path is judged against.
+    for (auto it = logits.begin(); it != logits.end();) {
+      const bool needed = std::any_of(paths.begin() + static_cast<std::ptrdiff_t>(index) + 1, paths.end(),
+                                      [&](const PathSpec& later) { return later.against == it->first; });
+      it = needed ? std::next(it) : logits.erase(it);
+    }
+  }
+  for (const PathSpec& spec : paths) report.paths.push_back(spec.info);
+  return report;
+}
+
+}  // namespace nvfp4lm

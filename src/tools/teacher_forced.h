@@ -1,0 +1,25 @@
+// The logits of one fixed token sequence through one inference path (teacher forcing: the path is fed the given
+// ids, never its own choices), so that two paths' logits line up position by position (tools/parity.h).
+//   Full:        one causal forward over the whole sequence, no cache;
+//   Cached:      a KV cache: the first prompt_tokens ids in one forward_cached call (logits of every one of them),
+//                then one forward_cached call per remaining id — what generation does on the CPU (there the single
+//                rows take the fused NVFP4 row kernel);
+//   CachedEager: the same prefill, then Qwen3DecodeStep in Eager mode (the CUDA decode step run op by op);
+//   CachedGraph: ... in Graph mode (the step captured once as a CUDA graph and replayed; CUDA only).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/qwen3_model.h"
+
+namespace nvfp4lm {
+
+enum class SequenceRunner { Full, Cached, CachedEager, CachedGraph };
+
+// Logits F32 [T, V] on the CPU for ids (T tokens); 1 <= prompt_tokens <= T.
+Tensor teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
+                             int64_t prompt_tokens);
+
+}  // namespace nvfp4lm

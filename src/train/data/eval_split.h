@@ -1,0 +1,18 @@
+// Holding out part of the training data for evaluation (`train --eval-split F`), deterministically and spread over
+// the whole file: sample i (0-based, in file order, after rendering and cutting to seq_len) is held out when
+// floor((i + 1) * F) > floor(i * F), i.e. every 1/F-th sample, floor(n * F) in all. No random draw: the split depends
+// only on the data and F, so a resumed run (and any later `nvfp4lm eval` of it) sees the same split, and text cut
+// into consecutive pieces gives up evenly spaced pieces rather than its end.
+#pragma once
+
+#include <vector>
+
+#include "train/data/sample.h"
+
+namespace nvfp4lm {
+
+// Moves the held-out samples out of `samples` (the rest keep their order) and returns them in file order. Error
+// when the fraction holds out nothing or leaves nothing to train on.
+std::vector<Sample> hold_out_samples(std::vector<Sample>& samples, double fraction);
+
+}  // namespace nvfp4lm

@@ -1,0 +1,193 @@
+// parity (tools/parity.h) on a small NVFP4 model on the CPU: every CPU pair runs and passes, the lossless copies give
+// the same bits, paths that cannot run say why, and a copy with one corrupted block scale fails as --other, naming
+// the pair. Also the measure itself (tools/logit_diff.h) on hand-made logits, and the tolerance flag's parsing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "io/model_copy.h"
+#include "tools/parity.h"
+#include "tools/tools_test_util.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+class Parity : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    dense_ = synth_chat_model(*dir_, "dense");
+    dat_ = quantize_to(dense_, *dir_, "dat", ModelFormat::Dat);
+    modelopt_ = quantize_to(dense_, *dir_, "modelopt", ModelFormat::ModeloptNvfp4);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  static ParityOptions options(const fs::path& model) {
+    ParityOptions options;
+    options.model = model;
+    options.new_tokens = 4;
+    options.no_cuda_reason = "not asked for in this test";
+    options.temp_dir = dir_->path();
+    return options;
+  }
+
+  // pair name ("cpu-cache vs reference") -> the pair of prompt `p`.
+  static std::map<std::string, ParityPair> pairs_of(const ParityReport& report, size_t p) {
+    std::map<std::string, ParityPair> pairs;
+    for (const ParityPair& pair : report.prompts.at(p).pairs) pairs[pair.path + " vs " + pair.against] = pair;
+    return pairs;
+  }
+
+  static std::string skip_reason(const ParityReport& report, const std::string& path) {
+    for (const ParityPath& p : report.paths)
+      if (p.name == path) return p.skipped;
+    ADD_FAILURE() << "no path " << path;
+    return {};
+  }
+
+  static TempDir* dir_;
+  static fs::path dense_, dat_, modelopt_;
+};
+TempDir* Parity::dir_ = nullptr;
+fs::path Parity::dense_, Parity::dat_, Parity::modelopt_;
+
+TEST_F(Parity, DatModelPassesEveryCpuPair) {
+  const ParityReport report = run_parity(options(dat_));
+  ASSERT_TRUE(report.pass()) << parity_table(report);
+  ASSERT_EQ(report.prompts.size(), default_parity_prompts().size());
+  for (size_t p = 0; p < report.prompts.size(); ++p) {
+    const ParityPrompt& prompt = report.prompts[p];
+    EXPECT_GT(prompt.prompt_tokens, 5);
+    EXPECT_GT(prompt.ids.size(), static_cast<size_t>(prompt.prompt_tokens)) << "a continuation was generated";
+    EXPECT_LE(prompt.ids.size(), static_cast<size_t>(prompt.prompt_tokens) + 4);
+    const auto pairs = pairs_of(report, p);
+    for (const char* name : {"cpu-cache vs reference", "cpu-dense vs reference", "copy-modelopt vs reference",
+                             "copy-dat vs copy-modelopt", "copy-bf16 vs reference"}) {
+      ASSERT_TRUE(pairs.count(name)) << name << "\n" << parity_table(report);
+      const ParityPair& pair = pairs.at(name);
+      EXPECT_TRUE(pair.pass()) << name;
+      EXPECT_EQ(pair.diff.positions, static_cast<int64_t>(prompt.ids.size())) << name;
+      EXPECT_GT(pair.diff.max_abs_reference, 0) << name;
+    }
+    // The lossless copies run the same kernels on the same bits.
+    EXPECT_EQ(pairs.at("copy-modelopt vs reference").diff.max_abs_diff, 0);
+    EXPECT_EQ(pairs.at("copy-dat vs copy-modelopt").diff.max_abs_diff, 0);
+    // The cache and the dense weights take other kernels: close, not equal.
+    EXPECT_GT(pairs.at("cpu-cache vs reference").diff.max_abs_diff, 0);
+    EXPECT_EQ(pairs.at("cpu-cache vs reference").diff.top1_agree, pairs.at("cpu-cache vs reference").diff.positions);
+  }
+  EXPECT_EQ(skip_reason(report, "cuda"), "no CUDA device: not asked for in this test");
+  EXPECT_EQ(skip_reason(report, "cuda-graph"), "no CUDA device: not asked for in this test");
+  for (const auto& entry : fs::directory_iterator(dir_->path()))
+    EXPECT_EQ(entry.path().filename().string().find("nvfp4lm-parity"), std::string::npos)
+        << "the copies' scratch directory is removed: " << entry.path();
+  const nlohmann::json json = parity_json(report);
+  EXPECT_TRUE(json["pass"].get<bool>());
+  EXPECT_EQ(json["prompts"][0]["pairs"][0]["path"], "cpu-cache");
+}
+
+TEST_F(Parity, PathsThatCannotRunSayWhy) {
+  // ModelOpt weights carry tensor scales: no unchanged .dat copy, the rest runs.
+  const ParityReport modelopt = run_parity(options(modelopt_));
+  ASSERT_TRUE(modelopt.pass()) << parity_table(modelopt);
+  EXPECT_NE(skip_reason(modelopt, "copy-dat").find("tensor scales"), std::string::npos);
+  EXPECT_EQ(skip_reason(modelopt, "copy-modelopt"), "");
+  EXPECT_EQ(pairs_of(modelopt, 0).at("copy-modelopt vs reference").diff.max_abs_diff, 0);
+
+  // A dense model: no NVFP4 copies, no separate dense path; the BF16 copy of a BF16 model is the model.
+  const ParityReport dense = run_parity(options(dense_));
+  ASSERT_TRUE(dense.pass()) << parity_table(dense);
+  EXPECT_NE(skip_reason(dense, "cpu-dense").find("dense"), std::string::npos);
+  EXPECT_NE(skip_reason(dense, "copy-modelopt").find("no NVFP4 weight"), std::string::npos);
+  EXPECT_NE(skip_reason(dense, "copy-dat").find("no NVFP4 weight"), std::string::npos);
+  EXPECT_EQ(pairs_of(dense, 0).at("copy-bf16 vs reference").diff.max_abs_diff, 0);
+  EXPECT_NE(parity_table(dense).find("copy-dat       skipped: "), std::string::npos) << parity_table(dense);
+}
+
+TEST_F(Parity, CorruptedBlockScaleFailsAndNamesThePair) {
+  TempDir work;
+  const fs::path copy = work / "copy";
+  write_model_copy(*open_model(dat_), copy, ModelFormat::ModeloptNvfp4);
+  ParityOptions same = options(dat_);
+  same.other = copy;
+  const ParityReport clean = run_parity(same);
+  EXPECT_TRUE(clean.pass()) << "an unchanged copy is the same model: " << parity_table(clean);
+  EXPECT_EQ(pairs_of(clean, 0).at("other vs reference").diff.max_abs_diff, 0);
+
+  corrupt_block_scale(copy, "model.layers.1.mlp.down_proj.weight");
+  const ParityReport report = run_parity(same);
+  EXPECT_FALSE(report.pass());
+  ASSERT_FALSE(report.failures.empty());
+  for (const std::string& failure : report.failures)
+    EXPECT_EQ(failure.rfind("other vs reference (other, prompt ", 0), 0u) << failure;
+  const ParityPair other = pairs_of(report, 0).at("other vs reference");
+  EXPECT_GT(other.diff.max_abs_diff, other.diff.bound(other.tolerance));
+  EXPECT_NE(parity_table(report).find("FAIL"), std::string::npos);
+}
+
+TEST_F(Parity, OtherWithAnotherVocabularyIsAnError) {
+  TempDir work;
+  SynthOptions synth = synth_options(3);
+  Qwen3Config config = small_test_config(false);
+  config.vocab_size = 1024;
+  synth_model(config, work / "wide", synth);
+  ParityOptions bad = options(dat_);
+  bad.other = work / "wide";
+  expect_error([&] { run_parity(bad); }, {"--other", "vocabulary of 1024", "512"});
+}
+
+TEST(LogitDiff, MeasuresTheLargestDifferenceAndTheFirstDivergence) {
+  // Three positions of four logits; candidates 3 (id 3 is padding, never an argmax).
+  const Tensor reference = Tensor::from_floats({1, 0, 0, 9, /**/ 0, 2, 0, 9, /**/ 0, 0, 3, 9}, Shape{3, 4});
+  const Tensor same = reference.clone();
+  LogitDiff diff = compare_logits(same, reference, 3);
+  EXPECT_EQ(diff.max_abs_diff, 0);
+  EXPECT_EQ(diff.top1_agree, 3);
+  EXPECT_EQ(diff.first_divergence, -1);
+  EXPECT_EQ(diff.max_abs_reference, 9);
+  EXPECT_TRUE(diff.within(0));
+
+  const Tensor other = Tensor::from_floats({1, 0, 0, 9, /**/ 0, 2, 2.5f, 9, /**/ 0, 0, 3, 9.5f}, Shape{3, 4});
+  diff = compare_logits(other, reference, 3);
+  EXPECT_FLOAT_EQ(diff.max_abs_diff, 2.5);
+  EXPECT_EQ(diff.max_diff_position, 1);
+  EXPECT_EQ(diff.top1_agree, 2);
+  EXPECT_EQ(diff.first_divergence, 1);
+  EXPECT_EQ(diff.token, 2);
+  EXPECT_EQ(diff.reference_token, 1);
+  EXPECT_TRUE(diff.within(2.5 / 9));
+  EXPECT_FALSE(diff.within(2.4 / 9));
+
+  const Tensor broken = Tensor::from_floats(
+      {1, 0, 0, 9, /**/ 0, std::numeric_limits<float>::quiet_NaN(), 0, 9, /**/ 0, 0, 3, 9}, Shape{3, 4});
+  diff = compare_logits(broken, reference, 3);
+  EXPECT_TRUE(diff.non_finite);
+  EXPECT_FALSE(diff.within(1e9)) << "NaN fails at any tolerance";
+}
+
+TEST(LogitTolerances, FlagValues) {
+  LogitTolerances tolerances;
+  EXPECT_EQ(tolerances.of(ToleranceClass::Identical), 0);
+  EXPECT_EQ(tolerances.of(ToleranceClass::Other), tolerances.of(ToleranceClass::Fp32));
+  tolerances.set_from_text("bf16-activations=0.25");
+  EXPECT_EQ(tolerances.of(ToleranceClass::Bf16Activations), 0.25);
+  tolerances.set_from_text("other=3");
+  EXPECT_EQ(tolerances.of(ToleranceClass::Other), 3);
+  EXPECT_NE(tolerances.describe().find("other 3"), std::string::npos) << tolerances.describe();
+  for (const char* bad : {"fp32", "fp16=1", "fp32=-1", "fp32=nan", "fp32=", "=1"}) {
+    try {
+      tolerances.set_from_text(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--tolerance"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -287,10 +287,12 @@ inline float __cosf(float x) { return cosf(x); }
 inline float __powf(float a, float b) { return ::nvfp4lm::emu::ex2_approx_ftz(b * log2f(a)); }
 
 namespace nvfp4lm::emu {
-// cvt.rni with saturation to the destination range; NaN converts to 0 (PTX).
+// cvt.rni with saturation to the destination range. NaN converts to 0 for 32-bit destinations and to
+// 0x8000000000000000 for 64-bit ones, signed or not (what the hardware gives: the H200 PTX probe, and CUDA's
+// math API notes for __float2ull_rn / __float2ll_rn).
 template <typename Int>
 Int float_to_int_rn(double value) {
-  if (std::isnan(value)) return 0;
+  if (std::isnan(value)) return sizeof(Int) == 8 ? static_cast<Int>(uint64_t{1} << 63) : Int{0};
   const double rounded = std::nearbyint(value);
   if (rounded <= static_cast<double>(std::numeric_limits<Int>::min())) return std::numeric_limits<Int>::min();
   if (rounded >= static_cast<double>(std::numeric_limits<Int>::max())) return std::numeric_limits<Int>::max();

@@ -230,7 +230,9 @@ EOF
 if has_step bench-infer; then
   wait $models_pid
   record models "synth+quantize rc $(cat "$logs/models.rc" 2>/dev/null || echo '?') in $models"
-  for run in "512 256 on" "2048 256 on" "512 256 off" "3840 256 on"; do
+  runs=("512 256 on" "2048 256 on" "512 256 off" "3840 256 on")
+  [ -n "${INFER_RUNS:-}" ] && runs=("${runs[@]:0:$INFER_RUNS}")  # the first N only (a short call)
+  for run in "${runs[@]}"; do
     set -- $run
     tag=p$1-graph$3
     capped 90 "$nv" bench infer --model $models/q4b-nvfp4 --device cuda --prompt-len "$1" --gen "$2" \

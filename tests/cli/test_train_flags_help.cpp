@@ -26,7 +26,10 @@ std::pair<size_t, std::string> help_line(const std::string& help, std::string_vi
     if (end != line.size() && line[end] != ' ' && line[end] != ',') continue;
     const bool names_only = line.find("  ", start) == std::string::npos;  // no gap before a help column
     std::string next;
-    if (names_only && std::getline(lines, next)) line += " " + next.substr(next.find_first_not_of(' '));
+    if (names_only && std::getline(lines, next)) {  // two appends: GCC 12 -Wrestrict misfires on " " + substr
+      line += ' ';
+      line.append(next, next.find_first_not_of(' '));
+    }
     return {index, line};
   }
   return {std::string::npos, ""};

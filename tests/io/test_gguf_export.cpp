@@ -87,8 +87,9 @@ TEST(GgufExport, NamesHyperparametersAndTokenizer) {
   const auto [left, right] = tokenizer.merge(0);
   EXPECT_EQ(merges.strings[0], fmt::format("{} {}", tokenizer.token_text(left), tokenizer.token_text(right)));
   EXPECT_EQ(file.find("tokenizer.ggml.add_bos_token")->unsigned_values, std::vector<uint64_t>{0});
-  if (!tokenizer.chat_template_source().empty())
+  if (!tokenizer.chat_template_source().empty()) {
     EXPECT_EQ(file.string("tokenizer.chat_template"), tokenizer.chat_template_source());
+  }
 
   // Tied: no output.weight (llama.cpp reads token_embd); every tensor named the llama.cpp way.
   EXPECT_EQ(file.find_tensor("output.weight"), nullptr);

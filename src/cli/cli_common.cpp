@@ -112,7 +112,8 @@ LoadedModel open_flags_model(const ModelFlags& flags, Device device) {
   loaded.files = open_model(flags.model, open_options);
   ModelOptions options;
   options.device = device;
-  if (!flags.cpu_matmul.empty()) options.cpu_matmul = parse_flag_value("--cpu-matmul", flags.cpu_matmul, parse_cpu_matmul);
+  if (!flags.cpu_matmul.empty())
+    options.cpu_matmul = parse_flag_value("--cpu-matmul", flags.cpu_matmul, parse_cpu_matmul);
   options.config_path = open_options.config_path;
   options.tokenizer_dir = open_options.tokenizer_dir;
   {

@@ -1,7 +1,7 @@
-// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16|gguf] [--gguf-type T] [--overwrite]`: a training checkpoint (or
-// a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block shape and
-// lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override them.
-// ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
+// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16|gguf] [--gguf-type T] [--overwrite]`: a
+// training checkpoint (or a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block
+// shape and lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override
+// them. ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
 // --calibrate-tokens tokens on --device (train/calibrate.h); else the ranges the run recorded with
 // --calibrate-steps, when it did; else 1.0 placeholders with a warning (io/model_writer.h).
 #include <chrono>

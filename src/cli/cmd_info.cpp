@@ -28,9 +28,9 @@ int run_info(const InfoOptions& options) {
     NVFP4LM_CHECK(!options.checksums && options.config.empty() && options.tokenizer.empty(),
                   "--checksums, --config and --tokenizer do not apply to a GGUF file (it holds its own metadata)");
     const auto info = gguf_info_json(GgufFile::open(options.model));
-    const std::string printed =
-        options.json ? info.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"
-                     : gguf_info_text(info);
+    const std::string printed = options.json
+                                    ? info.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"
+                                    : gguf_info_text(info);
     std::fwrite(printed.data(), 1, printed.size(), stdout);
     return 0;
   }

@@ -1,6 +1,6 @@
-// `nvfp4lm quantize MODEL OUT --format dat|modelopt|gguf [--gguf-type T]`: post-training NVFP4 quantization of the projections (and
-// lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the compute path,
-// one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
+// `nvfp4lm quantize MODEL OUT --format dat|modelopt|gguf [--gguf-type T]`: post-training NVFP4 quantization of the
+// projections (and lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the
+// compute path, one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
 // OUT is a directory (model.dat + config.json for dat), or one file for gguf (the tokenizer and chat template in its
 // metadata; --gguf-type q4_0 / q8_0 / f16 / bf16 encode the source values instead of NVFP4); it is never overwritten
 // without --overwrite.
@@ -101,8 +101,8 @@ int run_quantize(const QuantizeCliOptions& cli) {
   const auto source = open_model(cli.model, open_options);
   log::info("source: {} ({}), {} weights", source->path().string(), model_format_name(source->format()),
             source->weights().size());
-  NVFP4LM_CHECK(!cli.calibrate.empty() || (cli.device.device == "cpu" &&
-                                            (cli.tokenizer.empty() || options.format == ModelFormat::Gguf)),
+  NVFP4LM_CHECK(!cli.calibrate.empty() ||
+                    (cli.device.device == "cpu" && (cli.tokenizer.empty() || options.format == ModelFormat::Gguf)),
                 "--device and --tokenizer choose where and with what --calibrate runs (and --tokenizer what a gguf "
                 "file embeds); quantizing itself runs on the CPU: add --calibrate FILE, or drop them");
   if (options.format == ModelFormat::Gguf && !cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;

@@ -51,10 +51,8 @@ json gguf_info_json(const GgufFile& file) {
   std::map<std::string, std::pair<int64_t, uint64_t>> by_type;  // type -> (tensors, bytes)
   int64_t parameters = 0;
   for (const GgufTensorInfo& tensor : file.tensors()) {
-    tensors.push_back({{"name", tensor.name},
-                       {"type", tensor.type},
-                       {"shape", tensor.shape.to_vector()},
-                       {"bytes", tensor.bytes}});
+    tensors.push_back(
+        {{"name", tensor.name}, {"type", tensor.type}, {"shape", tensor.shape.to_vector()}, {"bytes", tensor.bytes}});
     auto& [count, bytes] = by_type[std::string(tensor.type)];
     ++count;
     bytes += tensor.bytes;
@@ -69,11 +67,11 @@ json gguf_info_json(const GgufFile& file) {
 }
 
 std::string gguf_info_text(const json& info) {
-  std::string text = fmt::format("{}: GGUF v{}, alignment {}, {:.1f} MiB, {} tensors, {} parameters\n",
-                                 info["path"].get<std::string>(), info["version"].get<int>(),
-                                 info["alignment"].get<uint64_t>(),
-                                 static_cast<double>(info["file_bytes"].get<uint64_t>()) / (1 << 20),
-                                 info["tensors"].size(), info["parameters"].get<int64_t>());
+  std::string text =
+      fmt::format("{}: GGUF v{}, alignment {}, {:.1f} MiB, {} tensors, {} parameters\n",
+                  info["path"].get<std::string>(), info["version"].get<int>(), info["alignment"].get<uint64_t>(),
+                  static_cast<double>(info["file_bytes"].get<uint64_t>()) / (1 << 20), info["tensors"].size(),
+                  info["parameters"].get<int64_t>());
   text += "metadata:\n";
   for (const auto& [key, value] : info["metadata"].items())
     text += fmt::format("  {:<44} {}\n", key, value.is_string() ? value.get<std::string>() : dump_text(value));

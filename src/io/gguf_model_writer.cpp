@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "core/logging.h"
-#include "io/gguf_qwen3.h"
 #include "io/gguf_quants.h"
+#include "io/gguf_qwen3.h"
 #include "io/model_writer.h"
 #include "io/weight_names.h"
 

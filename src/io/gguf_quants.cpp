@@ -33,7 +33,8 @@ void encode_q8_0(const float* x, uint8_t* block) {
   const float d = amax / 127.0f;
   const float inverse = d != 0 ? 1.0f / d : 0.0f;
   store_f16(block, d);
-  for (int j = 0; j < kQ8Block; ++j) block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * inverse)));
+  for (int j = 0; j < kQ8Block; ++j)
+    block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * inverse)));
 }
 
 void decode_q8_0(const uint8_t* block, float* y) {
@@ -239,8 +240,7 @@ void unpack_nvfp4_row(const uint8_t* src, int64_t cols, uint8_t* codes, uint8_t*
         element[j + 8] = source[j] >> 4;
       }
       uint8_t* target = codes + (b * kNvfp4Block + g * kGroup) / 2;
-      for (int i = 0; i < kGroup / 2; ++i)
-        target[i] = static_cast<uint8_t>(element[2 * i] | (element[2 * i + 1] << 4));
+      for (int i = 0; i < kGroup / 2; ++i) target[i] = static_cast<uint8_t>(element[2 * i] | (element[2 * i + 1] << 4));
     }
   }
 }

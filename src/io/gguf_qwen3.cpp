@@ -31,8 +31,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kLayerNa
 std::string key(std::string_view suffix) { return fmt::format("{}.{}", kArch, suffix); }
 
 uint32_t u32(int64_t value, std::string_view what) {
-  NVFP4LM_CHECK(value >= 0 && value <= static_cast<int64_t>(UINT32_MAX), "GGUF {}: {} does not fit a u32", what,
-                value);
+  NVFP4LM_CHECK(value >= 0 && value <= static_cast<int64_t>(UINT32_MAX), "GGUF {}: {} does not fit a u32", what, value);
   return static_cast<uint32_t>(value);
 }
 
@@ -57,8 +56,7 @@ std::string gguf_tensor_name(std::string_view hf_name) {
         if (suffix == hf) return fmt::format("blk.{}.{}", layer, gguf_name);
     }
   }
-  NVFP4LM_FAIL("weight '{}' has no place in llama.cpp's qwen3 architecture, so it cannot be written to GGUF",
-               hf_name);
+  NVFP4LM_FAIL("weight '{}' has no place in llama.cpp's qwen3 architecture, so it cannot be written to GGUF", hf_name);
 }
 
 void add_qwen3_gguf_metadata(GgufWriter& writer, const Qwen3Config& config, std::string_view model_name,

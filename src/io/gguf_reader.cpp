@@ -209,8 +209,8 @@ GgufFile GgufFile::parse(const uint8_t* data, uint64_t size, const std::string& 
     file.alignment_ = value;
   }
 
-  NVFP4LM_CHECK(tensor_count <= cursor.left() / kMinTensorInfoBytes,
-                "{}: {} tensors cannot fit in a file of {} bytes", origin, tensor_count, size);
+  NVFP4LM_CHECK(tensor_count <= cursor.left() / kMinTensorInfoBytes, "{}: {} tensors cannot fit in a file of {} bytes",
+                origin, tensor_count, size);
   std::vector<uint64_t> relative_offsets;
   seen.clear();
   for (uint64_t i = 0; i < tensor_count; ++i) {

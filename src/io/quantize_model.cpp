@@ -87,8 +87,8 @@ std::map<std::string, ScaleDecision> decide_scales(const ModelFiles& source, con
     const bool one_scale =
         !scales.empty() && std::all_of(scales.begin(), scales.end(), [&](float s) { return s == scales.front(); });
     // GGUF stores a tensor scale per weight ("<name>.scale"): any NVFP4 source weight is kept as it is.
-    if (all_nvfp4 && (format == ModelFormat::Gguf ||
-                      (one_scale && (format != ModelFormat::Dat || scales.front() == 1.0f)))) {
+    if (all_nvfp4 &&
+        (format == ModelFormat::Gguf || (one_scale && (format != ModelFormat::Dat || scales.front() == 1.0f)))) {
       decision.copy = true;
     } else if (format == ModelFormat::Dat) {
       decision.tensor_scale = 1.0f;
@@ -142,7 +142,8 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
   writer_options.copy_files = model_side_files(source);
   writer_options.gguf_type = options.gguf_type;
   if (options.tokenizer_dir) {  // the tokenizer files of --tokenizer DIR instead of the model's
-    std::erase_if(writer_options.copy_files, [](const fs::path& file) { return file.filename() != "generation_config.json"; });
+    std::erase_if(writer_options.copy_files,
+                  [](const fs::path& file) { return file.filename() != "generation_config.json"; });
     for (const fs::path& file : tokenizer_side_files(*options.tokenizer_dir)) writer_options.copy_files.push_back(file);
   }
   writer_options.calibration = options.calibration;

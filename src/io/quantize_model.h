@@ -26,8 +26,8 @@
 namespace nvfp4lm {
 
 struct QuantizeOptions {
-  ModelFormat format = ModelFormat::ModeloptNvfp4;  // ModeloptNvfp4, Dat or Gguf
-  gguf::GgmlType gguf_type = gguf::GgmlType::NVFP4;  // Gguf: the projections' type
+  ModelFormat format = ModelFormat::ModeloptNvfp4;       // ModeloptNvfp4, Dat or Gguf
+  gguf::GgmlType gguf_type = gguf::GgmlType::NVFP4;      // Gguf: the projections' type
   std::optional<fs::path> tokenizer_dir = std::nullopt;  // Gguf: the tokenizer to embed instead of the model's
   bool quantize_lm_head = false;
   Nvfp4Block block = Nvfp4Block::Row1x16;

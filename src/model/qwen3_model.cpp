@@ -111,15 +111,13 @@ CpuMatmul Qwen3Model::cpu_matmul() const { return workspace_->cpu_matmul; }
 std::string Qwen3Model::precision() const {
   std::string compute = "bf16 activations, fp32 accumulation";
   if (compute_dtype() == DType::F32)
-    compute = workspace_->cpu_matmul == CpuMatmul::Fp32 ? "fp32"
-                                                        : "fp32, bf16 activations in the prefill's products";
+    compute = workspace_->cpu_matmul == CpuMatmul::Fp32 ? "fp32" : "fp32, bf16 activations in the prefill's products";
   const DType dense = weights_.layers.empty() || weights_.layers[0].q_proj.is_nvfp4()
                           ? weights_.embed_tokens.dtype()
                           : weights_.layers[0].q_proj.dense.dtype();
   const std::string weights = weights_.any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(dense));
-  const std::string table = weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32
-                                ? ", embedding / lm_head BF16"
-                                : "";
+  const std::string table =
+      weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32 ? ", embedding / lm_head BF16" : "";
   return fmt::format("{} (weights {}{})", compute, weights, table);
 }
 

@@ -10,9 +10,10 @@ std::string_view cpu_matmul_name(CpuMatmul matmul) { return matmul == CpuMatmul:
 CpuMatmul parse_cpu_matmul(std::string_view name) {
   if (name == "fp32") return CpuMatmul::Fp32;
   if (name == "bf16") return CpuMatmul::Bf16Activations;
-  NVFP4LM_FAIL("unknown --cpu-matmul '{}' (choose bf16: BF16 activations in the prefill's products, the fast path; "
-               "or fp32: the reference)",
-               name);
+  NVFP4LM_FAIL(
+      "unknown --cpu-matmul '{}' (choose bf16: BF16 activations in the prefill's products, the fast path; "
+      "or fp32: the reference)",
+      name);
 }
 
 }  // namespace nvfp4lm

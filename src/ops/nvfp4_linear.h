@@ -6,7 +6,8 @@
 //  - CPU, "cpu/nvfp4-bf16" (CpuMatmul::Bf16Activations): for N > kNvfp4FusedMaxRows rows, blocks of 6 weight rows
 //    are dequantized to BF16 in cache (exact) and multiplied with the BF16-rounded activations, fp32 sums, the tensor
 //    scale applied to them (ops/cpu/bf16_gemm.h); few rows as below.
-//  - CPU, "cpu/dequant-gemm" (CpuMatmul::Fp32, the reference): for N > kNvfp4FusedMaxRows rows the weight is dequantized into the caller's F32
+//  - CPU, "cpu/dequant-gemm" (CpuMatmul::Fp32, the reference): for N > kNvfp4FusedMaxRows rows the weight is
+//  dequantized into the caller's F32
 //    scratch and multiplied with OpenBLAS sgemm (in blocks of output rows when the scratch holds less than the
 //    whole weight, e.g. a 150k-row quantized lm_head); for the few rows of a decode step each thread
 //    dequantizes one weight row at a time into an L1-resident buffer and takes its dot products with x, so

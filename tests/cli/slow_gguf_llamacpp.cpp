@@ -81,10 +81,9 @@ TEST(GgufLlamaCpp, GreedyTokensEqualNvfp4lmGenerateOnTheNvfp4Export) {
   // say the NVFP4 layers compute the same thing in both.
   const fs::path fixture_nvfp4 = dir / "fixture-nvfp4", fixture_gguf = dir / "fixture-nvfp4.gguf";
   const std::string tokenizer = quoted(fixture_path("tiny-tokenizer"));
-  for (const std::string& args : {"quantize " + quoted(fixture_path("qwen3-tiny")) + " " + quoted(fixture_nvfp4) +
-                                      " --format modelopt",
-                                  "quantize " + quoted(fixture_nvfp4) + " " + quoted(fixture_gguf) +
-                                      " --format gguf --tokenizer " + tokenizer}) {
+  for (const std::string& args :
+       {"quantize " + quoted(fixture_path("qwen3-tiny")) + " " + quoted(fixture_nvfp4) + " --format modelopt",
+        "quantize " + quoted(fixture_nvfp4) + " " + quoted(fixture_gguf) + " --format gguf --tokenizer " + tokenizer}) {
     const CliResult result = run_cli(args);
     ASSERT_EQ(result.exit_code, 0) << args << "\n" << result.err;
   }
@@ -95,9 +94,9 @@ TEST(GgufLlamaCpp, GreedyTokensEqualNvfp4lmGenerateOnTheNvfp4Export) {
   // synth --preset tiny with the bundled Qwen3 tokenizer (151,936 tokens, tied embedding): llama.cpp loads the full
   // tokenizer metadata. Random tied weights make it repeat a token, so this one checks loading and the tokens only.
   const fs::path hf = dir / "tiny", nvfp4 = dir / "tiny-nvfp4", gguf = dir / "tiny-nvfp4.gguf";
-  for (const std::string& args :
-       {"synth --preset tiny --seed 3 " + quoted(hf), "quantize " + quoted(hf) + " " + quoted(nvfp4) + " --format modelopt",
-        "quantize " + quoted(nvfp4) + " " + quoted(gguf) + " --format gguf"}) {
+  for (const std::string& args : {"synth --preset tiny --seed 3 " + quoted(hf),
+                                  "quantize " + quoted(hf) + " " + quoted(nvfp4) + " --format modelopt",
+                                  "quantize " + quoted(nvfp4) + " " + quoted(gguf) + " --format gguf"}) {
     const CliResult result = run_cli(args);
     ASSERT_EQ(result.exit_code, 0) << args << "\n" << result.err;
   }

@@ -8,8 +8,8 @@
 
 #include "common/test_util.h"
 #include "io/gguf_model_writer.h"
-#include "io/gguf_qwen3.h"
 #include "io/gguf_quants.h"
+#include "io/gguf_qwen3.h"
 #include "io/gguf_reader.h"
 #include "io/io_test_util.h"
 #include "io/model_files.h"
@@ -35,8 +35,8 @@ fs::path synth_with_tokenizer(const TempDir& dir, const std::string& name, bool 
   return dir / name;
 }
 
-fs::path quantize_to(const ModelFiles& source, const fs::path& out, ModelFormat format,
-                     GgmlType type = GgmlType::NVFP4, bool lm_head = false) {
+fs::path quantize_to(const ModelFiles& source, const fs::path& out, ModelFormat format, GgmlType type = GgmlType::NVFP4,
+                     bool lm_head = false) {
   QuantizeOptions options;
   options.format = format;
   options.gguf_type = type;
@@ -93,11 +93,11 @@ TEST(GgufExport, NamesHyperparametersAndTokenizer) {
 
   // Tied: no output.weight (llama.cpp reads token_embd); every tensor named the llama.cpp way.
   EXPECT_EQ(file.find_tensor("output.weight"), nullptr);
-  for (const char* name : {"token_embd.weight", "output_norm.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight",
-                           "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight",
-                           "blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight", "blk.0.ffn_norm.weight",
-                           "blk.1.ffn_gate.weight", "blk.1.ffn_up.weight", "blk.1.ffn_down.weight",
-                           "blk.1.ffn_down.scale"})
+  for (const char* name :
+       {"token_embd.weight", "output_norm.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight",
+        "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight", "blk.0.attn_q_norm.weight",
+        "blk.0.attn_k_norm.weight", "blk.0.ffn_norm.weight", "blk.1.ffn_gate.weight", "blk.1.ffn_up.weight",
+        "blk.1.ffn_down.weight", "blk.1.ffn_down.scale"})
     EXPECT_NE(file.find_tensor(name), nullptr) << name;
   EXPECT_EQ(file.tensors().size(), 2 + 11 * 2 + 7 * 2u);
 }
@@ -125,7 +125,8 @@ TEST(GgufExport, Nvfp4WeightsAreTheModeloptBitsAndTensorScales) {
     ++nvfp4;
     EXPECT_EQ(tensor->type, "nvfp4") << info.name;
     const Nvfp4Tensor& q = weight.nvfp4;
-    std::vector<uint8_t> codes(static_cast<size_t>(q.rows * q.cols / 2)), scales(static_cast<size_t>(q.rows * q.cols / 16));
+    std::vector<uint8_t> codes(static_cast<size_t>(q.rows * q.cols / 2)),
+        scales(static_cast<size_t>(q.rows * q.cols / 16));
     const uint64_t row = gguf::row_bytes(GgmlType::NVFP4, q.cols, info.name);
     for (int64_t r = 0; r < q.rows; ++r)
       gguf::unpack_nvfp4_row(file.tensor_data(*tensor) + r * row, q.cols, codes.data() + r * q.cols / 2,
@@ -210,8 +211,7 @@ TEST(GgufExport, RefusesWhatGgufCannotHold) {
   options.tokenizer_dir = fixture_path("tiny-tokenizer");
   synth_model(narrow, dir / "narrow", options);
   const auto source = open_model(dir / "narrow");
-  expect_error([&] { quantize_to(*source, dir / "n.gguf", ModelFormat::Gguf); },
-               {"q_proj", "64", "--gguf-type q8_0"});
+  expect_error([&] { quantize_to(*source, dir / "n.gguf", ModelFormat::Gguf); }, {"q_proj", "64", "--gguf-type q8_0"});
   EXPECT_FALSE(fs::exists(dir / "n.gguf"));
   quantize_to(*source, dir / "n8.gguf", ModelFormat::Gguf, GgmlType::Q8_0);  // fine as q8_0
 

@@ -69,8 +69,8 @@ TEST(Bf16Gemm, EveryVariantSumsTheBf16Products) {
             for (int64_t o = 0; o < n; ++o) {
               double sum = 0, magnitude = 0;
               for (int64_t c = 0; c < k; ++c) {
-                const double term = static_cast<double>(bf16_to_float(float_to_bf16(x[r * k + c]))) *
-                                    bf16_to_float(w[o * (k + 3) + c]);
+                const double term =
+                    static_cast<double>(bf16_to_float(float_to_bf16(x[r * k + c]))) * bf16_to_float(w[o * (k + 3) + c]);
                 sum += term;
                 magnitude += std::abs(term);
               }
@@ -87,8 +87,8 @@ TEST(Bf16Gemm, EveryVariantSumsTheBf16Products) {
 }
 
 TEST(Bf16Gemm, PacksPairsOfRoundedActivationsPerToken) {
-  const std::vector<float> x = {1.0f, 1.00390625f, -2.5f, 3.0e-3f,   // row 0: 1 + 2^-8 is a tie: rounds to 1
-                                0.1f, 0.2f,        7.0f,  -0.0f};    // row 1
+  const std::vector<float> x = {1.0f, 1.00390625f, -2.5f, 3.0e-3f,  // row 0: 1 + 2^-8 is a tie: rounds to 1
+                                0.1f, 0.2f,        7.0f,  -0.0f};   // row 1
   cpu::PackedActivations packed;
   cpu::pack_activations(x.data(), 4, 2, 4, packed);
   ASSERT_EQ(packed.rows_padded, 16);

@@ -81,7 +81,8 @@ TEST_F(Parity, DatModelPassesEveryCpuPair) {
     EXPECT_GT(pairs.at("cpu-cache vs reference").diff.max_abs_diff, 0);
     EXPECT_EQ(pairs.at("cpu-cache vs reference").diff.top1_agree, pairs.at("cpu-cache vs reference").diff.positions);
     // BF16 activations in the prefill: further off than fp32 reordering, well inside the bf16-activations bound.
-    EXPECT_GT(pairs.at("cpu-bf16 vs reference").diff.max_abs_diff, pairs.at("cpu-cache vs reference").diff.max_abs_diff);
+    EXPECT_GT(pairs.at("cpu-bf16 vs reference").diff.max_abs_diff,
+              pairs.at("cpu-cache vs reference").diff.max_abs_diff);
   }
   EXPECT_EQ(skip_reason(report, "cuda"), "no CUDA device: not asked for in this test");
   EXPECT_EQ(skip_reason(report, "cuda-graph"), "no CUDA device: not asked for in this test");

@@ -79,8 +79,7 @@ __attribute__((target("avx512f"))) void rows_avx512(const Bf16Rows& w, int64_t f
     int64_t k = 0;
     for (; k + 32 <= w.cols; k += 32) {  // 64 bytes of weights, two independent sums per row
       const __m512i bits = _mm512_loadu_si512(row + k);
-      const __m512 w0 =
-          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bits)), 16));
+      const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bits)), 16));
       const __m512 w1 =
           _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bits, 1)), 16));
       for (int r = 0; r < N; ++r) {

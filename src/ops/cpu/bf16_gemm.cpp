@@ -24,9 +24,9 @@ namespace nvfp4lm::cpu {
 namespace {
 
 constexpr int kTileRows = static_cast<int>(kBf16GemmTileRows);
-constexpr int kLanes = 16;        // tokens per vector
-constexpr int kTileVectors = 4;   // token vectors per tile
-constexpr int kBlock = 16;        // NVFP4 block
+constexpr int kLanes = 16;       // tokens per vector
+constexpr int kTileVectors = 4;  // token vectors per tile
+constexpr int kBlock = 16;       // NVFP4 block
 
 using Vec16 = float __attribute__((vector_size(64)));
 using Vec16u = uint32_t __attribute__((vector_size(64)));
@@ -140,9 +140,8 @@ __attribute__((target("avx512f"))) inline void store_block_bf16(__m128i ordered,
 
 // One NVFP4 row to BF16, two blocks (16 code bytes) per step: nibbles in element order, one vpermps from the E2M1
 // table per block, times the block's E4M3 value.
-__attribute__((target("avx512f"))) void dequantize_row_avx512(const uint8_t* codes, const uint8_t* scales,
-                                                               int64_t cols, uint16_t* out,
-                                                               const std::array<float, 256>& e4m3) {
+__attribute__((target("avx512f"))) void dequantize_row_avx512(const uint8_t* codes, const uint8_t* scales, int64_t cols,
+                                                              uint16_t* out, const std::array<float, 256>& e4m3) {
   std::array<float, 16> values{};
   for (int c = 0; c < 16; ++c) values[static_cast<size_t>(c)] = e2m1_to_float(static_cast<uint8_t>(c));
   const __m512 table = _mm512_loadu_ps(values.data());
@@ -306,15 +305,14 @@ void bf16_gemm(Bf16Isa isa, const PackedActivations& x, const uint16_t* w, int64
     for (int64_t m0 = 0; m0 < x.rows; m0 += tile_tokens) {
       const int64_t tokens = std::min(tile_tokens, x.rows - m0);
       const auto mv = static_cast<int>((tokens + kLanes - 1) / kLanes);
-      const Tile tile{x.pairs.data() + m0, x.rows_padded, x.cols / 2, w + n0 * ldw, ldw, scale, y + m0 * ldy + n0,
-                      ldy, tokens};
+      const Tile tile{x.pairs.data() + m0, x.rows_padded, x.cols / 2, w + n0 * ldw, ldw, scale,
+                      y + m0 * ldy + n0,   ldy,           tokens};
       tile_kernel(isa, nr, mv)(tile);
     }
   }
 }
 
-void dequantize_nvfp4_row_bf16(Bf16Isa isa, const uint8_t* codes, const uint8_t* scales, int64_t cols,
-                               uint16_t* out) {
+void dequantize_nvfp4_row_bf16(Bf16Isa isa, const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out) {
   NVFP4LM_ASSERT(cols % kBlock == 0, "dequantize_nvfp4_row_bf16: {} columns", cols);
   const std::array<float, 256>& e4m3 = e4m3_values();
 #if NVFP4LM_X86_BF16

@@ -50,7 +50,6 @@ void bf16_gemm(Bf16Isa isa, const PackedActivations& x, const uint16_t* w, int64
 
 // One NVFP4 row (cols a multiple of 16) as BF16: e2m1(code) * e4m3(scale byte), exact; the tensor scale is not
 // applied. The AVX-512 variants vectorise it, the others run the portable loop; the values are the same.
-void dequantize_nvfp4_row_bf16(Bf16Isa isa, const uint8_t* codes, const uint8_t* scales, int64_t cols,
-                               uint16_t* out);
+void dequantize_nvfp4_row_bf16(Bf16Isa isa, const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out);
 
 }  // namespace nvfp4lm::cpu

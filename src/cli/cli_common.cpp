@@ -1,6 +1,8 @@
 // See cli_common.h.
 #include "cli/cli_common.h"
 
+#include <fmt/ranges.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +14,10 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "io/hf_config.h"
 #include "io/model_files.h"
+#include "io/quantize_model.h"
+#include "io/synth_model.h"
 #include "ops/cpu_backend.h"
 #include "train/train_options.h"
 
@@ -157,7 +162,7 @@ Tokenizer load_tokenizer(const Qwen3Model& model) {
   return tokenizer;
 }
 
-void add_sampling_flags(CLI::App& app, SamplingOptions& options) {
+void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag) {
   add_number_option(app, "--temperature", options.temperature,
                     "sampling temperature; 0 = greedy (default 0.7, Qwen3-Instruct's recommendation)", {0.0f, 1e4f});
   add_number_option(app, "--top-k", options.top_k, "keep the k most likely tokens; 0 = off (default 20)",
@@ -169,7 +174,36 @@ void add_sampling_flags(CLI::App& app, SamplingOptions& options) {
   add_number_option(app, "--repetition-penalty", options.repetition_penalty,
                     "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)",
                     {1e-4f, 1e4f});
-  add_number_option(app, "--seed", options.seed, "random seed for sampling (default 0)");
+  if (seed_flag) add_number_option(app, "--seed", options.seed, "random seed for sampling (default 0)");
+}
+
+BenchModel::BenchModel(const std::string& model, const std::string& preset, bool nvfp4, bool with_tokenizer) {
+  NVFP4LM_CHECK(model.empty() != preset.empty(), "pass exactly one of --model M and --preset ({})",
+                fmt::join(qwen3_preset_names(), ", "));
+  NVFP4LM_CHECK(!nvfp4 || !preset.empty(),
+                "--nvfp4 quantizes a --preset model; quantize a --model with `nvfp4lm quantize` first");
+  if (preset.empty()) {
+    path_ = name_ = model;
+    return;
+  }
+  const Qwen3Config config = qwen3_preset(preset);
+  scratch_ = std::make_unique<ScratchDirectory>("bench");
+  const auto start = std::chrono::steady_clock::now();
+  const QuietInfoLogs quiet;
+  SynthOptions synth;
+  synth.bundled_tokenizer = with_tokenizer;
+  const fs::path dense = scratch_->path() / "dense";
+  synth_model(config, dense, synth);
+  path_ = dense.string();
+  if (nvfp4) {
+    const fs::path quantized = scratch_->path() / "nvfp4";
+    quantize_model(*open_model(dense), quantized, QuantizeOptions{});
+    path_ = quantized.string();
+  }
+  name_ = "preset:" + preset + (nvfp4 ? " (nvfp4)" : "");
+  note_ = fmt::format("preset {} ({} parameters) synthesised{} in {:.1f} s", preset, config.total_parameters(),
+                      nvfp4 ? " and quantized to NVFP4" : "",
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void check_bench_json_path(const std::string& json_path, bool overwrite, const std::string& model) {

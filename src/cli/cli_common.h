@@ -10,6 +10,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "cli/command.h"
 #include "core/device.h"
+#include "core/files.h"
 #include "core/logging.h"
 #include "infer/sampler.h"
 #include "model/qwen3_decode_step.h"
@@ -91,7 +93,29 @@ std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda
 
 // ---- sampling -----------------------------------------------------------------------------------------------
 // --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --seed, with the defaults of SamplingOptions.
-void add_sampling_flags(CLI::App& app, SamplingOptions& options);
+// Without seed_flag no --seed (serve draws a seed per request that names none).
+void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag = true);
+
+// ---- benchmark models -----------------------------------------------------------------------------------------
+// The model of a benchmark: --model M as given, or --preset P [--nvfp4]: a random model of that shape synthesised
+// into a scratch directory under the system temp dir (removed with the object), with the bundled tokenizer when
+// asked, quantized to NVFP4 (ModelOpt layout) with --nvfp4. Error unless exactly one of model and preset is given.
+class BenchModel {
+ public:
+  BenchModel(const std::string& model, const std::string& preset, bool nvfp4, bool with_tokenizer);
+  BenchModel(const BenchModel&) = delete;
+  BenchModel& operator=(const BenchModel&) = delete;
+
+  const std::string& path() const { return path_; }
+  // "preset:small (nvfp4)", or the --model path.
+  const std::string& name() const { return name_; }
+  // "preset small (...) synthesised and quantized to NVFP4 in 3.1 s", or empty for --model.
+  const std::string& note() const { return note_; }
+
+ private:
+  std::unique_ptr<ScratchDirectory> scratch_;
+  std::string path_, name_, note_;
+};
 
 // ---- bench subcommands --------------------------------------------------------------------------------------
 struct BenchSpec {

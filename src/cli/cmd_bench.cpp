@@ -6,11 +6,10 @@
 // bench infer (--model M | --preset P [--nvfp4]) --prompt-len N --gen G: prefill tok/s, decode tok/s, time to
 // first token, peak memory, and the weight bandwidth a decode step achieves against a copy bandwidth measured in
 // the same run (tools/bench_infer.h). --preset synthesises a random model of that shape in a temporary directory
-// first (io/synth_model.h), quantized to NVFP4 (ModelOpt layout, io/quantize_model.h) with --nvfp4.
+// first, quantized to NVFP4 with --nvfp4 (BenchModel, cli_common.h).
 #include <fmt/ranges.h>
 #include <omp.h>
 
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -21,12 +20,8 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
-#include "core/stopwatch.h"
 #include "infer/qwen3_cached_lm.h"
 #include "io/hf_config.h"
-#include "io/model_files.h"
-#include "io/quantize_model.h"
-#include "io/synth_model.h"
 #include "ops/cpu_backend.h"
 #include "tools/bench_infer.h"
 
@@ -63,33 +58,14 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   NVFP4LM_CHECK(cli.bench.generate_tokens > 0, "--gen must be positive, got {}", cli.bench.generate_tokens);
   const Device device = setup_device(cli.device);
 
-  std::unique_ptr<ScratchDirectory> scratch;
+  // The benchmark feeds token ids: no tokenizer for a preset.
+  const BenchModel bench_model(cli.model, cli.preset, cli.nvfp4, /*with_tokenizer=*/false);
   ModelFlags flags;
-  flags.model = cli.model;
+  flags.model = bench_model.path();
   flags.config = cli.config;
   flags.cpu_matmul = cli.cpu.cpu_matmul;
-  std::string prepared;
-  if (!cli.preset.empty()) {
-    const Qwen3Config config = qwen3_preset(cli.preset);
-    scratch = std::make_unique<ScratchDirectory>("bench");
-    const auto start = std::chrono::steady_clock::now();
-    const QuietInfoLogs quiet;
-    SynthOptions synth;
-    synth.bundled_tokenizer = false;  // the benchmark feeds token ids
-    const fs::path dense = scratch->path() / "dense";
-    synth_model(config, dense, synth);
-    flags.model = dense.string();
-    if (cli.nvfp4) {
-      const fs::path quantized = scratch->path() / "nvfp4";
-      quantize_model(*open_model(dense), quantized, QuantizeOptions{});
-      flags.model = quantized.string();
-    }
-    prepared = fmt::format("preset {} ({} parameters) synthesised{} in {:.1f} s", cli.preset, config.total_parameters(),
-                           cli.nvfp4 ? " and quantized to NVFP4" : "", seconds_since(start));
-  }
-
   const Qwen3Model model = load_model("bench infer", flags, device);
-  if (!prepared.empty()) log::info("{}", prepared);
+  if (!bench_model.note().empty()) log::info("{}", bench_model.note());
   const int64_t tokens = cli.bench.prompt_tokens + cli.bench.generate_tokens;
   NVFP4LM_CHECK(tokens - 1 <= model.config().max_position_embeddings,
                 "--prompt-len {} + --gen {} exceed the model's context of {} tokens", cli.bench.prompt_tokens,
@@ -103,7 +79,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
 
   nlohmann::json json = infer_bench_json(result);
   json["benchmark"] = "infer";
-  json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset + (cli.nvfp4 ? " (nvfp4)" : "");
+  json["model"] = bench_model.name();
   json["device"] = device.label();
   json["compute_path"] = model.compute_path();
   json["precision"] = model.precision();

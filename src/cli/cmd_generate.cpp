@@ -9,8 +9,12 @@
 // and the timing. Logprobs are infer/logprobs.h's: log_softmax of the model's raw logits over the tokenizer's ids,
 // before temperature, top-k/top-p/min-p and repetition penalty (as OpenAI reports them). --prompt-ids feeds token
 // ids directly ("1,2,3" or "[1,2,3]"), skipping the tokenizer and the chat template.
+//
+// `generate --prompts FILE.jsonl --out FILE.jsonl`: every line's prompt through the batch engine (continuous
+// batching, --max-batch at a time), answers written to --out (infer/prompt_batch.h); a summary line on stderr.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,10 +28,14 @@
 #include "cli/command.h"
 #include "cli/number_flags.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/logging.h"
+#include "core/memory.h"
 #include "core/number_text.h"
+#include "infer/batch_engine.h"
 #include "infer/generator.h"
 #include "infer/logprobs.h"
+#include "infer/prompt_batch.h"
 #include "infer/qwen3_cached_lm.h"
 #include "infer/stop_conditions.h"
 #include "tokenizer/chat.h"
@@ -41,6 +49,10 @@ struct GenerateCliOptions {
   std::string cuda_graph = "on";
   std::string prompt;
   bool prompt_given = false;  // --prompt was on the command line (it may be empty)
+  std::string prompts_file;
+  std::string out;
+  bool overwrite = false;
+  int64_t max_batch = 8;
   std::string system;
   bool raw = false;
   bool no_think = false;
@@ -51,6 +63,66 @@ struct GenerateCliOptions {
   int64_t logprobs = 0;
   std::string prompt_ids;
 };
+
+PromptFormat prompt_format(const GenerateCliOptions& cli, const Tokenizer& tokenizer) {
+  PromptFormat format;
+  format.raw = cli.raw;
+  format.system = cli.system;
+  format.style = detect_chat_template(tokenizer.chat_template_source());
+  format.enable_thinking = !cli.no_think;
+  return format;
+}
+
+// --prompts FILE.jsonl --out FILE.jsonl.
+int run_prompt_file(const GenerateCliOptions& cli, const Qwen3Model& model, const Tokenizer& tokenizer,
+                    const Device device) {
+  const std::vector<PromptLine> lines = read_prompt_lines(cli.prompts_file, tokenizer, prompt_format(cli, tokenizer));
+  const int64_t model_context = model.config().max_position_embeddings;
+  std::vector<SequenceSpec> specs;
+  int64_t context = 2;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    SequenceSpec spec;
+    spec.prompt = lines[i].prompt;
+    spec.options.max_new_tokens = lines[i].max_tokens.value_or(cli.max_tokens);
+    spec.options.sampling = cli.sampling;
+    spec.options.sampling.seed = cli.sampling.seed + i;
+    spec.options.stop_strings = cli.stops;
+    spec.options.eos_ids = end_of_sequence_ids(model.config(), find_generation_config(model.source()), tokenizer,
+                                               model.config().vocab_size);
+    NVFP4LM_CHECK(static_cast<int64_t>(spec.prompt.size()) <= model_context,
+                  "{} line {}: the prompt has {} tokens but the model's context (max_position_embeddings) is {}",
+                  cli.prompts_file, i + 1, spec.prompt.size(), model_context);
+    context = std::max(context, static_cast<int64_t>(spec.prompt.size()) + spec.options.max_new_tokens);
+    specs.push_back(std::move(spec));
+  }
+  context = std::min(context, model_context);
+  BatchEngineOptions engine_options;
+  engine_options.context = context;
+  engine_options.slots = BatchEngine::slots_within_memory(model, context, cli.max_batch);
+  engine_options.decode = decode_mode_for(device, cli.cuda_graph);
+  BatchEngine engine(model, tokenizer, engine_options);
+  log::info("generate: {} prompts, {} at a time, {} tokens per sequence, decode {}; sampling: {} (seed + line index)",
+            lines.size(), engine.slots(), context, engine.decode_path(), cli.sampling.describe());
+
+  const auto start = std::chrono::steady_clock::now();
+  size_t done = 0;
+  const std::vector<BatchAnswer> answers = run_batch(engine, std::move(specs), [&](size_t, const BatchAnswer&) {
+    if (++done % 16 == 0) log::info("generate: {} of {} answered", done, lines.size());
+  });
+  std::string output;
+  int64_t generated = 0;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    output += answer_line(i, lines[i], answers[i]) + "\n";
+    generated += static_cast<int64_t>(answers[i].tokens.size());
+  }
+  write_file_atomic(cli.out, output);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string summary = fmt::format(
+      "wrote {}: {} answers, {} generated tokens in {:.2f} s ({:.1f} tok/s), peak RSS {:.3f} GiB\n", cli.out,
+      answers.size(), generated, seconds, seconds > 0 ? generated / seconds : 0.0, to_gib(peak_rss_bytes()));
+  std::fwrite(summary.data(), 1, summary.size(), stderr);
+  return 0;
+}
 
 // --prompt-ids "1,2,3" or "[1, 2, 3]": every element a token id of the tokenizer (UsageError otherwise).
 std::vector<int32_t> parse_prompt_ids(std::string_view text, const Tokenizer& tokenizer) {
@@ -83,8 +155,20 @@ std::vector<int32_t> parse_prompt_ids(std::string_view text, const Tokenizer& to
 
 // The checks between flags that CLI11 cannot express (UsageError, exit 2).
 void check_flag_combinations(const GenerateCliOptions& cli) {
-  if (cli.prompt_given == !cli.prompt_ids.empty())
-    throw UsageError("give exactly one of --prompt TEXT and --prompt-ids IDS");
+  if (cli.prompts_file.empty()) {
+    if (!cli.prompt_given && cli.prompt_ids.empty())
+      throw UsageError(
+          "generate: give --prompt TEXT or --prompt-ids IDS, or --prompts FILE.jsonl with --out FILE.jsonl");
+    if (cli.prompt_given && !cli.prompt_ids.empty())
+      throw UsageError("give exactly one of --prompt TEXT and --prompt-ids IDS");
+    if (!cli.out.empty()) throw UsageError("--out goes with --prompts FILE.jsonl (a single --prompt prints to stdout)");
+  } else {
+    if (cli.prompt_given || !cli.prompt_ids.empty())
+      throw UsageError("give either --prompt (or --prompt-ids) or --prompts, not both");
+    if (cli.out.empty()) throw UsageError("--prompts needs --out FILE.jsonl for the answers");
+    if (cli.json)
+      throw UsageError("--json goes with a single --prompt (--prompts writes its answers as JSONL to --out)");
+  }
   if (!cli.prompt_ids.empty() && (cli.raw || !cli.system.empty() || cli.no_think))
     throw UsageError("--prompt-ids are fed as they are: --raw, --system and --no-think do not apply to them");
   if (cli.logprobs > 0 && !cli.json)
@@ -146,24 +230,19 @@ int run_generate(const GenerateCliOptions& cli) {
   cli.sampling.validate();
   NVFP4LM_CHECK(cli.max_tokens > 0, "--max-tokens must be positive, got {}", cli.max_tokens);
   check_flag_combinations(cli);
+  if (!cli.prompts_file.empty())
+    guard_output(cli.out, "--out", {{cli.prompts_file, "--prompts"}, {cli.model.model, "the model (--model)"}},
+                 cli.overwrite);
   const Device device = setup_device(cli.device);
   const Qwen3Model model = load_model("generate", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
+  if (!cli.prompts_file.empty()) return run_prompt_file(cli, model, tokenizer, device);
 
   std::vector<int32_t> prompt;
   if (!cli.prompt_ids.empty()) {
     prompt = parse_prompt_ids(cli.prompt_ids, tokenizer);
-  } else if (cli.raw) {
-    prompt = tokenizer.encode(cli.prompt);
   } else {
-    std::vector<ChatMessage> messages;
-    if (!cli.system.empty()) messages.push_back({"system", cli.system});
-    messages.push_back({"user", cli.prompt});
-    ChatOptions chat;
-    chat.add_generation_prompt = true;
-    chat.style = detect_chat_template(tokenizer.chat_template_source());
-    chat.enable_thinking = !cli.no_think;
-    prompt = tokenizer.encode(render_chat(messages, chat));
+    prompt = encode_prompt(tokenizer, cli.prompt, prompt_format(cli, tokenizer));
   }
   NVFP4LM_CHECK(!prompt.empty(), "--prompt is empty: with --raw there is nothing to continue from");
 
@@ -224,6 +303,12 @@ CommandRegistration registration(
           app.add_option("--prompt", options->prompt, "the user message (or, with --raw, the text to continue)");
       app.add_option("--prompt-ids", options->prompt_ids,
                      "token ids to continue, as they are (no tokenizer, no chat template): 1,2,3 or [1,2,3]");
+      app.add_option("--prompts", options->prompts_file,
+                     "JSONL file of prompts ({\"prompt\": ...} or {\"messages\": [...]} per line) answered in batches");
+      app.add_option("--out", options->out, "with --prompts: JSONL file for the answers, one line per prompt");
+      app.add_flag("--overwrite", options->overwrite, "with --prompts: replace --out if it exists");
+      add_number_option(app, "--max-batch", options->max_batch,
+                        "with --prompts: most sequences decoded together (default 8)", {int64_t{1}, int64_t{1024}});
       app.add_option("--system", options->system, "system prompt (chat template only)");
       app.add_flag("--raw", options->raw, "use the prompt as-is, without the chat template");
       app.add_flag("--no-think", options->no_think,

@@ -9,8 +9,7 @@
 #include "core/logging.h"
 #include "core/memory.h"
 #include "core/stopwatch.h"
-#include "infer/stop_conditions.h"
-#include "tokenizer/streaming_decoder.h"
+#include "infer/answer_stream.h"
 
 namespace nvfp4lm {
 
@@ -44,13 +43,7 @@ Generator::Generator(CachedLm& lm, Tokenizer tokenizer, GenerationOptions option
     : lm_(lm), tokenizer_(std::move(tokenizer)), options_(std::move(options)), sampler_(options_.sampling) {}
 
 int32_t Generator::next_token(std::span<const float> logits) {
-  // A model's embedding table is often padded past the tokenizer (151936 rows for 151669 tokens); those rows
-  // are not tokens, so they are never drawn.
-  const size_t decodable = std::min(logits.size(), tokenizer_.vocab_size());
-  if (decodable == logits.size()) return sampler_.sample(logits, lm_.tokens());
-  row_.assign(logits.begin(), logits.end());
-  std::fill(row_.begin() + static_cast<std::ptrdiff_t>(decodable), row_.end(), -std::numeric_limits<float>::infinity());
-  return sampler_.sample(row_, lm_.tokens());
+  return sampler_.sample_decodable(logits, tokenizer_.vocab_size(), lm_.tokens());
 }
 
 bool Generator::choose_in_model() const {
@@ -125,8 +118,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
   }
   stats.prefill_seconds = seconds_since(start);
 
-  StreamingDecoder decoder(tokenizer_, options_.skip_special);
-  StopStringFilter filter(options_.stop_strings);
+  AnswerStream answer(tokenizer_, options_, max_new, context_bound);
   auto emit = [&](const std::string& piece) {
     if (piece.empty()) return;
     result.text += piece;
@@ -144,30 +136,15 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
       stats.decode_seconds += seconds_since(step_start);
     }
     if (options_.on_token) options_.on_token(token, logits);
-    if (std::binary_search(options_.eos_ids.begin(), options_.eos_ids.end(), token)) {
-      result.stop_reason = StopReason::EndOfSequence;
-      result.stop_detail = std::string(tokenizer_.token_text(token));
-      break;
-    }
-    emit(filter.push(decoder.push(token)));
-    if (filter.stopped()) {
-      result.stop_reason = StopReason::StopString;
-      result.stop_detail = filter.matched();
-      break;
-    }
-    if (static_cast<int64_t>(result.tokens.size()) >= max_new) {
-      result.stop_reason = context_bound ? StopReason::ContextFull : StopReason::MaxTokens;
-      break;
-    }
+    emit(answer.push(token));
+    if (answer.finished()) break;
     step_start = Clock::now();
     const int32_t fed[1] = {token};
     feed(fed);
     ++stats.decode_steps;
   }
-  if (!filter.stopped()) {
-    emit(filter.push(decoder.finish()));
-    emit(filter.flush());
-  }
+  result.stop_reason = answer.stop_reason();
+  result.stop_detail = answer.stop_detail();
   stats.generated_tokens = static_cast<int64_t>(result.tokens.size());
   stats.peak_device_bytes = MemoryTracker::instance().peak_bytes(lm_.device());
   stats.peak_rss_bytes = peak_rss_bytes();

@@ -104,7 +104,6 @@ class Generator {
   Tokenizer tokenizer_;
   GenerationOptions options_;
   Sampler sampler_;
-  std::vector<float> row_;  // logits with ids the tokenizer cannot decode masked out
 };
 
 }  // namespace nvfp4lm

@@ -152,4 +152,12 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   return candidates.back().id;  // u within rounding of 1
 }
 
+int32_t Sampler::sample_decodable(std::span<const float> logits, size_t decodable, std::span<const int32_t> seen) {
+  if (decodable >= logits.size()) return sample(logits, seen);
+  decodable_row_.assign(logits.begin(), logits.end());
+  std::fill(decodable_row_.begin() + static_cast<std::ptrdiff_t>(decodable), decodable_row_.end(),
+            -std::numeric_limits<float>::infinity());
+  return sample(decodable_row_, seen);
+}
+
 }  // namespace nvfp4lm

@@ -64,6 +64,9 @@ class Sampler {
 
   // The next token for one row of logits; `seen` is the history the repetition penalty looks at.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> seen = {});
+  // sample() drawing only ids below `decodable`: a model's embedding table is often padded past its tokenizer
+  // (151936 rows for 151669 tokens), and those rows are not tokens.
+  int32_t sample_decodable(std::span<const float> logits, size_t decodable, std::span<const int32_t> seen = {});
 
   // One uniform in [0, 1) from the sampler's stream, for a draw made elsewhere (CachedLm::append_choose).
   float next_uniform() { return rng_.uniform(); }
@@ -75,6 +78,7 @@ class Sampler {
   SamplingOptions options_;
   Rng rng_;
   std::vector<float> scratch_;
+  std::vector<float> decodable_row_;  // logits with the ids past `decodable` masked out
 };
 
 }  // namespace nvfp4lm

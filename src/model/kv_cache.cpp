@@ -23,6 +23,16 @@ void KVCache::set_length(int64_t length) {
   length_ = length;
 }
 
+KVCache KVCache::row_view(int64_t row) {
+  NVFP4LM_ASSERT(row >= 0 && row < batch_, "KV cache row {} outside [0, {})", row, batch_);
+  KVCache view;
+  view.batch_ = 1;
+  view.max_tokens_ = max_tokens_;
+  for (const Tensor& t : keys_) view.keys_.push_back(t.narrow(0, row, 1));
+  for (const Tensor& t : values_) view.values_.push_back(t.narrow(0, row, 1));
+  return view;
+}
+
 size_t KVCache::nbytes() const {
   size_t bytes = 0;
   for (const Tensor& t : keys_) bytes += t.nbytes();

@@ -1,6 +1,8 @@
 // Key/value cache for generation: per layer K and V of shape [B, max_tokens, kv_heads, head_dim] in the model's
 // compute dtype on its device, keys stored after QK-norm and RoPE. length() tokens are valid for every row of
-// the batch (rows advance together).
+// the batch (rows advance together). A pool of sequence slots (infer/batch_engine.h) uses the rows separately:
+// row_view(b) is a batch-1 cache over row b's storage for prefilling one sequence, and batched decode steps read
+// each row at its own length (model/qwen3_decode_step.h run_rows); the pool's own length() is then unused.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,8 @@ class KVCache {
   int64_t length() const { return length_; }
   void set_length(int64_t length);  // e.g. to drop tokens after a stop (asserts 0 <= length <= max)
   void reset() { length_ = 0; }
+  // A batch-1 cache sharing row `row`'s storage (writes through it land in this cache), of length 0.
+  KVCache row_view(int64_t row);
 
   Tensor& keys(int layer) { return keys_[static_cast<size_t>(layer)]; }
   Tensor& values(int layer) { return values_[static_cast<size_t>(layer)]; }

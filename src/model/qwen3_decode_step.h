@@ -1,9 +1,15 @@
-// Qwen3DecodeStep: one decode step of a Qwen3Model (one new token for each row of a KV cache) with every buffer
+// Qwen3DecodeStep: one decode step of a Qwen3Model (one new token for each of B sequences) with every buffer
 // fixed, so that on CUDA the whole step (embedding, every layer, final norm, lm_head: a few hundred kernels) is
 // captured once as a CUDA graph and replayed each step with a single launch. What changes from step to step — the
-// token ids and the positions, which are also the cache slots — lives in device tensors that the captured kernels
-// read (model/qwen3_inference.h, InferenceStep::positions_on_device): the host copies the new values in, replays,
-// and reads the logits back.
+// token ids, the positions, and which cache row (sequence slot) each row reads and writes — lives in device
+// tensors that the captured kernels read (model/qwen3_inference.h, InferenceStep::positions_on_device): the host
+// copies the new values in, replays, and reads the logits back.
+//
+// Two ways to drive it: run(ids) decodes every row of the cache together (row b in cache row b, all at
+// cache.length(), which it advances: generate and chat); run_rows(rows) decodes B sequences that each sit in
+// their own row of a larger cache at their own position (the slot pool of infer/batch_engine.h, where sequences
+// join and leave between steps) and leaves cache.length() alone. Each row's logits are those it would get alone
+// (the step's linears compute rows independently, ops/gemm.h LinearRows).
 //
 // Modes: Graph (CUDA only): the first step runs op by op (which also warms GEMM plans, kernel attributes and the
 // allocator), then the same work is captured; every later step replays it. Eager: the same fixed-buffer step
@@ -28,10 +34,19 @@ namespace nvfp4lm {
 
 enum class DecodeMode { Eager, Graph };
 
+// One row of run_rows: the token to run, its position (also its token slot in the cache row) and the cache row
+// that holds the sequence's earlier tokens.
+struct DecodeRow {
+  int32_t token = 0;
+  int32_t position = 0;
+  int32_t cache_row = 0;
+};
+
 class Qwen3DecodeStep {
  public:
-  // Error when mode is Graph and the model is not on a CUDA device (the flag names it).
-  Qwen3DecodeStep(const Qwen3Model& model, KVCache& cache, DecodeMode mode);
+  // Error when mode is Graph and the model is not on a CUDA device (the flag names it). rows: sequences per step
+  // (0 = the cache's rows, for run()).
+  Qwen3DecodeStep(const Qwen3Model& model, KVCache& cache, DecodeMode mode, int64_t rows = 0);
   ~Qwen3DecodeStep();
   Qwen3DecodeStep(const Qwen3DecodeStep&) = delete;
   Qwen3DecodeStep& operator=(const Qwen3DecodeStep&) = delete;
@@ -40,6 +55,11 @@ class Qwen3DecodeStep {
   // F32 [B, V] on the model's device: the step's own tensor, overwritten by the next call. Throws Error when the
   // cache is full (the message names its size), like forward_cached.
   const Tensor& run(std::span<const int32_t> ids);
+  // Runs rows() sequences, each at its own position in its own cache row (distinct rows); logits F32 [rows(), V]
+  // as run(). cache.length() is not used or changed. Error for a token outside the vocabulary, a position outside
+  // the cache or a cache row outside it.
+  const Tensor& run_rows(std::span<const DecodeRow> rows);
+  int64_t rows() const;
 
   DecodeMode mode() const { return mode_; }
   // Nodes of the captured graph (0 before the second step, and in Eager mode).
@@ -50,6 +70,8 @@ class Qwen3DecodeStep {
  private:
   struct State;
   void forward_once();
+  // Copies the staged inputs to the device and runs (or replays) the step.
+  void launch();
 
   const Qwen3Model& model_;
   KVCache& cache_;

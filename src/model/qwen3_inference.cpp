@@ -29,13 +29,21 @@ namespace {
 constexpr int64_t kMinRopePositions = 4096;
 
 // y [N, out] = x [N, in] · Wᵀ for a dense or packed NVFP4 weight.
-void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch, CpuMatmul matmul) {
+void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch, LinearRows rows,
+                  CpuMatmul matmul) {
   if (weight.is_nvfp4()) {
-    nvfp4_linear_forward(x, weight.nvfp4, y, scratch, matmul);
+    nvfp4_linear_forward(x, weight.nvfp4, y, scratch, rows, matmul);
   } else {
-    linear_forward(x, weight.dense, y);
+    linear_forward(x, weight.dense, y, rows);
   }
 }
+
+// One new token per row is a decode step: each row's linears are computed as if it were alone (ops/gemm.h
+// LinearRows), so a sequence decoded next to others gets exactly the logits it gets by itself.
+LinearRows rows_for(int64_t tokens) { return tokens == 1 ? LinearRows::Independent : LinearRows::Batch; }
+
+// [B, ...] cache tensor -> [1, B * S, ...]: the token slots of every cache row as one row (contiguous cache).
+Tensor as_one_row(Tensor& cache) { return cache.reshape({1, cache.dim(0) * cache.dim(1), cache.dim(2), cache.dim(3)}); }
 
 // [B, T, ...] -> [B*T, features] (the buffers are contiguous).
 Tensor rows_of(const Tensor& t) { return t.reshape({t.dim(0) * t.dim(1), t.numel() / (t.dim(0) * t.dim(1))}); }
@@ -54,12 +62,13 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   Tensor& scratch = workspace.dequant_scratch;
   const CpuMatmul matmul = workspace.cpu_matmul;
   const auto eps = static_cast<float>(config.rms_norm_eps);
+  const LinearRows rows = rows_for(buf.x.dim(1));
   rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
   const Tensor normed = rows_of(buf.normed);
   Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
-  apply_linear(w.q_proj, normed, q2, scratch, matmul);
-  apply_linear(w.k_proj, normed, k2, scratch, matmul);
-  apply_linear(w.v_proj, normed, v2, scratch, matmul);
+  apply_linear(w.q_proj, normed, q2, scratch, rows, matmul);
+  apply_linear(w.k_proj, normed, k2, scratch, rows, matmul);
+  apply_linear(w.v_proj, normed, v2, scratch, rows, matmul);
   rmsnorm_forward(buf.q, w.q_norm, eps, buf.q);
   rmsnorm_forward(buf.k, w.k_norm, eps, buf.k);
   rope_forward(buf.q, *step.positions, rope);
@@ -71,13 +80,17 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   Tensor keys = buf.k, values = buf.v;
   Tensor q_starts;
   if (step.positions_on_device) {
-    store_kv_rows(buf.k, step.cache->keys(layer), *step.positions);
-    store_kv_rows(buf.v, step.cache->values(layer), *step.positions);
+    const int64_t batch = buf.k.dim(0);
+    const Tensor slots = step.cache_slots->reshape({1, batch});
+    Tensor cache_keys = as_one_row(step.cache->keys(layer)), cache_values = as_one_row(step.cache->values(layer));
+    store_kv_rows(buf.k.reshape({1, batch, buf.k.dim(2), buf.k.dim(3)}), cache_keys, slots);
+    store_kv_rows(buf.v.reshape({1, batch, buf.v.dim(2), buf.v.dim(3)}), cache_values, slots);
     keys = step.cache->keys(layer);
     values = step.cache->values(layer);
-    q_starts = step.positions->reshape({buf.k.dim(0)});  // T == 1: one start per row, contiguous
+    q_starts = step.positions->reshape({batch});  // T == 1: one start per row, contiguous
     options.q_start = step.cache->max_tokens() - 1;
     options.q_start_rows = &q_starts;
+    options.kv_rows = step.cache_rows;
   } else if (step.cache != nullptr) {
     const int64_t start = step.cache->length();
     store_in_cache(buf.k, step.cache->keys(layer), start);
@@ -88,15 +101,15 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   }
   attention_forward(buf.q, keys, values, buf.attn, options);
   Tensor proj = rows_of(buf.proj);
-  apply_linear(w.o_proj, rows_of(buf.attn), proj, scratch, matmul);
+  apply_linear(w.o_proj, rows_of(buf.attn), proj, scratch, rows, matmul);
   add_inplace(buf.x, buf.proj);
 
   rmsnorm_forward(buf.x, w.post_attention_norm, eps, buf.normed);
   Tensor gate = rows_of(buf.gate), up = rows_of(buf.up);
-  apply_linear(w.gate_proj, normed, gate, scratch, matmul);
-  apply_linear(w.up_proj, normed, up, scratch, matmul);
+  apply_linear(w.gate_proj, normed, gate, scratch, rows, matmul);
+  apply_linear(w.up_proj, normed, up, scratch, rows, matmul);
   swiglu_forward(buf.gate, buf.up, buf.act);
-  apply_linear(w.down_proj, rows_of(buf.act), proj, scratch, matmul);
+  apply_linear(w.down_proj, rows_of(buf.act), proj, scratch, rows, matmul);
   add_inplace(buf.x, buf.proj);
 }
 
@@ -130,12 +143,28 @@ InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& wei
     narrow_logits = Tensor::empty({rows, c.vocab_size}, dtype, device);
 }
 
+uint64_t InferenceBuffers::bytes(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
+                                 bool all_logits, int64_t logit_tokens) {
+  const DType dtype = weights.embed_tokens.dtype();
+  const auto activations = static_cast<uint64_t>(batch * tokens *
+                                                 (3 * c.hidden_size + 2 * c.num_attention_heads * c.head_dim +
+                                                  2 * c.num_key_value_heads * c.head_dim + 3 * c.intermediate_size));
+  const auto rows = static_cast<uint64_t>(all_logits ? batch * (logit_tokens > 0 ? logit_tokens : tokens) : batch);
+  uint64_t bytes = (activations + rows * static_cast<uint64_t>(c.hidden_size)) * dtype_bytes(dtype) +
+                   rows * static_cast<uint64_t>(c.vocab_size) * dtype_bytes(DType::F32);
+  if (weights.lm_head.is_nvfp4() && dtype != DType::F32)
+    bytes += rows * static_cast<uint64_t>(c.vocab_size) * dtype_bytes(dtype);
+  return bytes;
+}
+
 Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& weights, InferenceWorkspace& workspace,
                                const InferenceStep& step, InferenceBuffers* buffers) {
   const Tensor& ids = *step.ids;
   const int64_t batch = ids.dim(0), tokens = ids.dim(1);
-  NVFP4LM_ASSERT(!step.positions_on_device || (step.cache != nullptr && tokens == 1 && !step.all_logits),
-                 "qwen3_inference_forward: the decode form needs a cache, one token per row and last logits, got {}",
+  NVFP4LM_ASSERT(!step.positions_on_device || (step.cache != nullptr && tokens == 1 && !step.all_logits &&
+                                               step.cache_rows != nullptr && step.cache_slots != nullptr),
+                 "qwen3_inference_forward: the decode form needs a cache, its rows and slots, one token per row and "
+                 "last logits, got {}",
                  ids.str());
   std::optional<InferenceBuffers> own;
   NVFP4LM_ASSERT(step.logit_tokens >= 0 && step.logit_tokens <= tokens,
@@ -151,7 +180,8 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
   for (size_t layer = 0; layer < weights.layers.size(); ++layer)
     decoder_layer(config, weights.layers[layer], static_cast<int>(layer), step, rope, workspace, buf);
 
-  // Only the returned rows go through the final norm and the lm_head.
+  // Only the returned rows go through the final norm and the lm_head; one row per sequence (the last position)
+  // is computed row by row as in a decode step.
   Tensor last;  // [rows, H]
   if (!step.all_logits) {
     last = buf.x.select(1, tokens - 1);
@@ -164,18 +194,19 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
       tail.select(0, b).copy_from(buf.x.select(0, b).narrow(0, tokens - logit_tokens, logit_tokens));
     last = rows_of(tail);
   }
+  const LinearRows head_rows = step.all_logits ? rows_for(tokens) : LinearRows::Independent;
   rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), buf.hidden);
   if (weights.lm_head.is_nvfp4()) {
     if (!buf.narrow_logits.defined()) {
-      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.logits, workspace.dequant_scratch,
+      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.logits, workspace.dequant_scratch, head_rows,
                            workspace.cpu_matmul);
     } else {
-      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.narrow_logits, workspace.dequant_scratch,
+      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.narrow_logits, workspace.dequant_scratch, head_rows,
                            workspace.cpu_matmul);
       cast(buf.narrow_logits, buf.logits);
     }
   } else {
-    lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits, workspace.cpu_matmul);
+    lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits, head_rows, workspace.cpu_matmul);
   }
   return step.all_logits ? buf.logits.reshape({batch, logit_tokens, config.vocab_size}) : buf.logits;
 }

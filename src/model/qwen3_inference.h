@@ -35,11 +35,15 @@ struct InferenceStep {
   bool all_logits = true;               // false: logits of the last position of each row only
   int64_t logit_tokens = 0;             // with all_logits: the last logit_tokens positions of each row (0: all)
   const RopeTable* rope = nullptr;      // default: the workspace's
-  // Decode form (with a cache, T == 1, !all_logits): nothing the host knows about the cache length enters the
-  // launches. Keys / values go to cache slot positions[b, 0] (ops/kv_store.h) and attention runs over the whole
-  // cache with row b's query at positions[b, 0] (AttentionOptions::q_start_rows), so a CUDA graph captured once
-  // replays every step with only the positions' values changed.
+  // Decode form (with a cache, T == 1, !all_logits): nothing the host knows about the cache enters the launches.
+  // Row b's history is cache row cache_rows[b] (a slot of a pool that may hold more rows than the step); its key /
+  // value go to token slot cache_slots[b] = cache_rows[b] * max_tokens + positions[b, 0] of the cache seen as one
+  // row (ops/kv_store.h), and attention runs over that cache row with the query at positions[b, 0]
+  // (AttentionOptions::q_start_rows, kv_rows). A CUDA graph captured once replays every step with only these
+  // values changed, and sequences at different lengths share one step.
   bool positions_on_device = false;
+  const Tensor* cache_rows = nullptr;   // I32 [B] on the model's device (decode form)
+  const Tensor* cache_slots = nullptr;  // I32 [B] on the model's device (decode form)
 };
 
 // The activation buffers of one forward, shared by every layer, and its outputs. A caller that passes its own
@@ -52,6 +56,9 @@ struct InferenceBuffers {
   // Logits (and `hidden`) for every position with all_logits, else for the last; logit_tokens as in InferenceStep.
   InferenceBuffers(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
                    bool all_logits, int64_t logit_tokens = 0);
+  // What the constructor allocates, in bytes.
+  static uint64_t bytes(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
+                        bool all_logits, int64_t logit_tokens = 0);
 };
 
 // Logits F32 [B, T, V] (all_logits) or [B, V] (a view of buffers->logits when given). The workspace's mutex must

@@ -128,6 +128,10 @@ KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {
   return cache;
 }
 
+uint64_t Qwen3Model::forward_work_bytes(int64_t batch, int64_t tokens) const {
+  return detail::InferenceBuffers::bytes(config_, weights_, batch, tokens, /*all_logits=*/false);
+}
+
 Tensor Qwen3Model::forward(const Tensor& ids, const Tensor* positions, const Tensor* segment_ids) const {
   check_i32_batch(ids, "forward: ids", -1, -1);
   const int64_t batch = ids.dim(0), tokens = ids.dim(1);

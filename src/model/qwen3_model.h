@@ -79,6 +79,10 @@ class Qwen3Model {
   // extends the RoPE table to max_tokens so decoding never rebuilds it).
   KVCache make_cache(int64_t batch, int64_t max_tokens) const;
 
+  // Bytes of the activation buffers one inference forward of `batch` rows x `tokens` new tokens allocates (with the
+  // last position's logits only, as forward_cached and the decode step run), for sizing memory budgets.
+  uint64_t forward_work_bytes(int64_t batch, int64_t tokens) const;
+
  private:
   friend class Qwen3DecodeStep;  // model/qwen3_decode_step.h: shares the workspace (RoPE table, scratch, mutex)
   // logit_tokens: logits of the last logit_tokens positions of each row (0: every position).

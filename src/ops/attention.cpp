@@ -22,9 +22,10 @@ void check_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
                  "{}: q {}, k {}, v {} must be [B, T, H, D] with v shaped like k", op, q.str(), k.str(), v.str());
   const int64_t batch = q.dim(0), q_len = q.dim(1), q_heads = q.dim(2), dim = q.dim(3);
   const int64_t k_len = k.dim(1), kv_heads = k.dim(2);
-  NVFP4LM_ASSERT(k.dim(0) == batch && k.dim(3) == dim && kv_heads > 0 && q_heads % kv_heads == 0,
-                 "{}: q {} and k {} differ in batch or head_dim, or {} q heads are not a multiple of {} kv heads", op,
-                 q.str(), k.str(), q_heads, kv_heads);
+  NVFP4LM_ASSERT(
+      (k.dim(0) == batch || options.kv_rows != nullptr) && k.dim(3) == dim && kv_heads > 0 && q_heads % kv_heads == 0,
+      "{}: q {} and k {} differ in batch or head_dim, or {} q heads are not a multiple of {} kv heads", op, q.str(),
+      k.str(), q_heads, kv_heads);
   NVFP4LM_ASSERT(options.q_start >= 0 && options.q_start + q_len <= k_len,
                  "{}: queries at positions [{}, {}) need that many keys, k has {}", op, options.q_start,
                  options.q_start + q_len, k_len);
@@ -43,25 +44,38 @@ void check_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
         starts.dtype() == DType::I32 && starts.rank() == 1 && starts.dim(0) == batch && starts.is_contiguous(),
         "{}: q_start_rows {} must be contiguous I32 [{}]", op, starts.str(), batch);
   }
+  if (options.kv_rows != nullptr) {
+    const Tensor& rows = *options.kv_rows;
+    NVFP4LM_ASSERT(options.q_start_rows != nullptr, "{}: kv_rows need q_start_rows (the decode form)", op);
+    NVFP4LM_ASSERT(rows.dtype() == DType::I32 && rows.rank() == 1 && rows.dim(0) == batch && rows.is_contiguous(),
+                   "{}: kv_rows {} must be contiguous I32 [{}]", op, rows.str(), batch);
+  }
 }
 
 // The CPU runs per-row starts as one call per batch row with the row's own q_start and keys (exact by
-// construction); the values are read on the host. A start outside [0, q_start] is an internal error.
+// construction); the values are read on the host. A start outside [0, q_start] or a cache row outside k is an
+// internal error.
 void attention_forward_per_row_cpu(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
                                    const AttentionOptions& options, Tensor* lse) {
   const int32_t* starts = static_cast<const int32_t*>(options.q_start_rows->raw());
+  const int32_t* kv_rows = options.kv_rows != nullptr ? static_cast<const int32_t*>(options.kv_rows->raw()) : nullptr;
   for (int64_t b = 0; b < q.dim(0); ++b) {
     const int64_t start = starts[b];
     NVFP4LM_ASSERT(start >= 0 && start <= options.q_start,
                    "attention_forward: q_start_rows[{}] = {} is outside [0, {}]", b, start, options.q_start);
+    const int64_t kv_row = kv_rows != nullptr ? kv_rows[b] : b;
+    NVFP4LM_ASSERT(kv_row >= 0 && kv_row < k.dim(0), "attention_forward: kv_rows[{}] = {} is outside [0, {})", b,
+                   kv_row, k.dim(0));
     AttentionOptions row = options;
     row.q_start = start;
     row.q_start_rows = nullptr;
+    row.kv_rows = nullptr;
     const int64_t keys = start + q.dim(1);
     Tensor out_row = out.narrow(0, b, 1);
     Tensor lse_row = lse != nullptr ? lse->narrow(0, b, 1) : Tensor();
-    cpu::attention_forward(q.narrow(0, b, 1), k.narrow(0, b, 1).narrow(1, 0, keys),
-                           v.narrow(0, b, 1).narrow(1, 0, keys), out_row, row, lse != nullptr ? &lse_row : nullptr);
+    cpu::attention_forward(q.narrow(0, b, 1), k.narrow(0, kv_row, 1).narrow(1, 0, keys),
+                           v.narrow(0, kv_row, 1).narrow(1, 0, keys), out_row, row,
+                           lse != nullptr ? &lse_row : nullptr);
   }
 }
 
@@ -102,6 +116,10 @@ cuda::AttentionShape cuda_shape(const char* op, const Tensor& q, const Tensor& k
     shape.q_start_rows = static_cast<const int32_t*>(options.q_start_rows->raw());
     NVFP4LM_ASSERT(cuda::attention_decode_scratch_bytes(shape) > 0,
                    "{}: q_start_rows need the decode kernel (Tq * Hq / Hkv <= 64), got q {}", op, q.str());
+  }
+  if (options.kv_rows != nullptr) {
+    shape.kv_rows = static_cast<const int32_t*>(options.kv_rows->raw());
+    shape.kv_batch = k.dim(0);
   }
   if (options.segment_ids != nullptr) {
     NVFP4LM_ASSERT(options.segment_ids->is_contiguous(), "{}: segment_ids {} must be contiguous", op,
@@ -149,8 +167,8 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
   check_attention("attention_forward", q, k, v, options);
   NVFP4LM_ASSERT(out.shape() == q.shape(), "attention_forward: out {} vs q {}", out.str(), q.str());
   if (lse != nullptr) check_lse("attention_forward", *lse, q);
-  [[maybe_unused]] const Device device =
-      common_device("attention_forward", {&q, &k, &v, &out, lse, options.segment_ids, options.q_start_rows});
+  [[maybe_unused]] const Device device = common_device(
+      "attention_forward", {&q, &k, &v, &out, lse, options.segment_ids, options.q_start_rows, options.kv_rows});
 #if NVFP4LM_HAS_CUDA
   if (device.is_cuda()) return cuda_attention_forward(q, k, v, out, options, lse);
 #endif
@@ -165,7 +183,8 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
                      dv.shape() == v.shape() && (!out.defined() || out.shape() == q.shape()),
                  "attention_backward: dout {}, out {}, dq {}, dk {}, dv {} vs q {}, k {}", dout.str(), out.str(),
                  dq.str(), dk.str(), dv.str(), q.str(), k.str());
-  NVFP4LM_ASSERT(options.q_start_rows == nullptr, "attention_backward: q_start_rows are for the forward only");
+  NVFP4LM_ASSERT(options.q_start_rows == nullptr && options.kv_rows == nullptr,
+                 "attention_backward: q_start_rows and kv_rows are for the forward only");
   if (lse.defined()) check_lse("attention_backward", lse, q);
   [[maybe_unused]] const Device device =
       common_device("attention_backward", {&dout, &q, &k, &v, &out, &lse, options.segment_ids, &dq, &dk, &dv});

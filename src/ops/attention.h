@@ -29,6 +29,10 @@ struct AttentionOptions {
   // q_start + Tq keys). For decode steps replayed from a captured CUDA graph: the cache length changes without
   // the host launching anything new. On CUDA only for decode-sized queries (Tq * Hq / Hkv <= 64).
   const Tensor* q_start_rows = nullptr;
+  // Per-row cache rows (forward only, with q_start_rows): I32 [B] on the device, contiguous; row b reads keys and
+  // values from batch row kv_rows[b] of k / v, which may then hold any number of rows (a pool of KV-cache slots,
+  // one per sequence of a batched decode step). Each value in [0, k.dim(0)); on CUDA a value outside is clamped.
+  const Tensor* kv_rows = nullptr;
 };
 
 // lse (F32 [B, Hq, Tq], contiguous) is optional; the backward can use it to skip re-normalising.

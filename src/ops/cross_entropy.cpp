@@ -162,13 +162,14 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
   return cpu::lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
 }
 
-void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, CpuMatmul matmul) {
+void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows, CpuMatmul matmul) {
   if (lm_head.device().is_cpu() && lm_head.dtype() == DType::BF16) {
-    Tensor rows = flatten_rows(logits, "lm_head_logits logits");
-    cpu::bf16_linear_forward(flatten_rows(hidden, "lm_head_logits hidden"), lm_head, rows, matmul);
+    Tensor out = flatten_rows(logits, "lm_head_logits logits");
+    cpu::bf16_linear_forward(flatten_rows(hidden, "lm_head_logits hidden"), lm_head, out,
+                             rows == LinearRows::Independent, matmul);
     return;
   }
-  linear_forward(hidden, lm_head, logits);
+  linear_forward(hidden, lm_head, logits, rows);
 }
 
 }  // namespace nvfp4lm

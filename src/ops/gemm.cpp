@@ -3,6 +3,7 @@
 #include "ops/gemm.h"
 
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/linear_rows.h"
 #include "ops/dispatch.h"
 
 #if NVFP4LM_HAS_CUDA
@@ -46,9 +47,16 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   cpu::gemm(a, transpose_a, b, transpose_b, c, alpha, beta);
 }
 
-void linear_forward(const Tensor& x, const Tensor& w, Tensor& y) {
+void linear_forward(const Tensor& x, const Tensor& w, Tensor& y, LinearRows rows) {
   Tensor x2 = flatten_rows(x, "linear_forward x");
   Tensor y2 = flatten_rows(y, "linear_forward y");
+  if (rows == LinearRows::Independent && x2.device().is_cpu()) {
+    NVFP4LM_ASSERT(w.rank() == 2 && x2.dim(1) == w.dim(1) && y2.dim(1) == w.dim(0) && x2.dim(0) == y2.dim(0),
+                   "linear_forward: x {} · wᵀ {} does not give y {}", x.str(), w.str(), y.str());
+    common_device("linear_forward", {&x2, &w, &y2});
+    cpu::linear_forward_independent_rows(x2, w, y2);
+    return;
+  }
   gemm(x2, false, w, true, y2);
 }
 

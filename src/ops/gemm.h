@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/tensor.h"
+#include "ops/linear_rows.h"
 
 namespace nvfp4lm {
 
@@ -21,7 +22,7 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
           float beta = 0.f);
 
 // y [N, out] = x [N, in] · wᵀ (w [out, in], the PyTorch / safetensors layout).
-void linear_forward(const Tensor& x, const Tensor& w, Tensor& y);
+void linear_forward(const Tensor& x, const Tensor& w, Tensor& y, LinearRows rows = LinearRows::Batch);
 // dx [N, in] = dy [N, out] · w (overwritten; accumulate = true adds instead, for a tensor feeding several
 // linears such as the normed hidden state feeding q, k and v when they are not fused).
 void linear_backward_input(const Tensor& dy, const Tensor& w, Tensor& dx, bool accumulate = false);

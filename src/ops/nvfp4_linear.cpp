@@ -20,7 +20,7 @@ namespace {
 // in % 32 != 0, unaligned views) dequantize blocks of output rows into the BF16 scratch and call gemm
 // (cuBLASLt), "cuda/dequant-gemm". The crossover is a tuning point: the fused kernel reads the weight once per
 // call, dequant + gemm writes and re-reads 2 bytes per weight but runs at tensor-core speed in N.
-void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch) {
+void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows) {
   NVFP4LM_ASSERT(x.dtype() == DType::BF16 && y.dtype() == DType::BF16 && x.stride(1) == 1 && y.stride(1) == 1,
                  "nvfp4_linear_forward: on CUDA x {} and y {} must be BF16 with unit inner stride", x.str(), y.str());
   NVFP4LM_ASSERT(w.codes.is_contiguous() && w.block_scales.is_contiguous() && w.block_scales.dtype() == DType::E4M3,
@@ -30,8 +30,18 @@ void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y,
   if (n == 0) return;
   const auto* codes = static_cast<const uint8_t*>(w.codes.raw());
   const auto* scales = static_cast<const uint8_t*>(w.block_scales.raw());
-  if (n <= kNvfp4FusedMaxRows && cuda::nvfp4_gemv_supported(x.raw(), x.stride(0), codes, n, w.cols)) {
-    cuda::nvfp4_gemv(x.raw(), x.stride(0), codes, scales, w.tensor_scale, n, w.rows, w.cols, y.raw(), y.stride(0));
+  const int64_t group = std::min(n, kNvfp4FusedMaxRows);
+  if ((n <= kNvfp4FusedMaxRows || rows == LinearRows::Independent) &&
+      cuda::nvfp4_gemv_supported(x.raw(), x.stride(0), codes, group, w.cols)) {
+    // Independent rows: 8 at a time through the fused kernel (one mma column per row, so a row's result does not
+    // depend on the others); the weight is read once per group.
+    const size_t element = dtype_bytes(x.dtype());
+    for (int64_t first = 0; first < n; first += kNvfp4FusedMaxRows) {
+      const int64_t count = std::min(kNvfp4FusedMaxRows, n - first);
+      cuda::nvfp4_gemv(static_cast<const char*>(x.raw()) + first * x.stride(0) * element, x.stride(0), codes, scales,
+                       w.tensor_scale, count, w.rows, w.cols,
+                       static_cast<char*>(y.raw()) + first * y.stride(0) * element, y.stride(0));
+    }
     return;
   }
   NVFP4LM_ASSERT(scratch.dtype() == DType::BF16, "nvfp4_linear_forward: the CUDA scratch must be BF16, got {}",
@@ -67,7 +77,8 @@ const char* nvfp4_linear_compute_path(Device device, CpuMatmul matmul) {
       device.str());
 }
 
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, CpuMatmul matmul) {
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows,
+                          CpuMatmul matmul) {
   NVFP4LM_ASSERT(w.defined() && w.codes.rank() == 2 && w.codes.dim(0) == w.rows && w.codes.dim(1) * 2 == w.cols,
                  "nvfp4_linear_forward: malformed NVFP4 weight (codes {}, [{}, {}])", w.codes.str(), w.rows, w.cols);
   Tensor x2 = flatten_rows(x, "nvfp4_linear_forward x");
@@ -82,9 +93,9 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   [[maybe_unused]] const Device device = common_device("nvfp4_linear_forward", {&x2, &y2, codes, scales, &scratch});
 #if NVFP4LM_HAS_CUDA
   // Also the seam for a Blackwell FP4 tensor-core GEMM (see ops/cuda/nvfp4_linear.h).
-  if (device.is_cuda()) return cuda_nvfp4_linear_forward(x2, w, y2, scratch);
+  if (device.is_cuda()) return cuda_nvfp4_linear_forward(x2, w, y2, scratch, rows);
 #endif
-  cpu::nvfp4_linear_forward(x2, w, y2, scratch, matmul);
+  cpu::nvfp4_linear_forward(x2, w, y2, scratch, rows == LinearRows::Independent, matmul);
 }
 
 }  // namespace nvfp4lm

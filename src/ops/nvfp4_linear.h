@@ -27,6 +27,7 @@
 
 #include "core/tensor.h"
 #include "ops/cpu_matmul.h"
+#include "ops/linear_rows.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm {
@@ -36,10 +37,12 @@ inline constexpr int64_t kNvfp4FusedMaxRows = 8;
 
 // y = x · deq(w)ᵀ. scratch: contiguous, F32 on the CPU (BF16 on CUDA), on w's device, with at least one weight
 // row (w.cols elements); nvfp4_linear_scratch_elements(w) elements dequantize the weight in one pass. Its
-// contents are overwritten (it is work space, reused across layers). `matmul` chooses the CPU path (ignored on CUDA,
-// which computes in BF16 anyway); the BF16 path needs no scratch beyond one weight row.
+// contents are overwritten (it is work space, reused across layers). rows (ops/linear_rows.h): Independent takes
+// the fused path for any number of rows (CPU: row_groups.h; CUDA: the fused kernel 8 rows at a time), so each row's
+// result is what it would be alone. `matmul` chooses the CPU path of Batch rows (ignored on CUDA, which computes in
+// BF16 anyway); the BF16 path needs no scratch beyond one weight row.
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch,
-                          CpuMatmul matmul = CpuMatmul::Fp32);
+                          LinearRows rows = LinearRows::Batch, CpuMatmul matmul = CpuMatmul::Fp32);
 
 // Elements of scratch that dequantize w in one pass (rows * cols).
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w);

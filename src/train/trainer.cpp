@@ -13,8 +13,8 @@
 #include "io/synth_model.h"
 #include "tokenizer/chat_template_choice.h"
 #include "train/checkpoint.h"
-#include "train/data/whoami_data.h"
 #include "train/data/eval_split.h"
+#include "train/data/whoami_data.h"
 #include "train/train_step.h"
 
 namespace nvfp4lm {

@@ -26,9 +26,10 @@ std::pair<size_t, std::string> help_line(const std::string& help, std::string_vi
     if (end != line.size() && line[end] != ' ' && line[end] != ',') continue;
     const bool names_only = line.find("  ", start) == std::string::npos;  // no gap before a help column
     std::string next;
-    if (names_only && std::getline(lines, next)) {  // two appends: GCC 12 -Wrestrict misfires on " " + substr
-      line += ' ';
-      line.append(next, next.find_first_not_of(' '));
+    if (names_only && std::getline(lines, next)) {
+      // append(), not `" " + next.substr(...)`: GCC 12 reports a false -Wrestrict on the latter under -O2.
+      const size_t text = next.find_first_not_of(' ');
+      if (text != std::string::npos) line.append(" ").append(next, text, std::string::npos);
     }
     return {index, line};
   }

@@ -6,7 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
 #include <sstream>
+
+#include "io/hf_config.h"
+#include "io/synth_model.h"
 
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
@@ -90,6 +96,20 @@ TempDir::~TempDir() {
   if (std::getenv("NVFP4LM_KEEP_TEST_DIRS") == nullptr) fs::remove_all(path_, ec);
 }
 
+const fs::path& synth_tiny_model(uint64_t seed) {
+  static std::mutex mutex;
+  static TempDir dir;
+  static std::map<uint64_t, fs::path> made;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = made.try_emplace(seed, dir / ("tiny-" + std::to_string(seed)));
+  if (fresh) {
+    SynthOptions options;
+    options.seed = seed;
+    synth_model(qwen3_preset("tiny"), it->second, options);
+  }
+  return it->second;
+}
+
 fs::path fixture_path(const std::string& relative) { return fs::path(NVFP4LM_TEST_DATA_DIR) / relative; }
 fs::path source_path(const std::string& relative) { return fs::path(NVFP4LM_SOURCE_DIR) / relative; }
 
@@ -124,6 +144,19 @@ CliResult run_cli(const std::string& args, const std::string& stdin_text, const 
   std::error_code ec;
   fs::remove_all(dir, ec);
   return result;
+}
+
+GeneratedAnswer run_generate(const std::string& args) {
+  const CliResult result = run_cli("generate " + args);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  GeneratedAnswer answer;
+  std::smatch match;
+  if (std::regex_search(result.err, match, std::regex("generated ([0-9]+) tokens")))
+    answer.tokens = std::stoi(match[1]);
+  EXPECT_GE(answer.tokens, 0) << "no token count in: " << result.err;
+  answer.text = result.out;
+  if (!answer.text.empty() && answer.text.back() == '\n') answer.text.pop_back();
+  return answer;
 }
 
 void expect_one_line_error(const CliResult& result, std::initializer_list<std::string> parts, const std::string& what) {

@@ -61,6 +61,10 @@ class TempDir {
   fs::path path_;
 };
 
+// A random model of the `tiny` preset (io/synth_model.h: Qwen3 shapes, 151936-token vocabulary, the bundled Qwen3
+// tokenizer) with this seed, synthesised once per seed per test process into a directory removed at exit.
+const fs::path& synth_tiny_model(uint64_t seed);
+
 fs::path fixture_path(const std::string& relative);
 fs::path source_path(const std::string& relative);  // relative to the repository root
 
@@ -72,6 +76,20 @@ inline std::string quoted(const fs::path& path) {
   return text;
 }
 
+// Any text as one shell word: single-quoted, with each ' written as '\''.
+inline std::string shell_quoted(const std::string& text) {
+  std::string word = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      word += "'\\''";
+    } else {
+      word += c;
+    }
+  }
+  word += '\'';
+  return word;
+}
+
 // Runs the nvfp4lm executable with `args` (a shell-quoted argument string), optional stdin text.
 struct CliResult {
   int exit_code = -1;
@@ -81,6 +99,14 @@ struct CliResult {
 // `environment` ("NAME=value ...", may be empty) is set for the command only.
 CliResult run_cli(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "",
                   const fs::path& working_directory = {});
+
+// `nvfp4lm generate ARGS`, which must succeed: the answer (stdout without its final newline) and the number of
+// generated tokens from the statistics line on stderr (-1, and a test failure, when either is missing).
+struct GeneratedAnswer {
+  std::string text;
+  int tokens = -1;
+};
+GeneratedAnswer run_generate(const std::string& args);
 
 // A failed command, neither crashed nor aborted, whose stderr ends in exactly one error line
 // ("nvfp4lm: error: ...") containing every part. `what` prefixes the failure messages.

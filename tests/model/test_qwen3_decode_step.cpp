@@ -1,7 +1,8 @@
 // Qwen3DecodeStep (model/qwen3_decode_step.h) on the CPU, in its eager form: the fixed-buffer decode step (cache
 // slots and attention starts read from the positions tensor) gives exactly the logits of forward_cached, for dense
 // and NVFP4 models, tied and untied, two cache rows; after the cache is truncated (a chat turn that rewinds) it
-// continues from the right place; a full cache is the same Error as forward_cached; Graph mode needs CUDA.
+// continues from the right place; a full cache is the same Error as forward_cached; Graph mode needs CUDA; rows of
+// a slot pool at their own positions (run_rows) equal each sequence decoded alone.
 // The CUDA graph itself is tested in tests/model/cuda/test_qwen3_cuda.cpp.
 #include <gtest/gtest.h>
 
@@ -53,6 +54,60 @@ TEST(Qwen3DecodeStep, EagerStepEqualsForwardCachedForNvfp4) {
   const Qwen3Model model = Qwen3Model::load(quantize_tiny_modelopt(dir, false, /*quantize_lm_head=*/true));
   ASSERT_TRUE(model.weights().lm_head.is_nvfp4());
   check_against_forward_cached(model, ref.get("input_ids"), "NVFP4");
+}
+
+// run_rows: three sequences of different lengths in rows 2, 0 and 3 of a 4-row pool, decoded together, each at
+// its own position: every row's logits equal those of its sequence decoded alone in a batch-1 cache (forward_cached),
+// bit for bit, step after step, and so do the keys it leaves in its row of the pool.
+void check_rows_against_alone(const Qwen3Model& model, const std::string& what) {
+  const std::vector<std::vector<int32_t>> prompts = {{5, 17, 99}, {1, 2, 3, 4, 5, 6, 7}, {42}};
+  const std::vector<int32_t> cache_rows = {2, 0, 3};
+  const int64_t max_tokens = 16;
+  KVCache pool = model.make_cache(4, max_tokens);
+  std::vector<KVCache> alone;
+  std::vector<int32_t> positions;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto length = static_cast<int64_t>(prompts[i].size());
+    const Tensor ids = Tensor::from_ints(prompts[i], Shape{1, length});
+    KVCache row = pool.row_view(cache_rows[i]);
+    model.forward_cached(ids, row);
+    alone.push_back(model.make_cache(1, max_tokens));
+    model.forward_cached(ids, alone.back());
+    positions.push_back(static_cast<int32_t>(length));
+  }
+  Qwen3DecodeStep step(model, pool, DecodeMode::Eager, 3);
+  EXPECT_EQ(step.rows(), 3);
+  for (int32_t t = 0; t < 4; ++t) {
+    std::vector<DecodeRow> rows;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      rows.push_back({static_cast<int32_t>(100 + 7 * t + i), positions[i] + t, cache_rows[i]});
+    const Tensor logits = step.run_rows(rows).to(Device::cpu());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const Tensor expected =
+          model.forward_cached(Tensor::from_ints({rows[i].token}, Shape{1, 1}), alone[i]).to(Device::cpu());
+      EXPECT_EQ(to_float_vector(logits.narrow(0, static_cast<int64_t>(i), 1)), to_float_vector(expected))
+          << what << ": sequence " << i << ", step " << t;
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t length = positions[i] + 4;
+    EXPECT_EQ(to_float_vector(pool.keys(1).narrow(0, cache_rows[i], 1).narrow(1, 0, length).contiguous()),
+              to_float_vector(alone[i].keys(1).narrow(1, 0, length).contiguous()))
+        << what << ": keys of sequence " << i;
+  }
+  expect_error([&] { step.run_rows(std::vector<DecodeRow>{{1, 0, 0}}); }, {"1 rows for a step of 3"});
+  expect_error(
+      [&] {
+        step.run_rows(std::vector<DecodeRow>{{1, 0, 0}, {1, 16, 1}, {1, 0, 3}});
+      },
+      {"position 16", "16 tokens"});
+  expect_error([&] { step.run_rows(std::vector<DecodeRow>{{1, 0, 0}, {1, 0, 4}, {1, 0, 3}}); }, {"cache row 4"});
+}
+
+TEST(Qwen3DecodeStep, RowsAtTheirOwnPositionsEqualEachSequenceAlone) {
+  check_rows_against_alone(Qwen3Model::load(tiny_model_dir(true)), "dense, tied");
+  TempDir dir;
+  check_rows_against_alone(Qwen3Model::load(quantize_tiny_modelopt(dir, false, /*quantize_lm_head=*/true)), "NVFP4");
 }
 
 TEST(Qwen3DecodeStep, FullCacheAndBadInputAreErrors) {

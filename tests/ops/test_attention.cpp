@@ -185,6 +185,35 @@ TEST(Attention, PerRowStartsEqualOneCallPerRow) {
   EXPECT_THROW(attention_forward(q, k_cache, v_cache, out, options), Error);
 }
 
+// kv_rows: rows of a batched decode step read their own rows of a larger cache (a pool of slots), in any order;
+// each equals a call with its own row and start. An out-of-range cache row is an internal error.
+TEST(Attention, PerRowCacheRowsReadTheirOwnSlot) {
+  Rng rng(247);
+  const int64_t batch = 3, pool = 5, q_heads = 4, kv_heads = 2, dim = 8, max_len = 12;
+  const float scale = 1.f / std::sqrt(static_cast<float>(dim));
+  const std::vector<int32_t> starts = {4, 0, 11}, cache_rows = {3, 0, 4};
+  const Tensor q = test::random_normal({batch, 1, q_heads, dim}, rng);
+  const Tensor k_cache = test::random_normal({pool, max_len, kv_heads, dim}, rng);
+  const Tensor v_cache = test::random_normal({pool, max_len, kv_heads, dim}, rng);
+  const Tensor start_tensor = Tensor::from_ints(starts, {batch});
+  const Tensor row_tensor = Tensor::from_ints(cache_rows, {batch});
+  AttentionOptions options{scale, max_len - 1};
+  options.q_start_rows = &start_tensor;
+  options.kv_rows = &row_tensor;
+  Tensor out = Tensor::empty({batch, 1, q_heads, dim}, DType::F32);
+  attention_forward(q, k_cache, v_cache, out, options);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t keys = starts[static_cast<size_t>(b)] + 1, row = cache_rows[static_cast<size_t>(b)];
+    Tensor expected = Tensor::empty({1, 1, q_heads, dim}, DType::F32);
+    attention_forward(q.narrow(0, b, 1), k_cache.narrow(0, row, 1).narrow(1, 0, keys),
+                      v_cache.narrow(0, row, 1).narrow(1, 0, keys), expected, {scale, keys - 1});
+    EXPECT_EQ(to_float_vector(out.narrow(0, b, 1)), to_float_vector(expected)) << "row " << b;
+  }
+  const Tensor bad = Tensor::from_ints({3, 0, 5}, {batch});
+  options.kv_rows = &bad;
+  EXPECT_THROW(attention_forward(q, k_cache, v_cache, out, options), Error);
+}
+
 void check_backward(const Dims& d, const std::vector<int32_t>* segments, bool with_lse, uint64_t seed) {
   Rng rng(seed);
   FusedQkv qkv(d, rng);

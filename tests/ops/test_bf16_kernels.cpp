@@ -200,15 +200,15 @@ TEST(CpuMatmul, Nvfp4LinearBf16PathStaysWithinItsBoundOfTheReference) {
     const Tensor x = random_normal({m, in}, rng);
     Tensor scratch = Tensor::empty({nvfp4_linear_scratch_elements(w)}, DType::F32);
     Tensor reference = Tensor::empty({m, out}, DType::F32), fast = Tensor::empty({m, out}, DType::F32);
-    nvfp4_linear_forward(x, w, reference, scratch, CpuMatmul::Fp32);
+    nvfp4_linear_forward(x, w, reference, scratch, LinearRows::Batch, CpuMatmul::Fp32);
     fill(fast, std::nanf(""));  // every output must be written
-    nvfp4_linear_forward(x, w, fast, scratch, CpuMatmul::Bf16Activations);
+    nvfp4_linear_forward(x, w, fast, scratch, LinearRows::Batch, CpuMatmul::Bf16Activations);
     expect_within_bf16_bound(fast, reference, x, dequantize_nvfp4(w, DType::F32));
     // Few rows (a decode step) take the same fp32 kernel in both modes: equal bit for bit.
     const Tensor row = x.narrow(0, 0, 3);
     Tensor a = Tensor::empty({3, out}, DType::F32), b = Tensor::empty({3, out}, DType::F32);
-    nvfp4_linear_forward(row, w, a, scratch, CpuMatmul::Fp32);
-    nvfp4_linear_forward(row, w, b, scratch, CpuMatmul::Bf16Activations);
+    nvfp4_linear_forward(row, w, a, scratch, LinearRows::Batch, CpuMatmul::Fp32);
+    nvfp4_linear_forward(row, w, b, scratch, LinearRows::Batch, CpuMatmul::Bf16Activations);
     EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
   }
 }
@@ -226,9 +226,9 @@ TEST(CpuMatmul, Bf16LmHeadMatchesItsFp32WideningInBothModes) {
     Tensor reference = Tensor::empty({m, vocab}, DType::F32);
     lm_head_logits(x, wide, reference);  // sgemm on the F32 copy
     Tensor fp32 = Tensor::empty({m, vocab}, DType::F32), fast = Tensor::empty({m, vocab}, DType::F32);
-    lm_head_logits(x, table, fp32, CpuMatmul::Fp32);
+    lm_head_logits(x, table, fp32, LinearRows::Batch, CpuMatmul::Fp32);
     fill(fast, std::nanf(""));
-    lm_head_logits(x, table, fast, CpuMatmul::Bf16Activations);
+    lm_head_logits(x, table, fast, LinearRows::Batch, CpuMatmul::Bf16Activations);
     for (int64_t i = 0; i < m * vocab; ++i) {
       double magnitude = 0;
       for (int64_t c = 0; c < hidden; ++c)

@@ -1,44 +1,27 @@
 // See bf16_linear.h.
 #include "ops/cpu/bf16_linear.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <array>
 
 #include "core/numeric.h"
 #include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/bf16_gemm.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/row_groups.h"
 #include "ops/cpu/views.h"
-#include "ops/nvfp4_linear.h"
 
 namespace nvfp4lm::cpu {
 namespace {
 
-// Below this many weight elements one thread does it (a parallel region's barrier can cost more on a busy machine).
-constexpr int64_t kParallelElements = int64_t{1} << 20;
 // Fp32 mode, many rows: weight rows widened to fp32 per sgemm (a 151,936-row lm_head in ~150 blocks of 10 MB).
 constexpr int64_t kFp32BlockRows = 1024;
 
-void few_rows(const MatrixF32& x, const Bf16Rows& w, int64_t out, const MatrixF32& y) {
-  const auto n = static_cast<int>(x.rows);
-  std::array<const float*, kNvfp4FusedMaxRows> x_rows{};
-  std::array<float*, kNvfp4FusedMaxRows> y_rows{};
-  for (int r = 0; r < n; ++r) {
-    x_rows[static_cast<size_t>(r)] = x.row(r);
-    y_rows[static_cast<size_t>(r)] = y.row(r);
-  }
+void dot_rows(const MatrixF32& x, const Bf16Rows& w, int64_t out, const MatrixF32& y) {
   const Bf16Isa isa = best_bf16_isa();
-  if (out * w.cols < kParallelElements) {
-    bf16_dot_rows(isa, w, 0, out, x_rows.data(), y_rows.data(), n);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    bf16_dot_rows(isa, w, out * thread / threads, out * (thread + 1) / threads, x_rows.data(), y_rows.data(), n);
-  }
+  run_row_groups(x, y, out, w.cols, w.cols * 2,
+                 [&](int64_t first, int64_t last, const float* const* x_rows, float* const* y_rows, int n) {
+                   bf16_dot_rows(isa, w, first, last, x_rows, y_rows, n);
+                 });
 }
 
 void fp32_blocks(const Tensor& x, const uint16_t* bits, int64_t out, int64_t in, Tensor& y) {
@@ -73,7 +56,7 @@ void bf16_blocks(const MatrixF32& x, const uint16_t* bits, int64_t out, const Ma
 
 }  // namespace
 
-void bf16_linear_forward(const Tensor& x, const Tensor& w, Tensor& y, CpuMatmul matmul) {
+void bf16_linear_forward(const Tensor& x, const Tensor& w, Tensor& y, bool independent_rows, CpuMatmul matmul) {
   NVFP4LM_ASSERT(w.dtype() == DType::BF16 && w.rank() == 2 && w.is_contiguous() && w.device().is_cpu(),
                  "bf16_linear_forward: weight {} must be a contiguous BF16 CPU matrix", w.str());
   const MatrixF32 mx = as_matrix(x, "bf16_linear x");
@@ -83,7 +66,7 @@ void bf16_linear_forward(const Tensor& x, const Tensor& w, Tensor& y, CpuMatmul 
                  x.str(), w.str(), y.str());
   if (mx.rows == 0) return;
   const auto* bits = static_cast<const uint16_t*>(w.raw());
-  if (mx.rows <= kNvfp4FusedMaxRows) return few_rows(mx, Bf16Rows{bits, in, in}, out, my);
+  if (mx.rows <= kDotMaxRows || independent_rows) return dot_rows(mx, Bf16Rows{bits, in, in}, out, my);
   // An odd width cannot be packed in pairs: it takes the reference's route (Qwen3's hidden sizes are even).
   if (matmul == CpuMatmul::Bf16Activations && in % 2 == 0) return bf16_blocks(mx, bits, out, my);
   fp32_blocks(x, bits, out, in, y);

@@ -22,7 +22,6 @@ namespace nvfp4lm::cpu {
 namespace {
 
 constexpr int kBlock = 16;
-constexpr int kMaxRows = 8;
 
 // The block multiplier of every scale byte for this tensor scale: nvfp4_dequant_scale itself, tabulated.
 std::array<float, 256> multiplier_table(float tensor_scale) {
@@ -164,27 +163,14 @@ __attribute__((target("avx512f"))) void rows_avx512(const Nvfp4Rows& w, int64_t 
 
 using RowsFn = void (*)(const Nvfp4Rows&, int64_t, int64_t, const float* const*, float* const*);
 
-template <template <int> class Kernel, int... Ns>
-RowsFn pick(int n, std::integer_sequence<int, Ns...>) {
-  RowsFn fn = nullptr;
-  ((n == Ns + 1 ? (fn = Kernel<Ns + 1>::run, 0) : 0), ...);
-  return fn;
-}
-
 template <int N>
-struct Scalar {
-  static constexpr RowsFn run = rows_scalar<N>;
-};
+struct Kernels {
 #if NVFP4LM_X86_DOT
-template <int N>
-struct Avx2 {
-  static constexpr RowsFn run = rows_avx2<N>;
-};
-template <int N>
-struct Avx512 {
-  static constexpr RowsFn run = rows_avx512<N>;
-};
+  static constexpr RowsFn scalar = rows_scalar<N>, avx2 = rows_avx2<N>, avx512 = rows_avx512<N>;
+#else
+  static constexpr RowsFn scalar = rows_scalar<N>, avx2 = scalar, avx512 = scalar;
 #endif
+};
 
 }  // namespace
 
@@ -232,17 +218,11 @@ DotIsa best_nvfp4_dot_isa() {
 
 void nvfp4_dot_rows(DotIsa isa, const Nvfp4Rows& w, int64_t first, int64_t last, const float* const* x_rows,
                     float* const* y_rows, int n) {
-  NVFP4LM_ASSERT(n >= 1 && n <= kMaxRows, "nvfp4_dot_rows: {} activation rows (1..{})", n, kMaxRows);
+  NVFP4LM_ASSERT(n >= 1 && n <= kDotMaxRows, "nvfp4_dot_rows: {} activation rows (1..{})", n, kDotMaxRows);
   NVFP4LM_ASSERT(w.cols % kBlock == 0, "nvfp4_dot_rows: {} columns is not a multiple of {}", w.cols, kBlock);
   NVFP4LM_ASSERT(dot_isa_supported(isa), "nvfp4_dot_rows: this CPU cannot run the {} variant", dot_isa_name(isa));
   if (first >= last) return;
-  const auto rows = std::make_integer_sequence<int, kMaxRows>{};
-  RowsFn fn = pick<Scalar>(n, rows);
-#if NVFP4LM_X86_DOT
-  if (isa == DotIsa::Avx2) fn = pick<Avx2>(n, rows);
-  if (isa == DotIsa::Avx512) fn = pick<Avx512>(n, rows);
-#endif
-  fn(w, first, last, x_rows, y_rows);
+  pick_dot_kernel<RowsFn, Kernels>(isa, n)(w, first, last, x_rows, y_rows);
 }
 
 }  // namespace nvfp4lm::cpu

@@ -10,9 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace nvfp4lm::cpu {
+
+// Activation rows one call of nvfp4_dot_rows / dense_dot_rows takes (their accumulators live in registers).
+inline constexpr int kDotMaxRows = 8;
 
 enum class DotIsa { Scalar, Avx2, Avx512 };
 
@@ -27,6 +31,24 @@ struct Nvfp4Rows {
   int64_t cols;           // a multiple of 16
   float tensor_scale;
 };
+
+// Kernels<n>::scalar, ::avx2 or ::avx512 (as `isa` says) for a run-time row count n in [1, kDotMaxRows]: the kernels
+// take n as a template parameter so their accumulators live in registers. A build without the x86 variants points
+// avx2 / avx512 at the scalar kernel (dot_isa_supported never offers them there).
+template <typename Fn, template <int> class Kernels>
+Fn pick_dot_kernel(DotIsa isa, int n) {
+  Fn fn = nullptr;
+  auto pick = [&]<int... Ns>(std::integer_sequence<int, Ns...>) {
+    ((n == Ns + 1 ? (fn = isa == DotIsa::Avx512 ? Kernels<Ns + 1>::avx512
+                          : isa == DotIsa::Avx2 ? Kernels<Ns + 1>::avx2
+                                                : Kernels<Ns + 1>::scalar,
+                     0)
+                  : 0),
+     ...);
+  };
+  pick(std::make_integer_sequence<int, kDotMaxRows>{});
+  return fn;
+}
 
 // y_rows[r][o] = Σ_k x_rows[r][k] · deq(w)[o][k] for weight rows o in [first, last) and r < n (1 <= n <= 8).
 // x rows hold `cols` floats; y rows are written at index o.

@@ -2,9 +2,10 @@
 //  - many rows (prefill, training-size batches): dequantize the weight into the F32 scratch, then OpenBLAS sgemm;
 //    the dequantization is amortised over the rows. A scratch smaller than the weight is used in blocks of
 //    output rows (one sgemm per block, writing a column block of y).
-//  - few rows (decode): threads split the output features; each takes the dot products of its weight rows with
-//    the (few) x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per CPU). Memory traffic is then
-//    the packed weight only, which is what makes NVFP4 decoding faster than a dense F32 model.
+//  - few rows (decode), or any number with independent_rows: threads split the output features; each takes the dot
+//    products of its weight rows with the x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per
+//    CPU; ops/cpu/row_groups.h for more than 8 rows). Memory traffic is then the packed weight only, which is what
+//    makes NVFP4 decoding faster than a dense F32 model, and each row's result does not depend on the others.
 //  - many rows with CpuMatmul::Bf16Activations: each thread dequantizes 6 weight rows at a time to BF16 (exact) and
 //    runs the BF16 GEMM over every activation row (ops/cpu/bf16_gemm.h); the tensor scale multiplies the sums.
 // Weight values are e2m1_to_float(code) * nvfp4_dequant_scale(scale, tensor_scale), the products every
@@ -14,46 +15,17 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <array>
 #include <vector>
 
 #include "ops/cpu/bf16_gemm.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/row_groups.h"
 #include "ops/cpu/views.h"
 #include "ops/nvfp4_linear.h"
 
 namespace nvfp4lm::cpu {
 namespace {
-
-// Below this many weight elements (~0.56 MB packed, ~40 us on one AVX-512 core: 1536 x 512 measures 32 us) the
-// fused path runs on one thread: a decode step makes 7 such calls per layer, and on a busy machine each parallel
-// region's barrier can cost a scheduler time slice, far more than the work it splits.
-constexpr int64_t kParallelElements = int64_t{1} << 20;
-
-void fused_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
-                float tensor_scale, const MatrixF32& y) {
-  const auto n = static_cast<int>(x.rows);
-  std::array<const float*, kNvfp4FusedMaxRows> x_rows{};
-  std::array<float*, kNvfp4FusedMaxRows> y_rows{};
-  for (int r = 0; r < n; ++r) {
-    x_rows[static_cast<size_t>(r)] = x.row(r);
-    y_rows[static_cast<size_t>(r)] = y.row(r);
-  }
-  const Nvfp4Rows w{codes, scales, cols, tensor_scale};
-  const DotIsa isa = best_nvfp4_dot_isa();
-  if (rows * cols < kParallelElements) {
-    nvfp4_dot_rows(isa, w, 0, rows, x_rows.data(), y_rows.data(), n);
-    return;
-  }
-  // Contiguous slices of output rows, one per thread: each streams its own part of the weight.
-#pragma omp parallel
-  {
-    const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    const int64_t begin = rows * thread / threads, end = rows * (thread + 1) / threads;
-    nvfp4_dot_rows(isa, w, begin, end, x_rows.data(), y_rows.data(), n);
-  }
-}
 
 void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
                float tensor_scale, const MatrixF32& y) {
@@ -82,7 +54,8 @@ void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, 
 
 }  // namespace
 
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, CpuMatmul matmul) {
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows,
+                          CpuMatmul matmul) {
   const MatrixF32 mx = as_matrix(x, "nvfp4_linear x");
   const MatrixF32 my = as_matrix(y, "nvfp4_linear y");
   NVFP4LM_ASSERT(w.codes.is_contiguous() && w.block_scales.is_contiguous() && w.block_scales.dtype() == DType::E4M3,
@@ -91,8 +64,13 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   if (mx.rows == 0) return;
   const auto* codes = static_cast<const uint8_t*>(w.codes.raw());
   const auto* scales = static_cast<const uint8_t*>(w.block_scales.raw());
-  if (mx.rows <= kNvfp4FusedMaxRows) {
-    fused_rows(mx, codes, scales, w.rows, w.cols, w.tensor_scale, my);
+  if (mx.rows <= kNvfp4FusedMaxRows || independent_rows) {
+    const Nvfp4Rows rows{codes, scales, w.cols, w.tensor_scale};
+    const DotIsa isa = best_nvfp4_dot_isa();
+    run_row_groups(mx, my, w.rows, w.cols, w.cols / 2 + w.cols / 16,
+                   [&](int64_t first, int64_t last, const float* const* x_rows, float* const* y_rows, int n) {
+                     nvfp4_dot_rows(isa, rows, first, last, x_rows, y_rows, n);
+                   });
     return;
   }
   if (matmul == CpuMatmul::Bf16Activations) {

@@ -37,6 +37,10 @@ struct AttentionShape {
   // largest start the launch is planned for). Read by the kernels, so a captured CUDA graph replays with new
   // cache lengths. Decode path only (attention_decode_scratch_bytes(shape) > 0).
   const int32_t* q_start_rows = nullptr;
+  // Device [B] or null: row b reads k / v batch row kv_rows[b] (clamped to [0, kv_batch)), for decode steps over a
+  // pool of KV-cache slots. Decode path only, like q_start_rows.
+  const int32_t* kv_rows = nullptr;
+  int64_t kv_batch = 0;
 };
 
 bool attention_head_dim_supported(int64_t head_dim);

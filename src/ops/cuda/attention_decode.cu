@@ -5,7 +5,9 @@
 //    keys 16w..16w+15 of each tile (all 4 warps share the rows' Q fragments), with its own online softmax; the
 //    warps merge through shared memory and the CTA writes an unnormalised partial (O, max, sum) per row;
 //  - combine_kernel: per row, merges the splits' partials (base-2 log-sum-exp weights) into BF16 out and lse.
-// Splits: enough CTAs for ~2 per SM (batch * kv_heads * row groups * splits), each at least one key tile.
+// Splits: enough CTAs for ~2 per SM for one batch row (kv_heads * row groups * splits), each at least one key
+// tile; the same for any batch size, so a row's result does not depend on the other rows.
+// With per-row cache rows (AttentionShape::kv_rows) batch row b reads its keys / values from k / v row kv_rows[b].
 // Keys past the row group's last query are never read, so a cache longer than q_start + Tq is fine.
 // With per-row starts read on the device (AttentionShape::q_start_rows, for CUDA-graph decode) the grid (number of
 // splits, scratch) is planned for the largest start and each CTA divides its row's actual key tiles among the
@@ -49,7 +51,9 @@ DecodePlan plan(const AttentionShape& shape) {
   const int64_t rows = shape.q_len * (shape.q_heads / shape.kv_heads);
   plan.row_groups = (rows + kGroupRows - 1) / kGroupRows;
   plan.tiles = (shape.q_start + shape.q_len + kTileRows - 1) / kTileRows;
-  const int64_t units = shape.batch * shape.kv_heads * plan.row_groups;
+  // Per batch row: how a row's keys are split must not depend on how many rows share the launch, so a sequence in
+  // a batched decode step gets the attention (and summation order) it gets alone.
+  const int64_t units = shape.kv_heads * plan.row_groups;
   const int64_t wanted = (2 * multiprocessors() + units - 1) / units;
   plan.splits = std::clamp<int64_t>(wanted, 1, plan.tiles);
   plan.tiles_per_split = (plan.tiles + plan.splits - 1) / plan.splits;
@@ -63,6 +67,8 @@ struct DecodeParams : KernelShape {  // q_start, kv_limit: the planned maxima (s
   float* partial_out;           // [B * Hkv][padded rows][splits][D], unnormalised
   float2* partial_stats;        // [B * Hkv][padded rows][splits]: (running max in base 2, sum)
   const int32_t* q_start_rows;  // [B] on the device, or null: q_start for every row
+  const int32_t* kv_rows;       // [B] on the device, or null: row b reads k / v row b
+  int kv_batch;                 // rows of k / v (kv_rows are clamped into it)
   int padded_rows, tiles, tiles_per_split, splits;
 };
 
@@ -85,6 +91,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const int split = static_cast<int>(blockIdx.x), group_index = static_cast<int>(blockIdx.y);
   const int head_pair = static_cast<int>(blockIdx.z);  // batch * kv_heads + kv_head
   const int batch = head_pair / p.kv_heads, kv_head = head_pair % p.kv_heads;
+  const int kv_batch_row = p.kv_rows == nullptr ? batch : min(max(p.kv_rows[batch], 0), p.kv_batch - 1);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, c = lane % 4;
   const int row0 = group_index * kGroupRows;
@@ -106,10 +113,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   auto load_keys = [&](int key_tile, int stage) {
     const int key0 = key_tile * kTileRows;
     load_tile<D, kThreads>(k_tiles + stage * Tiles::kTileElements, p.k.base, [&](int r) -> const bf16* {
-      return key0 + r < kv_limit ? head_row(p.k, batch, key0 + r, kv_head, D) : nullptr;
+      return key0 + r < kv_limit ? head_row(p.k, kv_batch_row, key0 + r, kv_head, D) : nullptr;
     });
     load_tile<D, kThreads>(v_tiles + stage * Tiles::kTileElements, p.v.base, [&](int r) -> const bf16* {
-      return key0 + r < kv_limit ? head_row(p.v, batch, key0 + r, kv_head, D) : nullptr;
+      return key0 + r < kv_limit ? head_row(p.v, kv_batch_row, key0 + r, kv_head, D) : nullptr;
     });
   };
 
@@ -277,6 +284,8 @@ void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads
   params.out = out;
   params.lse = lse;
   params.q_start_rows = shape.q_start_rows;
+  params.kv_rows = shape.kv_rows;
+  params.kv_batch = static_cast<int>(shape.kv_rows != nullptr ? shape.kv_batch : shape.batch);
   params.partial_out = static_cast<float*>(scratch);
   params.partial_stats =
       reinterpret_cast<float2*>(params.partial_out + head_pairs * decode.partial_entries() * shape.head_dim);

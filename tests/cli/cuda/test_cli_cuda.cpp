@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "common/test_util.h"
 #include "io/modelopt.h"
 #include "io/safetensors_reader.h"
+#include "serve/serve_test_util.h"
 #include "train/trainer_test_support.h"
 
 namespace nvfp4lm::test {
@@ -47,6 +50,49 @@ class CliCuda : public ::testing::Test {
   static TempDir* dir_;
 };
 TempDir* CliCuda::dir_ = nullptr;
+
+// `serve --device cuda` (decode steps as CUDA graphs per batch bucket) and `generate --prompts --device cuda` answer
+// exactly as `generate --device cuda` answers alone, for several requests at once.
+TEST_F(CliCuda, ServeAndPromptFileAnswerAsGenerateAlone) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> questions = {"Tell me a story.", "Who are you?", "Name a colour."};
+  std::vector<GeneratedAnswer> alone;
+  std::string lines;
+  for (const std::string& question : questions) {
+    alone.push_back(run_generate("--model " + quoted(model_path()) + " --device cuda --temperature 0 --max-tokens 6 " +
+                                 "--prompt " + shell_quoted(question)));
+    lines += json{{"prompt", question}}.dump() + "\n";
+  }
+  write_file(*dir_ / "prompts.jsonl", lines);
+  const CliResult batch = run_cli("generate --model " + quoted(model_path()) + " --device cuda --temperature 0 " +
+                                  "--max-tokens 6 --prompts " + quoted(*dir_ / "prompts.jsonl") + " --out " +
+                                  quoted(*dir_ / "answers.jsonl") + " --overwrite");
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  std::istringstream answers(read_file(*dir_ / "answers.jsonl"));
+  std::string line;
+  for (size_t i = 0; std::getline(answers, line); ++i) EXPECT_EQ(json::parse(line)["text"], alone[i].text) << i;
+
+  ServeProcess server({"--model", model_path().string(), "--device", "cuda", "--max-batch", "4", "--context", "64"});
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.log();
+  EXPECT_NE(server.log().find("CUDA graphs per batch bucket"), std::string::npos) << server.log();
+  std::vector<std::thread> clients;
+  std::vector<std::string> texts(questions.size());
+  for (size_t i = 0; i < questions.size(); ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(300);
+      const json body = {
+          {"messages", {{{"role", "user"}, {"content", questions[i]}}}}, {"max_tokens", 6}, {"temperature", 0}};
+      const HttpResult result = post_json(client, "/v1/chat/completions", body.dump());
+      texts[i] = result.status == 200 ? result.json()["choices"][0]["message"]["content"].get<std::string>()
+                                      : "HTTP " + std::to_string(result.status) + ": " + result.body;
+    });
+  for (std::thread& client : clients) client.join();
+  for (size_t i = 0; i < questions.size(); ++i) EXPECT_EQ(texts[i], alone[i].text) << questions[i];
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(60), 0) << server.log();
+}
 
 TEST_F(CliCuda, GenerateGivesTheCpuGreedyTokens) {
   NVFP4LM_SKIP_WITHOUT_GPU();

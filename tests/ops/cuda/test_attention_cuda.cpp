@@ -315,6 +315,62 @@ TEST(AttentionCuda, PerRowStartsReadOnTheDevice) {
   }
 }
 
+// Per-row cache rows (AttentionOptions::kv_rows, the batched decode step over a pool of slots): each row reads its
+// own row of a larger cache, in any order; rows no one reads are NaN, and so is every key past a row's start. GPU
+// vs CPU, and each GPU row bit for bit what the same row gives in a batch of one (the key split is planned per row,
+// so a sequence's attention does not depend on the batch it is in).
+TEST(AttentionCuda, PerRowCacheRowsReadTheirOwnSlot) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  // Long enough that a lone row would be split over more CTAs than a row of a batch of three if the plan counted
+  // the batch (132 emulated SMs: 132 splits alone vs 44 in the batch, for 66 key tiles).
+  const int64_t q_heads = 8, kv_heads = 2, dim = 64, cache_len = 4200, pool = 5;
+  const std::vector<int32_t> starts = {3000, 0, 4199}, rows = {3, 0, 1};
+  const auto batch = static_cast<int64_t>(starts.size());
+  Rng rng(450);
+  const Tensor q = to_dtype(test::random_normal({batch, 1, q_heads, dim}, rng), DType::BF16);
+  Tensor kv[2];
+  for (Tensor& cache : kv) {
+    cache = test::random_normal({pool, cache_len, kv_heads, dim}, rng);
+    float* p = cache.data<float>();
+    for (int64_t row = 0; row < pool; ++row) {
+      const auto reader = std::find(rows.begin(), rows.end(), static_cast<int32_t>(row));
+      const int64_t valid = reader == rows.end() ? 0 : starts[static_cast<size_t>(reader - rows.begin())] + 1;
+      for (int64_t i = valid * kv_heads * dim; i < cache_len * kv_heads * dim; ++i)
+        p[row * cache_len * kv_heads * dim + i] = std::numeric_limits<float>::quiet_NaN();
+    }
+    cache = to_dtype(cache, DType::BF16);
+  }
+  const Tensor gpu_k = kv[0].to(kGpu), gpu_v = kv[1].to(kGpu);
+  const Tensor cpu_starts = Tensor::from_ints(starts, {batch}), cpu_rows = Tensor::from_ints(rows, {batch});
+  const Tensor gpu_starts = cpu_starts.to(kGpu), gpu_rows = cpu_rows.to(kGpu);
+  AttentionOptions options{1.f / std::sqrt(static_cast<float>(dim)), cache_len - 1, nullptr};
+  options.q_start_rows = &gpu_starts;
+  options.kv_rows = &gpu_rows;
+  Tensor out = nan_tensor({batch, 1, q_heads, dim}, DType::BF16);
+  attention_forward(q.to(kGpu), gpu_k, gpu_v, out, options);
+
+  Tensor ref_out = Tensor::empty({batch, 1, q_heads, dim}, DType::F32);
+  options.q_start_rows = &cpu_starts;
+  options.kv_rows = &cpu_rows;
+  attention_forward(to_dtype(q, DType::F32), to_dtype(kv[0], DType::F32), to_dtype(kv[1], DType::F32), ref_out,
+                    options);
+  const Stats s = check_close(out.to(Device::cpu()), ref_out, "out");
+  fmt::print("[attention cache rows] out rel {:.2e} worst {:.2f} of bound\n", s.rel_l2, s.worst);
+
+  for (int64_t b = 0; b < batch; ++b) {
+    const Tensor one_start = cpu_starts.narrow(0, b, 1).contiguous().to(kGpu);
+    const Tensor one_row = cpu_rows.narrow(0, b, 1).contiguous().to(kGpu);
+    AttentionOptions single{options.scale, cache_len - 1, nullptr};
+    single.q_start_rows = &one_start;
+    single.kv_rows = &one_row;
+    Tensor alone = nan_tensor({1, 1, q_heads, dim}, DType::BF16);
+    attention_forward(q.narrow(0, b, 1).contiguous().to(kGpu), gpu_k, gpu_v, alone, single);
+    EXPECT_EQ(to_float_vector(to_dtype(out.narrow(0, b, 1).to(Device::cpu()).contiguous(), DType::F32)),
+              to_float_vector(to_dtype(alone.to(Device::cpu()), DType::F32)))
+        << "row " << b << " in a batch of " << batch << " vs alone";
+  }
+}
+
 TEST(AttentionCuda, BackwardMatchesCpu) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   const Case cases[] = {

@@ -150,62 +150,50 @@ void PrintTo(const OptimCase& c, std::ostream* os) { *os << label(c); }
 
 class OptimizerCuda : public ::testing::TestWithParam<OptimCase> {};
 
-TEST_P(OptimizerCuda, StepsAreBitIdenticalToCpu) {
-  NVFP4LM_SKIP_WITHOUT_GPU();
-  const OptimCase c = GetParam();
-  SCOPED_TRACE(label(c));
-  Rng rng(101);
+// Steps of the case's optimizer on the CPU (whole parameters) and on the GPU (`gpu_chunk_rows` rows a launch, 0:
+// whole), from identical state; bit-identical masters and moments after every step.
+void expect_gpu_steps_match_cpu(const OptimCase& c, uint64_t seed, int64_t gpu_chunk_rows,
+                                const std::vector<std::pair<double, float>>& lr_and_multiplier) {
+  Rng rng(seed);
   std::vector<Parameter> cpu = make_parameters(c.master, rng);
   std::vector<Parameter> gpu = copy_to(cpu, kGpu);
   AdamWOptions options;
   options.weight_decay = c.weight_decay;
-  options.seed = 1234;
+  options.seed = seed * 11;
   std::unique_ptr<Optimizer> cpu_optimizer = make_optimizer(c.kind, cpu, options);
   std::unique_ptr<Optimizer> gpu_optimizer = make_optimizer(c.kind, gpu, options);
+  gpu_optimizer->set_chunk_rows(gpu_chunk_rows);
   EXPECT_TRUE(gpu_optimizer->device() == kGpu) << gpu_optimizer->device().str();
   for (const NamedTensor& state : gpu_optimizer->state_tensors())
     ASSERT_TRUE(state.tensor.device().is_cuda()) << state.name << " is " << state.tensor.str();
   const Tensor start = cpu[4].value.clone();
 
-  const double lrs[] = {1e-2, 3e-3, 5e-4};
-  const float multipliers[] = {0.37f, 1.0f, 2.5f};
-  for (int step = 0; step < 3; ++step) {
-    SCOPED_TRACE(fmt::format("after step {} (lr {}, gradient multiplier {})", step + 1, lrs[step], multipliers[step]));
-    fill_gradients(cpu, rng, step);
+  for (size_t step = 0; step < lr_and_multiplier.size(); ++step) {
+    const auto [lr, multiplier] = lr_and_multiplier[step];
+    SCOPED_TRACE(fmt::format("after step {} (lr {}, gradient multiplier {})", step + 1, lr, multiplier));
+    fill_gradients(cpu, rng, static_cast<int>(step));
     copy_gradients(cpu, gpu);
-    cpu_optimizer->step(cpu, lrs[step], multipliers[step]);
-    gpu_optimizer->step(gpu, lrs[step], multipliers[step]);
+    cpu_optimizer->step(cpu, lr, multiplier);
+    gpu_optimizer->step(gpu, lr, multiplier);
     expect_same_state(gpu, *gpu_optimizer, cpu, *cpu_optimizer);
-    if (HasFailure()) return;  // the first step that differs is the informative one
+    if (::testing::Test::HasFailure()) return;  // the first step that differs is the informative one
   }
   // The comparison is not vacuous: the masters moved.
   EXPECT_NE(std::memcmp(start.raw(), cpu[4].value.raw(), start.nbytes()), 0);
 }
 
+TEST_P(OptimizerCuda, StepsAreBitIdenticalToCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  SCOPED_TRACE(label(GetParam()));
+  expect_gpu_steps_match_cpu(GetParam(), 101, 0, {{1e-2, 0.37f}, {3e-3, 1.0f}, {5e-4, 2.5f}});
+}
+
 // --step-chunk-rows on the GPU: one launch per chunk of rows (pointers and the rounding counters offset), the bits
-// of the CPU's whole update.
+// of the CPU's whole update. [33, 65] in chunks of 3 rows: 11 launches of 195 elements (8-bit: rounded up to 256).
 TEST_P(OptimizerCuda, ChunkedStepsAreBitIdenticalToWholeCpuSteps) {
   NVFP4LM_SKIP_WITHOUT_GPU();
-  const OptimCase c = GetParam();
-  SCOPED_TRACE(label(c));
-  Rng rng(202);
-  std::vector<Parameter> cpu = make_parameters(c.master, rng);
-  std::vector<Parameter> gpu = copy_to(cpu, kGpu);
-  AdamWOptions options;
-  options.weight_decay = c.weight_decay;
-  options.seed = 77;
-  std::unique_ptr<Optimizer> cpu_optimizer = make_optimizer(c.kind, cpu, options);
-  std::unique_ptr<Optimizer> gpu_optimizer = make_optimizer(c.kind, gpu, options);
-  gpu_optimizer->set_chunk_rows(3);  // [33, 65]: 11 chunks of 195 elements (8-bit: rounded up to 256)
-  for (int step = 0; step < 2; ++step) {
-    SCOPED_TRACE(fmt::format("after step {}", step + 1));
-    fill_gradients(cpu, rng, step);
-    copy_gradients(cpu, gpu);
-    cpu_optimizer->step(cpu, 3e-3, 1.0f);
-    gpu_optimizer->step(gpu, 3e-3, 1.0f);
-    expect_same_state(gpu, *gpu_optimizer, cpu, *cpu_optimizer);
-    if (HasFailure()) return;
-  }
+  SCOPED_TRACE(label(GetParam()));
+  expect_gpu_steps_match_cpu(GetParam(), 202, 3, {{3e-3, 1.0f}, {3e-3, 1.0f}});
 }
 
 INSTANTIATE_TEST_SUITE_P(KindsMastersDecay, OptimizerCuda,

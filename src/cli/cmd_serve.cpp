@@ -1,0 +1,70 @@
+// `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
+// [--max-memory GiB]`: the model behind the OpenAI API (chat completions, completions, models, health, metrics)
+// with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0). Parsing only: serve/server.h.
+#include <memory>
+#include <string>
+
+#include "cli/cli_common.h"
+#include "cli/command.h"
+#include "cli/number_flags.h"
+#include "core/error.h"
+#include "serve/server.h"
+
+namespace nvfp4lm::cli {
+namespace {
+
+struct ServeCliOptions {
+  ModelFlags model;
+  DeviceFlags device;
+  std::string cuda_graph = "on";
+  serve::ServeOptions serve;
+  bool no_think = false;
+};
+
+int run_serve(ServeCliOptions& cli) {
+  NVFP4LM_CHECK(cli.serve.http.port >= 0 && cli.serve.http.port <= 65535, "--port must be from 0 to 65535, got {}",
+                cli.serve.http.port);
+  const Device device = setup_device(cli.device);
+  const Qwen3Model model = load_model("serve", cli.model, device);
+  const Tokenizer tokenizer = load_tokenizer(model);
+  cli.serve.decode = decode_mode_for(device, cli.cuda_graph);
+  cli.serve.enable_thinking = !cli.no_think;
+  serve::serve_until_signal(model, tokenizer, cli.serve);
+  return 0;
+}
+
+CommandRegistration registration(
+    "serve", "Serve the model over an OpenAI-compatible HTTP API with continuous batching",
+    [](CLI::App& app) -> CommandRun {
+      auto options = std::make_shared<ServeCliOptions>();
+      serve::ServeOptions& serve = options->serve;
+      add_model_flags(app, options->model);
+      app.add_option("--host", serve.http.host,
+                     "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)");
+      add_number_option(app, "--port", serve.http.port, "TCP port (default 8080; 0 = any free port)", {0, 65535});
+      app.add_option("--api-key", serve.http.api_key, "require 'Authorization: Bearer KEY' on /v1/* (default: no key)");
+      app.add_option("--model-name", serve.http.model_name,
+                     "the model id clients send and /v1/models lists (default: the model directory's name)");
+      add_number_option(app, "--max-batch", serve.max_batch,
+                        "most sequences decoded together = KV-cache slots (default 8)", {int64_t{1}, int64_t{1024}});
+      add_number_option(app, "--context", serve.context,
+                        "tokens per sequence, prompt + answer (default: the model's, at most 4096)",
+                        {int64_t{2}, int64_t{1} << 24});
+      add_number_option(app, "--max-queue", serve.max_queue,
+                        "requests waiting for a slot before new ones get 429 (default 64)",
+                        {int64_t{0}, int64_t{1} << 20});
+      add_number_option(app, "--shutdown-timeout", serve.shutdown_timeout_s,
+                        "seconds running requests may go on after SIGTERM before they are cancelled (default 30)",
+                        {0.0, 86400.0});
+      add_sampling_flags(app, serve.sampling, /*seed_flag=*/false);  // defaults for what a request leaves out
+      app.add_flag("--no-think", options->no_think,
+                   "hybrid-thinking templates: ask for answers without a think block unless a request says otherwise");
+      add_cpu_matmul_flag(app, options->model, "bf16");
+      add_device_flags(app, options->device);
+      add_cuda_graph_flag(app, options->cuda_graph);
+      return [options] { return run_serve(*options); };
+    },
+    45);
+
+}  // namespace
+}  // namespace nvfp4lm::cli

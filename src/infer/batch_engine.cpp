@@ -1,0 +1,203 @@
+// See batch_engine.h.
+#include "infer/batch_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "core/error.h"
+#include "core/memory.h"
+
+namespace nvfp4lm {
+
+struct BatchEngine::Sequence {
+  int64_t id = 0;
+  int32_t slot = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached = 0;            // tokens in the slot's cache
+  std::vector<int32_t> history;  // prompt + chosen tokens (what the repetition penalty sees)
+  int top_logprobs = -1;
+  Sampler sampler;
+  AnswerStream answer;
+
+  Sequence(const Tokenizer& tokenizer, const SequenceSpec& spec, int64_t max_new, bool context_bound)
+      : prompt_tokens(static_cast<int64_t>(spec.prompt.size())),
+        history(spec.prompt),
+        top_logprobs(spec.top_logprobs),
+        sampler(spec.options.sampling),
+        answer(tokenizer, spec.options, max_new, context_bound) {}
+};
+
+namespace {
+
+constexpr int kMaxTopLogprobs = 20;  // the OpenAI API's limit
+
+// The budget of a prompt of `prompt` tokens in a slot of `context`: the last generated token is never fed back,
+// so context - prompt + 1 new tokens fit (as Generator caps it).
+int64_t room_for(int64_t context, int64_t prompt) { return context - prompt + 1; }
+
+}  // namespace
+
+BatchEngine::BatchEngine(const Qwen3Model& model, Tokenizer tokenizer, BatchEngineOptions options)
+    : model_(model), tokenizer_(std::move(tokenizer)), options_(options) {
+  NVFP4LM_CHECK(options_.slots >= 1, "the batch engine needs at least 1 slot, got {}", options_.slots);
+  NVFP4LM_CHECK(options_.context >= 2, "the context per sequence must be at least 2 tokens, got {}", options_.context);
+  const bool graphs = options_.decode == DecodeMode::Graph;
+  pool_ = model_.make_cache(options_.slots + (graphs ? 1 : 0), options_.context);
+  slot_used_.assign(static_cast<size_t>(options_.slots), false);
+}
+
+BatchEngine::~BatchEngine() = default;
+
+uint64_t BatchEngine::slot_bytes(const Qwen3Config& config, int64_t context, DType dtype) {
+  return 2 * static_cast<uint64_t>(config.num_hidden_layers) * static_cast<uint64_t>(context) *
+         static_cast<uint64_t>(config.num_key_value_heads * config.head_dim) * dtype_bytes(dtype);
+}
+
+int64_t BatchEngine::slots_within_memory(const Qwen3Model& model, int64_t context, int64_t wanted) {
+  const MemoryTracker& tracker = MemoryTracker::instance();
+  const Device device = model.device();
+  const size_t limit = tracker.limit_bytes(device);
+  if (limit == 0) return wanted;
+  const uint64_t slot = slot_bytes(model.config(), context, model.compute_dtype());
+  const uint64_t used = tracker.current_bytes(device);
+  const uint64_t available = limit > used ? limit - used : 0;
+  // Work space besides the pool: one prefill as long as the context, and a decode step per batch size (eager steps
+  // keep one each); it shrinks with the slot count, so take the most slots for which both fit.
+  uint64_t work = model.forward_work_bytes(1, context);
+  std::vector<uint64_t> work_for(static_cast<size_t>(wanted) + 1, work);
+  for (int64_t rows = 1; rows <= wanted; ++rows)
+    work_for[static_cast<size_t>(rows)] = work += model.forward_work_bytes(rows, 1);
+  for (int64_t slots = wanted; slots >= 1; --slots)
+    if (work_for[static_cast<size_t>(slots)] + static_cast<uint64_t>(slots) * slot <= available) return slots;
+  NVFP4LM_FAIL(
+      "--max-memory {:.3f} GiB leaves {:.3f} GiB after what is allocated ({:.3f} GiB, mostly weights), less than one "
+      "KV-cache slot of {} tokens ({:.3f} GiB) with its work space ({:.3f} GiB); raise --max-memory or lower --context",
+      to_gib(limit), to_gib(available), to_gib(used), context, to_gib(slot), to_gib(work_for[1]));
+}
+
+std::string BatchEngine::decode_path() const {
+  if (options_.decode != DecodeMode::Graph) return "eager steps";
+  std::string buckets;
+  for (int64_t rows = 1;; rows = std::min(rows * 2, slots())) {
+    buckets += (buckets.empty() ? "" : ", ") + std::to_string(rows);
+    if (rows == slots()) break;
+  }
+  return fmt::format("CUDA graphs per batch bucket ({}), {} captured", buckets, steps_.size());
+}
+
+int64_t BatchEngine::bucket_for(int64_t running) const {
+  if (options_.decode != DecodeMode::Graph) return running;
+  return std::min(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(running))), slots());
+}
+
+void BatchEngine::check(const SequenceSpec& spec) const {
+  const auto prompt = static_cast<int64_t>(spec.prompt.size());
+  NVFP4LM_CHECK(prompt > 0, "the prompt is empty: there is nothing to continue from");
+  NVFP4LM_CHECK(prompt <= context(), "the prompt has {} tokens but the context per sequence is {} tokens; shorten it",
+                prompt, context());
+  NVFP4LM_CHECK(spec.options.max_new_tokens > 0, "max tokens must be positive, got {}", spec.options.max_new_tokens);
+  NVFP4LM_CHECK(spec.top_logprobs >= -1 && spec.top_logprobs <= kMaxTopLogprobs,
+                "top logprobs must be between 0 and {}, got {}", kMaxTopLogprobs, spec.top_logprobs);
+  spec.options.sampling.validate();
+  for (const auto& stop : spec.options.stop_strings) NVFP4LM_CHECK(!stop.empty(), "a stop string must not be empty");
+  const int64_t vocab = model_.config().vocab_size;
+  for (int32_t id : spec.prompt)
+    NVFP4LM_CHECK(id >= 0 && id < vocab && static_cast<size_t>(id) < tokenizer_.vocab_size(),
+                  "prompt token id {} is outside the vocabulary [0, {})", id,
+                  std::min<int64_t>(vocab, static_cast<int64_t>(tokenizer_.vocab_size())));
+}
+
+int64_t BatchEngine::start(SequenceSpec spec, const SequenceEventSink& sink) {
+  check(spec);
+  NVFP4LM_CHECK(has_free_slot(), "all {} KV-cache slots are busy", slots());
+  const auto prompt = static_cast<int64_t>(spec.prompt.size());
+  const int64_t room = room_for(context(), prompt);
+  const bool context_bound = spec.options.max_new_tokens > room;
+  auto sequence =
+      std::make_unique<Sequence>(tokenizer_, spec, std::min(spec.options.max_new_tokens, room), context_bound);
+  const auto slot = static_cast<int32_t>(std::find(slot_used_.begin(), slot_used_.end(), false) - slot_used_.begin());
+  sequence->id = next_id_++;
+  sequence->slot = slot;
+
+  KVCache view = pool_.row_view(slot);
+  const Tensor ids = Tensor::from_ints(spec.prompt, Shape{1, prompt});
+  const Tensor logits = model_.forward_cached(ids, view).to(Device::cpu()).contiguous();
+  sequence->cached = prompt;
+  slot_used_[static_cast<size_t>(slot)] = true;
+  sequences_.push_back(std::move(sequence));
+  const int64_t id = sequences_.back()->id;
+  try {
+    choose(*sequences_.back(), {logits.data<float>(), static_cast<size_t>(logits.numel())}, sink);
+  } catch (...) {
+    release(sequences_.size() - 1);
+    throw;
+  }
+  if (sequences_.back()->answer.finished()) release(sequences_.size() - 1);
+  return id;
+}
+
+Qwen3DecodeStep& BatchEngine::decode_step(int64_t rows) {
+  auto& step = steps_[rows];
+  if (!step) step = std::make_unique<Qwen3DecodeStep>(model_, pool_, options_.decode.value_or(DecodeMode::Eager), rows);
+  return *step;
+}
+
+void BatchEngine::step(const SequenceEventSink& sink) {
+  const int64_t running = this->running();
+  if (running == 0) return;
+  const int64_t bucket = bucket_for(running);
+  std::vector<DecodeRow> rows(static_cast<size_t>(bucket));
+  for (int64_t i = 0; i < running; ++i) {
+    const Sequence& sequence = *sequences_[static_cast<size_t>(i)];
+    rows[static_cast<size_t>(i)] = {sequence.history.back(), static_cast<int32_t>(sequence.cached), sequence.slot};
+  }
+  // Padding rows (graph buckets) write the spare slot, at distinct positions while the context has room (their
+  // results are dropped; a shared position would only make a padding row's own output depend on the order).
+  for (int64_t i = running; i < bucket; ++i)
+    rows[static_cast<size_t>(i)] = {0, static_cast<int32_t>((i - running) % context()), static_cast<int32_t>(slots())};
+
+  const Tensor logits = decode_step(bucket).run_rows(rows).narrow(0, 0, running).to(Device::cpu()).contiguous();
+  const auto vocab = static_cast<size_t>(logits.dim(1));
+  for (int64_t i = 0; i < running; ++i) {
+    Sequence& sequence = *sequences_[static_cast<size_t>(i)];
+    ++sequence.cached;
+    choose(sequence, {logits.data<float>() + static_cast<size_t>(i) * vocab, vocab}, sink);
+  }
+  for (size_t i = sequences_.size(); i-- > 0;)
+    if (sequences_[i]->answer.finished()) release(i);
+}
+
+void BatchEngine::choose(Sequence& sequence, std::span<const float> logits, const SequenceEventSink& sink) {
+  const size_t decodable = std::min(logits.size(), tokenizer_.vocab_size());
+  SequenceEvent event;
+  event.sequence = sequence.id;
+  event.token = sequence.sampler.sample_decodable(logits, decodable, sequence.history);
+  if (sequence.top_logprobs >= 0)
+    event.logprobs = next_token_logprobs(logits, static_cast<int64_t>(decodable), event.token, sequence.top_logprobs);
+  event.text = sequence.answer.push(event.token);
+  sequence.history.push_back(event.token);
+  event.finished = sequence.answer.finished();
+  event.stop_reason = sequence.answer.stop_reason();
+  event.stop_detail = sequence.answer.stop_detail();
+  event.prompt_tokens = sequence.prompt_tokens;
+  event.generated_tokens = sequence.answer.tokens();
+  if (sink) sink(event);
+}
+
+void BatchEngine::release(size_t index) {
+  slot_used_[static_cast<size_t>(sequences_[index]->slot)] = false;
+  sequences_.erase(sequences_.begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+void BatchEngine::cancel(int64_t sequence) {
+  for (size_t i = 0; i < sequences_.size(); ++i) {
+    if (sequences_[i]->id == sequence) {
+      release(i);
+      return;
+    }
+  }
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,298 @@
+// See openai_request.h. Fields are read in the order of the API reference; each reader names the field in its
+// error, so a client sees e.g. "'temperature' must be a number between 0 and 2, got \"hot\"".
+#include "serve/openai_request.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include "core/json_text.h"
+#include "serve/api_error.h"
+
+namespace nvfp4lm::serve {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxTopLogprobs = 20;
+constexpr size_t kMaxStopStrings = 16;
+
+// The value of `key`, or null when absent or JSON null (the clients send null for "not set").
+const json* field(const json& body, const char* key) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+[[noreturn]] void bad_type(const char* key, const char* expected, const json& value) {
+  throw invalid_request(fmt::format("'{}' must be {}, got {}", key, expected, json_excerpt(value, 40)), key);
+}
+
+bool read_bool(const json& body, const char* key, bool fallback) {
+  const json* value = field(body, key);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) bad_type(key, "true or false", *value);
+  return value->get<bool>();
+}
+
+std::optional<double> read_number(const json& body, const char* key, double low, double high, const char* range_text) {
+  const json* value = field(body, key);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_number()) bad_type(key, fmt::format("a number {}", range_text).c_str(), *value);
+  const double number = value->get<double>();
+  if (!std::isfinite(number) || number < low || number > high)
+    throw invalid_request(fmt::format("'{}' must be a number {}, got {}", key, range_text, json_excerpt(*value, 40)),
+                          key);
+  return number;
+}
+
+std::optional<int64_t> read_integer(const json& body, const char* key, int64_t low, int64_t high) {
+  const json* value = field(body, key);
+  if (value == nullptr) return std::nullopt;
+  const bool integral = value->is_number_integer() ||
+                        (value->is_number_float() && std::trunc(value->get<double>()) == value->get<double>() &&
+                         std::fabs(value->get<double>()) < 9e15);
+  if (!integral) bad_type(key, fmt::format("an integer from {} to {}", low, high).c_str(), *value);
+  const auto number =
+      value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+          ? INT64_MAX
+          : (value->is_number_float() ? static_cast<int64_t>(value->get<double>()) : value->get<int64_t>());
+  if (number < low || number > high)
+    throw invalid_request(fmt::format("'{}' must be an integer from {} to {}, got {}", key, low, high, number), key);
+  return number;
+}
+
+// A field this server cannot honour when set to anything but its neutral value.
+void refuse_unless(bool neutral, const char* key, const char* why) {
+  if (!neutral) throw invalid_request(fmt::format("'{}' is not supported by this server: {}", key, why), key);
+}
+
+// content: a string, or a list of {"type": "text", "text": ...} parts (joined); null for an assistant turn.
+std::string read_content(const json& message, size_t index) {
+  const std::string where = fmt::format("messages[{}].content", index);
+  const auto it = message.find("content");
+  if (it == message.end() || it->is_null()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_array())
+    throw invalid_request(fmt::format("'{}' must be a string or a list of text parts", where), where);
+  std::string text;
+  for (const json& part : *it) {
+    const std::string type = part.is_object() ? json_field_or<std::string>(part, "type", "", where) : "";
+    if (type != "text" || !part.contains("text") || !part["text"].is_string())
+      throw invalid_request(
+          fmt::format("'{}' has a part of type '{}': only {{\"type\": \"text\", \"text\": ...}} parts are supported "
+                      "(this model reads text only)",
+                      where, type),
+          where);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> read_messages(const json& body) {
+  const json* messages = field(body, "messages");
+  if (messages == nullptr)
+    throw invalid_request("'messages' is required: a list of {role, content} objects", "messages");
+  if (!messages->is_array() || messages->empty())
+    throw invalid_request("'messages' must be a non-empty list of {role, content} objects", "messages");
+  std::vector<ChatMessage> result;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& message = (*messages)[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!message.is_object()) throw invalid_request(fmt::format("'{}' must be an object", where), where);
+    const auto role = message.find("role");
+    if (role == message.end() || !role->is_string())
+      throw invalid_request(fmt::format("'{}.role' is required: system, user, assistant or tool", where),
+                            where + ".role");
+    std::string name = role->get<std::string>();
+    if (name == "developer") name = "system";  // the newer API's name for the system role
+    if (name != "system" && name != "user" && name != "assistant" && name != "tool")
+      throw invalid_request(
+          fmt::format("'{}.role' is '{}': use system, developer, user, assistant or tool", where, name.substr(0, 40)),
+          where + ".role");
+    if (message.contains("tool_calls") && !message["tool_calls"].is_null() && !message["tool_calls"].empty())
+      throw invalid_request(fmt::format("'{}.tool_calls' is not supported by this server (no tools)", where),
+                            where + ".tool_calls");
+    result.push_back({name, read_content(message, i)});
+  }
+  return result;
+}
+
+// prompt: text, token ids, or a list holding one of those.
+void read_prompt(const json& body, CompletionRequest& request) {
+  const json* prompt = field(body, "prompt");
+  if (prompt == nullptr) throw invalid_request("'prompt' is required: a string or a list of token ids", "prompt");
+  const json* single = prompt;
+  if (prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array())) {
+    if (prompt->size() != 1)
+      throw invalid_request(
+          fmt::format("'prompt' holds {} prompts: this server answers one prompt per request (send them separately)",
+                      prompt->size()),
+          "prompt");
+    single = &prompt->front();
+  }
+  if (single->is_string()) {
+    request.prompt_text = single->get<std::string>();
+    return;
+  }
+  if (single->is_array()) {
+    request.prompt_is_ids = true;
+    for (const json& id : *single) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        throw invalid_request(fmt::format("'prompt' token ids must be non-negative integers, got {}", json_excerpt(id)),
+                              "prompt");
+      request.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    return;
+  }
+  bad_type("prompt", "a string or a list of token ids", *prompt);
+}
+
+std::vector<std::string> read_stop(const json& body) {
+  const json* stop = field(body, "stop");
+  if (stop == nullptr) return {};
+  std::vector<std::string> strings;
+  if (stop->is_string()) {
+    strings.push_back(stop->get<std::string>());
+  } else if (stop->is_array()) {
+    if (stop->size() > kMaxStopStrings)
+      throw invalid_request(fmt::format("'stop' holds {} strings; at most {}", stop->size(), kMaxStopStrings), "stop");
+    for (const json& item : *stop) {
+      if (!item.is_string()) bad_type("stop", "a string or a list of strings", *stop);
+      strings.push_back(item.get<std::string>());
+    }
+  } else {
+    bad_type("stop", "a string or a list of strings", *stop);
+  }
+  for (const auto& text : strings)
+    if (text.empty()) throw invalid_request("'stop' strings must not be empty", "stop");
+  return strings;
+}
+
+void read_logprobs(const json& body, Endpoint endpoint, CompletionRequest& request) {
+  if (endpoint == Endpoint::Completions) {
+    if (const auto top = read_integer(body, "logprobs", 0, kMaxTopLogprobs))
+      request.top_logprobs = static_cast<int>(*top);
+    return;
+  }
+  const bool wanted = read_bool(body, "logprobs", false);
+  const auto top = read_integer(body, "top_logprobs", 0, kMaxTopLogprobs);
+  if (top && !wanted) throw invalid_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  if (wanted) request.top_logprobs = top ? static_cast<int>(*top) : 0;
+}
+
+void read_unsupported(const json& body, Endpoint endpoint) {
+  if (const auto n = read_integer(body, "n", 1, 128))
+    refuse_unless(*n == 1, "n", "one choice per request (send several requests)");
+  if (const auto best_of = read_integer(body, "best_of", 1, 128)) refuse_unless(*best_of == 1, "best_of", "n = 1");
+  refuse_unless(!read_bool(body, "echo", false), "echo", "the answer does not repeat the prompt");
+  refuse_unless(field(body, "suffix") == nullptr, "suffix", "no insertion mode");
+  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
+    const auto value = read_number(body, key, -2.0, 2.0, "from -2 to 2");
+    refuse_unless(!value || *value == 0.0, key, "use repetition_penalty");
+  }
+  if (const json* bias = field(body, "logit_bias"))
+    refuse_unless(bias->is_object() && bias->empty(), "logit_bias", "no logit bias");
+  for (const char* key : {"tools", "functions"}) {
+    const json* value = field(body, key);
+    refuse_unless(value == nullptr || (value->is_array() && value->empty()), key, "no tool calling");
+  }
+  for (const char* key : {"tool_choice", "function_call"}) {
+    const json* value = field(body, key);
+    refuse_unless(value == nullptr || *value == "none" || *value == "auto", key, "no tool calling");
+  }
+  if (const json* format = field(body, "response_format"))
+    refuse_unless(format->is_object() && format->value("type", "") == "text", "response_format",
+                  "plain text answers only");
+  if (endpoint == Endpoint::ChatCompletions) {
+    if (const json* modalities = field(body, "modalities"))
+      refuse_unless(*modalities == json::array({"text"}), "modalities", "text only");
+  }
+}
+
+// The fields the API defines: both endpoints', then each one's own.
+// clang-format off
+constexpr std::string_view kCommonFields[] = {
+    "model", "stream", "stream_options", "max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+    "seed", "stop", "n", "logprobs", "presence_penalty", "frequency_penalty", "logit_bias", "user"};
+constexpr std::string_view kChatFields[] = {
+    "messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice", "functions", "function_call",
+    "parallel_tool_calls", "response_format", "metadata", "store", "service_tier", "modalities", "chat_template_kwargs"};
+constexpr std::string_view kCompletionFields[] = {"prompt", "best_of", "echo", "suffix"};
+// clang-format on
+
+bool known_field(Endpoint endpoint, std::string_view key) {
+  auto in = [&](const auto& fields) {
+    return std::find(std::begin(fields), std::end(fields), key) != std::end(fields);
+  };
+  return in(kCommonFields) || (endpoint == Endpoint::ChatCompletions ? in(kChatFields) : in(kCompletionFields));
+}
+
+}  // namespace
+
+const char* endpoint_path(Endpoint endpoint) {
+  return endpoint == Endpoint::ChatCompletions ? "/v1/chat/completions" : "/v1/completions";
+}
+
+CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, const RequestDefaults& defaults) {
+  if (!body.is_object())
+    throw invalid_request(fmt::format("the request body must be a JSON object, got {}", json_excerpt(body, 40)));
+  CompletionRequest request;
+  request.endpoint = endpoint;
+  for (const auto& [key, value] : body.items())
+    if (!known_field(endpoint, key)) request.ignored.push_back(key);
+
+  if (const json* model = field(body, "model")) {
+    if (!model->is_string()) bad_type("model", "a string", *model);
+    request.model = model->get<std::string>();
+  }
+  if (endpoint == Endpoint::ChatCompletions) {
+    request.messages = read_messages(body);
+  } else {
+    read_prompt(body, request);
+  }
+  request.stream = read_bool(body, "stream", false);
+  if (const json* options = field(body, "stream_options")) {
+    if (!options->is_object()) bad_type("stream_options", "an object", *options);
+    if (!request.stream)
+      throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
+    request.include_usage = read_bool(*options, "include_usage", false);
+  }
+  constexpr int64_t kMaxTokens = int64_t{1} << 30;
+  request.max_tokens = read_integer(body, "max_tokens", 1, kMaxTokens);
+  if (const auto max_completion = read_integer(body, "max_completion_tokens", 1, kMaxTokens))
+    request.max_tokens = max_completion;
+
+  SamplingOptions& sampling = request.sampling;
+  sampling = defaults.sampling;
+  if (const auto value = read_number(body, "temperature", 0.0, 2.0, "from 0 to 2"))
+    sampling.temperature = static_cast<float>(*value);
+  if (const auto value = read_number(body, "top_p", 0.0, 1.0, "in (0, 1]")) {
+    if (*value == 0.0) throw invalid_request("'top_p' must be a number in (0, 1], got 0", "top_p");
+    sampling.top_p = static_cast<float>(*value);
+  }
+  if (const auto value = read_integer(body, "top_k", -1, INT32_MAX)) sampling.top_k = *value < 0 ? 0 : *value;
+  if (const auto value = read_number(body, "min_p", 0.0, 1.0, "in [0, 1)")) {
+    if (*value == 1.0) throw invalid_request("'min_p' must be a number in [0, 1), got 1", "min_p");
+    sampling.min_p = static_cast<float>(*value);
+  }
+  if (const auto value = read_number(body, "repetition_penalty", 1e-4, 1e4, "from 0.0001 to 10000"))
+    sampling.repetition_penalty = static_cast<float>(*value);
+  if (const auto seed = read_integer(body, "seed", std::numeric_limits<int64_t>::min(), INT64_MAX))
+    request.seed = static_cast<uint64_t>(*seed);
+  request.stop = read_stop(body);
+  read_logprobs(body, endpoint, request);
+  read_unsupported(body, endpoint);
+  if (endpoint == Endpoint::ChatCompletions) {
+    if (const json* kwargs = field(body, "chat_template_kwargs")) {
+      if (!kwargs->is_object()) bad_type("chat_template_kwargs", "an object", *kwargs);
+      if (kwargs->contains("enable_thinking")) request.enable_thinking = read_bool(*kwargs, "enable_thinking", true);
+    }
+  }
+  return request;
+}
+
+}  // namespace nvfp4lm::serve

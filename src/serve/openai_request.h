@@ -1,0 +1,57 @@
+// Reading the body of POST /v1/chat/completions and POST /v1/completions (OpenAI API) into a CompletionRequest.
+// Every field is type- and range-checked; a bad one is an ApiError 400 naming it (param) and what it should be.
+//
+// Supported: model, messages (string content, or a list of {"type": "text"} parts; roles system / developer (read
+// as system) / user / assistant / tool), prompt (text, token ids, or a one-element list of either), stream,
+// stream_options.include_usage, max_tokens / max_completion_tokens, temperature, top_p, top_k, min_p,
+// repetition_penalty, seed, stop (a string or up to 16), n = 1, logprobs / top_logprobs (chat: bool + 0..20;
+// completions: 0..20), chat_template_kwargs.enable_thinking (as vLLM), and the inert OpenAI fields user, metadata,
+// store, service_tier, parallel_tool_calls. OpenAI features this server does not have are refused when they would
+// change the answer (n > 1, best_of > 1, echo, suffix, presence / frequency penalties, logit_bias, tools,
+// functions, a tool_choice other than "none", a response_format other than text, several prompts).
+// Fields the API does not define are ignored, as vLLM and llama.cpp's server do (the official clients send
+// extra fields of newer API versions); `ignored` lists them for the log.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "infer/sampler.h"
+#include "tokenizer/chat.h"
+
+namespace nvfp4lm::serve {
+
+enum class Endpoint { ChatCompletions, Completions };
+const char* endpoint_path(Endpoint endpoint);  // "/v1/chat/completions"
+
+// What a request leaves out: the server's sampling defaults (serve's sampling flags; the seed is drawn per request).
+struct RequestDefaults {
+  SamplingOptions sampling;
+};
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::ChatCompletions;
+  std::string model;  // empty: not given
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt_text;            // completions with a text prompt
+  std::vector<int32_t> prompt_ids;    // completions with a token-id prompt
+  bool prompt_is_ids = false;
+  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+  SamplingOptions sampling;           // defaults, then the request's values; seed below
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  int top_logprobs = -1;                // -1: no logprobs
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  std::vector<std::string> ignored;     // fields not part of the API, ignored
+};
+
+// body: the parsed JSON. ApiError 400 for anything out of place.
+CompletionRequest parse_completion_request(const nlohmann::json& body, Endpoint endpoint,
+                                           const RequestDefaults& defaults);
+
+}  // namespace nvfp4lm::serve

@@ -1,0 +1,72 @@
+// See sequence_request.h.
+#include "serve/sequence_request.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "serve/api_error.h"
+
+namespace nvfp4lm::serve {
+namespace {
+
+constexpr int64_t kCompletionDefaultTokens = 16;
+
+std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Tokenizer& tokenizer,
+                                   const PromptRules& rules) {
+  const char* param = request.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
+  try {
+    if (request.endpoint == Endpoint::ChatCompletions) {
+      ChatOptions chat;
+      chat.add_generation_prompt = true;
+      chat.style = rules.chat_template;
+      chat.enable_thinking = request.enable_thinking.value_or(rules.enable_thinking);
+      return tokenizer.encode(render_chat(request.messages, chat));
+    }
+    if (!request.prompt_is_ids) return tokenizer.encode(request.prompt_text);
+  } catch (const Error& e) {  // e.g. invalid UTF-8 in a message
+    throw invalid_request(fmt::format("'{}' cannot be tokenized: {}", param, e.what()), param);
+  }
+  for (int32_t id : request.prompt_ids)
+    if (id >= rules.vocab_size)
+      throw invalid_request(fmt::format("'prompt' token id {} is outside the vocabulary [0, {})", id, rules.vocab_size),
+                            "prompt");
+  return request.prompt_ids;
+}
+
+}  // namespace
+
+SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,
+                              uint64_t seed) {
+  SequenceSpec spec;
+  spec.prompt = prompt_tokens(request, tokenizer, rules);
+  const auto prompt = static_cast<int64_t>(spec.prompt.size());
+  const char* param = request.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
+  if (prompt == 0) throw invalid_request(fmt::format("'{}' is empty: there is nothing to continue from", param), param);
+  if (prompt >= rules.context)
+    throw invalid_request(fmt::format("This model's maximum context length is {} tokens, but the {} has {} tokens, "
+                                      "leaving no room for an answer; shorten it (or start the server with a larger "
+                                      "--context)",
+                                      rules.context, param, prompt),
+                          param, "context_length_exceeded");
+  const int64_t room = rules.context - prompt;
+  if (request.max_tokens && *request.max_tokens > room)
+    throw invalid_request(
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
+                    "tokens ({} in the {}, {} for the answer); reduce max_tokens to at most {} or "
+                    "shorten the {}",
+                    rules.context, prompt + *request.max_tokens, prompt, param, *request.max_tokens, room, param),
+        "max_tokens", "context_length_exceeded");
+  const int64_t fallback = request.endpoint == Endpoint::Completions ? std::min(kCompletionDefaultTokens, room) : room;
+  spec.options.max_new_tokens = request.max_tokens.value_or(fallback);
+  spec.options.sampling = request.sampling;
+  spec.options.sampling.seed = request.seed.value_or(seed);
+  spec.options.eos_ids = rules.eos_ids;
+  spec.options.stop_strings = request.stop;
+  spec.options.skip_special = true;
+  spec.top_logprobs = request.top_logprobs;
+  return spec;
+}
+
+}  // namespace nvfp4lm::serve

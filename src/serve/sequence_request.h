@@ -1,0 +1,34 @@
+// From an OpenAI request to what the batch engine runs (infer/batch_engine.h SequenceSpec): the prompt's token ids
+// (chat messages rendered with the model's chat template as `generate` renders them; completion text encoded as
+// `generate --raw` does; token ids as given), the token budget, sampling, stop strings and end-of-sequence ids.
+//
+// The context rule is vLLM's: prompt + max_tokens may not exceed the context per sequence (400, code
+// "context_length_exceeded", with the numbers). Without max_tokens a chat answer may fill the context and a
+// completion gets 16 tokens (the OpenAI API's default for /v1/completions).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "infer/batch_engine.h"
+#include "serve/openai_request.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nvfp4lm::serve {
+
+// Per server: how prompts become tokens and what ends an answer.
+struct PromptRules {
+  ChatTemplate chat_template = ChatTemplate::Instruct2507;  // the model's (tokenizer/chat_template_choice.h)
+  bool enable_thinking = true;   // a request's chat_template_kwargs.enable_thinking overrides it
+  std::vector<int32_t> eos_ids;  // end_of_sequence_ids() (infer/stop_conditions.h)
+  int64_t context = 0;           // tokens per sequence (BatchEngine::context())
+  int64_t vocab_size = 0;        // ids a token-id prompt may use: the tokenizer's, within the model's
+};
+
+// ApiError 400 when the prompt is empty, holds an id outside the vocabulary, or does not fit the context with
+// max_tokens. `seed` is used when the request has none.
+SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,
+                              uint64_t seed);
+
+}  // namespace nvfp4lm::serve

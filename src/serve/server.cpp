@@ -1,0 +1,163 @@
+// See server.h.
+#include "serve/server.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/error.h"
+#include "core/logging.h"
+#include "core/memory.h"
+#include "infer/stop_conditions.h"
+
+namespace nvfp4lm::serve {
+namespace {
+
+constexpr int64_t kDefaultContext = 4096;
+// After the scheduler is idle, answers may still be finishing their last writes.
+constexpr auto kWriteGrace = std::chrono::seconds(5);
+
+// SIGTERM / SIGINT while the server runs: the handler (which may run on any thread: OpenMP and OpenBLAS start
+// threads before serve, and they do not block signals) only writes the signal number to a pipe, the one thing a
+// handler may safely do; wait() reads it on an ordinary thread. The previous handlers come back at destruction.
+class ShutdownSignals {
+ public:
+  ShutdownSignals() {
+    NVFP4LM_CHECK(::pipe2(pipe_, O_CLOEXEC) == 0, "serve: cannot create the signal pipe: {}", std::strerror(errno));
+    write_end_ = pipe_[1];
+    struct sigaction action {};
+    action.sa_handler = [](int number) {
+      const auto byte = static_cast<char>(number);
+      [[maybe_unused]] const ssize_t written = ::write(write_end_, &byte, 1);
+    };
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    ::sigaction(SIGTERM, &action, &previous_term_);
+    ::sigaction(SIGINT, &action, &previous_int_);
+  }
+  ~ShutdownSignals() {
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::close(pipe_[0]);
+    ::close(pipe_[1]);
+  }
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  // Blocks until one of the signals arrives; returns its number.
+  int wait() {
+    char byte = 0;
+    while (::read(pipe_[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    return byte;
+  }
+
+ private:
+  static inline int write_end_ = -1;  // the handler's only state (a handler cannot capture)
+  int pipe_[2] = {-1, -1};
+  struct sigaction previous_term_ {
+  }, previous_int_{};
+};
+
+}  // namespace
+
+Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions options) : options_(std::move(options)) {
+  const Qwen3Config& config = model.config();
+  if (options_.context == 0) options_.context = std::min(config.max_position_embeddings, kDefaultContext);
+  NVFP4LM_CHECK(options_.context >= 2 && options_.context <= config.max_position_embeddings,
+                "--context {} must be from 2 to the model's max_position_embeddings ({})", options_.context,
+                config.max_position_embeddings);
+  NVFP4LM_CHECK(options_.max_batch >= 1, "--max-batch must be at least 1, got {}", options_.max_batch);
+  options_.sampling.validate();
+
+  const int64_t slots = BatchEngine::slots_within_memory(model, options_.context, options_.max_batch);
+  if (slots < options_.max_batch)
+    log::warn("serve: --max-memory leaves room for {} KV-cache slots of {} tokens, fewer than --max-batch {}", slots,
+              options_.context, options_.max_batch);
+
+  BatchEngineOptions engine_options;
+  engine_options.slots = slots;
+  engine_options.context = options_.context;
+  engine_options.decode = options_.decode;
+  engine_ = std::make_unique<BatchEngine>(model, tokenizer, engine_options);
+
+  ServedModel served{tokenizer, PromptRules{}, RequestDefaults{}, slots, model.device().str()};
+  served.tokenizer = tokenizer;
+  served.rules.chat_template = options_.chat_template.value_or(detect_chat_template(tokenizer.chat_template_source()));
+  served.rules.enable_thinking = options_.enable_thinking;
+  served.rules.eos_ids =
+      end_of_sequence_ids(config, find_generation_config(model.source()), tokenizer, config.vocab_size);
+  served.rules.context = options_.context;
+  served.rules.vocab_size = std::min<int64_t>(config.vocab_size, static_cast<int64_t>(tokenizer.vocab_size()));
+  served.defaults.sampling = options_.sampling;
+  if (options_.http.model_name.empty()) {
+    const fs::path source = model.source();
+    options_.http.model_name = (source.has_filename() ? source : source.parent_path()).filename().string();
+  }
+  if (options_.http.threads <= 0) options_.http.threads = slots + options_.max_queue + 8;
+
+  SchedulerOptions scheduler_options;
+  scheduler_options.max_queue = options_.max_queue;
+  scheduler_ = std::make_unique<Scheduler>(*engine_, metrics_, scheduler_options);
+  http_ = std::make_unique<HttpServer>(*scheduler_, metrics_, std::move(served), options_.http);
+}
+
+Server::~Server() {
+  http_.reset();
+  scheduler_.reset();
+}
+
+void Server::shutdown() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    shutdown_ = true;
+  }
+  shutdown_requested_.notify_all();
+}
+
+void Server::run() {
+  std::thread listener([this] { http_->listen(); });
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    shutdown_requested_.wait(lock, [&] { return shutdown_; });
+  }
+  log::info("serve: shutting down: new requests get 503; {} running request(s) may finish within {:g} s",
+            scheduler_->running(), options_.shutdown_timeout_s);
+  http_->set_draining();
+  const auto start = std::chrono::steady_clock::now();
+  scheduler_->drain(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(options_.shutdown_timeout_s)));
+  const auto grace_end = std::chrono::steady_clock::now() + kWriteGrace;
+  while (http_->active_requests() > 0 && std::chrono::steady_clock::now() < grace_end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  http_->stop();
+  listener.join();
+  log::info("serve: stopped after {:.2f} s of shutdown",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+void serve_until_signal(const Qwen3Model& model, const Tokenizer& tokenizer, const ServeOptions& options) {
+  Server server(model, tokenizer, options);
+  const BatchEngine& engine = server.engine();
+  ShutdownSignals signals;  // from here on SIGTERM / SIGINT only wake the watcher below
+  log::info("serve: listening on http://{}:{} (model '{}', {} slots x {} tokens, decode {}, max queue {})",
+            server.options().http.host, server.port(), server.options().http.model_name, engine.slots(),
+            engine.context(), engine.decode_path(), server.options().max_queue);
+  // run() returns only after shutdown(), which only this watcher calls.
+  std::thread watcher([&] {
+    const int number = signals.wait();
+    log::info("serve: {} received", number == SIGTERM ? "SIGTERM" : "SIGINT");
+    server.shutdown();
+  });
+  server.run();
+  watcher.join();
+}
+
+}  // namespace nvfp4lm::serve

@@ -1,0 +1,74 @@
+// `nvfp4lm serve` as a library: a model behind the OpenAI API with continuous batching.
+//   Server = BatchEngine (the model and its pool of KV-cache slots, infer/batch_engine.h)
+//          + Scheduler (the thread that owns the engine, scheduler.h)
+//          + HttpServer (the connections, http_server.h) + ServeMetrics.
+// The pool has min(--max-batch, what --max-memory leaves after the weights) slots of --context tokens each, all
+// allocated at start, so serving never allocates KV memory per request and memory goes back to the idle level
+// between bursts. run() serves until shutdown(): then new requests get 503, running ones finish until the
+// shutdown timeout and the rest are cancelled, and run() returns. serve_until_signal() wires SIGTERM / SIGINT to
+// that, for the CLI.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "infer/batch_engine.h"
+#include "infer/sampler.h"
+#include "model/qwen3_decode_step.h"
+#include "model/qwen3_model.h"
+#include "serve/http_server.h"
+#include "serve/metrics.h"
+#include "serve/scheduler.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nvfp4lm::serve {
+
+struct ServeOptions {
+  HttpOptions http;                  // host, port, api key, model name (default: the model directory's name)
+  int64_t max_batch = 8;             // sequences decoded together at most (KV-cache slots)
+  int64_t context = 0;               // tokens per sequence; 0: the model's max_position_embeddings, at most 4096
+  int64_t max_queue = 64;            // requests waiting for a slot before 429
+  double shutdown_timeout_s = 30;    // how long running requests may go on after SIGTERM
+  std::optional<DecodeMode> decode;  // CUDA: Graph (one graph per batch bucket) unless --cuda-graph off
+  SamplingOptions sampling;          // defaults for requests that leave sampling fields out
+  std::optional<ChatTemplate> chat_template;  // none: the one the tokenizer declares (as generate renders prompts)
+  bool enable_thinking = true;
+};
+
+class Server {
+ public:
+  // Builds the engine (allocating the pool) and binds the port; Error when either cannot be done.
+  Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const { return http_->bound_port(); }
+  const BatchEngine& engine() const { return *engine_; }
+  const ServeOptions& options() const { return options_; }
+  // Serves until shutdown(), then drains (see the top of this file) and returns.
+  void run();
+  // From any thread (a signal thread, a test); idempotent.
+  void shutdown();
+
+ private:
+  ServeOptions options_;
+  ServeMetrics metrics_;
+  std::unique_ptr<BatchEngine> engine_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<HttpServer> http_;
+  std::mutex mutex_;
+  std::condition_variable shutdown_requested_;
+  bool shutdown_ = false;
+};
+
+// Builds the server, prints "serve: listening on http://HOST:PORT ...", runs it until SIGTERM or SIGINT arrives,
+// drains and returns (the process then exits 0).
+void serve_until_signal(const Qwen3Model& model, const Tokenizer& tokenizer, const ServeOptions& options);
+
+}  // namespace nvfp4lm::serve

@@ -1,0 +1,163 @@
+// Reading OpenAI request bodies (serve/openai_request.h) and turning them into engine specs
+// (serve/sequence_request.h): every supported field lands where it should, defaults fill the rest, unknown fields
+// are listed and ignored, and every bad or unsupported value is an ApiError 400 naming the field.
+#include <gtest/gtest.h>
+
+#include "serve/api_error.h"
+#include "serve/openai_request.h"
+#include "serve/sequence_request.h"
+#include "serve_test_util.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+using nlohmann::json;
+using serve::ApiError;
+using serve::CompletionRequest;
+using serve::Endpoint;
+
+CompletionRequest parse(const json& body, Endpoint endpoint = Endpoint::ChatCompletions) {
+  serve::RequestDefaults defaults;
+  defaults.sampling.temperature = 0.5f;
+  defaults.sampling.top_k = 7;
+  return serve::parse_completion_request(body, endpoint, defaults);
+}
+
+// The ApiError a body gets: its status, param and message must name the problem.
+void expect_refused(const json& body, const std::string& param, const std::string& part,
+                    Endpoint endpoint = Endpoint::ChatCompletions) {
+  try {
+    parse(body, endpoint);
+    ADD_FAILURE() << "accepted: " << body.dump();
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.status(), 400) << body.dump();
+    EXPECT_EQ(error.param(), param) << body.dump() << ": " << error.what();
+    EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+    EXPECT_EQ(error.body()["error"]["type"], "invalid_request_error");
+  }
+}
+
+const json kMessages = json::array(
+    {{{"role", "system"}, {"content", "Be brief."}},
+     {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hi "}}, {{"type", "text"}, {"text", "there"}}}}}});
+
+TEST(OpenAiRequest, ChatFieldsLandWhereTheyShould) {
+  const CompletionRequest request = parse({{"model", "m"},
+                                           {"messages", kMessages},
+                                           {"stream", true},
+                                           {"stream_options", {{"include_usage", true}}},
+                                           {"max_tokens", 5},
+                                           {"max_completion_tokens", 9},
+                                           {"temperature", 0.2},
+                                           {"top_p", 0.9},
+                                           {"min_p", 0.05},
+                                           {"seed", -3},
+                                           {"stop", "END"},
+                                           {"logprobs", true},
+                                           {"top_logprobs", 4},
+                                           {"n", 1},
+                                           {"user", "someone"},
+                                           {"chat_template_kwargs", {{"enable_thinking", false}}},
+                                           {"some_new_field", 1}});
+  EXPECT_EQ(request.model, "m");
+  ASSERT_EQ(request.messages.size(), 2u);
+  EXPECT_EQ(request.messages[1].role, "user");
+  EXPECT_EQ(request.messages[1].content, "Hi there");
+  EXPECT_TRUE(request.stream && request.include_usage);
+  EXPECT_EQ(request.max_tokens, 9);  // max_completion_tokens wins
+  EXPECT_FLOAT_EQ(request.sampling.temperature, 0.2f);
+  EXPECT_FLOAT_EQ(request.sampling.top_p, 0.9f);
+  EXPECT_EQ(request.sampling.top_k, 7);  // the server default
+  EXPECT_FLOAT_EQ(request.sampling.min_p, 0.05f);
+  EXPECT_EQ(request.seed, static_cast<uint64_t>(-3));
+  EXPECT_EQ(request.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(request.top_logprobs, 4);
+  EXPECT_EQ(request.enable_thinking, false);
+  EXPECT_EQ(request.ignored, std::vector<std::string>{"some_new_field"});
+}
+
+TEST(OpenAiRequest, CompletionPromptsAndDefaults) {
+  const CompletionRequest text = parse({{"prompt", "Once"}}, Endpoint::Completions);
+  EXPECT_EQ(text.prompt_text, "Once");
+  EXPECT_FALSE(text.prompt_is_ids);
+  EXPECT_FLOAT_EQ(text.sampling.temperature, 0.5f);
+  EXPECT_EQ(text.top_logprobs, -1);
+  const CompletionRequest ids = parse({{"prompt", {{1, 2, 3}}}, {"logprobs", 2}}, Endpoint::Completions);
+  EXPECT_TRUE(ids.prompt_is_ids);
+  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(ids.top_logprobs, 2);
+}
+
+TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
+  const json base = {{"messages", kMessages}};
+  auto with = [&](const std::string& key, const json& value) {
+    json body = base;
+    body[key] = value;
+    return body;
+  };
+  expect_refused(json{{"model", "m"}}, "messages", "'messages' is required");
+  expect_refused(with("messages", {{{"role", "wizard"}, {"content", "x"}}}), "messages[0].role", "'wizard'");
+  expect_refused(with("messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}), "messages[0].content",
+                 "image_url");
+  expect_refused(with("temperature", 2.5), "temperature", "from 0 to 2");
+  expect_refused(with("temperature", "warm"), "temperature", "must be a number");
+  expect_refused(with("top_p", 0), "top_p", "(0, 1]");
+  expect_refused(with("max_tokens", 0), "max_tokens", "from 1");
+  expect_refused(with("max_tokens", 2.5), "max_tokens", "an integer");
+  expect_refused(with("stream", "yes"), "stream", "true or false");
+  expect_refused(with("stop", json::array({""})), "stop", "must not be empty");
+  expect_refused(with("stop", 3), "stop", "a string or a list");
+  expect_refused(with("top_logprobs", 3), "top_logprobs", "needs 'logprobs'");
+  expect_refused(with("top_logprobs", 21), "top_logprobs", "from 0 to 20");
+  expect_refused(with("n", 3), "n", "not supported");
+  expect_refused(with("presence_penalty", 0.5), "presence_penalty", "repetition_penalty");
+  expect_refused(with("logit_bias", {{"5", 1}}), "logit_bias", "not supported");
+  expect_refused(with("response_format", {{"type", "json_object"}}), "response_format", "plain text");
+  expect_refused(with("stream_options", {{"include_usage", true}}), "stream_options", "'stream': true");
+  expect_refused(json{{"prompt", {"a", "b"}}}, "prompt", "2 prompts", Endpoint::Completions);
+  expect_refused(json{{"prompt", {1, -2}}}, "prompt", "non-negative", Endpoint::Completions);
+  expect_refused(json{{"prompt", "x"}, {"echo", true}}, "echo", "not supported", Endpoint::Completions);
+  expect_refused(json{{"prompt", "x"}, {"logprobs", 30}}, "logprobs", "from 0 to 20", Endpoint::Completions);
+  // Neutral values of unsupported features pass.
+  EXPECT_NO_THROW(parse(with("presence_penalty", 0)));
+  EXPECT_NO_THROW(parse(with("tool_choice", "none")));
+  EXPECT_NO_THROW(parse(with("response_format", {{"type", "text"}})));
+  EXPECT_NO_THROW(
+      parse(with("messages", {{{"role", "developer"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}})));
+}
+
+TEST(OpenAiRequest, SpecsCheckTheContextAndFillTheBudget) {
+  const Tokenizer& tokenizer = tiny_serve_tokenizer();
+  serve::PromptRules rules;
+  rules.context = 40;
+  rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
+  rules.eos_ids = {151645};
+  const CompletionRequest chat = parse({{"messages", kMessages}, {"stop", "x"}, {"seed", 5}});
+  const SequenceSpec spec = serve::to_sequence_spec(chat, tokenizer, rules, 99);
+  const auto prompt = static_cast<int64_t>(spec.prompt.size());
+  EXPECT_EQ(spec.options.max_new_tokens, 40 - prompt);  // a chat answer may fill the context
+  EXPECT_EQ(spec.options.sampling.seed, 5u);
+  EXPECT_EQ(spec.options.stop_strings, std::vector<std::string>{"x"});
+  EXPECT_EQ(spec.options.eos_ids, rules.eos_ids);
+  const CompletionRequest unseeded = parse({{"messages", kMessages}});
+  EXPECT_EQ(serve::to_sequence_spec(unseeded, tokenizer, rules, 99).options.sampling.seed, 99u);
+  const CompletionRequest completion = parse({{"prompt", "Once"}}, Endpoint::Completions);
+  EXPECT_EQ(serve::to_sequence_spec(completion, tokenizer, rules, 0).options.max_new_tokens, 16);
+
+  auto refused = [&](const CompletionRequest& request, const std::string& part) {
+    try {
+      serve::to_sequence_spec(request, tokenizer, rules, 0);
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& error) {
+      EXPECT_EQ(error.status(), 400);
+      EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+    }
+  };
+  refused(parse({{"messages", kMessages}, {"max_tokens", 40}}), "reduce max_tokens");
+  refused(parse({{"prompt", std::string(400, 'a')}}, Endpoint::Completions), "maximum context length is 40");
+  refused(parse({{"prompt", ""}}, Endpoint::Completions), "is empty");
+  refused(parse({{"prompt", {5, 1000000}}}, Endpoint::Completions), "outside the vocabulary");
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -19,6 +19,7 @@
 #include "io/quantize_model.h"
 #include "io/synth_model.h"
 #include "ops/cpu_backend.h"
+#include "train/train_options.h"
 
 namespace nvfp4lm::cli {
 
@@ -91,6 +92,14 @@ void add_model_flags(CLI::App& app, ModelFlags& flags) {
   app.add_option("--config", flags.config, "config.json for a .dat model without one beside it");
 }
 
+void add_cpu_matmul_flag(CLI::App& app, ModelFlags& flags, const std::string& default_value) {
+  flags.cpu_matmul = default_value;
+  app.add_option("--cpu-matmul", flags.cpu_matmul,
+                 fmt::format("CPU products: bf16 (BF16 activations in the prefill's products, cpu/nvfp4-bf16) or fp32 "
+                             "(the reference, cpu/dequant-gemm); default {}",
+                             default_value));
+}
+
 namespace {
 
 struct LoadedModel {
@@ -108,6 +117,8 @@ LoadedModel open_flags_model(const ModelFlags& flags, Device device) {
   loaded.files = open_model(flags.model, open_options);
   ModelOptions options;
   options.device = device;
+  if (!flags.cpu_matmul.empty())
+    options.cpu_matmul = parse_flag_value("--cpu-matmul", flags.cpu_matmul, parse_cpu_matmul);
   options.config_path = open_options.config_path;
   options.tokenizer_dir = open_options.tokenizer_dir;
   {

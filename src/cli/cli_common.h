@@ -65,10 +65,14 @@ class QuietInfoLogs {
 // ---- model ------------------------------------------------------------------------------------------------
 struct ModelFlags {
   std::string model;
-  std::string tokenizer;  // --tokenizer DIR
-  std::string config;     // --config FILE
+  std::string tokenizer;   // --tokenizer DIR
+  std::string config;      // --config FILE
+  std::string cpu_matmul;  // --cpu-matmul bf16|fp32 (ops/cpu_matmul.h); empty: the reference, fp32
 };
 void add_model_flags(CLI::App& app, ModelFlags& flags);
+// --cpu-matmul, defaulting to `default_value` ("bf16" for the commands that run a model for its output, "fp32" for
+// those that measure it).
+void add_cpu_matmul_flag(CLI::App& app, ModelFlags& flags, const std::string& default_value);
 
 // Loads the model onto `device` (its load log silenced, see above), prints the header line for `command`, then
 // one info line about the model.

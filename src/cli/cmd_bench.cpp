@@ -8,6 +8,7 @@
 // the same run (tools/bench_infer.h). --preset synthesises a random model of that shape in a temporary directory
 // first, quantized to NVFP4 with --nvfp4 (BenchModel, cli_common.h).
 #include <fmt/ranges.h>
+#include <omp.h>
 
 #include <cstdio>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "core/logging.h"
 #include "infer/qwen3_cached_lm.h"
 #include "io/hf_config.h"
+#include "ops/cpu_backend.h"
 #include "tools/bench_infer.h"
 
 namespace nvfp4lm::cli {
@@ -37,6 +39,7 @@ struct BenchInferCliOptions {
   std::string preset;
   bool nvfp4 = false;
   std::string config;
+  ModelFlags cpu;  // --cpu-matmul only
   DeviceFlags device;
   std::string cuda_graph = "on";
   InferBenchOptions bench;
@@ -60,6 +63,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   ModelFlags flags;
   flags.model = bench_model.path();
   flags.config = cli.config;
+  flags.cpu_matmul = cli.cpu.cpu_matmul;
   const Qwen3Model model = load_model("bench infer", flags, device);
   if (!bench_model.note().empty()) log::info("{}", bench_model.note());
   const int64_t tokens = cli.bench.prompt_tokens + cli.bench.generate_tokens;
@@ -81,10 +85,18 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   json["precision"] = model.precision();
   json["parameters"] = model.config().total_parameters();
   json["decode_steps"] = lm.decode_path();
+  json["threads"] = omp_get_max_threads();
+  if (device.is_cpu()) {
+    json["cpu_matmul"] = cpu_matmul_name(model.cpu_matmul());
+    json["cpu_kernels"] = {{"bf16", cpu_bf16_kernel()}, {"nvfp4_decode", cpu_nvfp4_dot_kernel()}};
+  }
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", model.compute_path(), device.label(),
                                  model.precision(), "decode steps", lm.decode_path());
+  if (device.is_cpu())
+    text += fmt::format("{:<28} {} BF16, {} NVFP4 decode, {} threads\n", "CPU kernels", cpu_bf16_kernel(),
+                        cpu_nvfp4_dot_kernel(), omp_get_max_threads());
   text += infer_bench_table(result);
   print_bench_result(text, json, cli.json, device);
   return 0;
@@ -109,6 +121,7 @@ BenchRegistration bench_infer(
                         {uint64_t{1}, uint64_t{1} << 20});
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
       app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
+      add_cpu_matmul_flag(app, options->cpu, "bf16");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_bench_infer(*options); };

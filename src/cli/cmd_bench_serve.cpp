@@ -18,6 +18,7 @@ struct BenchServeCliOptions {
   std::string model;
   std::string preset;
   bool nvfp4 = false;
+  ModelFlags cpu;  // --cpu-matmul only
   DeviceFlags device;
   std::string cuda_graph = "on";
   ServeBenchOptions bench;
@@ -31,6 +32,7 @@ int run_bench_serve(const BenchServeCliOptions& cli) {
   const BenchModel bench_model(cli.model, cli.preset, cli.nvfp4, /*with_tokenizer=*/true);
   ModelFlags flags;
   flags.model = bench_model.path();
+  flags.cpu_matmul = cli.cpu.cpu_matmul;
   const Qwen3Model model = load_model("bench serve", flags, device);
   if (!bench_model.note().empty()) log::info("{}", bench_model.note());
   const Tokenizer tokenizer = load_tokenizer(model);
@@ -90,6 +92,7 @@ BenchRegistration registration(
       add_number_option(app, "--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
       app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
+      add_cpu_matmul_flag(app, options->cpu, "bf16");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_bench_serve(*options); };

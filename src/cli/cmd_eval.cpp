@@ -52,6 +52,7 @@ int run_eval(const EvalCliOptions& cli) {
   if (!cli.reference.empty()) {
     ModelFlags flags;
     flags.model = cli.reference;
+    flags.cpu_matmul = cli.model.cpu_matmul;  // both models through the same kernels
     reference.emplace(load_second_model("reference", flags, device));
     std::optional<Tokenizer> reference_tokenizer;
     if (reference->tokenizer_dir()) reference_tokenizer.emplace(Tokenizer::load(*reference->tokenizer_dir()));
@@ -75,6 +76,7 @@ CommandRegistration registration(
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<EvalCliOptions>();
       add_model_flags(app, cli->model);
+      add_cpu_matmul_flag(app, cli->model, "fp32");
       app.add_option("--data", cli->data, "data to score: .jsonl (messages or prompt/completion), .tsv or .txt")
           ->required();
       app.add_option("--reference", cli->reference,

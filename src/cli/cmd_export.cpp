@@ -1,7 +1,7 @@
-// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16] [--overwrite]`: a training checkpoint (or
-// a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block shape and
-// lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override them.
-// ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
+// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16|gguf] [--gguf-type T] [--overwrite]`: a
+// training checkpoint (or a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block
+// shape and lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override
+// them. ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
 // --calibrate-tokens tokens on --device (train/calibrate.h); else the ranges the run recorded with
 // --calibrate-steps, when it did; else 1.0 placeholders with a warning (io/model_writer.h).
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "cli/progress_bar.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "io/gguf_model_writer.h"
 #include "train/calibrate.h"
 #include "train/export.h"
 #include "train/metrics.h"
@@ -26,6 +27,7 @@ struct ExportCliOptions {
   std::string input;
   std::string out;
   std::string format = "modelopt";
+  std::string gguf_type;
   std::string block;
   bool quantize_lm_head = false;
   std::string dtype;
@@ -49,6 +51,10 @@ int run_export(const ExportCliOptions& cli) {
     NVFP4LM_CHECK(options.format != ModelFormat::HfSafetensors,
                   "--dtype sets the dense weights of the NVFP4 formats; --format bf16 writes everything as BF16");
     options.dense_dtype = parse_dense_dtype(cli.dtype);
+  }
+  if (!cli.gguf_type.empty()) {
+    NVFP4LM_CHECK(options.format == ModelFormat::Gguf, "--gguf-type chooses the tensor type of --format gguf");
+    options.gguf_type = parse_flag_value("--gguf-type", cli.gguf_type, parse_gguf_type);
   }
   options.overwrite = cli.overwrite;
   const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
@@ -105,7 +111,10 @@ CommandRegistration registration(
                      "output model directory (with --format dat, a name ending in .dat writes that one file, with "
                      "config.json and the tokenizer beside it)")
           ->required();
-      app.add_option("--format", cli->format, "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat) or bf16");
+      app.add_option("--format", cli->format,
+                     "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat), bf16, or gguf (one file for llama.cpp)");
+      app.add_option("--gguf-type", cli->gguf_type,
+                     "gguf: nvfp4 (default: the trained NVFP4 weights bit for bit), q4_0, q8_0, f16 or bf16");
       app.add_option("--block", cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)");
       app.add_flag("--quantize-lm-head", cli->quantize_lm_head, "quantize lm_head (default: as the run did)");
       app.add_option("--dtype", cli->dtype,

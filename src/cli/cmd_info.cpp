@@ -1,11 +1,14 @@
 // `nvfp4lm info MODEL`: format, architecture, config summary, every weight with dtype, shape, bytes and
 // whether it is NVFP4, parameter counts and byte totals (io/model_info.h). --json prints the same as one JSON
-// object on stdout; --checksums adds per-tensor sums of every data file (reads the whole model).
+// object on stdout; --checksums adds per-tensor sums of every data file (reads the whole model). A .gguf file is
+// described from its own header (io/gguf_info.h).
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
+#include "core/error.h"
+#include "io/gguf_info.h"
 #include "io/model_files.h"
 #include "io/model_info.h"
 
@@ -21,6 +24,16 @@ struct InfoOptions {
 };
 
 int run_info(const InfoOptions& options) {
+  if (fs::path(options.model).extension() == ".gguf") {
+    NVFP4LM_CHECK(!options.checksums && options.config.empty() && options.tokenizer.empty(),
+                  "--checksums, --config and --tokenizer do not apply to a GGUF file (it holds its own metadata)");
+    const auto info = gguf_info_json(GgufFile::open(options.model));
+    const std::string printed = options.json
+                                    ? info.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"
+                                    : gguf_info_text(info);
+    std::fwrite(printed.data(), 1, printed.size(), stdout);
+    return 0;
+  }
   OpenModelOptions open_options;
   if (!options.config.empty()) open_options.config_path = options.config;
   if (!options.tokenizer.empty()) open_options.tokenizer_dir = options.tokenizer;
@@ -35,7 +48,8 @@ CommandRegistration registration(
     "info", "Show a model's format, config, tensors, parameter counts and sizes",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<InfoOptions>();
-      app.add_option("model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file")->required();
+      app.add_option("model", options->model, "HF directory, ModelOpt NVFP4 directory, .dat file or .gguf file")
+          ->required();
       app.add_flag("--json", options->json, "print JSON instead of text");
       app.add_flag("--checksums", options->checksums, "add the sum of every tensor of every data file (reads it all)");
       app.add_option("--config", options->config, "config.json to use (for a .dat file without one beside it)");

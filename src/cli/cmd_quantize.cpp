@@ -1,7 +1,9 @@
-// `nvfp4lm quantize MODEL OUT --format dat|modelopt`: post-training NVFP4 quantization of the projections (and
-// lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the compute path,
-// one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
-// OUT is a directory (model.dat + config.json for dat); it is never overwritten without --overwrite.
+// `nvfp4lm quantize MODEL OUT --format dat|modelopt|gguf [--gguf-type T]`: post-training NVFP4 quantization of the
+// projections (and lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the
+// compute path, one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
+// OUT is a directory (model.dat + config.json for dat), or one file for gguf (the tokenizer and chat template in its
+// metadata; --gguf-type q4_0 / q8_0 / f16 / bf16 encode the source values instead of NVFP4); it is never overwritten
+// without --overwrite.
 // --calibrate FILE first runs the source model (unquantized, as ModelOpt calibrates) over up to --calibrate-tokens
 // tokens of FILE on --device and writes input_scale = amax / (6 * 448) of each linear's input (train/calibrate.h);
 // without it every input_scale is a 1.0 placeholder and the log and hf_quant_config.json say so.
@@ -21,10 +23,12 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "io/gguf_model_writer.h"
 #include "io/model_files.h"
 #include "io/quantize_model.h"
 #include "train/calibrate.h"
 #include "train/metrics.h"
+#include "train/train_options.h"
 
 namespace nvfp4lm::cli {
 namespace {
@@ -33,6 +37,7 @@ struct QuantizeCliOptions {
   std::string model;
   std::string out;
   std::string format;
+  std::string gguf_type;
   std::string block = "1d";
   std::string config;
   bool quantize_lm_head = false;
@@ -72,9 +77,15 @@ ActivationCalibration calibrate(const QuantizeCliOptions& cli, const ModelFiles&
 
 int run_quantize(const QuantizeCliOptions& cli) {
   QuantizeOptions options;
-  NVFP4LM_CHECK(cli.format == "dat" || cli.format == "modelopt", "--format must be dat or modelopt, got '{}'",
-                cli.format);
-  options.format = cli.format == "dat" ? ModelFormat::Dat : ModelFormat::ModeloptNvfp4;
+  NVFP4LM_CHECK(cli.format == "dat" || cli.format == "modelopt" || cli.format == "gguf",
+                "--format must be dat, modelopt or gguf, got '{}'", cli.format);
+  options.format = cli.format == "dat"    ? ModelFormat::Dat
+                   : cli.format == "gguf" ? ModelFormat::Gguf
+                                          : ModelFormat::ModeloptNvfp4;
+  if (!cli.gguf_type.empty()) {
+    NVFP4LM_CHECK(options.format == ModelFormat::Gguf, "--gguf-type chooses the tensor type of --format gguf");
+    options.gguf_type = parse_flag_value("--gguf-type", cli.gguf_type, parse_gguf_type);
+  }
   NVFP4LM_CHECK(cli.block == "1d" || cli.block == "2d", "--block must be 1d (1x16) or 2d (16x16), got '{}'", cli.block);
   options.block = cli.block == "2d" ? Nvfp4Block::Tile16x16 : Nvfp4Block::Row1x16;
   options.quantize_lm_head = cli.quantize_lm_head;
@@ -90,9 +101,11 @@ int run_quantize(const QuantizeCliOptions& cli) {
   const auto source = open_model(cli.model, open_options);
   log::info("source: {} ({}), {} weights", source->path().string(), model_format_name(source->format()),
             source->weights().size());
-  NVFP4LM_CHECK(!cli.calibrate.empty() || (cli.device.device == "cpu" && cli.tokenizer.empty()),
-                "--device and --tokenizer choose where and with what --calibrate runs; quantizing itself runs on the "
-                "CPU: add --calibrate FILE, or drop them");
+  NVFP4LM_CHECK(!cli.calibrate.empty() ||
+                    (cli.device.device == "cpu" && (cli.tokenizer.empty() || options.format == ModelFormat::Gguf)),
+                "--device and --tokenizer choose where and with what --calibrate runs (and --tokenizer what a gguf "
+                "file embeds); quantizing itself runs on the CPU: add --calibrate FILE, or drop them");
+  if (options.format == ModelFormat::Gguf && !cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;
   NVFP4LM_CHECK(cli.calibrate.empty() || options.format == ModelFormat::ModeloptNvfp4,
                 "--calibrate measures activation scales for the ModelOpt format's input_scale; --format dat stores "
                 "none: use --format modelopt, or leave out --calibrate");
@@ -114,22 +127,29 @@ int run_quantize(const QuantizeCliOptions& cli) {
                       report.total_relative_rms_error, report.nvfp4_parameters, report.dense_parameters);
   if (report.lm_head_untied)
     text += "lm_head: written as its own NVFP4 tensor; tie_word_embeddings set to false in config.json\n";
-  text += fmt::format("wrote {} ({} format, {:.1f} MiB of weights{}{})\n", cli.out, cli.format,
-                      to_mib(report.weight_bytes_written), report.copied_files.empty() ? "" : ", copied ",
-                      fmt::join(report.copied_files, ", "));
+  if (options.format == ModelFormat::Gguf) {
+    text += fmt::format("wrote {} (gguf, {} projections, {:.1f} MiB, tokenizer and chat template in the metadata)\n",
+                        cli.out, gguf::ggml_type_name(options.gguf_type), to_mib(report.weight_bytes_written));
+  } else {
+    text += fmt::format("wrote {} ({} format, {:.1f} MiB of weights{}{})\n", cli.out, cli.format,
+                        to_mib(report.weight_bytes_written), report.copied_files.empty() ? "" : ", copied ",
+                        fmt::join(report.copied_files, ", "));
+  }
   text += fmt::format("time {:.1f} s, peak RSS {:.2f} GiB\n", seconds, to_gib(peak_rss_bytes()));
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 
 CommandRegistration registration(
-    "quantize", "Quantize a BF16/FP16/FP32 model to NVFP4 (.dat or ModelOpt safetensors)",
+    "quantize", "Quantize a BF16/FP16/FP32 model to NVFP4 (.dat, ModelOpt safetensors or GGUF)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<QuantizeCliOptions>();
       app.add_option("model", options->model, "source model: HF directory, ModelOpt directory or .dat file")
           ->required();
       app.add_option("out", options->out, "output directory")->required();
-      app.add_option("--format", options->format, "dat or modelopt")->required();
+      app.add_option("--format", options->format, "dat, modelopt, or gguf (one file for llama.cpp)")->required();
+      app.add_option("--gguf-type", options->gguf_type,
+                     "gguf: nvfp4 (default), q4_0 (q6_K embedding, as llama-quantize), q8_0, f16 or bf16");
       app.add_flag("--quantize-lm-head", options->quantize_lm_head,
                    "quantize lm_head too (a tied one becomes a separate NVFP4 tensor)");
       app.add_option("--block", options->block, "1d (1x16 blocks, default) or 2d (16x16 tiles)");
@@ -142,7 +162,8 @@ CommandRegistration registration(
                      "input_scale = amax / (6*448) instead of 1.0 placeholders");
       add_number_option(app, "--calibrate-tokens", options->calibrate_tokens,
                         "tokens of --calibrate text to run (default 4096)", {int64_t{1}, int64_t{1} << 40});
-      app.add_option("--tokenizer", options->tokenizer, "--calibrate: tokenizer directory (default: the model's)");
+      app.add_option("--tokenizer", options->tokenizer,
+                     "--calibrate, gguf: tokenizer directory (default: the model's)");
       add_device_flags(app, options->device);
       return [options] { return run_quantize(*options); };
     },

@@ -91,6 +91,10 @@ detail::ModelLocation locate(const fs::path& path, const OpenModelOptions& optio
   NVFP4LM_CHECK(fs::exists(path, ec), "model path {} does not exist", path.string());
   if (fs::is_regular_file(path, ec)) {
     if (has_extension(path, ".dat")) return locate_dat(path, path, options);
+    NVFP4LM_CHECK(!has_extension(path, ".gguf"),
+                  "{} is a GGUF file: nvfp4lm writes GGUF for llama.cpp-based tools (export/quantize --format gguf) "
+                  "but runs Hugging Face, ModelOpt and .dat models; `nvfp4lm info` describes it",
+                  path.string());
     NVFP4LM_CHECK(!has_extension(path, ".safetensors"),
                   "{} is a safetensors file; pass the model directory that holds it and config.json", path.string());
     NVFP4LM_FAIL("{} is not a model: expected a Hugging Face / ModelOpt model directory or a .dat file", path.string());
@@ -137,6 +141,8 @@ std::string_view model_format_name(ModelFormat format) {
       return "modelopt-nvfp4";
     case ModelFormat::Dat:
       return "dat";
+    case ModelFormat::Gguf:
+      return "gguf";
   }
   return "?";
 }

@@ -38,8 +38,9 @@
 
 namespace nvfp4lm {
 
-enum class ModelFormat { HfSafetensors, ModeloptNvfp4, Dat };
-std::string_view model_format_name(ModelFormat format);  // "hf-safetensors", "modelopt-nvfp4", "dat"
+// Gguf is written only (io/gguf_model_writer.h, for llama.cpp); open_model never returns it.
+enum class ModelFormat { HfSafetensors, ModeloptNvfp4, Dat, Gguf };
+std::string_view model_format_name(ModelFormat format);  // "hf-safetensors", "modelopt-nvfp4", "dat", "gguf"
 
 struct WeightInfo {
   std::string name;                // HF name

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "io/dat_format.h"
+#include "io/gguf_model_writer.h"
 #include "io/modelopt.h"
 #include "io/safetensors_writer.h"
 
@@ -35,12 +36,27 @@ void add_entries(std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& w
     entries.push_back({weight.name, weight.dtype, weight.shape});
 }
 
+// The tokenizer a GGUF export embeds: tokenizer.json (and tokenizer_config.json) among the files to copy.
+Tokenizer gguf_tokenizer(const std::vector<fs::path>& files, const fs::path& out) {
+  TokenizerFiles found;
+  for (const fs::path& file : files) {
+    if (file.filename() == "tokenizer.json") found.tokenizer_json = file;
+    if (file.filename() == "tokenizer_config.json") found.tokenizer_config_json = file;
+  }
+  NVFP4LM_CHECK(!found.tokenizer_json.empty(),
+                "{}: a GGUF file carries the tokenizer, but the model has no tokenizer.json beside it; name one with "
+                "--tokenizer DIR",
+                out.string());
+  return Tokenizer::load(found);
+}
+
 }  // namespace
 
 struct ModelWriter::Impl {
   std::unique_ptr<SafetensorsWriter> shard;
   size_t shard_index = 0;
   std::unique_ptr<DatWriter> dat;
+  std::unique_ptr<GgufModelWriter> gguf;
 };
 
 ModelWriter::ModelWriter(ModelFormat format, const fs::path& out_dir, std::vector<WeightPlan> plan,
@@ -64,6 +80,12 @@ ModelWriter::ModelWriter(ModelFormat format, const fs::path& out_dir, std::vecto
   }
 
   remove_stale_temporaries(out_dir_);  // what a killed writer of this directory left (100+ MB each)
+  if (format_ == ModelFormat::Gguf) {  // one file, with its own temporary
+    const Qwen3Config config = parse_qwen3_config(options_.config_json, out_dir_.string() + " (config)");
+    impl_->gguf = std::make_unique<GgufModelWriter>(out_dir_, plan_, config,
+                                                    gguf_tokenizer(options_.copy_files, out_dir_), options_.gguf_type);
+    return;
+  }
   tmp_dir_ = temporary_sibling(out_dir_);
   std::error_code ec;
   fs::remove_all(tmp_dir_, ec);  // a leftover of a crashed run of this very process id
@@ -122,6 +144,11 @@ void ModelWriter::open_shard(size_t shard) {
 }
 
 const WeightPlan& ModelWriter::expect_next(const std::string& name, bool nvfp4) {
+  if (format_ == ModelFormat::Gguf) {  // GGUF takes whole tensors in its own order checks
+    NVFP4LM_CHECK(!finished_ && next_ < plan_.size() && plan_[next_].name == name,
+                  "{}: weight '{}' written out of order", out_dir_.string(), name);
+    return plan_[next_];
+  }
   NVFP4LM_CHECK(!finished_, "{}: weight '{}' written after finish()", out_dir_.string(), name);
   NVFP4LM_CHECK(next_ < plan_.size() && plan_[next_].name == name,
                 "{}: weight '{}' written out of order; the next one planned is '{}'", out_dir_.string(), name,
@@ -134,6 +161,7 @@ const WeightPlan& ModelWriter::expect_next(const std::string& name, bool nvfp4) 
 }
 
 void ModelWriter::write_dense_bytes(const std::string& name, const void* data, uint64_t bytes) {
+  NVFP4LM_CHECK(format_ != ModelFormat::Gguf, "{}: GGUF weights are written whole (write_dense)", out_dir_.string());
   const WeightPlan& weight = expect_next(name, false);
   NVFP4LM_CHECK(bytes <= dense_bytes(weight) - next_written_, "{}: weight '{}' gets {} bytes but only {} remain",
                 out_dir_.string(), name, bytes, dense_bytes(weight) - next_written_);
@@ -156,6 +184,12 @@ void ModelWriter::advance_if_complete() {
 
 void ModelWriter::write_dense(const std::string& name, const Tensor& tensor) {
   const WeightPlan& weight = expect_next(name, false);
+  if (format_ == ModelFormat::Gguf) {
+    impl_->gguf->write_dense(name, tensor);
+    bytes_written_ = impl_->gguf->bytes_written();
+    ++next_;
+    return;
+  }
   NVFP4LM_CHECK(next_written_ == 0, "{}: weight '{}' written whole after pieces of it", out_dir_.string(), name);
   NVFP4LM_CHECK(tensor.defined() && tensor.device().is_cpu() && tensor.shape() == weight.shape,
                 "{}: weight '{}' is {}, planned {} {}", out_dir_.string(), name,
@@ -183,6 +217,12 @@ void ModelWriter::write_nvfp4(const std::string& name, const Nvfp4Tensor& q) {
   NVFP4LM_CHECK(q.rows == weight.shape[0] && q.cols == weight.shape[1], "{}: NVFP4 weight '{}' is [{}, {}], planned {}",
                 out_dir_.string(), name, q.rows, q.cols, weight.shape.str());
   NVFP4LM_CHECK(q.device().is_cpu(), "{}: NVFP4 weight '{}' must be on the CPU to be written", out_dir_.string(), name);
+  if (format_ == ModelFormat::Gguf) {
+    impl_->gguf->write_nvfp4(name, q);
+    bytes_written_ = impl_->gguf->bytes_written();
+    ++next_;
+    return;
+  }
   if (format_ == ModelFormat::Dat) {
     NVFP4LM_CHECK(q.tensor_scale == 1.0f,
                   "{}: weight '{}' has tensor scale {}, but the .dat format stores none (it reads back as 1); quantize "
@@ -204,6 +244,12 @@ void ModelWriter::finish() {
   NVFP4LM_CHECK(!finished_, "{}: finish() called twice", out_dir_.string());
   NVFP4LM_CHECK(next_ == plan_.size(), "{}: weight '{}' was planned but not written", out_dir_.string(),
                 next_ < plan_.size() ? plan_[next_].name : std::string());
+  if (format_ == ModelFormat::Gguf) {
+    impl_->gguf->finish();
+    bytes_written_ = impl_->gguf->bytes_written();
+    finished_ = true;
+    return;
+  }
   json config = options_.config_json.is_object() ? options_.config_json : json::object();
   config.erase("quantization_config");
   if (format_ == ModelFormat::Dat) {

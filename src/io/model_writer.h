@@ -9,6 +9,8 @@
 //                    quantization_config block in config.json (exclude_modules: "lm_head" unless it is NVFP4);
 //                    input_scale from `calibration` when given, else 1.0 with a warning in the log and the
 //                    "uncalibrated" note in hf_quant_config.json
+//   gguf:            OUT is one file (io/gguf_model_writer.h: weights, hyperparameters, and the tokenizer read from
+//                    the tokenizer.json / tokenizer_config.json among copy_files), nothing else is written
 //   dat:             model.dat (NVFP4 weights as "<layer>.qdata" type 100 + "<layer>.scale" type 101; the
 //                    format has no tensor scale, so NVFP4 weights must have tensor_scale 1), config.json,
 //                    generation_config.json
@@ -25,6 +27,7 @@
 #include "core/files.h"
 #include "core/tensor.h"
 #include "io/activation_calibration.h"
+#include "io/gguf_format.h"
 #include "io/model_files.h"
 #include "quant/nvfp4.h"
 
@@ -48,6 +51,8 @@ struct ModelWriterOptions {
   std::vector<fs::path> copy_files;  // copied into OUT under their file names
   // modelopt-nvfp4: measured activation ranges, for every NVFP4 weight's input_scale (Error when one is missing).
   std::optional<ActivationCalibration> calibration = std::nullopt;
+  // gguf: the type of the projections (io/gguf_model_writer.h); NVFP4 takes NVFP4 weights, the others dense ones.
+  gguf::GgmlType gguf_type = gguf::GgmlType::NVFP4;
 };
 
 class ModelWriter {

@@ -52,10 +52,12 @@ std::vector<PlannedWeight> make_plan(const ModelFiles& source, const QuantizeOpt
   };
   for (const WeightInfo& info : source.weights()) {
     const bool lm_head = info.kind == WeightKind::LmHead;
-    const bool nvfp4 =
-        info.nvfp4 || (info.kind && is_nvfp4_projection(*info.kind)) || (lm_head && options.quantize_lm_head);
+    const bool nvfp4_target = options.format != ModelFormat::Gguf || options.gguf_type == gguf::GgmlType::NVFP4;
+    const bool nvfp4 = nvfp4_target && (info.nvfp4 || (info.kind && is_nvfp4_projection(*info.kind)) ||
+                                        (lm_head && options.quantize_lm_head));
     add(info, info.name, nvfp4);
-    if (info.kind == WeightKind::FinalNorm && config.tie_word_embeddings && options.quantize_lm_head) {
+    if (info.kind == WeightKind::FinalNorm && config.tie_word_embeddings && options.quantize_lm_head &&
+        (options.format != ModelFormat::Gguf || options.gguf_type == gguf::GgmlType::NVFP4)) {
       add(source.at(kEmbedding), kLmHead, true);
       lm_head_untied = true;
     }
@@ -84,7 +86,9 @@ std::map<std::string, ScaleDecision> decide_scales(const ModelFiles& source, con
     }
     const bool one_scale =
         !scales.empty() && std::all_of(scales.begin(), scales.end(), [&](float s) { return s == scales.front(); });
-    if (all_nvfp4 && one_scale && (format != ModelFormat::Dat || scales.front() == 1.0f)) {
+    // GGUF stores a tensor scale per weight ("<name>.scale"): any NVFP4 source weight is kept as it is.
+    if (all_nvfp4 &&
+        (format == ModelFormat::Gguf || (one_scale && (format != ModelFormat::Dat || scales.front() == 1.0f)))) {
       decision.copy = true;
     } else if (format == ModelFormat::Dat) {
       decision.tensor_scale = 1.0f;
@@ -114,8 +118,9 @@ std::vector<fs::path> model_side_files(const ModelFiles& source) {
 }
 
 QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options) {
-  NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat,
-                "quantize writes the modelopt or dat format, not {}", model_format_name(options.format));
+  NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat ||
+                    options.format == ModelFormat::Gguf,
+                "quantize writes the modelopt, dat or gguf format, not {}", model_format_name(options.format));
   NVFP4LM_CHECK(!options.calibration || options.format == ModelFormat::ModeloptNvfp4,
                 "--calibrate measures activation scales for the ModelOpt format's input_scale; the .dat format stores "
                 "none: use --format modelopt, or leave out --calibrate");
@@ -135,6 +140,12 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
   writer_options.config_json = source.config_json();
   if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
   writer_options.copy_files = model_side_files(source);
+  writer_options.gguf_type = options.gguf_type;
+  if (options.tokenizer_dir) {  // the tokenizer files of --tokenizer DIR instead of the model's
+    std::erase_if(writer_options.copy_files,
+                  [](const fs::path& file) { return file.filename() != "generation_config.json"; });
+    for (const fs::path& file : tokenizer_side_files(*options.tokenizer_dir)) writer_options.copy_files.push_back(file);
+  }
   writer_options.calibration = options.calibration;
   std::vector<WeightPlan> writer_plan;
   for (const auto& weight : plan) writer_plan.push_back(weight.plan);
@@ -147,7 +158,7 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
     log::debug("quantize [{}/{}] {}", i + 1, plan.size(), weight.plan.name);
     const ModelWeight loaded = source.load(weight.source);
     if (!weight.plan.nvfp4) {
-      writer.write_dense(weight.plan.name, loaded.dense);
+      writer.write_dense(weight.plan.name, dense_values(loaded));
       report.dense_parameters += weight.plan.shape.numel();
       source.release(weight.source);
       continue;

@@ -7,6 +7,9 @@
 // Tensor scales: `.dat` has none, so every weight is quantized with tensor scale 1; the ModelOpt layout uses
 // amax / (6 * 448), shared by q/k/v and by gate/up of a layer because inference engines fuse them into one GEMM
 // with one scale (quant/nvfp4_fixed_scale.h). This takes one extra read pass (the amax of every member first).
+// GGUF (one file for llama.cpp, io/gguf_model_writer.h): with gguf_type nvfp4 the weights are quantized (or copied)
+// exactly as for ModelOpt, tensor scales included; with q4_0 / q8_0 / f16 / bf16 nothing is NVFP4-quantized and the
+// GGUF writer encodes the source values (dequantized first when the source is NVFP4).
 // lm_head with tied embeddings: quantizing it writes a separate NVFP4 lm_head.weight made from the embedding
 // matrix (which itself stays unquantized, since lookups need exact rows) and sets tie_word_embeddings to false
 // in the output config.json, so every loader uses the quantized head instead of the embeddings.
@@ -23,7 +26,9 @@
 namespace nvfp4lm {
 
 struct QuantizeOptions {
-  ModelFormat format = ModelFormat::ModeloptNvfp4;  // ModeloptNvfp4 or Dat
+  ModelFormat format = ModelFormat::ModeloptNvfp4;       // ModeloptNvfp4, Dat or Gguf
+  gguf::GgmlType gguf_type = gguf::GgmlType::NVFP4;      // Gguf: the projections' type
+  std::optional<fs::path> tokenizer_dir = std::nullopt;  // Gguf: the tokenizer to embed instead of the model's
   bool quantize_lm_head = false;
   Nvfp4Block block = Nvfp4Block::Row1x16;
   bool overwrite = false;

@@ -29,9 +29,10 @@ namespace {
 constexpr int64_t kMinRopePositions = 4096;
 
 // y [N, out] = x [N, in] · Wᵀ for a dense or packed NVFP4 weight.
-void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch, LinearRows rows) {
+void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch, LinearRows rows,
+                  CpuMatmul matmul) {
   if (weight.is_nvfp4()) {
-    nvfp4_linear_forward(x, weight.nvfp4, y, scratch, rows);
+    nvfp4_linear_forward(x, weight.nvfp4, y, scratch, rows, matmul);
   } else {
     linear_forward(x, weight.dense, y, rows);
   }
@@ -57,15 +58,17 @@ void store_in_cache(const Tensor& fresh, Tensor& cached, int64_t start) {
 }
 
 void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int layer, const InferenceStep& step,
-                   const RopeTable& rope, Tensor& scratch, InferenceBuffers& buf) {
+                   const RopeTable& rope, InferenceWorkspace& workspace, InferenceBuffers& buf) {
+  Tensor& scratch = workspace.dequant_scratch;
+  const CpuMatmul matmul = workspace.cpu_matmul;
   const auto eps = static_cast<float>(config.rms_norm_eps);
   const LinearRows rows = rows_for(buf.x.dim(1));
   rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
   const Tensor normed = rows_of(buf.normed);
   Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
-  apply_linear(w.q_proj, normed, q2, scratch, rows);
-  apply_linear(w.k_proj, normed, k2, scratch, rows);
-  apply_linear(w.v_proj, normed, v2, scratch, rows);
+  apply_linear(w.q_proj, normed, q2, scratch, rows, matmul);
+  apply_linear(w.k_proj, normed, k2, scratch, rows, matmul);
+  apply_linear(w.v_proj, normed, v2, scratch, rows, matmul);
   rmsnorm_forward(buf.q, w.q_norm, eps, buf.q);
   rmsnorm_forward(buf.k, w.k_norm, eps, buf.k);
   rope_forward(buf.q, *step.positions, rope);
@@ -98,15 +101,15 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   }
   attention_forward(buf.q, keys, values, buf.attn, options);
   Tensor proj = rows_of(buf.proj);
-  apply_linear(w.o_proj, rows_of(buf.attn), proj, scratch, rows);
+  apply_linear(w.o_proj, rows_of(buf.attn), proj, scratch, rows, matmul);
   add_inplace(buf.x, buf.proj);
 
   rmsnorm_forward(buf.x, w.post_attention_norm, eps, buf.normed);
   Tensor gate = rows_of(buf.gate), up = rows_of(buf.up);
-  apply_linear(w.gate_proj, normed, gate, scratch, rows);
-  apply_linear(w.up_proj, normed, up, scratch, rows);
+  apply_linear(w.gate_proj, normed, gate, scratch, rows, matmul);
+  apply_linear(w.up_proj, normed, up, scratch, rows, matmul);
   swiglu_forward(buf.gate, buf.up, buf.act);
-  apply_linear(w.down_proj, rows_of(buf.act), proj, scratch, rows);
+  apply_linear(w.down_proj, rows_of(buf.act), proj, scratch, rows, matmul);
   add_inplace(buf.x, buf.proj);
 }
 
@@ -121,7 +124,8 @@ void InferenceWorkspace::ensure_rope(const Qwen3Config& config, int64_t position
 InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
                                    bool all_logits, int64_t logit_tokens) {
   const Device device = weights.embed_tokens.device();
-  const DType dtype = weights.embed_tokens.dtype();
+  // The compute dtype (the CPU keeps a BF16 embedding as stored but computes in F32).
+  const DType dtype = device.is_cpu() ? DType::F32 : weights.embed_tokens.dtype();
   x = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
   normed = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
   q = Tensor::empty({batch, tokens, c.num_attention_heads, c.head_dim}, dtype, device);
@@ -174,7 +178,7 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
 
   embedding_forward(ids, weights.embed_tokens, buf.x);
   for (size_t layer = 0; layer < weights.layers.size(); ++layer)
-    decoder_layer(config, weights.layers[layer], static_cast<int>(layer), step, rope, workspace.dequant_scratch, buf);
+    decoder_layer(config, weights.layers[layer], static_cast<int>(layer), step, rope, workspace, buf);
 
   // Only the returned rows go through the final norm and the lm_head; one row per sequence (the last position)
   // is computed row by row as in a decode step.
@@ -194,13 +198,15 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
   rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), buf.hidden);
   if (weights.lm_head.is_nvfp4()) {
     if (!buf.narrow_logits.defined()) {
-      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.logits, workspace.dequant_scratch, head_rows);
+      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.logits, workspace.dequant_scratch, head_rows,
+                           workspace.cpu_matmul);
     } else {
-      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.narrow_logits, workspace.dequant_scratch, head_rows);
+      nvfp4_linear_forward(buf.hidden, weights.lm_head.nvfp4, buf.narrow_logits, workspace.dequant_scratch, head_rows,
+                           workspace.cpu_matmul);
       cast(buf.narrow_logits, buf.logits);
     }
   } else {
-    lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits, head_rows);
+    lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits, head_rows, workspace.cpu_matmul);
   }
   return step.all_logits ? buf.logits.reshape({batch, logit_tokens, config.vocab_size}) : buf.logits;
 }

@@ -11,6 +11,7 @@
 #include "io/hf_config.h"
 #include "model/kv_cache.h"
 #include "model/qwen3_weights.h"
+#include "ops/cpu_matmul.h"
 #include "ops/rope.h"
 
 namespace nvfp4lm::detail {
@@ -18,8 +19,9 @@ namespace nvfp4lm::detail {
 // State a model keeps between calls (guarded by `mutex` for the duration of a forward).
 struct InferenceWorkspace {
   std::mutex mutex;
-  std::optional<RopeTable> rope;  // positions [0, rope->max_positions())
-  Tensor dequant_scratch;         // NVFP4 dequantization (ops/nvfp4_linear.h); undefined for dense models
+  std::optional<RopeTable> rope;           // positions [0, rope->max_positions())
+  Tensor dequant_scratch;                  // NVFP4 dequantization (ops/nvfp4_linear.h); undefined for dense models
+  CpuMatmul cpu_matmul = CpuMatmul::Fp32;  // the CPU linears' kernels (ops/cpu_matmul.h)
 
   // Makes sure the RoPE table covers positions [0, positions); grows it to a power of two (at least 4096) if not.
   void ensure_rope(const Qwen3Config& config, int64_t positions, Device device);

@@ -1,12 +1,15 @@
 // Qwen3Model: loading, input checks and the two forward entry points (the layer math is in qwen3_inference.cpp).
 #include "model/qwen3_model.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "core/logging.h"
 #include "core/memory.h"
 #include "model/qwen3_inference.h"
+#include "ops/cpu_backend.h"
 #include "ops/nvfp4_linear.h"
 
 namespace nvfp4lm {
@@ -78,6 +81,7 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
   files.config().validate(files.config_path().string());
   Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device),
                                                       options.dequantize_nvfp4));
+  model.workspace_->cpu_matmul = options.cpu_matmul;
   model.source_ = files.path();
   model.tokenizer_dir_ = options.tokenizer_dir ? options.tokenizer_dir : files.tokenizer_dir();
   int64_t nvfp4_linears = 0, linears = 0;
@@ -85,8 +89,10 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
   log::info(
       "model {}: format {}, device {}, compute path {}, precision {}, weights {:.1f} MiB ({} of {} linears NVFP4)",
       files.path().string(), model_format_name(files.format()), options.device.label(), model.compute_path(),
-      options.device.is_cpu() ? "fp32" : "bf16 activations, fp32 accumulation / norms / softmax",
-      to_mib(model.weights_.nbytes()), nvfp4_linears, linears);
+      model.precision(), to_mib(model.weights_.nbytes()), nvfp4_linears, linears);
+  if (options.device.is_cpu())
+    log::info("CPU kernels: {} BF16, {} NVFP4 decode, {} OpenMP threads", cpu_bf16_kernel(), cpu_nvfp4_dot_kernel(),
+              omp_get_max_threads());
   return model;
 }
 
@@ -96,15 +102,23 @@ DType Qwen3Model::compute_dtype() const { return compute_dtype_for(device()); }
 
 std::string Qwen3Model::compute_path() const {
   const Device dev = device();
-  if (weights_.any_nvfp4()) return nvfp4_linear_compute_path(dev);
+  if (weights_.any_nvfp4()) return nvfp4_linear_compute_path(dev, workspace_->cpu_matmul);
   return dev.is_cpu() ? "cpu/dense" : "cuda/dense-bf16";
 }
 
+CpuMatmul Qwen3Model::cpu_matmul() const { return workspace_->cpu_matmul; }
+
 std::string Qwen3Model::precision() const {
-  const std::string compute = compute_dtype() == DType::F32 ? "fp32" : "bf16 activations, fp32 accumulation";
-  const std::string weights =
-      weights_.any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(weights_.embed_tokens.dtype()));
-  return fmt::format("{} (weights {})", compute, weights);
+  std::string compute = "bf16 activations, fp32 accumulation";
+  if (compute_dtype() == DType::F32)
+    compute = workspace_->cpu_matmul == CpuMatmul::Fp32 ? "fp32" : "fp32, bf16 activations in the prefill's products";
+  const DType dense = weights_.layers.empty() || weights_.layers[0].q_proj.is_nvfp4()
+                          ? weights_.embed_tokens.dtype()
+                          : weights_.layers[0].q_proj.dense.dtype();
+  const std::string weights = weights_.any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(dense));
+  const std::string table =
+      weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32 ? ", embedding / lm_head BF16" : "";
+  return fmt::format("{} (weights {}{})", compute, weights, table);
 }
 
 KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {

@@ -21,6 +21,7 @@
 #include "io/model_files.h"
 #include "model/kv_cache.h"
 #include "model/qwen3_weights.h"
+#include "ops/cpu_matmul.h"
 
 namespace nvfp4lm {
 
@@ -35,6 +36,10 @@ struct ModelOptions {
   // Dequantize NVFP4 linears once at load into dense compute-dtype weights (compute path cpu/dense or
   // cuda/dense-bf16): the same weights through the dense kernels, for parity checks.
   bool dequantize_nvfp4 = false;
+  // The CPU's kernels for the NVFP4 projections and a BF16 lm_head (ops/cpu_matmul.h): the fp32 reference
+  // (cpu/dequant-gemm, the library's default) or BF16 activations in the prefill's products (cpu/nvfp4-bf16, what
+  // generate / chat / bench infer use unless --cpu-matmul fp32). Ignored on CUDA.
+  CpuMatmul cpu_matmul = CpuMatmul::Fp32;
 };
 
 class Qwen3Model {
@@ -48,10 +53,11 @@ class Qwen3Model {
   const Qwen3Weights& weights() const { return weights_; }
   Device device() const;
   DType compute_dtype() const;  // F32 on CPU, BF16 on CUDA
-  // "cpu/dequant-gemm", "cuda/nvfp4-w4a16", "cuda/dequant-gemm", "cpu/dense", "cuda/dense-bf16"
+  // "cpu/dequant-gemm", "cpu/nvfp4-bf16", "cuda/nvfp4-w4a16", "cuda/dequant-gemm", "cpu/dense", "cuda/dense-bf16"
   std::string compute_path() const;
-  // "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)".
+  // "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)", ...
   std::string precision() const;
+  CpuMatmul cpu_matmul() const;
   // Where the model came from (for messages) and its tokenizer directory, if any.
   const fs::path& source() const { return source_; }
   const std::optional<fs::path>& tokenizer_dir() const { return tokenizer_dir_; }

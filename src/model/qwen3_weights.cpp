@@ -5,6 +5,8 @@
 //    them dequantized (exact in F32; rounded once to BF16 on CUDA).
 //  - An NVFP4 tensor where the model needs a dense one (an embedding or norm quantized by some other tool) is
 //    dequantized: exact, just larger.
+//  - On the CPU a BF16 embedding (and a BF16 untied lm_head) stays BF16 as stored: the CPU ops widen it exactly
+//    (ops/embedding.h, lm_head_logits), so the values are the fp32 reference's at half the bytes a decode step reads.
 #include "model/qwen3_weights.h"
 
 #include "core/logging.h"
@@ -26,6 +28,12 @@ Tensor to_dense(const Tensor& tensor, DType dtype, Device device) {
   Tensor out = Tensor::empty(tensor.shape(), dtype, device);
   cast(on_device, out);
   return out;
+}
+
+// A BF16 table stays BF16 on the CPU (see the file comment).
+DType table_dtype(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+  const WeightInfo& info = files.at(name);
+  return device.is_cpu() && !info.nvfp4 && info.dtype == DType::BF16 ? DType::BF16 : dtype;
 }
 
 Tensor load_dense(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
@@ -89,7 +97,8 @@ size_t Qwen3Weights::nbytes() const {
 Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype, bool dequantize_nvfp4) {
   const Qwen3Config& config = files.config();
   Qwen3Weights weights;
-  weights.embed_tokens = load_dense(files, "model.embed_tokens.weight", compute_dtype, device);
+  const std::string embedding = "model.embed_tokens.weight";
+  weights.embed_tokens = load_dense(files, embedding, table_dtype(files, embedding, compute_dtype, device), device);
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
@@ -112,7 +121,8 @@ Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType co
     weights.lm_head.in_features = config.hidden_size;
     weights.lm_head.dense = weights.embed_tokens;
   } else {
-    weights.lm_head = load_linear(files, "lm_head.weight", compute_dtype, device, dequantize_nvfp4);
+    weights.lm_head = load_linear(files, "lm_head.weight", table_dtype(files, "lm_head.weight", compute_dtype, device),
+                                  device, dequantize_nvfp4);
   }
   return weights;
 }

@@ -28,7 +28,7 @@ struct Qwen3LayerWeights {
 };
 
 struct Qwen3Weights {
-  Tensor embed_tokens;  // [V, H], compute dtype
+  Tensor embed_tokens;  // [V, H], compute dtype (on the CPU BF16 when stored so: qwen3_weights.cpp)
   std::vector<Qwen3LayerWeights> layers;
   Tensor final_norm;     // [H], F32
   LinearWeight lm_head;  // dense view of embed_tokens when tied

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "ops/cpu/bf16_gemm.h"
 #include "ops/cpu/nvfp4_dot.h"
 
 namespace nvfp4lm {
@@ -28,5 +29,7 @@ std::string cpu_blas_threading_warning() {
 }
 
 const char* cpu_nvfp4_dot_kernel() { return cpu::dot_isa_name(cpu::best_nvfp4_dot_isa()); }
+
+const char* cpu_bf16_kernel() { return cpu::bf16_isa_name(cpu::best_bf16_isa()); }
 
 }  // namespace nvfp4lm

@@ -15,5 +15,8 @@ const char* cpu_blas_threading();
 std::string cpu_blas_threading_warning();
 // The NVFP4 dot-product kernel variant this CPU runs ("scalar", "avx2+fma", "avx512f"; ops/cpu/nvfp4_dot.h).
 const char* cpu_nvfp4_dot_kernel();
+// The BF16 kernels' variant (the many-row products of cpu/nvfp4-bf16 and the BF16 lm_head's dot products):
+// "avx512bf16", "avx512f", "avx2+fma" or "scalar" (ops/cpu/bf16_gemm.h).
+const char* cpu_bf16_kernel();
 
 }  // namespace nvfp4lm

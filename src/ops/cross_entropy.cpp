@@ -3,6 +3,7 @@
 // ops/cuda/cross_entropy.h (the scheme and why it chunks rows is described there).
 #include "ops/cross_entropy.h"
 
+#include "ops/cpu/bf16_linear.h"
 #include "ops/cpu/cross_entropy.h"
 #include "ops/dispatch.h"
 #include "ops/gemm.h"
@@ -161,7 +162,13 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
   return cpu::lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
 }
 
-void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows) {
+void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows, CpuMatmul matmul) {
+  if (lm_head.device().is_cpu() && lm_head.dtype() == DType::BF16) {
+    Tensor out = flatten_rows(logits, "lm_head_logits logits");
+    cpu::bf16_linear_forward(flatten_rows(hidden, "lm_head_logits hidden"), lm_head, out,
+                             rows == LinearRows::Independent, matmul);
+    return;
+  }
   linear_forward(hidden, lm_head, logits, rows);
 }
 

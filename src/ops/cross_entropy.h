@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/cpu_matmul.h"
 #include "ops/linear_rows.h"
 
 namespace nvfp4lm {
@@ -32,7 +33,9 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
                                          float grad_scale, Tensor* dhidden, Tensor* dweight);
 
 // logits [N, V] = hidden [N, H] · lm_headᵀ (inference: usually just the last position's row); `rows` as for
-// linear_forward (ops/gemm.h).
-void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows = LinearRows::Batch);
+// linear_forward (ops/linear_rows.h). On the CPU lm_head may be F32 (sgemm) or BF16 (the inference model's
+// embedding kept as stored: ops/cpu/bf16_linear.h, in `matmul`'s mode, ops/cpu_matmul.h).
+void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows = LinearRows::Batch,
+                    CpuMatmul matmul = CpuMatmul::Fp32);
 
 }  // namespace nvfp4lm

@@ -11,7 +11,8 @@
 
 namespace nvfp4lm {
 
-// out[i, :] = table[ids[i], :] for table [V, H].
+// out[i, :] = table[ids[i], :] for table [V, H]. On the CPU the table may also be BF16 (an inference model keeps
+// its BF16 embedding as stored; rows are widened to F32 exactly).
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out);
 // dtable[ids[i], :] += dout[i, :]. Repeated ids accumulate; the sum order is fixed (ascending i), so the
 // result does not depend on the thread count.

@@ -66,8 +66,8 @@ void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y,
 
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w) { return w.rows * w.cols; }
 
-const char* nvfp4_linear_compute_path(Device device) {
-  if (device.is_cpu()) return "cpu/dequant-gemm";
+const char* nvfp4_linear_compute_path(Device device, CpuMatmul matmul) {
+  if (device.is_cpu()) return matmul == CpuMatmul::Fp32 ? "cpu/dequant-gemm" : "cpu/nvfp4-bf16";
 #if NVFP4LM_HAS_CUDA
   if (device.is_cuda()) return "cuda/nvfp4-w4a16";  // decode rows; prefill dequantizes into gemm
 #endif
@@ -77,7 +77,8 @@ const char* nvfp4_linear_compute_path(Device device) {
       device.str());
 }
 
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows) {
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows,
+                          CpuMatmul matmul) {
   NVFP4LM_ASSERT(w.defined() && w.codes.rank() == 2 && w.codes.dim(0) == w.rows && w.codes.dim(1) * 2 == w.cols,
                  "nvfp4_linear_forward: malformed NVFP4 weight (codes {}, [{}, {}])", w.codes.str(), w.rows, w.cols);
   Tensor x2 = flatten_rows(x, "nvfp4_linear_forward x");
@@ -94,7 +95,7 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   // Also the seam for a Blackwell FP4 tensor-core GEMM (see ops/cuda/nvfp4_linear.h).
   if (device.is_cuda()) return cuda_nvfp4_linear_forward(x2, w, y2, scratch, rows);
 #endif
-  cpu::nvfp4_linear_forward(x2, w, y2, scratch, rows == LinearRows::Independent);
+  cpu::nvfp4_linear_forward(x2, w, y2, scratch, rows == LinearRows::Independent, matmul);
 }
 
 }  // namespace nvfp4lm

@@ -2,8 +2,12 @@
 // deq(w) = e2m1 code * e4m3 block scale * tensor scale (quant/nvfp4.h). Forward only (inference; training
 // keeps fp32 masters and uses ops/gemm.h on the dequantized weight).
 //
-// Compute paths (DESIGN.md §3), chosen by the operands' device:
-//  - CPU, "cpu/dequant-gemm": for N > kNvfp4FusedMaxRows rows the weight is dequantized into the caller's F32
+// Compute paths (DESIGN.md §3), chosen by the operands' device (and on the CPU by CpuMatmul, ops/cpu_matmul.h):
+//  - CPU, "cpu/nvfp4-bf16" (CpuMatmul::Bf16Activations): for N > kNvfp4FusedMaxRows rows, blocks of 6 weight rows
+//    are dequantized to BF16 in cache (exact) and multiplied with the BF16-rounded activations, fp32 sums, the tensor
+//    scale applied to them (ops/cpu/bf16_gemm.h); few rows as below.
+//  - CPU, "cpu/dequant-gemm" (CpuMatmul::Fp32, the reference): for N > kNvfp4FusedMaxRows rows the weight is
+//  dequantized into the caller's F32
 //    scratch and multiplied with OpenBLAS sgemm (in blocks of output rows when the scratch holds less than the
 //    whole weight, e.g. a 150k-row quantized lm_head); for the few rows of a decode step each thread
 //    dequantizes one weight row at a time into an L1-resident buffer and takes its dot products with x, so
@@ -22,6 +26,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/cpu_matmul.h"
 #include "ops/linear_rows.h"
 #include "quant/nvfp4.h"
 
@@ -32,17 +37,18 @@ inline constexpr int64_t kNvfp4FusedMaxRows = 8;
 
 // y = x · deq(w)ᵀ. scratch: contiguous, F32 on the CPU (BF16 on CUDA), on w's device, with at least one weight
 // row (w.cols elements); nvfp4_linear_scratch_elements(w) elements dequantize the weight in one pass. Its
-// contents are overwritten (it is work space, reused across layers). rows (ops/gemm.h): Independent takes the
-// fused path for any number of rows (CPU: row_groups.h; CUDA: the fused kernel 8 rows at a time), so each row's
-// result is what it would be alone.
+// contents are overwritten (it is work space, reused across layers). rows (ops/linear_rows.h): Independent takes
+// the fused path for any number of rows (CPU: row_groups.h; CUDA: the fused kernel 8 rows at a time), so each row's
+// result is what it would be alone. `matmul` chooses the CPU path of Batch rows (ignored on CUDA, which computes in
+// BF16 anyway); the BF16 path needs no scratch beyond one weight row.
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch,
-                          LinearRows rows = LinearRows::Batch);
+                          LinearRows rows = LinearRows::Batch, CpuMatmul matmul = CpuMatmul::Fp32);
 
 // Elements of scratch that dequantize w in one pass (rows * cols).
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w);
 
-// The compute path NVFP4 linears take on `device` ("cpu/dequant-gemm"), or throws the Error that says why
-// none can run there (CUDA: no kernel yet).
-const char* nvfp4_linear_compute_path(Device device);
+// The compute path NVFP4 linears take on `device` ("cpu/dequant-gemm", "cpu/nvfp4-bf16", "cuda/nvfp4-w4a16"), or
+// throws the Error that says why none can run there (CUDA: no kernel yet).
+const char* nvfp4_linear_compute_path(Device device, CpuMatmul matmul = CpuMatmul::Fp32);
 
 }  // namespace nvfp4lm

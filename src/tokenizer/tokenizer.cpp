@@ -304,6 +304,19 @@ bool Tokenizer::is_special(int32_t id) const {
          (data_->flags[static_cast<size_t>(id)] & TokenizerData::kSpecial);
 }
 
+bool Tokenizer::is_used(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < vocab_size() &&
+         (data_->flags[static_cast<size_t>(id)] & TokenizerData::kUsed);
+}
+
+size_t Tokenizer::merge_count() const { return data_->merge_list.size(); }
+
+std::pair<int32_t, int32_t> Tokenizer::merge(size_t rank) const {
+  NVFP4LM_CHECK(rank < data_->merge_list.size(), "merge rank {} of {} ({} merges)", rank, data_->origin,
+                data_->merge_list.size());
+  return data_->merge_list[rank];
+}
+
 bool Tokenizer::is_added(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < vocab_size() &&
          (data_->flags[static_cast<size_t>(id)] & TokenizerData::kAdded);

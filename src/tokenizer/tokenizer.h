@@ -92,6 +92,10 @@ class Tokenizer {
   size_t vocab_size() const;
   bool is_special(int32_t id) const;  // an added token with special=true
   bool is_added(int32_t id) const;    // any added token
+  bool is_used(int32_t id) const;     // an id the file defines (a vocabulary may have gaps)
+  // model.merges in rank order, as (left, right) token ids (GGUF writes them back as "left right" texts).
+  size_t merge_count() const;
+  std::pair<int32_t, int32_t> merge(size_t rank) const;
   const SpecialTokenIds& special_ids() const;
   // tokenizer_config.json "chat_template" (the default one when it is a list), or "" without a config.
   const std::string& chat_template_source() const;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/added_tokens.h"
@@ -59,6 +60,7 @@ struct TokenizerData {
   std::vector<int32_t> id_slots;
 
   std::unique_ptr<BpeMerges> merges;
+  std::vector<std::pair<int32_t, int32_t>> merge_list;  // (left, right) ids in file (rank) order
   std::unique_ptr<RegexSplitter> splitter;
   AddedTokenMatcher raw_added;         // normalized=false tokens, matched in the raw text
   AddedTokenMatcher normalized_added;  // normalized=true tokens, matched after normalisation

@@ -272,6 +272,7 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
     byte_tokens[static_cast<size_t>(b)] = id;
   }
   data->merges = std::make_unique<BpeMerges>(byte_tokens, parsed.merges.size());
+  data->merge_list.reserve(parsed.merges.size());
   std::string joined;
   for (size_t rank = 0; rank < parsed.merges.size(); ++rank) {
     auto [a_span, b_span] = parsed.merges[rank];
@@ -285,6 +286,7 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
                   : right < 0 ? b
                               : std::string_view(joined));
     data->merges->add(left, right, static_cast<int32_t>(rank), result);
+    data->merge_list.emplace_back(left, right);
   }
 
   std::vector<AddedToken> raw, normalized;

@@ -24,14 +24,16 @@
 namespace nvfp4lm {
 namespace {
 
-// Which model a path runs: the files it is opened from, the device, and whether NVFP4 weights are dequantized.
+// Which model a path runs: the files it is opened from, the device, whether NVFP4 weights are dequantized, and the
+// CPU's kernels.
 struct ModelKey {
   fs::path path;
   OpenModelOptions open;
   Device device = Device::cpu();
   bool dense = false;
+  CpuMatmul cpu_matmul = CpuMatmul::Fp32;
   bool operator==(const ModelKey& other) const {
-    return path == other.path && device == other.device && dense == other.dense;
+    return path == other.path && device == other.device && dense == other.dense && cpu_matmul == other.cpu_matmul;
   }
 };
 
@@ -74,6 +76,11 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
   PathSpec& cpu_dense = add("cpu-dense", "NVFP4 weights dequantized once to F32, full forward", dense,
                             SequenceRunner::Full, "reference", ToleranceClass::Fp32);
   if (!nvfp4) cpu_dense.info.skipped = "the model's weights are dense: the reference already runs cpu/dense";
+  // The CPU's fast path (generate's default): BF16 activations in the prefill's products, KV cache as generate runs.
+  ModelKey fast = main;
+  fast.cpu_matmul = CpuMatmul::Bf16Activations;
+  add("cpu-bf16", "KV cache, BF16 activations in the prefill's products (cpu/nvfp4-bf16, generate's default)", fast,
+      SequenceRunner::Cached, "reference", ToleranceClass::Bf16Activations);
 
   const std::map<ModelFormat, std::pair<std::string, ToleranceClass>> copies = {
       {ModelFormat::ModeloptNvfp4, {"reference", ToleranceClass::Identical}},
@@ -194,6 +201,7 @@ ParityReport run_parity(const ParityOptions& options) {
     model_options.config_path = key.open.config_path;
     model_options.tokenizer_dir = key.open.tokenizer_dir;
     model_options.dequantize_nvfp4 = key.dense;
+    model_options.cpu_matmul = key.cpu_matmul;
     model.emplace(Qwen3Model::from_files(*open_model(key.path, key.open), model_options));
     loaded = key;
     return *model;

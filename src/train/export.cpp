@@ -48,6 +48,8 @@ const char* format_title(ModelFormat format) {
       return "NVFP4 (.dat)";
     case ModelFormat::HfSafetensors:
       return "BF16 safetensors";
+    case ModelFormat::Gguf:
+      return "GGUF";
   }
   return "?";
 }
@@ -81,7 +83,8 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   const MemoryPhase phase("export");
   check_export_target(out, source, options.overwrite);
   const Qwen3Config config = parse_qwen3_config(source.config_json, "the model's config.json");
-  const bool nvfp4_format = options.format != ModelFormat::HfSafetensors;
+  const bool nvfp4_format = options.format != ModelFormat::HfSafetensors &&
+                            (options.format != ModelFormat::Gguf || options.gguf_type == gguf::GgmlType::NVFP4);
   NVFP4LM_CHECK(!options.calibration || options.format == ModelFormat::ModeloptNvfp4,
                 "activation calibration is written as the ModelOpt format's input_scale; --format {} stores none: "
                 "export --format modelopt, or leave out --calibrate / --calibrate-steps",
@@ -124,7 +127,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
 
   // Tensor scale per fused group: the trained forward's (joint amax / (6 * 448)), or 1 for `.dat`.
   std::map<std::string, float> group_scale;
-  if (options.format == ModelFormat::ModeloptNvfp4) {
+  if (options.format == ModelFormat::ModeloptNvfp4 || (options.format == ModelFormat::Gguf && nvfp4_format)) {
     std::map<std::string, Nvfp4GroupScale> groups;
     for (const PlannedExport& weight : plan)
       if (weight.plan.nvfp4)
@@ -143,6 +146,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
   writer_options.generation_config = source.generation_config;
   writer_options.calibration = options.calibration;
+  writer_options.gguf_type = options.gguf_type;
   for (const fs::path& file : source.side_files) {
     const std::string name = file.filename().string();
     if (name == "config.json" || name == "generation_config.json") continue;
@@ -324,12 +328,15 @@ std::string describe_export(const ExportReport& report) {
       fmt::format("exported {} to {} in {:.1f} s: ", format_title(report.format), report.out.string(), report.seconds);
   if (report.format == ModelFormat::HfSafetensors) {
     text += fmt::format("{} BF16 tensors", report.dense_tensors);
+  } else if (report.format == ModelFormat::Gguf) {
+    text += fmt::format("{} NVFP4 + {} other tensors", report.nvfp4_tensors, report.dense_tensors);
   } else {
     text += fmt::format("{} NVFP4 + {} dense {} tensors", report.nvfp4_tensors, report.dense_tensors,
                         dtype_name(report.dense_dtype));
   }
   text += fmt::format(", {:.1f} MiB of weights", to_mib(report.weight_bytes));
   if (report.lm_head_untied) text += ", lm_head untied and quantized";
+  if (report.format == ModelFormat::Gguf) return text + ", tokenizer and chat template in the metadata";
   text += report.copied_files.empty() ? ", no tokenizer files"
                                       : fmt::format(", {} files copied (tokenizer)", report.copied_files.size());
   return text;

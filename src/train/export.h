@@ -6,6 +6,7 @@
 // them in training (model/qwen3_trainable.h refresh_quantized): the run's block shape, round-to-nearest-even, and
 // one tensor scale per fused group (q/k/v, gate/up; io/weight_names.h fused_scale_group) from the group's joint
 // amax / (6 * 448) — so the exported model's weights equal the weights the trained forward used, bit for bit.
+// GGUF (one file for llama.cpp-based tools, the tokenizer in its metadata): as ModelOpt with gguf_type nvfp4.
 // `.dat` has no tensor scale: its weights are quantized with tensor scale 1 (what the format means), which is
 // close to but not exactly the QAT forward; a warning says so. BF16: every master rounded to BF16.
 // Dense weights (embeddings, norms) of the NVFP4 formats are stored in `dense_dtype` (default: the dtype the
@@ -27,6 +28,7 @@
 
 #include "core/files.h"
 #include "io/activation_calibration.h"
+#include "io/gguf_format.h"
 #include "io/model_files.h"
 #include "model/parameter.h"
 #include "quant/nvfp4.h"
@@ -44,7 +46,10 @@ struct ExportSource {
 };
 
 struct ExportOptions {
-  ModelFormat format = ModelFormat::ModeloptNvfp4;  // ModeloptNvfp4, Dat, or HfSafetensors (dense BF16)
+  ModelFormat format = ModelFormat::ModeloptNvfp4;  // ModeloptNvfp4, Dat, HfSafetensors (dense BF16) or Gguf
+  // Gguf: the projections' type. NVFP4 quantizes exactly as for ModelOpt (QAT's weights, bit for bit, tensor scales
+  // as "<name>.scale"); q4_0 / q8_0 / f16 / bf16 encode the masters (io/gguf_model_writer.h).
+  gguf::GgmlType gguf_type = gguf::GgmlType::NVFP4;
   Nvfp4Block block = Nvfp4Block::Row1x16;
   bool quantize_lm_head = false;
   std::optional<DType> dense_dtype;  // NVFP4 formats: dtype of the dense weights (see above)

@@ -32,14 +32,17 @@ std::string_view export_format_flag_name(ModelFormat format) {
       return "dat";
     case ModelFormat::HfSafetensors:
       return "bf16";
+    case ModelFormat::Gguf:
+      return "gguf";
   }
   return "?";
 }
 
 ModelFormat parse_export_format(std::string_view name) {
-  for (ModelFormat format : {ModelFormat::ModeloptNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors})
+  for (ModelFormat format :
+       {ModelFormat::ModeloptNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors, ModelFormat::Gguf})
     if (name == export_format_flag_name(format)) return format;
-  NVFP4LM_FAIL("unknown export format '{}' (choose modelopt, dat or bf16)", name);
+  NVFP4LM_FAIL("unknown export format '{}' (choose modelopt, dat, bf16 or gguf)", name);
 }
 
 std::string_view nonfinite_name(NonFinitePolicy policy) { return policy == NonFinitePolicy::Skip ? "skip" : "stop"; }

@@ -149,7 +149,7 @@ auto parse_flag_value(std::string_view flag, const std::string& value, Parse par
 // Flag spellings of the enums.
 std::string_view block_flag_name(Nvfp4Block block);  // "1d", "2d"
 Nvfp4Block parse_block_flag(std::string_view name);
-std::string_view export_format_flag_name(ModelFormat format);  // "modelopt", "dat", "bf16"
+std::string_view export_format_flag_name(ModelFormat format);  // "modelopt", "dat", "bf16", "gguf"
 ModelFormat parse_export_format(std::string_view name);
 std::string_view nonfinite_name(NonFinitePolicy policy);  // "skip", "stop"
 NonFinitePolicy parse_nonfinite(std::string_view name);

@@ -135,8 +135,11 @@ TEST(CliFiles, BadInputGivesOneLineErrors) {
   expect_one_line_error(run_cli("info " + quoted(broken)), {"config.json", "LlamaForCausalLM", "only Qwen3"});
 
   const fs::path hf = synth_small(dir);
-  expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format gguf"),
-                        {"--format", "gguf"});
+  expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format onnx"),
+                        {"--format", "onnx", "dat, modelopt or gguf"});
+  // GGUF carries the tokenizer in its metadata: a model without one (synth_small writes none) needs --tokenizer.
+  expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o.gguf") + " --format gguf"),
+                        {"tokenizer.json", "--tokenizer DIR"});
   expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format dat --block 3d"),
                         {"--block"});
   expect_one_line_error(run_cli("synth --preset enormous " + quoted(dir / "s")), {"enormous", "tiny, small, qwen3-4b"});

@@ -456,11 +456,105 @@ def checkpoint_seeds(state_seeds, checksum_seeds, run_dir, work):
     checksum_seeds.add("near-deep-files.json", json.dumps(manifest(files))[:-1] + ', "extra": ' + deep() + "}")
 
 
+# ---- gguf -----------------------------------------------------------------------------------------------------------
+GGUF_TYPES = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18), "q8_0": (8, 32, 34), "q6_K": (14, 256, 210),
+              "bf16": (30, 1, 2), "nvfp4": (40, 64, 36)}
+
+
+def gguf_string(text):
+    data = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(data)) + data
+
+
+def gguf_value(kind, value):
+    """(type id, bytes) of a metadata value; kind is a struct code, "s" (string), "b" (bool) or ("a", kind)."""
+    codes = {"B": 0, "b8": 1, "H": 2, "h": 3, "I": 4, "i": 5, "f": 6, "q": 11, "Q": 10, "d": 12}
+    if kind == "s":
+        return 8, gguf_string(value)
+    if kind == "b":
+        return 7, struct.pack("<B", value)
+    if isinstance(kind, tuple):
+        inner = kind[1]
+        type_id = 8 if inner == "s" else 9 if isinstance(inner, tuple) else codes[inner]
+        body = b"".join(gguf_value(inner, v)[1] for v in value)
+        return 9, struct.pack("<IQ", type_id, len(value)) + body
+    return codes[kind], struct.pack("<" + ("b" if kind == "b8" else kind), value)
+
+
+def gguf(metadata, tensors, alignment=32, version=3, magic=b"GGUF", offsets=None):
+    """metadata: [(key, kind, value)]; tensors: [(name, type name or id, dims fastest-first, data bytes)]."""
+    head = magic + struct.pack("<IQQ", version, len(tensors), len(metadata))
+    for key, kind, value in metadata:
+        type_id, body = gguf_value(kind, value)
+        head += gguf_string(key) + struct.pack("<I", type_id) + body
+    data, positions = b"", []
+    for name, type_name, dims, payload in tensors:
+        data += b"\0" * (-len(data) % alignment)
+        positions.append(len(data))
+        data += payload
+    data += b"\0" * (-len(data) % alignment)
+    for i, (name, type_name, dims, payload) in enumerate(tensors):
+        type_id = GGUF_TYPES[type_name][0] if isinstance(type_name, str) else type_name
+        offset = positions[i] if offsets is None else offsets[i]
+        head += gguf_string(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        head += struct.pack("<IQ", type_id, offset)
+    head += b"\0" * (-len(head) % alignment)
+    return head + data
+
+
+def gguf_seeds(seeds):
+    def payload(type_name, elements, fill=0x11):
+        _, block, size = GGUF_TYPES[type_name]
+        return bytes((fill + i) % 256 for i in range(elements // block * size))
+
+    meta = [("general.architecture", "s", "qwen3"), ("general.name", "s", "seed"), ("qwen3.block_count", "I", 1),
+            ("qwen3.rope.freq_base", "f", 1e6), ("tokenizer.ggml.add_bos_token", "b", 0),
+            ("tokenizer.ggml.tokens", ("a", "s"), ["a", "b", "<|im_end|>"]),
+            ("tokenizer.ggml.token_type", ("a", "i"), [1, 1, 3]), ("general.count", "Q", 1 << 40),
+            ("general.offset", "q", -5), ("general.ratio", "d", 0.25), ("general.small", "b8", -1),
+            ("general.short", "h", -2), ("general.ushort", "H", 7), ("general.byte", "B", 200)]
+    tensors = [("token_embd.weight", "bf16", [64, 3], payload("bf16", 192)),
+               ("blk.0.attn_norm.weight", "f32", [64], struct.pack("<64f", *[1.0] * 64)),
+               ("blk.0.attn_q.weight", "nvfp4", [64, 2], payload("nvfp4", 128)),
+               ("blk.0.attn_q.scale", "f32", [1], struct.pack("<f", 0.5)),
+               ("blk.0.ffn_up.weight", "q4_0", [64, 2], payload("q4_0", 128)),
+               ("blk.0.ffn_down.weight", "q8_0", [32, 2], payload("q8_0", 64)),
+               ("output.weight", "q6_K", [256, 1], payload("q6_K", 256)),
+               ("blk.0.attn_k.weight", "f16", [8, 2], payload("f16", 16))]
+    seeds.add("model.gguf", gguf(meta, tensors))
+    seeds.add("empty.gguf", gguf([], []))
+    seeds.add("aligned-64.gguf", gguf([("general.alignment", "I", 64)], tensors[:3], alignment=64))
+    seeds.add("version-2.gguf", gguf(meta[:2], tensors[:2], version=2))
+    seeds.add("near-magic.gguf", gguf(meta, tensors, magic=b"GGUG"))
+    seeds.add("near-version-1.gguf", gguf(meta, tensors, version=1))
+    seeds.add("near-truncated.gguf", gguf(meta, tensors)[:-40])
+    seeds.add("near-duplicate-key.gguf", gguf(meta + [meta[0]], tensors))
+    seeds.add("near-duplicate-tensor.gguf", gguf(meta, tensors + [tensors[0]]))
+    seeds.add("near-nested-array.gguf", gguf([("x", ("a", ("a", "I")), [[1], [2]])], []))
+    seeds.add("near-alignment-3.gguf", gguf([("general.alignment", "I", 3)], tensors[:1]))
+    seeds.add("near-alignment-type.gguf", gguf([("general.alignment", "Q", 32)], tensors[:1]))
+    seeds.add("near-unknown-type.gguf", gguf([], [("w", 77, [32], b"\0" * 32)]))
+    seeds.add("near-partial-block.gguf", gguf([], [("w", "q8_0", [48], payload("q8_0", 32) + b"\0" * 16)]))
+    seeds.add("near-rank-5.gguf", gguf([], [("w", "f32", [1, 1, 1, 1, 1], b"\0" * 4)]))
+    seeds.add("near-misaligned.gguf", gguf([], tensors[:2], offsets=[0, 4]))
+    seeds.add("near-overlap.gguf", gguf([], tensors[1:3], offsets=[0, 0]))
+    seeds.add("near-past-end.gguf", gguf([], tensors[1:2], offsets=[1 << 20]))
+    seeds.add("near-huge-dims.gguf", gguf([], [("w", "f32", [1 << 40, 1 << 40], b"")]))
+    seeds.add("near-huge-array.gguf", gguf([("x", ("a", "I"), [1, 2])], []).replace(struct.pack("<Q", 2),
+                                                                                     struct.pack("<Q", 1 << 60), 1))
+    seeds.add("near-bool-2.gguf", gguf([("flag", "b", 2)], []))
+    seeds.add("near-bad-value-type.gguf", gguf([("x", "I", 1)], []).replace(struct.pack("<I", 4), struct.pack("<I", 13), 1))
+
+
 # ---- main -----------------------------------------------------------------------------------------------------------
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nvfp4lm", default=str(ROOT / "build" / "nvfp4lm"), help="the nvfp4lm executable")
+    parser.add_argument("--only", choices=["gguf"], help="rewrite only this target's seeds (written here, no run)")
     args = parser.parse_args()
+    if args.only == "gguf":
+        gguf_seeds(Seeds("gguf"))
+        return
     exe = Path(args.nvfp4lm).resolve()
     if not exe.is_file():
         sys.exit(f"make_corpus: {exe} not found (build it, or name it with --nvfp4lm)")
@@ -491,6 +585,7 @@ def main():
         tokenizer_text_seeds(Seeds("tokenizer_encode"), Seeds("tokenizer_decode"))
         dataset_seeds(Seeds("dataset_jsonl"), Seeds("dataset_tsv"), Seeds("dataset_text"))
         checkpoint_seeds(Seeds("trainer_state"), Seeds("checksums"), run_dir, work)
+        gguf_seeds(Seeds("gguf"))
 
     total = sum(p.stat().st_size for p in CORPUS.rglob("*") if p.is_file())
     count = sum(1 for p in CORPUS.rglob("*") if p.is_file())

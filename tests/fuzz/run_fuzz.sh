@@ -28,7 +28,7 @@ fi
 
 max_len() {
   case $1 in
-    safetensors | dat) echo 65536 ;;
+    safetensors | dat | gguf) echo 65536 ;;
     tokenizer_json) echo 32768 ;;
     tokenizer_config | trainer_state) echo 16384 ;;
     dataset_*) echo 8192 ;;

@@ -56,7 +56,9 @@ TEST(Qwen3Generation, GreedyThroughTheCacheEqualsFullForwardPasses) {
   EXPECT_EQ(result.text, qwen3_tokenizer().decode(result.tokens, true));
   EXPECT_EQ(lm.length(), static_cast<int64_t>(prompt.size()) + 11);
   EXPECT_EQ(lm.cache().length(), lm.length());
-  EXPECT_GT(result.stats.peak_device_bytes, model.weights().nbytes());
+  // The CPU model keeps its BF16 embedding as the file stores it (qwen3_weights.cpp), so the allocations the
+  // generation tracks are the activations and the KV cache, not the weights.
+  EXPECT_GT(result.stats.peak_device_bytes, 0u);
 }
 
 TEST(Qwen3Generation, ChatTurnsReuseTheCacheAndMatchAFreshRun) {
@@ -131,12 +133,13 @@ TEST(Qwen3Generation, ChoosingTokensInTheModel) {
 TEST(Qwen3Generation, DecodeWeightBytes) {
   const Qwen3Model& model = tiny_model();
   const Qwen3Config& c = model.config();
-  // Dense F32 on the CPU: every projection, every norm, the (tied) lm_head and one embedding row.
+  // Dense on the CPU: every projection and norm in F32; the (tied) lm_head and one embedding row in BF16, as the
+  // file stores the embedding (qwen3_weights.cpp).
   const int64_t per_layer =
       c.attention_parameters_per_layer() + c.mlp_parameters_per_layer() + c.norm_parameters_per_layer();
-  const int64_t elements =
-      c.num_hidden_layers * per_layer + c.hidden_size + c.vocab_size * c.hidden_size + c.hidden_size;
-  EXPECT_EQ(decode_weight_bytes(model.weights()), static_cast<uint64_t>(elements) * 4);
+  const int64_t f32_elements = c.num_hidden_layers * per_layer + c.hidden_size;
+  const int64_t bf16_elements = c.vocab_size * c.hidden_size + c.hidden_size;
+  EXPECT_EQ(decode_weight_bytes(model.weights()), static_cast<uint64_t>(f32_elements * 4 + bf16_elements * 2));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/numeric.h"
 #include "ops/cpu/views.h"
 
 namespace nvfp4lm::cpu {
@@ -27,6 +28,21 @@ void check_ids(const int32_t* ids, int64_t count, int64_t vocab, const char* op)
 
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& out) {
   const int32_t* id = int32_data(ids, "embedding_forward ids");
+  if (table.dtype() == DType::BF16) {  // the inference model's table kept in BF16: rows widened exactly
+    NVFP4LM_ASSERT(table.rank() == 2 && table.is_contiguous(), "embedding_forward: BF16 table {} must be contiguous",
+                   table.str());
+    const RowsF32 rows(out, 1, "embedding_forward out");
+    check_ids(id, rows.count(), table.dim(0), "embedding_forward");
+    const int64_t count = rows.count(), width = table.dim(1);
+    const auto* bits = static_cast<const uint16_t*>(table.raw());
+#pragma omp parallel for schedule(static) if (count * width > 32768)
+    for (int64_t i = 0; i < count; ++i) {
+      const uint16_t* source = bits + static_cast<int64_t>(id[i]) * width;
+      float* target = rows.row(i);
+      for (int64_t c = 0; c < width; ++c) target[c] = bf16_to_float(source[c]);
+    }
+    return;
+  }
   const MatrixF32 tab = as_matrix(table, "embedding_forward table");
   const RowsF32 rows(out, 1, "embedding_forward out");
   check_ids(id, rows.count(), tab.rows, "embedding_forward");

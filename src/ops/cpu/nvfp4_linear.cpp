@@ -1,4 +1,4 @@
-// CPU "cpu/dequant-gemm" NVFP4 linear (see ops/nvfp4_linear.h):
+// CPU NVFP4 linear (see ops/nvfp4_linear.h), "cpu/dequant-gemm" and "cpu/nvfp4-bf16":
 //  - many rows (prefill, training-size batches): dequantize the weight into the F32 scratch, then OpenBLAS sgemm;
 //    the dequantization is amortised over the rows. A scratch smaller than the weight is used in blocks of
 //    output rows (one sgemm per block, writing a column block of y).
@@ -6,12 +6,18 @@
 //    products of its weight rows with the x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per
 //    CPU; ops/cpu/row_groups.h for more than 8 rows). Memory traffic is then the packed weight only, which is what
 //    makes NVFP4 decoding faster than a dense F32 model, and each row's result does not depend on the others.
+//  - many rows with CpuMatmul::Bf16Activations: each thread dequantizes 6 weight rows at a time to BF16 (exact) and
+//    runs the BF16 GEMM over every activation row (ops/cpu/bf16_gemm.h); the tensor scale multiplies the sums.
 // Weight values are e2m1_to_float(code) * nvfp4_dequant_scale(scale, tensor_scale), the products every
-// dequantization uses, so the two paths differ only in fp32 summation order.
+// dequantization uses, so the two fp32 paths differ only in fp32 summation order.
 #include "ops/cpu/nvfp4_linear.h"
 
-#include <algorithm>
+#include <omp.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "ops/cpu/bf16_gemm.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/row_groups.h"
@@ -19,8 +25,37 @@
 #include "ops/nvfp4_linear.h"
 
 namespace nvfp4lm::cpu {
+namespace {
 
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows) {
+void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
+               float tensor_scale, const MatrixF32& y) {
+  // The calling thread's buffer, reused across calls. The parallel region below must read it through this reference:
+  // naming the thread_local there would give each worker its own (empty) one.
+  static thread_local PackedActivations packed_storage;
+  PackedActivations& packed = packed_storage;
+  pack_activations(x.data, x.ld, x.rows, x.cols, packed);
+  const Bf16Isa isa = best_bf16_isa();
+  const int64_t tiles = (rows + kBf16GemmTileRows - 1) / kBf16GemmTileRows;
+#pragma omp parallel
+  {
+    static thread_local std::vector<uint16_t> weights;
+    weights.resize(static_cast<size_t>(kBf16GemmTileRows * cols));
+#pragma omp for schedule(dynamic, 2)
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      const int64_t first = tile * kBf16GemmTileRows;
+      const int64_t count = std::min(kBf16GemmTileRows, rows - first);
+      for (int64_t r = 0; r < count; ++r)
+        dequantize_nvfp4_row_bf16(isa, codes + (first + r) * (cols / 2), scales + (first + r) * (cols / 16), cols,
+                                  weights.data() + r * cols);
+      bf16_gemm(isa, packed, weights.data(), cols, count, tensor_scale, y.data + first, y.ld);
+    }
+  }
+}
+
+}  // namespace
+
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows,
+                          CpuMatmul matmul) {
   const MatrixF32 mx = as_matrix(x, "nvfp4_linear x");
   const MatrixF32 my = as_matrix(y, "nvfp4_linear y");
   NVFP4LM_ASSERT(w.codes.is_contiguous() && w.block_scales.is_contiguous() && w.block_scales.dtype() == DType::E4M3,
@@ -36,6 +71,10 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
                    [&](int64_t first, int64_t last, const float* const* x_rows, float* const* y_rows, int n) {
                      nvfp4_dot_rows(isa, rows, first, last, x_rows, y_rows, n);
                    });
+    return;
+  }
+  if (matmul == CpuMatmul::Bf16Activations) {
+    bf16_rows(mx, codes, scales, w.rows, w.cols, w.tensor_scale, my);
     return;
   }
   NVFP4LM_ASSERT(scratch.dtype() == DType::F32, "nvfp4_linear: the CPU scratch must be F32, got {}", scratch.str());

@@ -1,0 +1,140 @@
+// See bf16_dot.h. n (1..8) is a template parameter so the per-row sums stay in registers; a BF16 becomes fp32 by
+// moving its bits to the top half of a 32-bit lane.
+#include "ops/cpu/bf16_dot.h"
+
+#include <utility>
+
+#include "core/error.h"
+#include "core/numeric.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define NVFP4LM_X86_DOT16 1
+#include <immintrin.h>
+#else
+#define NVFP4LM_X86_DOT16 0
+#endif
+
+namespace nvfp4lm::cpu {
+namespace {
+
+constexpr int kMaxRows = 8;
+
+template <int N>
+void rows_scalar(const Bf16Rows& w, int64_t first, int64_t last, const float* const* x, float* const* y) {
+  constexpr int kLanes = 16;
+  for (int64_t o = first; o < last; ++o) {
+    const uint16_t* row = w.data + o * w.ld;
+    float lanes[N][kLanes] = {};
+    int64_t k = 0;
+    for (; k + kLanes <= w.cols; k += kLanes) {
+      for (int r = 0; r < N; ++r)
+        for (int i = 0; i < kLanes; ++i) lanes[r][i] += bf16_to_float(row[k + i]) * x[r][k + i];
+    }
+    for (int r = 0; r < N; ++r) {
+      float sum = 0;
+      for (float lane : lanes[r]) sum += lane;
+      for (int64_t kk = k; kk < w.cols; ++kk) sum += bf16_to_float(row[kk]) * x[r][kk];
+      y[r][o] = sum;
+    }
+  }
+}
+
+#if NVFP4LM_X86_DOT16
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
+__attribute__((target("avx2,fma"))) inline float sum8(__m256 v) {
+  const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+
+template <int N>
+__attribute__((target("avx2,fma"))) void rows_avx2(const Bf16Rows& w, int64_t first, int64_t last,
+                                                   const float* const* x, float* const* y) {
+  for (int64_t o = first; o < last; ++o) {
+    const uint16_t* row = w.data + o * w.ld;
+    __m256 acc[N];
+    for (int r = 0; r < N; ++r) acc[r] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= w.cols; k += 8) {
+      const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k));
+      const __m256 weights = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+      for (int r = 0; r < N; ++r) acc[r] = _mm256_fmadd_ps(weights, _mm256_loadu_ps(x[r] + k), acc[r]);
+    }
+    for (int r = 0; r < N; ++r) {
+      float sum = sum8(acc[r]);
+      for (int64_t kk = k; kk < w.cols; ++kk) sum += bf16_to_float(row[kk]) * x[r][kk];
+      y[r][o] = sum;
+    }
+  }
+}
+
+template <int N>
+__attribute__((target("avx512f"))) void rows_avx512(const Bf16Rows& w, int64_t first, int64_t last,
+                                                    const float* const* x, float* const* y) {
+  for (int64_t o = first; o < last; ++o) {
+    const uint16_t* row = w.data + o * w.ld;
+    __m512 acc[N], acc2[N];
+    for (int r = 0; r < N; ++r) acc[r] = acc2[r] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 32 <= w.cols; k += 32) {  // 64 bytes of weights, two independent sums per row
+      const __m512i bits = _mm512_loadu_si512(row + k);
+      const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bits)), 16));
+      const __m512 w1 =
+          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bits, 1)), 16));
+      for (int r = 0; r < N; ++r) {
+        acc[r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[r] + k), acc[r]);
+        acc2[r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[r] + k + 16), acc2[r]);
+      }
+    }
+    for (int r = 0; r < N; ++r) {
+      float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[r], acc2[r]));
+      for (int64_t kk = k; kk < w.cols; ++kk) sum += bf16_to_float(row[kk]) * x[r][kk];
+      y[r][o] = sum;
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+using RowsFn = void (*)(const Bf16Rows&, int64_t, int64_t, const float* const*, float* const*);
+
+template <template <int> class Kernel, int... Ns>
+RowsFn pick(int n, std::integer_sequence<int, Ns...>) {
+  RowsFn fn = nullptr;
+  ((n == Ns + 1 ? (fn = Kernel<Ns + 1>::run, 0) : 0), ...);
+  return fn;
+}
+
+template <int N>
+struct Scalar {
+  static constexpr RowsFn run = rows_scalar<N>;
+};
+#if NVFP4LM_X86_DOT16
+template <int N>
+struct Avx2 {
+  static constexpr RowsFn run = rows_avx2<N>;
+};
+template <int N>
+struct Avx512 {
+  static constexpr RowsFn run = rows_avx512<N>;
+};
+#endif
+
+}  // namespace
+
+void bf16_dot_rows(Bf16Isa isa, const Bf16Rows& w, int64_t first, int64_t last, const float* const* x_rows,
+                   float* const* y_rows, int n) {
+  NVFP4LM_ASSERT(n >= 1 && n <= kMaxRows, "bf16_dot_rows: {} activation rows (1..{})", n, kMaxRows);
+  NVFP4LM_ASSERT(bf16_isa_supported(isa), "bf16_dot_rows: this CPU cannot run the {} variant", bf16_isa_name(isa));
+  if (first >= last) return;
+  const auto rows = std::make_integer_sequence<int, kMaxRows>{};
+  RowsFn fn = pick<Scalar>(n, rows);
+#if NVFP4LM_X86_DOT16
+  if (isa == Bf16Isa::Avx2) fn = pick<Avx2>(n, rows);
+  if (isa == Bf16Isa::Avx512 || isa == Bf16Isa::Avx512Bf16) fn = pick<Avx512>(n, rows);
+#endif
+  fn(w, first, last, x_rows, y_rows);
+}
+
+}  // namespace nvfp4lm::cpu

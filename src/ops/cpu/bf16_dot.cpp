@@ -2,10 +2,9 @@
 // moving its bits to the top half of a 32-bit lane.
 #include "ops/cpu/bf16_dot.h"
 
-#include <utility>
-
 #include "core/error.h"
 #include "core/numeric.h"
+#include "ops/cpu/nvfp4_dot.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define NVFP4LM_X86_DOT16 1
@@ -16,8 +15,6 @@
 
 namespace nvfp4lm::cpu {
 namespace {
-
-constexpr int kMaxRows = 8;
 
 template <int N>
 void rows_scalar(const Bf16Rows& w, int64_t first, int64_t last, const float* const* x, float* const* y) {
@@ -99,42 +96,37 @@ __attribute__((target("avx512f"))) void rows_avx512(const Bf16Rows& w, int64_t f
 
 using RowsFn = void (*)(const Bf16Rows&, int64_t, int64_t, const float* const*, float* const*);
 
-template <template <int> class Kernel, int... Ns>
-RowsFn pick(int n, std::integer_sequence<int, Ns...>) {
-  RowsFn fn = nullptr;
-  ((n == Ns + 1 ? (fn = Kernel<Ns + 1>::run, 0) : 0), ...);
-  return fn;
-}
-
 template <int N>
-struct Scalar {
-  static constexpr RowsFn run = rows_scalar<N>;
-};
+struct Kernels {
 #if NVFP4LM_X86_DOT16
-template <int N>
-struct Avx2 {
-  static constexpr RowsFn run = rows_avx2<N>;
-};
-template <int N>
-struct Avx512 {
-  static constexpr RowsFn run = rows_avx512<N>;
-};
+  static constexpr RowsFn scalar = rows_scalar<N>, avx2 = rows_avx2<N>, avx512 = rows_avx512<N>;
+#else
+  static constexpr RowsFn scalar = rows_scalar<N>, avx2 = scalar, avx512 = scalar;
 #endif
+};
+
+// The dot kernels keep the activations in fp32, so avx512bf16 runs the avx512f code.
+DotIsa dot_isa_of(Bf16Isa isa) {
+  switch (isa) {
+    case Bf16Isa::Avx2:
+      return DotIsa::Avx2;
+    case Bf16Isa::Avx512:
+    case Bf16Isa::Avx512Bf16:
+      return DotIsa::Avx512;
+    case Bf16Isa::Scalar:
+      break;
+  }
+  return DotIsa::Scalar;
+}
 
 }  // namespace
 
 void bf16_dot_rows(Bf16Isa isa, const Bf16Rows& w, int64_t first, int64_t last, const float* const* x_rows,
                    float* const* y_rows, int n) {
-  NVFP4LM_ASSERT(n >= 1 && n <= kMaxRows, "bf16_dot_rows: {} activation rows (1..{})", n, kMaxRows);
+  NVFP4LM_ASSERT(n >= 1 && n <= kDotMaxRows, "bf16_dot_rows: {} activation rows (1..{})", n, kDotMaxRows);
   NVFP4LM_ASSERT(bf16_isa_supported(isa), "bf16_dot_rows: this CPU cannot run the {} variant", bf16_isa_name(isa));
   if (first >= last) return;
-  const auto rows = std::make_integer_sequence<int, kMaxRows>{};
-  RowsFn fn = pick<Scalar>(n, rows);
-#if NVFP4LM_X86_DOT16
-  if (isa == Bf16Isa::Avx2) fn = pick<Avx2>(n, rows);
-  if (isa == Bf16Isa::Avx512 || isa == Bf16Isa::Avx512Bf16) fn = pick<Avx512>(n, rows);
-#endif
-  fn(w, first, last, x_rows, y_rows);
+  pick_dot_kernel<RowsFn, Kernels>(dot_isa_of(isa), n)(w, first, last, x_rows, y_rows);
 }
 
 }  // namespace nvfp4lm::cpu

@@ -38,7 +38,9 @@ void rows_scalar(const Bf16Rows& w, int64_t first, int64_t last, const float* co
 
 #if NVFP4LM_X86_DOT16
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
+#endif
 __attribute__((target("avx2,fma"))) inline float sum8(__m256 v) {
   const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));

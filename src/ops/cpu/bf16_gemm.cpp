@@ -108,7 +108,9 @@ __attribute__((target("avx512f"))) void tile_avx512(const Tile& t) {
 
 // GCC 12 starts some AVX-512 conversions from _mm512_undefined_*() and then warns (a false positive, PR 105593).
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <int NR, int MV>
 __attribute__((target("avx512f,avx512bf16"))) void tile_avx512bf16(const Tile& t) {
   __m512 sums[NR][MV];
@@ -146,21 +148,20 @@ __attribute__((target("avx512f"))) void dequantize_row_avx512(const uint8_t* cod
   for (int c = 0; c < 16; ++c) values[static_cast<size_t>(c)] = e2m1_to_float(static_cast<uint8_t>(c));
   const __m512 table = _mm512_loadu_ps(values.data());
   const __m128i nibble = _mm_set1_epi8(0x0F);
-  auto store = [&](__m128i ordered, float scale, uint16_t* dst) { store_block_bf16(ordered, table, scale, dst); };
   const int64_t blocks = cols / kBlock;
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + b * (kBlock / 2)));
     const __m128i low = _mm_and_si128(packed, nibble);
     const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
-    store(_mm_unpacklo_epi8(low, high), e4m3[scales[b]], out + b * kBlock);
-    store(_mm_unpackhi_epi8(low, high), e4m3[scales[b + 1]], out + (b + 1) * kBlock);
+    store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kBlock);
+    store_block_bf16(_mm_unpackhi_epi8(low, high), table, e4m3[scales[b + 1]], out + (b + 1) * kBlock);
   }
   if (b < blocks) {
     const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + b * (kBlock / 2)));
     const __m128i low = _mm_and_si128(packed, nibble);
     const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
-    store(_mm_unpacklo_epi8(low, high), e4m3[scales[b]], out + b * kBlock);
+    store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kBlock);
   }
 }
 #pragma GCC diagnostic pop

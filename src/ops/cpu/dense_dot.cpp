@@ -39,7 +39,9 @@ void dense_scalar(const DenseRows& w, int64_t first, int64_t last, const float* 
 
 #if NVFP4LM_X86_DENSE_DOT
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
+#endif
 // ---- AVX2 + FMA: 8 lanes, the tail through a load mask ----------------------------------------------------------
 __attribute__((target("avx2,fma"))) inline float avx2_lane_sum(__m256 v) {
   const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

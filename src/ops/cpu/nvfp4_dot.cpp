@@ -70,9 +70,12 @@ void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const float* c
 
 #if NVFP4LM_X86_DOT
 // GCC 12's intrinsic headers start some AVX-512 conversions from _mm512_undefined_*() and then warn about it
-// (-Wmaybe-uninitialized, a known false positive, GCC PR 105593); the values are fully written.
+// (-Wmaybe-uninitialized, a known false positive, GCC PR 105593; clang has no such warning); the values are fully
+// written.
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // ---- AVX2 + FMA: 8 lanes; the 8 magnitudes by vpermps, the sign (code bit 3) moved to bit 31 and xored in -------
 __attribute__((target("avx2,fma"))) inline __m256 avx2_values(__m128i codes8, __m256 magnitudes) {
   const __m256i index = _mm256_cvtepu8_epi32(codes8);

@@ -128,7 +128,7 @@ void HttpServer::Impl::routes() {
     reply_error(res, ApiError(res.status, res.status >= 500 ? "server_error" : "invalid_request_error", message));
     metrics.count_request(req.path, std::to_string(res.status));
   });
-  server.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
     std::string what = "unknown exception";
     try {
       std::rethrow_exception(error);

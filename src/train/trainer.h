@@ -216,7 +216,6 @@ class Trainer {
   int64_t session_loss_tokens_ = 0;
   int64_t session_input_tokens_ = 0;
   int64_t session_steps_ = 0;
-  double session_seconds_ = 0;
   double last_loss_ = 0;
   std::optional<std::chrono::steady_clock::time_point> session_start_;
 };

@@ -116,8 +116,10 @@ std::string Qwen3Model::precision() const {
                           ? weights_.embed_tokens.dtype()
                           : weights_.layers[0].q_proj.dense.dtype();
   const std::string weights = weights_.any_nvfp4() ? "NVFP4" : fmt::format("dense {}", dtype_name(dense));
-  const std::string table =
-      weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32 ? ", embedding / lm_head BF16" : "";
+  // The CPU model keeps a BF16 embedding as stored; the lm_head is that table unless it was quantized on its own.
+  std::string table;
+  if (weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32)
+    table = weights_.lm_head.is_nvfp4() ? ", embedding BF16, lm_head NVFP4" : ", embedding / lm_head BF16";
   return fmt::format("{} (weights {}{})", compute, weights, table);
 }
 

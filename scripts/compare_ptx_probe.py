@@ -16,6 +16,7 @@ Prints one line per family and the first differing lines; exits 1 if anything di
 difference is an emulator gap to fix (docs/cuda-emulation.md), or a bound to justify.
 """
 import math
+import re
 import struct
 import sys
 
@@ -97,9 +98,8 @@ def mma_term_magnitudes(cases=6, seed=20261124):
 def shuffle_undefined_lanes(name):
     """Lanes of a probe shfl case (name shfl.modeM.argA.widthW.maskK) that read a lane outside their member mask,
     by PTX's shfl.sync rules with the c operand CUDA's __shfl*_sync builds for `width`."""
-    fields = dict((f[:-len(f.lstrip("abcdefghijklmnopqrstuvwxyz"))], int(f.lstrip("abcdefghijklmnopqrstuvwxyz")))
-                  for f in name.split(".")[1:])
-    mode, arg, width, mask_kind = fields["mode"], fields["arg"], fields["width"], fields["mask"]
+    mode, arg, width, mask_kind = map(int, re.fullmatch(r"shfl\.mode(\d+)\.arg(\d+)\.width(\d+)\.mask(\d+)",
+                                                        name).groups())
     segmask = (32 - width) & 31
     clamp = 0 if mode == 1 else 31  # __shfl_up_sync clamps at the segment's first lane, the others at its last
     undefined = set()
@@ -109,7 +109,7 @@ def shuffle_undefined_lanes(name):
         min_lane = lane & segmask
         b = arg & 31
         if mode == 0:
-            j, ok = min_lane | (b & ~segmask & 31), None
+            j = min_lane | (b & ~segmask & 31)
             ok = j <= max_lane
         elif mode == 1:
             j = lane - b

@@ -5,13 +5,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "ops/cpu/nvfp4_dot.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define NVFP4LM_X86_DOT16 1
-#include <immintrin.h>
-#else
-#define NVFP4LM_X86_DOT16 0
-#endif
+#include "ops/cpu/simd.h"
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -36,17 +30,11 @@ void rows_scalar(const Bf16Rows& w, int64_t first, int64_t last, const float* co
   }
 }
 
-#if NVFP4LM_X86_DOT16
+#if NVFP4LM_X86_INTRINSICS
 #pragma GCC diagnostic push
 #ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
 #endif
-__attribute__((target("avx2,fma"))) inline float sum8(__m256 v) {
-  const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-}
-
 template <int N>
 __attribute__((target("avx2,fma"))) void rows_avx2(const Bf16Rows& w, int64_t first, int64_t last,
                                                    const float* const* x, float* const* y) {
@@ -61,7 +49,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Bf16Rows& w, int64_t fi
       for (int r = 0; r < N; ++r) acc[r] = _mm256_fmadd_ps(weights, _mm256_loadu_ps(x[r] + k), acc[r]);
     }
     for (int r = 0; r < N; ++r) {
-      float sum = sum8(acc[r]);
+      float sum = avx2_lane_sum(acc[r]);
       for (int64_t kk = k; kk < w.cols; ++kk) sum += bf16_to_float(row[kk]) * x[r][kk];
       y[r][o] = sum;
     }
@@ -100,7 +88,7 @@ using RowsFn = void (*)(const Bf16Rows&, int64_t, int64_t, const float* const*, 
 
 template <int N>
 struct Kernels {
-#if NVFP4LM_X86_DOT16
+#if NVFP4LM_X86_INTRINSICS
   static constexpr RowsFn scalar = rows_scalar<N>, avx2 = rows_avx2<N>, avx512 = rows_avx512<N>;
 #else
   static constexpr RowsFn scalar = rows_scalar<N>, avx2 = scalar, avx512 = scalar;

@@ -10,15 +10,9 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "ops/cpu/simd.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define NVFP4LM_X86_BF16 1
-#include <immintrin.h>
-#else
-#define NVFP4LM_X86_BF16 0
-#endif
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -95,7 +89,7 @@ void tile_scalar(const Tile& t) {
   tile_emulated<NR, MV>(t);
 }
 
-#if NVFP4LM_X86_BF16
+#if NVFP4LM_X86_INTRINSICS
 template <int NR, int MV>
 __attribute__((target("avx2,fma"))) void tile_avx2(const Tile& t) {
   tile_emulated<NR, MV>(t);
@@ -165,7 +159,7 @@ __attribute__((target("avx512f"))) void dequantize_row_avx512(const uint8_t* cod
   }
 }
 #pragma GCC diagnostic pop
-#endif  // NVFP4LM_X86_BF16
+#endif  // NVFP4LM_X86_INTRINSICS
 
 using TileFn = void (*)(const Tile&);
 
@@ -190,7 +184,7 @@ template <int NR, int MV>
 struct Scalar {
   static void run(const Tile& t) { tile_scalar<NR, MV>(t); }
 };
-#if NVFP4LM_X86_BF16
+#if NVFP4LM_X86_INTRINSICS
 template <int NR, int MV>
 struct Avx2 {
   static void run(const Tile& t) { tile_avx2<NR, MV>(t); }
@@ -206,7 +200,7 @@ struct Avx512Bf16 {
 #endif
 
 TileFn tile_kernel(Bf16Isa isa, int nr, int mv) {
-#if NVFP4LM_X86_BF16
+#if NVFP4LM_X86_INTRINSICS
   if (isa == Bf16Isa::Avx512Bf16) return pick_tile<Avx512Bf16>(nr, mv);
   if (isa == Bf16Isa::Avx512) return pick_tile<Avx512>(nr, mv);
   if (isa == Bf16Isa::Avx2) return pick_tile<Avx2>(nr, mv);
@@ -243,7 +237,7 @@ bool bf16_isa_supported(Bf16Isa isa) {
   switch (isa) {
     case Bf16Isa::Scalar:
       return true;
-#if NVFP4LM_X86_BF16
+#if NVFP4LM_X86_INTRINSICS
     case Bf16Isa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Bf16Isa::Avx512:
@@ -316,7 +310,7 @@ void bf16_gemm(Bf16Isa isa, const PackedActivations& x, const uint16_t* w, int64
 void dequantize_nvfp4_row_bf16(Bf16Isa isa, const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out) {
   NVFP4LM_ASSERT(cols % kBlock == 0, "dequantize_nvfp4_row_bf16: {} columns", cols);
   const std::array<float, 256>& e4m3 = e4m3_values();
-#if NVFP4LM_X86_BF16
+#if NVFP4LM_X86_INTRINSICS
   if (isa == Bf16Isa::Avx512 || isa == Bf16Isa::Avx512Bf16) {
     dequantize_row_avx512(codes, scales, cols, out, e4m3);
     return;

@@ -5,13 +5,7 @@
 #include "ops/cpu/dense_dot.h"
 
 #include "core/error.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define NVFP4LM_X86_DENSE_DOT 1
-#include <immintrin.h>
-#else
-#define NVFP4LM_X86_DENSE_DOT 0
-#endif
+#include "ops/cpu/simd.h"
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -37,18 +31,12 @@ void dense_scalar(const DenseRows& w, int64_t first, int64_t last, const float* 
   }
 }
 
-#if NVFP4LM_X86_DENSE_DOT
+#if NVFP4LM_X86_INTRINSICS
 #pragma GCC diagnostic push
 #ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
 #endif
 // ---- AVX2 + FMA: 8 lanes, the tail through a load mask ----------------------------------------------------------
-__attribute__((target("avx2,fma"))) inline float avx2_lane_sum(__m256 v) {
-  const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
-}
-
 template <int N>
 __attribute__((target("avx2,fma"))) void dense_avx2(const DenseRows& w, int64_t first, int64_t last,
                                                     const float* const* x, float* const* y) {
@@ -93,13 +81,13 @@ __attribute__((target("avx512f"))) void dense_avx512(const DenseRows& w, int64_t
   }
 }
 #pragma GCC diagnostic pop
-#endif  // NVFP4LM_X86_DENSE_DOT
+#endif  // NVFP4LM_X86_INTRINSICS
 
 using RowsFn = void (*)(const DenseRows&, int64_t, int64_t, const float* const*, float* const*);
 
 template <int N>
 struct Kernels {
-#if NVFP4LM_X86_DENSE_DOT
+#if NVFP4LM_X86_INTRINSICS
   static constexpr RowsFn scalar = dense_scalar<N>, avx2 = dense_avx2<N>, avx512 = dense_avx512<N>;
 #else
   static constexpr RowsFn scalar = dense_scalar<N>, avx2 = scalar, avx512 = scalar;

@@ -8,15 +8,9 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "ops/cpu/simd.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define NVFP4LM_X86_DOT 1
-#include <immintrin.h>
-#else
-#define NVFP4LM_X86_DOT 0
-#endif
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -68,7 +62,7 @@ void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const float* c
   }
 }
 
-#if NVFP4LM_X86_DOT
+#if NVFP4LM_X86_INTRINSICS
 // GCC 12's intrinsic headers start some AVX-512 conversions from _mm512_undefined_*() and then warn about it
 // (-Wmaybe-uninitialized, a known false positive, GCC PR 105593; clang has no such warning); the values are fully
 // written.
@@ -82,12 +76,6 @@ __attribute__((target("avx2,fma"))) inline __m256 avx2_values(__m128i codes8, __
   const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, index);  // low 3 bits pick
   const __m256i sign = _mm256_and_si256(_mm256_slli_epi32(index, 28), _mm256_set1_epi32(INT32_MIN));
   return _mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign));
-}
-
-__attribute__((target("avx2,fma"))) inline float avx2_sum(__m256 v) {
-  const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
 }
 
 template <int N>
@@ -117,7 +105,7 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Nvfp4Rows& w, int64_t f
         acc[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc[r]);
       }
     }
-    for (int r = 0; r < N; ++r) y[r][o] = avx2_sum(acc[r]);
+    for (int r = 0; r < N; ++r) y[r][o] = avx2_lane_sum(acc[r]);
   }
 }
 
@@ -162,13 +150,13 @@ __attribute__((target("avx512f"))) void rows_avx512(const Nvfp4Rows& w, int64_t 
   }
 }
 #pragma GCC diagnostic pop
-#endif  // NVFP4LM_X86_DOT
+#endif  // NVFP4LM_X86_INTRINSICS
 
 using RowsFn = void (*)(const Nvfp4Rows&, int64_t, int64_t, const float* const*, float* const*);
 
 template <int N>
 struct Kernels {
-#if NVFP4LM_X86_DOT
+#if NVFP4LM_X86_INTRINSICS
   static constexpr RowsFn scalar = rows_scalar<N>, avx2 = rows_avx2<N>, avx512 = rows_avx512<N>;
 #else
   static constexpr RowsFn scalar = rows_scalar<N>, avx2 = scalar, avx512 = scalar;
@@ -193,7 +181,7 @@ bool dot_isa_supported(DotIsa isa) {
   switch (isa) {
     case DotIsa::Scalar:
       return true;
-#if NVFP4LM_X86_DOT
+#if NVFP4LM_X86_INTRINSICS
     case DotIsa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case DotIsa::Avx512:

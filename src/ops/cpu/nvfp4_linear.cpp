@@ -12,8 +12,6 @@
 // dequantization uses, so the two fp32 paths differ only in fp32 summation order.
 #include "ops/cpu/nvfp4_linear.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 

@@ -1,3 +1,5 @@
+// SIMD building blocks of the CPU kernels.
+//
 // NVFP4LM_CPU_CLONES: compile a hot CPU kernel several times — AVX-512, AVX2+FMA (x86-64-v4 / v3) and the
 // baseline — and pick one at load time (GCC function multiversioning), so the portable build still uses the
 // wide vector units. Put it on a coarse function (a whole task's loop nest): clones are not inlined, each
@@ -8,4 +10,26 @@
 #define NVFP4LM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define NVFP4LM_CPU_CLONES
+#endif
+
+// NVFP4LM_X86_INTRINSICS: x86-64 kernel variants written with intrinsics under target attributes (AVX2, AVX-512),
+// chosen at run time, so a portable build still runs them where the CPU has the units (the dot and BF16 GEMM
+// kernels). 0 elsewhere: those files build their scalar variants only.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define NVFP4LM_X86_INTRINSICS 1
+#include <immintrin.h>
+
+namespace nvfp4lm::cpu {
+
+// The sum of a __m256's 8 lanes in one fixed order (the two halves, then pairs, then the last two): the AVX2 dot
+// kernels' final reduction, so each kernel's results repeat bit for bit.
+__attribute__((target("avx2,fma"))) inline float avx2_lane_sum(__m256 v) {
+  const __m128 pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 two = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+
+}  // namespace nvfp4lm::cpu
+#else
+#define NVFP4LM_X86_INTRINSICS 0
 #endif

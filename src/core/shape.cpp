@@ -13,9 +13,18 @@ Shape::Shape(const std::vector<int64_t>& dims) {
     NVFP4LM_CHECK(dims[i] >= 0, "negative dimension {} in shape", dims[i]);
     dims_[i] = dims[i];
   }
-  // numel() (and every byte count made from it) can then never overflow: a shape is refused here when its
-  // element count passes 2^56, far beyond any memory, before anything is sized from it.
-  (void)numel();
+  // numel(), contiguous_strides() and every byte count made from them can then never overflow: a shape is
+  // refused here when its non-zero dimensions multiply past 2^56, far beyond any memory, before anything is sized
+  // from it. Zero dimensions do not count: [0, 2^40, 2^40] holds no element, yet its strides would wrap.
+  int64_t nonzero_product = 1;
+  for (int i = 0; i < rank_; ++i) {
+    const int64_t dim = dims_[static_cast<size_t>(i)];
+    if (dim == 0) continue;
+    NVFP4LM_CHECK(!__builtin_mul_overflow(nonzero_product, dim, &nonzero_product) && nonzero_product <= kMaxNumel,
+                  "shape {} is absurd: its non-zero dimensions multiply past 2^56 (a size computed from a wrong or "
+                  "hostile value?)",
+                  str());
+  }
 }
 
 int64_t Shape::numel() const {
@@ -51,7 +60,8 @@ std::array<int64_t, Shape::kMaxRank> contiguous_strides(const Shape& shape) {
   int64_t stride = 1;
   for (int i = shape.rank() - 1; i >= 0; --i) {
     strides[static_cast<size_t>(i)] = stride;
-    stride *= shape[i];
+    // Checked: operator[] can change a dimension after the constructor's check.
+    NVFP4LM_CHECK(!__builtin_mul_overflow(stride, shape[i], &stride), "shape {} has strides past 2^63", shape.str());
   }
   return strides;
 }

@@ -223,12 +223,14 @@ GgufFile GgufFile::parse(const uint8_t* data, uint64_t size, const std::string& 
     NVFP4LM_CHECK(rank >= 1 && rank <= kMaxRank, "{} has rank {} (1..{})", what, rank, kMaxRank);
     std::vector<int64_t> dims(rank);
     int64_t numel = 1;
+    int64_t nonzero_product = 1;  // zero dims do not excuse the others: [0, 2^40, 2^40] is refused like its product
     for (uint32_t d = 0; d < rank; ++d) {
       const auto dim = cursor.read<uint64_t>(what);
       NVFP4LM_CHECK(dim <= static_cast<uint64_t>(Shape::kMaxNumel) &&
-                        (dim == 0 || numel <= Shape::kMaxNumel / static_cast<int64_t>(dim)),
+                        (dim == 0 || nonzero_product <= Shape::kMaxNumel / static_cast<int64_t>(dim)),
                     "{} has more than 2^56 elements", what);
       numel *= static_cast<int64_t>(dim);
+      if (dim != 0) nonzero_product *= static_cast<int64_t>(dim);
       dims[rank - 1 - d] = static_cast<int64_t>(dim);  // the file lists the fastest dimension first
     }
     tensor.shape = Shape(dims);

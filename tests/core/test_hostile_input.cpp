@@ -97,6 +97,10 @@ TEST(NumberText, StrictDecimalInRange) {
 TEST(ShapeSizes, OverflowIsAnErrorNotAWrappedSize) {
   expect_error([] { Shape({int64_t{1} << 40, int64_t{1} << 40}); }, {"2^56"});
   expect_error([] { Shape({INT64_MAX, 2}); }, {"2^56"});
+  // A zero dimension empties the shape but does not excuse the others: their strides would overflow (fuzz_dat
+  // found this through Tensor::empty's contiguous_strides).
+  expect_error([] { Shape({0, int64_t{1} << 40, int64_t{1} << 40}); }, {"2^56"});
+  EXPECT_EQ(Shape({0, int64_t{1} << 20, int64_t{1} << 20}).numel(), 0);
   Shape shape({4, 4});
   shape[0] = INT64_MAX;  // changed after construction: numel() checks again
   expect_error([&] { (void)shape.numel(); }, {"2^56"});

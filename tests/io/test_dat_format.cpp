@@ -204,6 +204,9 @@ TEST_F(DatBadInput, Leb128Overflow) {
 TEST_F(DatBadInput, AbsurdCountsAndShapes) {
   expect_open_error(leb(uint64_t{1} << 60) + "abcd", {"entry count", "cannot fit"});
   expect_open_error(leb(1) + raw_entry("k", 6, {uint64_t{1} << 30, uint64_t{1} << 30}, ""), {"'k'", "2^50"});
+  // Empty, yet absurd: a zero dim does not excuse the others (their strides would overflow).
+  expect_open_error(leb(1) + raw_entry("k", 6, {0, uint64_t{1} << 30, uint64_t{1} << 30, uint64_t{1} << 30}, ""),
+                    {"'k'", "2^50"});
   expect_open_error(leb(1) + raw_entry("k", 6, {uint64_t{1} << 55}, ""), {"'k'", "absurd"});
   expect_open_error(leb(1) + raw_entry("k", 6, {1, 1, 1, 1, 1}, ""), {"'k'", "5 dimensions"});
   expect_open_error(leb(1) + leb(uint64_t{1} << 40) + "k", {"entry 0", "key length"});

@@ -95,7 +95,8 @@ void add_model_flags(CLI::App& app, ModelFlags& flags) {
 void add_cpu_matmul_flag(CLI::App& app, ModelFlags& flags, const std::string& default_value) {
   flags.cpu_matmul = default_value;
   app.add_option("--cpu-matmul", flags.cpu_matmul,
-                 fmt::format("CPU products: bf16 (BF16 activations in the prefill's products, cpu/nvfp4-bf16) or fp32 "
+                 fmt::format("CPU products: int8 (int8 activations in the decode step's NVFP4 products, BF16 in the "
+                             "prefill's, cpu/nvfp4-int8), bf16 (BF16 in the prefill's only, cpu/nvfp4-bf16) or fp32 "
                              "(the reference, cpu/dequant-gemm); default {}",
                              default_value));
 }

@@ -70,7 +70,7 @@ struct ModelFlags {
   std::string cpu_matmul;  // --cpu-matmul bf16|fp32 (ops/cpu_matmul.h); empty: the reference, fp32
 };
 void add_model_flags(CLI::App& app, ModelFlags& flags);
-// --cpu-matmul, defaulting to `default_value` ("bf16" for the commands that run a model for its output, "fp32" for
+// --cpu-matmul, defaulting to `default_value` ("int8" for the commands that run a model for its output, "fp32" for
 // those that measure it).
 void add_cpu_matmul_flag(CLI::App& app, ModelFlags& flags, const std::string& default_value);
 

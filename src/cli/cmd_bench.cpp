@@ -73,7 +73,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   Qwen3CachedLm lm(model, tokens - 1, {}, decode_mode_for(device, cli.cuda_graph));
   log::info("bench infer: prompt {} tokens, {} generated (greedy, no EOS stop), seed {}", cli.bench.prompt_tokens,
             cli.bench.generate_tokens, cli.bench.seed);
-  InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model.weights()), cli.bench);
+  InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model), cli.bench);
   NVFP4LM_CHECK(cli.copy_mib > 0, "--copy-mib must be positive");
   set_copy_ceiling(result, measure_copy_bandwidth(device, cli.copy_mib << 20));
 
@@ -88,7 +88,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   json["threads"] = omp_get_max_threads();
   if (device.is_cpu()) {
     json["cpu_matmul"] = cpu_matmul_name(model.cpu_matmul());
-    json["cpu_kernels"] = {{"bf16", cpu_bf16_kernel()}, {"nvfp4_decode", cpu_nvfp4_dot_kernel()}};
+    json["cpu_kernels"] = {{"bf16", cpu_bf16_kernel()}, {"nvfp4_decode", cpu_nvfp4_dot_kernel(model.cpu_matmul())}};
   }
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
@@ -96,7 +96,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
                                  model.precision(), "decode steps", lm.decode_path());
   if (device.is_cpu())
     text += fmt::format("{:<28} {} BF16, {} NVFP4 decode, {} threads\n", "CPU kernels", cpu_bf16_kernel(),
-                        cpu_nvfp4_dot_kernel(), omp_get_max_threads());
+                        cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads());
   text += infer_bench_table(result);
   print_bench_result(text, json, cli.json, device);
   return 0;
@@ -121,7 +121,7 @@ BenchRegistration bench_infer(
                         {uint64_t{1}, uint64_t{1} << 20});
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
       app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
-      add_cpu_matmul_flag(app, options->cpu, "bf16");
+      add_cpu_matmul_flag(app, options->cpu, "int8");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_bench_infer(*options); };

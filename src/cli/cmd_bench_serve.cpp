@@ -92,7 +92,7 @@ BenchRegistration registration(
       add_number_option(app, "--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
       app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
       app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
-      add_cpu_matmul_flag(app, options->cpu, "bf16");
+      add_cpu_matmul_flag(app, options->cpu, "int8");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_bench_serve(*options); };

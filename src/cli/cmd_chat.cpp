@@ -77,7 +77,7 @@ CommandRegistration registration(
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ChatCliOptions>();
       add_model_flags(app, options->model);
-      add_cpu_matmul_flag(app, options->model, "bf16");
+      add_cpu_matmul_flag(app, options->model, "int8");
       app.add_option("--system", options->system, "system prompt");
       app.add_flag("--no-think", options->no_think,
                    "hybrid-thinking templates: ask for answers without a think block (enable_thinking=false)");

@@ -298,7 +298,7 @@ CommandRegistration registration(
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<GenerateCliOptions>();
       add_model_flags(app, options->model);
-      add_cpu_matmul_flag(app, options->model, "bf16");
+      add_cpu_matmul_flag(app, options->model, "int8");
       CLI::Option* prompt =
           app.add_option("--prompt", options->prompt, "the user message (or, with --raw, the text to continue)");
       app.add_option("--prompt-ids", options->prompt_ids,

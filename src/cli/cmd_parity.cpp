@@ -106,7 +106,7 @@ CommandRegistration registration(
                         {1, 4096});
       app.add_option("--tolerance", options->tolerances,
                      "CLASS=VALUE: a pass bound relative to the largest reference logit, for the class identical, "
-                     "fp32, bf16-weights, bf16-activations or other (repeat the flag for several)")
+                     "fp32, bf16-weights, bf16-activations, int8-activations or other (repeat the flag for several)")
           ->allow_extra_args(false);
       app.add_option("--device", options->device,
                      "auto (default: the CUDA paths too when a CUDA device can run), cpu, cuda or cuda:N");

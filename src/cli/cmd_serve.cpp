@@ -59,7 +59,7 @@ CommandRegistration registration(
       add_sampling_flags(app, serve.sampling, /*seed_flag=*/false);  // defaults for what a request leaves out
       app.add_flag("--no-think", options->no_think,
                    "hybrid-thinking templates: ask for answers without a think block unless a request says otherwise");
-      add_cpu_matmul_flag(app, options->model, "bf16");
+      add_cpu_matmul_flag(app, options->model, "int8");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
       return [options] { return run_serve(*options); };

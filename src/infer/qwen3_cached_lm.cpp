@@ -57,7 +57,7 @@ int32_t Qwen3CachedLm::forward_choose(std::span<const int32_t> ids, const TokenC
   return id.to(Device::cpu()).data<int32_t>()[0];
 }
 
-uint64_t decode_weight_bytes(const Qwen3Weights& weights) {
+uint64_t decode_weight_bytes(const Qwen3Weights& weights, std::optional<uint64_t> lm_head_bytes) {
   auto linear_bytes = [](const LinearWeight& linear) -> uint64_t {
     return linear.is_nvfp4() ? linear.nvfp4.nbytes() : linear.dense.nbytes();
   };
@@ -70,10 +70,15 @@ uint64_t decode_weight_bytes(const Qwen3Weights& weights) {
       bytes += linear_bytes(*linear);
   }
   bytes += weights.final_norm.nbytes();
-  bytes += linear_bytes(weights.lm_head);
+  bytes += lm_head_bytes.value_or(linear_bytes(weights.lm_head));
   if (weights.embed_tokens.defined() && weights.embed_tokens.rank() == 2)
     bytes += weights.embed_tokens.nbytes() / static_cast<uint64_t>(weights.embed_tokens.dim(0));
   return bytes;
+}
+
+uint64_t decode_weight_bytes(const Qwen3Model& model) {
+  const uint64_t int8_head = model.int8_lm_head_bytes();
+  return decode_weight_bytes(model.weights(), int8_head ? std::optional<uint64_t>(int8_head) : std::nullopt);
 }
 
 std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,

@@ -53,8 +53,11 @@ class Qwen3CachedLm : public CachedLm {
 };
 
 // Bytes of weights one decode step reads: every linear (packed codes + block scales for NVFP4), every norm, the
-// lm_head (the embedding matrix when tied) and one embedding row.
-uint64_t decode_weight_bytes(const Qwen3Weights& weights);
+// lm_head (the embedding matrix when tied; `lm_head_bytes` when given: a copy the decode steps read instead) and one
+// embedding row.
+uint64_t decode_weight_bytes(const Qwen3Weights& weights, std::optional<uint64_t> lm_head_bytes = std::nullopt);
+// The same for the model as it decodes (its int8 lm_head copy, if it made one).
+uint64_t decode_weight_bytes(const Qwen3Model& model);
 
 // The greedy answer of `model` to one user question, rendered with `style` as generation prompts are
 // (encode_generation_prompt), up to max_new_tokens, stopping at an end-of-sequence token.

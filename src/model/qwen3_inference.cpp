@@ -205,6 +205,8 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
                            workspace.cpu_matmul);
       cast(buf.narrow_logits, buf.logits);
     }
+  } else if (workspace.int8_lm_head && (head_rows == LinearRows::Independent || last.dim(0) <= kNvfp4FusedMaxRows)) {
+    workspace.int8_lm_head->logits(buf.hidden, buf.logits);
   } else {
     lm_head_logits(buf.hidden, weights.lm_head.dense, buf.logits, head_rows, workspace.cpu_matmul);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -12,6 +13,7 @@
 #include "model/kv_cache.h"
 #include "model/qwen3_weights.h"
 #include "ops/cpu_matmul.h"
+#include "ops/int8_lm_head.h"
 #include "ops/rope.h"
 
 namespace nvfp4lm::detail {
@@ -22,6 +24,8 @@ struct InferenceWorkspace {
   std::optional<RopeTable> rope;           // positions [0, rope->max_positions())
   Tensor dequant_scratch;                  // NVFP4 dequantization (ops/nvfp4_linear.h); undefined for dense models
   CpuMatmul cpu_matmul = CpuMatmul::Fp32;  // the CPU linears' kernels (ops/cpu_matmul.h)
+  // Int8Activations on the CPU with a BF16 lm_head: its int8 copy for decode-sized calls (ops/int8_lm_head.h).
+  std::shared_ptr<const Int8LmHead> int8_lm_head;
 
   // Makes sure the RoPE table covers positions [0, positions); grows it to a power of two (at least 4096) if not.
   void ensure_rope(const Qwen3Config& config, int64_t positions, Device device);

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "core/logging.h"
@@ -82,6 +83,15 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
   Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device),
                                                       options.dequantize_nvfp4));
   model.workspace_->cpu_matmul = options.cpu_matmul;
+  const Tensor& head = model.weights_.lm_head.dense;
+  if (options.device.is_cpu() && options.cpu_matmul == CpuMatmul::Int8Activations &&
+      !model.weights_.lm_head.is_nvfp4() && Int8LmHead::supported(head)) {
+    const auto start = std::chrono::steady_clock::now();
+    model.workspace_->int8_lm_head = std::make_shared<const Int8LmHead>(head);
+    log::info("lm_head: the {} table copied to int8 (a scale per 16 values) for decode steps, {:.1f} MiB in {:.1f} s",
+              dtype_name(head.dtype()), to_mib(model.workspace_->int8_lm_head->bytes()),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   model.source_ = files.path();
   model.tokenizer_dir_ = options.tokenizer_dir ? options.tokenizer_dir : files.tokenizer_dir();
   int64_t nvfp4_linears = 0, linears = 0;
@@ -91,8 +101,8 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
       files.path().string(), model_format_name(files.format()), options.device.label(), model.compute_path(),
       model.precision(), to_mib(model.weights_.nbytes()), nvfp4_linears, linears);
   if (options.device.is_cpu())
-    log::info("CPU kernels: {} BF16, {} NVFP4 decode, {} OpenMP threads", cpu_bf16_kernel(), cpu_nvfp4_dot_kernel(),
-              omp_get_max_threads());
+    log::info("CPU kernels: {} BF16, {} NVFP4 decode, {} OpenMP threads", cpu_bf16_kernel(),
+              cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads());
   return model;
 }
 
@@ -108,10 +118,18 @@ std::string Qwen3Model::compute_path() const {
 
 CpuMatmul Qwen3Model::cpu_matmul() const { return workspace_->cpu_matmul; }
 
+uint64_t Qwen3Model::int8_lm_head_bytes() const {
+  return workspace_->int8_lm_head ? workspace_->int8_lm_head->bytes() : 0;
+}
+
 std::string Qwen3Model::precision() const {
   std::string compute = "bf16 activations, fp32 accumulation";
   if (compute_dtype() == DType::F32)
-    compute = workspace_->cpu_matmul == CpuMatmul::Fp32 ? "fp32" : "fp32, bf16 activations in the prefill's products";
+    compute = workspace_->cpu_matmul == CpuMatmul::Fp32 ? "fp32"
+              : workspace_->cpu_matmul == CpuMatmul::Bf16Activations
+                  ? "fp32, bf16 activations in the prefill's products"
+                  : "fp32, bf16 activations in the prefill's products, "
+                    "int8 in the decode step's NVFP4 products";
   const DType dense = weights_.layers.empty() || weights_.layers[0].q_proj.is_nvfp4()
                           ? weights_.embed_tokens.dtype()
                           : weights_.layers[0].q_proj.dense.dtype();
@@ -120,6 +138,7 @@ std::string Qwen3Model::precision() const {
   std::string table;
   if (weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32)
     table = weights_.lm_head.is_nvfp4() ? ", embedding BF16, lm_head NVFP4" : ", embedding / lm_head BF16";
+  if (workspace_->int8_lm_head) table += ", the lm_head's decode steps int8";
   return fmt::format("{} (weights {}{})", compute, weights, table);
 }
 

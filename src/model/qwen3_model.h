@@ -37,8 +37,9 @@ struct ModelOptions {
   // cuda/dense-bf16): the same weights through the dense kernels, for parity checks.
   bool dequantize_nvfp4 = false;
   // The CPU's kernels for the NVFP4 projections and a BF16 lm_head (ops/cpu_matmul.h): the fp32 reference
-  // (cpu/dequant-gemm, the library's default) or BF16 activations in the prefill's products (cpu/nvfp4-bf16, what
-  // generate / chat / bench infer use unless --cpu-matmul fp32). Ignored on CUDA.
+  // (cpu/dequant-gemm, the library's default), BF16 activations in the prefill's products (cpu/nvfp4-bf16), or
+  // besides int8 ones in the decode steps (cpu/nvfp4-int8, what generate / chat / serve / bench infer use unless
+  // --cpu-matmul says otherwise; a BF16 lm_head then gets an int8 copy at load). Ignored on CUDA.
   CpuMatmul cpu_matmul = CpuMatmul::Fp32;
 };
 
@@ -58,6 +59,9 @@ class Qwen3Model {
   // "fp32 (weights NVFP4)", "bf16 activations, fp32 accumulation (weights dense BF16)", ...
   std::string precision() const;
   CpuMatmul cpu_matmul() const;
+  // Bytes of the lm_head's int8 copy the CPU decode steps read under CpuMatmul::Int8Activations (ops/int8_lm_head.h);
+  // 0 when the model has none.
+  uint64_t int8_lm_head_bytes() const;
   // Where the model came from (for messages) and its tokenizer directory, if any.
   const fs::path& source() const { return source_; }
   const std::optional<fs::path>& tokenizer_dir() const { return tokenizer_dir_; }

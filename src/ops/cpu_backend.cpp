@@ -6,6 +6,7 @@
 
 #include "ops/cpu/bf16_gemm.h"
 #include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/nvfp4_int8_dot.h"
 
 namespace nvfp4lm {
 
@@ -28,7 +29,10 @@ std::string cpu_blas_threading_warning() {
          "OPENBLAS_NUM_THREADS=1";
 }
 
-const char* cpu_nvfp4_dot_kernel() { return cpu::dot_isa_name(cpu::best_nvfp4_dot_isa()); }
+const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul) {
+  if (matmul == CpuMatmul::Int8Activations) return cpu::int8_dot_isa_name(cpu::best_int8_dot_isa());
+  return cpu::dot_isa_name(cpu::best_nvfp4_dot_isa());
+}
 
 const char* cpu_bf16_kernel() { return cpu::bf16_isa_name(cpu::best_bf16_isa()); }
 

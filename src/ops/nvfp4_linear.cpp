@@ -67,7 +67,16 @@ void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y,
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w) { return w.rows * w.cols; }
 
 const char* nvfp4_linear_compute_path(Device device, CpuMatmul matmul) {
-  if (device.is_cpu()) return matmul == CpuMatmul::Fp32 ? "cpu/dequant-gemm" : "cpu/nvfp4-bf16";
+  if (device.is_cpu()) {
+    switch (matmul) {
+      case CpuMatmul::Fp32:
+        return "cpu/dequant-gemm";
+      case CpuMatmul::Bf16Activations:
+        return "cpu/nvfp4-bf16";
+      case CpuMatmul::Int8Activations:
+        return "cpu/nvfp4-int8";
+    }
+  }
 #if NVFP4LM_HAS_CUDA
   if (device.is_cuda()) return "cuda/nvfp4-w4a16";  // decode rows; prefill dequantizes into gemm
 #endif

@@ -3,6 +3,8 @@
 // keeps fp32 masters and uses ops/gemm.h on the dequantized weight).
 //
 // Compute paths (DESIGN.md §3), chosen by the operands' device (and on the CPU by CpuMatmul, ops/cpu_matmul.h):
+//  - CPU, "cpu/nvfp4-int8" (CpuMatmul::Int8Activations): few rows (decode) in integer dot products of the codes with
+//    int8-quantized activations (ops/cpu/nvfp4_int8_dot.h); many rows as "cpu/nvfp4-bf16".
 //  - CPU, "cpu/nvfp4-bf16" (CpuMatmul::Bf16Activations): for N > kNvfp4FusedMaxRows rows, blocks of 6 weight rows
 //    are dequantized to BF16 in cache (exact) and multiplied with the BF16-rounded activations, fp32 sums, the tensor
 //    scale applied to them (ops/cpu/bf16_gemm.h); few rows as below.

@@ -15,8 +15,8 @@
 namespace nvfp4lm {
 namespace {
 
-constexpr std::array<std::string_view, kToleranceClasses> kNames = {"identical", "fp32", "bf16-weights",
-                                                                    "bf16-activations", "other"};
+constexpr std::array<std::string_view, kToleranceClasses> kNames = {
+    "identical", "fp32", "bf16-weights", "bf16-activations", "int8-activations", "other"};
 
 // Index of the largest of row[0, candidates) (the lowest on ties; NaN never wins).
 int32_t row_argmax(const float* row, int64_t candidates) {
@@ -37,6 +37,7 @@ LogitTolerances::LogitTolerances() {
   set(ToleranceClass::Fp32, 1e-4);
   set(ToleranceClass::Bf16Weights, 5e-2);
   set(ToleranceClass::Bf16Activations, 1e-1);
+  set(ToleranceClass::Int8Activations, 1e-1);
   set(ToleranceClass::Other, of(ToleranceClass::Fp32));
 }
 

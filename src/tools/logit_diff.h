@@ -30,8 +30,8 @@
 
 namespace nvfp4lm {
 
-enum class ToleranceClass { Identical, Fp32, Bf16Weights, Bf16Activations, Other };
-inline constexpr int kToleranceClasses = 5;
+enum class ToleranceClass { Identical, Fp32, Bf16Weights, Bf16Activations, Int8Activations, Other };
+inline constexpr int kToleranceClasses = 6;
 
 std::string_view tolerance_class_name(ToleranceClass tolerance_class);  // "identical", "fp32", ...
 

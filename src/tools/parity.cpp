@@ -76,11 +76,18 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
   PathSpec& cpu_dense = add("cpu-dense", "NVFP4 weights dequantized once to F32, full forward", dense,
                             SequenceRunner::Full, "reference", ToleranceClass::Fp32);
   if (!nvfp4) cpu_dense.info.skipped = "the model's weights are dense: the reference already runs cpu/dense";
-  // The CPU's fast path (generate's default): BF16 activations in the prefill's products, KV cache as generate runs.
-  ModelKey fast = main;
-  fast.cpu_matmul = CpuMatmul::Bf16Activations;
-  add("cpu-bf16", "KV cache, BF16 activations in the prefill's products (cpu/nvfp4-bf16, generate's default)", fast,
-      SequenceRunner::Cached, "reference", ToleranceClass::Bf16Activations);
+  // The CPU's fast paths: BF16 activations in the prefill's products; and generate's default, int8 activations in
+  // the decode steps' NVFP4 products besides. KV cache as generate runs.
+  ModelKey bf16 = main;
+  bf16.cpu_matmul = CpuMatmul::Bf16Activations;
+  add("cpu-bf16", "KV cache, BF16 activations in the prefill's products (cpu/nvfp4-bf16)", bf16, SequenceRunner::Cached,
+      "reference", ToleranceClass::Bf16Activations);
+  ModelKey int8 = main;
+  int8.cpu_matmul = CpuMatmul::Int8Activations;
+  add("cpu-int8",
+      "KV cache, int8 activations in the decode steps' NVFP4 products, BF16 in the prefill's (cpu/nvfp4-int8, "
+      "generate's default)",
+      int8, SequenceRunner::Cached, "reference", ToleranceClass::Int8Activations);
 
   const std::map<ModelFormat, std::pair<std::string, ToleranceClass>> copies = {
       {ModelFormat::ModeloptNvfp4, {"reference", ToleranceClass::Identical}},

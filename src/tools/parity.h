@@ -11,8 +11,10 @@
 //   cpu-cache      the same model through a KV cache: the prompt prefilled, then one token per step (the fused
 //                  <= 8-row NVFP4 kernel), as generation runs it                     vs reference         fp32
 //   cpu-dense      its NVFP4 weights dequantized once to F32 (cpu/dense)            vs reference         fp32
-//   cpu-bf16       KV cache with BF16 activations in the prefill's products (cpu/nvfp4-bf16, what generate runs
-//                  by default; ops/cpu_matmul.h)                                   vs reference bf16-activations
+//   cpu-bf16       KV cache with BF16 activations in the prefill's products (cpu/nvfp4-bf16; ops/cpu_matmul.h)
+//                                                                                  vs reference bf16-activations
+//   cpu-int8       KV cache with int8 activations in the decode steps' NVFP4 products, BF16 in the prefill's
+//                  (cpu/nvfp4-int8, what generate runs by default)                 vs reference int8-activations
 //   copy-modelopt  the model written as ModelOpt NVFP4 to a temporary directory    vs reference         identical
 //   copy-dat       ... as `.dat` (needs tensor scales of 1, which .dat models have) vs copy-modelopt    identical
 //   copy-bf16      ... as dense BF16 safetensors                                   vs reference         bf16-weights

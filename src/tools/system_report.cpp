@@ -83,14 +83,20 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   if (!nvfp4_cpu.empty())
     paths.push_back({"cpu/dequant-gemm", nvfp4_cpu == "cpu/dequant-gemm",
                      nvfp4_cpu == "cpu/dequant-gemm" ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel",
-                                                                   cpu_detail, cpu_nvfp4_dot_kernel())
+                                                                   cpu_detail, cpu_nvfp4_dot_kernel(CpuMatmul::Fp32))
                                                      : "NVFP4 linears on the CPU use " + nvfp4_cpu});
-  // The fast CPU path (generate, chat, bench infer by default; --cpu-matmul bf16): it always runs, the variant
-  // of its BF16 kernels depends on the CPU.
-  paths.push_back({nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Bf16Activations), true,
-                   fmt::format("BF16 activations in the prefill's products, fp32 sums, NVFP4 weights dequantized to "
-                               "BF16 in cache; {} BF16 kernels, {} decode kernel, {} OpenMP threads",
-                               cpu_bf16_kernel(), cpu_nvfp4_dot_kernel(), report.openmp_threads)});
+  // The fast CPU paths (generate, chat, serve, bench infer by default: int8; --cpu-matmul bf16): they always run,
+  // the variants of their kernels depend on the CPU.
+  paths.push_back(
+      {nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Int8Activations), true,
+       fmt::format("int8 activations (a scale per 16) in the decode step's NVFP4 products, {} kernel; BF16 "
+                   "in the prefill's, {} kernels; {} OpenMP threads",
+                   cpu_nvfp4_dot_kernel(CpuMatmul::Int8Activations), cpu_bf16_kernel(), report.openmp_threads)});
+  paths.push_back(
+      {nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Bf16Activations), true,
+       fmt::format("BF16 activations in the prefill's products, fp32 sums, NVFP4 weights dequantized to "
+                   "BF16 in cache; {} BF16 kernels, {} decode kernel, {} OpenMP threads",
+                   cpu_bf16_kernel(), cpu_nvfp4_dot_kernel(CpuMatmul::Bf16Activations), report.openmp_threads)});
 
   const std::string missing = cuda_prerequisite_missing(report);
   if (!missing.empty()) {

@@ -216,8 +216,8 @@ TEST_F(CliGenerate, BenchInferWritesTableAndJson) {
   const CliResult preset = run_cli("bench infer --preset tiny --nvfp4 --prompt-len 8 --gen 3 --copy-mib 16 --json -");
   ASSERT_EQ(preset.exit_code, 0) << preset.err;
   const nlohmann::json preset_json = nlohmann::json::parse(preset.out);
-  EXPECT_EQ(preset_json["compute_path"], "cpu/nvfp4-bf16");  // bench infer's default, --cpu-matmul bf16
-  EXPECT_EQ(preset_json["cpu_matmul"], "bf16");
+  EXPECT_EQ(preset_json["compute_path"], "cpu/nvfp4-int8");  // bench infer's default, --cpu-matmul int8
+  EXPECT_EQ(preset_json["cpu_matmul"], "int8");
   EXPECT_NE(preset.err.find("weights NVFP4"), std::string::npos) << preset.err;
 }
 

@@ -4,6 +4,7 @@
 // packed path vs the same weights dequantized into a dense model).
 #include <gtest/gtest.h>
 
+#include "infer/qwen3_cached_lm.h"
 #include "io/quantize_model.h"
 #include "model/qwen3_model.h"
 #include "model_test_util.h"
@@ -109,6 +110,43 @@ TEST(Qwen3Forward, ModeloptNvfp4MatchesQatReference) {
     // Decode steps use the fused row-by-row path.
     check_cached_decoding(model, ref.get("input_ids"), tied ? "tied NVFP4" : "NVFP4");
   }
+}
+
+// The fast CPU path (cpu/nvfp4-int8, generate's default): decode steps with int8 activations and, for the tied BF16
+// embedding, an int8 lm_head copy. Close to the fp32 reference's decode steps, not equal to them.
+TEST(Qwen3Forward, Int8DecodeStepsStayCloseToTheReference) {
+  const Reference ref(true);
+  TempDir dir;
+  const fs::path path = quantize_tiny_modelopt(dir, true);
+  ModelOptions options;
+  options.cpu_matmul = CpuMatmul::Int8Activations;
+  const Qwen3Model fast = Qwen3Model::load(path, options);
+  const Qwen3Model reference = Qwen3Model::load(path);
+  EXPECT_EQ(fast.compute_path(), "cpu/nvfp4-int8");
+  const Qwen3Config& c = fast.config();
+  ASSERT_FALSE(fast.weights().lm_head.is_nvfp4());  // the tied embedding (F32 in this fixture)
+  const int64_t padded = (c.hidden_size + 255) / 256 * 256;
+  EXPECT_EQ(fast.int8_lm_head_bytes(), static_cast<uint64_t>(c.vocab_size * padded + c.vocab_size * padded / 8));
+  EXPECT_EQ(reference.int8_lm_head_bytes(), 0u);
+  EXPECT_NE(fast.precision().find("the lm_head's decode steps int8"), std::string::npos) << fast.precision();
+  EXPECT_EQ(decode_weight_bytes(fast.weights()) - decode_weight_bytes(fast),
+            fast.weights().lm_head.dense.nbytes() - fast.int8_lm_head_bytes());
+
+  const Tensor ids = ref.get("input_ids");
+  const int64_t batch = ids.dim(0), tokens = ids.dim(1);
+  KVCache fast_cache = fast.make_cache(batch, tokens), reference_cache = reference.make_cache(batch, tokens);
+  double max_diff = 0, max_logit = 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const Tensor id = ids.narrow(1, t, 1).contiguous();
+    const std::vector<float> a = to_float_vector(fast.forward_cached(id, fast_cache));
+    const std::vector<float> b = to_float_vector(reference.forward_cached(id, reference_cache));
+    for (size_t i = 0; i < a.size(); ++i) {
+      max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - b[i]));
+      max_logit = std::max(max_logit, std::abs(static_cast<double>(b[i])));
+    }
+  }
+  EXPECT_GT(max_diff, 0.0) << "the int8 kernels ran";
+  EXPECT_LT(max_diff, 0.02 * max_logit) << "max |logit| " << max_logit;
 }
 
 // A dense copy of an NVFP4 model's weights (every packed linear dequantized).

@@ -66,8 +66,9 @@ TEST_F(Parity, DatModelPassesEveryCpuPair) {
     EXPECT_GT(prompt.ids.size(), static_cast<size_t>(prompt.prompt_tokens)) << "a continuation was generated";
     EXPECT_LE(prompt.ids.size(), static_cast<size_t>(prompt.prompt_tokens) + 4);
     const auto pairs = pairs_of(report, p);
-    for (const char* name : {"cpu-cache vs reference", "cpu-dense vs reference", "cpu-bf16 vs reference",
-                             "copy-modelopt vs reference", "copy-dat vs copy-modelopt", "copy-bf16 vs reference"}) {
+    for (const char* name :
+         {"cpu-cache vs reference", "cpu-dense vs reference", "cpu-bf16 vs reference", "cpu-int8 vs reference",
+          "copy-modelopt vs reference", "copy-dat vs copy-modelopt", "copy-bf16 vs reference"}) {
       ASSERT_TRUE(pairs.count(name)) << name << "\n" << parity_table(report);
       const ParityPair& pair = pairs.at(name);
       EXPECT_TRUE(pair.pass()) << name;
@@ -82,6 +83,10 @@ TEST_F(Parity, DatModelPassesEveryCpuPair) {
     EXPECT_EQ(pairs.at("cpu-cache vs reference").diff.top1_agree, pairs.at("cpu-cache vs reference").diff.positions);
     // BF16 activations in the prefill: further off than fp32 reordering, well inside the bf16-activations bound.
     EXPECT_GT(pairs.at("cpu-bf16 vs reference").diff.max_abs_diff,
+              pairs.at("cpu-cache vs reference").diff.max_abs_diff);
+    // int8 activations in the decode steps as well: further off still (the prompt's positions are prefilled in BF16,
+    // the continuation's decoded in int8).
+    EXPECT_GT(pairs.at("cpu-int8 vs reference").diff.max_abs_diff,
               pairs.at("cpu-cache vs reference").diff.max_abs_diff);
   }
   EXPECT_EQ(skip_reason(report, "cuda"), "no CUDA device: not asked for in this test");

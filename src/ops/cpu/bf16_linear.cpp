@@ -68,7 +68,7 @@ void bf16_linear_forward(const Tensor& x, const Tensor& w, Tensor& y, bool indep
   const auto* bits = static_cast<const uint16_t*>(w.raw());
   if (mx.rows <= kDotMaxRows || independent_rows) return dot_rows(mx, Bf16Rows{bits, in, in}, out, my);
   // An odd width cannot be packed in pairs: it takes the reference's route (Qwen3's hidden sizes are even).
-  if (matmul == CpuMatmul::Bf16Activations && in % 2 == 0) return bf16_blocks(mx, bits, out, my);
+  if (matmul != CpuMatmul::Fp32 && in % 2 == 0) return bf16_blocks(mx, bits, out, my);
   fp32_blocks(x, bits, out, in, y);
 }
 

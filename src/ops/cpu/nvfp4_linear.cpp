@@ -6,7 +6,10 @@
 //    products of its weight rows with the x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per
 //    CPU; ops/cpu/row_groups.h for more than 8 rows). Memory traffic is then the packed weight only, which is what
 //    makes NVFP4 decoding faster than a dense F32 model, and each row's result does not depend on the others.
-//  - many rows with CpuMatmul::Bf16Activations: each thread dequantizes 6 weight rows at a time to BF16 (exact) and
+//  - few rows with CpuMatmul::Int8Activations: the same split, each x row quantized once to int8 (a scale per 16
+//    values) and multiplied by the codes in integer dot products (ops/cpu/nvfp4_int8_dot.h).
+//  - many rows with CpuMatmul::Bf16Activations or Int8Activations: each thread dequantizes 6 weight rows at a time to
+//  BF16 (exact) and
 //    runs the BF16 GEMM over every activation row (ops/cpu/bf16_gemm.h); the tensor scale multiplies the sums.
 // Weight values are e2m1_to_float(code) * nvfp4_dequant_scale(scale, tensor_scale), the products every
 // dequantization uses, so the two fp32 paths differ only in fp32 summation order.
@@ -18,6 +21,7 @@
 #include "ops/cpu/bf16_gemm.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/nvfp4_int8_dot.h"
 #include "ops/cpu/row_groups.h"
 #include "ops/cpu/views.h"
 #include "ops/nvfp4_linear.h"
@@ -50,6 +54,26 @@ void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, 
   }
 }
 
+// x's rows quantized for the int8 kernels, in the calling thread's buffers (reused across calls; a parallel region
+// must read them through the returned reference: naming the thread_local there would give each worker its own).
+std::vector<Int8Activations>& quantized_rows(const MatrixF32& x) {
+  static thread_local std::vector<Int8Activations> storage;
+  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
+  for (int64_t r = 0; r < x.rows; ++r) quantize_int8_activations(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
+  return storage;
+}
+
+void int8_rows(const MatrixF32& x, const Nvfp4Rows& w, int64_t out_rows, const MatrixF32& y) {
+  std::vector<Int8Activations>& quantized = quantized_rows(x);
+  const DotIsa isa = best_int8_dot_isa();
+  run_row_groups_of(
+      x.rows, [&](int64_t i) -> const Int8Activations* { return &quantized[static_cast<size_t>(i)]; }, y, out_rows,
+      w.cols, w.cols / 2 + w.cols / 16,
+      [&](int64_t first, int64_t last, const Int8Activations* const* x_rows, float* const* y_rows, int n) {
+        nvfp4_int8_dot_rows(isa, w, first, last, x_rows, y_rows, n);
+      });
+}
+
 }  // namespace
 
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows,
@@ -62,6 +86,10 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   if (mx.rows == 0) return;
   const auto* codes = static_cast<const uint8_t*>(w.codes.raw());
   const auto* scales = static_cast<const uint8_t*>(w.block_scales.raw());
+  if ((mx.rows <= kNvfp4FusedMaxRows || independent_rows) && matmul == CpuMatmul::Int8Activations) {
+    int8_rows(mx, Nvfp4Rows{codes, scales, w.cols, w.tensor_scale}, w.rows, my);
+    return;
+  }
   if (mx.rows <= kNvfp4FusedMaxRows || independent_rows) {
     const Nvfp4Rows rows{codes, scales, w.cols, w.tensor_scale};
     const DotIsa isa = best_nvfp4_dot_isa();
@@ -71,7 +99,7 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
                    });
     return;
   }
-  if (matmul == CpuMatmul::Bf16Activations) {
+  if (matmul != CpuMatmul::Fp32) {
     bf16_rows(mx, codes, scales, w.rows, w.cols, w.tensor_scale, my);
     return;
   }

@@ -26,15 +26,16 @@ inline constexpr int64_t kParallelElements = int64_t{1} << 20;
 // Bytes of weight per tile of output rows when N > kDotMaxRows: half of a 512 KiB L2 (AMD Zen 2 / 3).
 inline constexpr int64_t kRowTileBytes = int64_t{256} << 10;
 
-// kernel(first, last, x_rows, y_rows, n): y_rows[r][o] for o in [first, last), r < n <= kDotMaxRows.
-template <typename Kernel>
-void run_row_groups(const MatrixF32& x, const MatrixF32& y, int64_t out_rows, int64_t in_cols, int64_t weight_row_bytes,
-                    const Kernel& kernel) {
-  const int64_t n = x.rows;
+// kernel(first, last, x_rows, y_rows, n): y_rows[r][o] for o in [first, last), r < n <= kDotMaxRows, where x_rows
+// holds x_row(i) for the group's n activation rows i: a float row, or what a kernel made of it (an Int8Activations).
+template <typename XRow, typename Kernel>
+void run_row_groups_of(int64_t n, const XRow& x_row, const MatrixF32& y, int64_t out_rows, int64_t in_cols,
+                       int64_t weight_row_bytes, const Kernel& kernel) {
   if (n == 0 || out_rows == 0) return;
+  using Row = decltype(x_row(int64_t{0}));
   const int64_t tile = std::max<int64_t>(1, kRowTileBytes / std::max<int64_t>(1, weight_row_bytes));
   auto slice = [&](int64_t begin, int64_t end) {
-    std::array<const float*, kDotMaxRows> x_rows{};
+    std::array<Row, kDotMaxRows> x_rows{};
     std::array<float*, kDotMaxRows> y_rows{};
     const int64_t step = n <= kDotMaxRows ? end - begin : tile;
     for (int64_t first = begin; first < end; first += step) {
@@ -42,7 +43,7 @@ void run_row_groups(const MatrixF32& x, const MatrixF32& y, int64_t out_rows, in
       for (int64_t group = 0; group < n; group += kDotMaxRows) {
         const int count = static_cast<int>(std::min<int64_t>(kDotMaxRows, n - group));
         for (int r = 0; r < count; ++r) {
-          x_rows[static_cast<size_t>(r)] = x.row(group + r);
+          x_rows[static_cast<size_t>(r)] = x_row(group + r);
           y_rows[static_cast<size_t>(r)] = y.row(group + r);
         }
         kernel(first, last, x_rows.data(), y_rows.data(), count);
@@ -58,6 +59,14 @@ void run_row_groups(const MatrixF32& x, const MatrixF32& y, int64_t out_rows, in
     const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
     slice(out_rows * thread / threads, out_rows * (thread + 1) / threads);
   }
+}
+
+// The common case: the float rows of x.
+template <typename Kernel>
+void run_row_groups(const MatrixF32& x, const MatrixF32& y, int64_t out_rows, int64_t in_cols, int64_t weight_row_bytes,
+                    const Kernel& kernel) {
+  run_row_groups_of(
+      x.rows, [&](int64_t i) -> const float* { return x.row(i); }, y, out_rows, in_cols, weight_row_bytes, kernel);
 }
 
 }  // namespace nvfp4lm::cpu

@@ -1,0 +1,59 @@
+// Dot products of a few activation rows with packed NVFP4 weight rows in integer arithmetic: the CPU decode step's
+// NVFP4 projections under CpuMatmul::Int8Activations (ops/cpu_matmul.h), the way llama.cpp runs Q4_0 x Q8_0.
+//
+// Why: the fp32 kernel (ops/cpu/nvfp4_dot.h) widens every 4-bit code to an fp32 lane before its FMA, so a core
+// retires 16 multiply-adds per vector instruction and decode is bound by arithmetic, not memory (bench/NOTES.md).
+// Twice an E2M1 value is an integer in [-12, 12], so a byte shuffle turns 64 codes into 64 int8 weights and one
+// vpdpbusd (AVX-512 VNNI) multiplies them by 64 int8 activations: 4x the work per instruction.
+//
+// Numerics. Each activation row is quantized once per call, per 16-element block b (the weight's block size):
+// s_b = max|x| / 127 and q = round_half_even(x * (127 / max|x|)) in [-127, 127] (int8 activations, the Q8 scheme
+// of llama.cpp with blocks of 16). Then, exactly in integers, D_b = Σ_{i in b} 2·e2m1(c_i)·q_i, and
+//   y = tensor_scale / 2 · Σ_b e4m3(scale_b) · s_b · D_b
+// with fp32 products and sums (order fixed per ISA). Against x · deq(w)ᵀ the only change is the activations'
+// rounding, |x_i - s_b q_i| <= s_b / 2 = max_b|x| / 254, so
+//   |y - y_ref| <= Σ_b |e4m3(scale_b) · tensor_scale| · (max_b|x| / 254) · Σ_{i in b} |e2m1(c_i)|  (+ fp32 sums),
+// the bound the tests check. Weight codes are unsigned in the kernel (2·e2m1 + 12, so vpdpbusd's u8 x s8 applies);
+// the activation side carries the correction -12·Σq per lane, so the integer sums are exact.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/cpu/nvfp4_dot.h"
+
+namespace nvfp4lm::cpu {
+
+// Elements of one chunk: 64 code bytes (128 weights, 8 blocks), one vector load. Rows are padded to whole pairs of
+// chunks (256 elements, 16 blocks: the AVX-512 kernel's step).
+inline constexpr int64_t kInt8Chunk = 128;
+inline constexpr int64_t kInt8Padding = 2 * kInt8Chunk;
+
+// One activation row quantized for nvfp4_int8_dot_rows, zero-padded to a multiple of kInt8Padding. Within each chunk
+// the int8 values are reordered to the codes' nibble order: the 64 even elements (low nibbles), then the 64 odd ones
+// (high nibbles), so a vector of low or high nibbles multiplies a contiguous vector of activations.
+struct Int8Activations {
+  int64_t cols = 0;
+  std::vector<int8_t> q;      // [padded cols], the order above
+  std::vector<int32_t> bias;  // [padded cols / 8]: -12 x the sum of the 8 q's that meet int32 lane L of a chunk
+  std::vector<int32_t> int8_weight_bias;  // the same lanes, -128 x the sum (ops/cpu/int8_weight_dot.h)
+  std::vector<float> scale;               // [padded cols / 16]: 128 · s_b per block b (see the .cpp)
+};
+
+// Quantizes x[0, cols) (cols a multiple of 16) into `out` (reusing its storage). A block whose values are not all
+// finite gets s_b = NaN, so non-finite activations still give non-finite outputs.
+void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out);
+
+// Avx512: AVX-512 BW, VL, VNNI and VBMI (Ice Lake, Zen 4 and later; a Cascade Lake runs the Avx2 variant);
+// Avx2: AVX2, FMA, F16C.
+bool int8_dot_isa_supported(DotIsa isa);
+std::vector<DotIsa> supported_int8_dot_isas();
+DotIsa best_int8_dot_isa();                 // the widest supported one, probed once
+const char* int8_dot_isa_name(DotIsa isa);  // "scalar", "avx2", "avx512vnni+vbmi"
+
+// y_rows[r][o] = the formula above for weight rows o in [first, last) and the r-th quantized row (r < n <= 8),
+// whose cols must equal w.cols.
+void nvfp4_int8_dot_rows(DotIsa isa, const Nvfp4Rows& w, int64_t first, int64_t last,
+                         const Int8Activations* const* x_rows, float* const* y_rows, int n);
+
+}  // namespace nvfp4lm::cpu

@@ -266,7 +266,8 @@ bool int8_dot_isa_supported(DotIsa isa) {
       return true;
 #if NVFP4LM_X86_INTRINSICS
     case DotIsa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      // Every AVX2 CPU has F16C (Haswell, Excavator and later); clang's __builtin_cpu_supports has no "f16c".
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case DotIsa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&

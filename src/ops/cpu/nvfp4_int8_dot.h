@@ -45,7 +45,7 @@ struct Int8Activations {
 void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out);
 
 // Avx512: AVX-512 BW, VL, VNNI and VBMI (Ice Lake, Zen 4 and later; a Cascade Lake runs the Avx2 variant);
-// Avx2: AVX2, FMA, F16C.
+// Avx2: AVX2, FMA (and F16C, which every AVX2 CPU has).
 bool int8_dot_isa_supported(DotIsa isa);
 std::vector<DotIsa> supported_int8_dot_isas();
 DotIsa best_int8_dot_isa();                 // the widest supported one, probed once

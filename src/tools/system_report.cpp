@@ -89,8 +89,8 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   // the variants of their kernels depend on the CPU.
   paths.push_back(
       {nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Int8Activations), true,
-       fmt::format("int8 activations (a scale per 16) in the decode step's NVFP4 products, {} kernel; BF16 "
-                   "in the prefill's, {} kernels; {} OpenMP threads",
+       fmt::format("int8 activations (a scale per 16) in the decode step's NVFP4 products and an int8 copy of a "
+                   "BF16 lm_head, {} kernel; BF16 in the prefill's, {} kernels; {} OpenMP threads",
                    cpu_nvfp4_dot_kernel(CpuMatmul::Int8Activations), cpu_bf16_kernel(), report.openmp_threads)});
   paths.push_back(
       {nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Bf16Activations), true,

@@ -36,12 +36,7 @@ void Int8LmHead::logits(const Tensor& hidden, Tensor& logits) const {
   NVFP4LM_ASSERT(x.cols == weights_->cols && y.cols == weights_->rows && x.rows == y.rows,
                  "Int8LmHead::logits: hidden {} · [{}, {}]ᵀ -> logits {}", hidden.str(), weights_->rows, weights_->cols,
                  logits.str());
-  // The calling thread's quantized rows, reused across calls (read by the workers through this reference).
-  static thread_local std::vector<cpu::Int8Activations> quantized_storage;
-  std::vector<cpu::Int8Activations>& quantized = quantized_storage;
-  if (quantized.size() < static_cast<size_t>(x.rows)) quantized.resize(static_cast<size_t>(x.rows));
-  for (int64_t r = 0; r < x.rows; ++r)
-    cpu::quantize_int8_activations(x.row(r), x.cols, quantized[static_cast<size_t>(r)]);
+  const std::vector<cpu::Int8Activations>& quantized = cpu::quantize_int8_rows(x);
   const cpu::DotIsa isa = cpu::best_int8_dot_isa();
   const cpu::Int8Weights& w = *weights_;
   cpu::run_row_groups_of(

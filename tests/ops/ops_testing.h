@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "core/rng.h"
 #include "core/tensor.h"
+#include "quant/nvfp4.h"
 
 namespace nvfp4lm::test {
 
@@ -68,6 +70,46 @@ inline Tensor strided_copy(const Tensor& t, int64_t extra_columns, int64_t offse
   Tensor view = wide.narrow(-1, offset, t.dim(-1));
   view.copy_from(t);
   return view;
+}
+
+// An NVFP4 weight [out, in] whose code and scale bytes are all drawn from rng (not a quantized tensor), so every code
+// and E4M3 scales from tiny subnormals to 448 appear, negative ones too. NaN scale bytes (0x7F/0xFF) become 1.0: a
+// model with them does not load.
+inline Nvfp4Tensor random_nvfp4_bytes(int64_t out, int64_t in, Rng& rng, float tensor_scale) {
+  Nvfp4Tensor w;
+  w.rows = out;
+  w.cols = in;
+  w.tensor_scale = tensor_scale;
+  w.codes = Tensor::empty({out, in / 2}, DType::E2M1x2);
+  w.block_scales = Tensor::empty({out, in / 16}, DType::E4M3);
+  auto* codes = static_cast<uint8_t*>(w.codes.raw());
+  for (int64_t i = 0; i < w.codes.numel(); ++i) codes[i] = static_cast<uint8_t>(rng.next_u64() & 0xFF);
+  auto* scales = static_cast<uint8_t*>(w.block_scales.raw());
+  for (int64_t i = 0; i < w.block_scales.numel(); ++i) {
+    uint8_t s = static_cast<uint8_t>(rng.next_u64() & 0xFF);
+    if ((s & 0x7F) == 0x7F) s = 0x38;  // 1.0
+    scales[i] = s;
+  }
+  return w;
+}
+
+// A dot-rows kernel (nvfp4_dot_rows and its int8 twins) over weight rows [first, last): run(first, last) returns the
+// outputs [n, rows], pre-filled with -7 before the call. The rows asked for must equal the full run's, the others
+// must stay -7, and the full run must repeat bit for bit.
+inline void expect_writes_only_requested_rows(const std::function<std::vector<float>(int64_t, int64_t)>& run,
+                                              int64_t rows, int64_t n, int64_t first, int64_t last,
+                                              const std::string& what) {
+  const std::vector<float> full = run(0, rows);
+  const std::vector<float> part = run(first, last);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < rows; ++o) {
+      const size_t i = static_cast<size_t>(r * rows + o);
+      if (o >= first && o < last)
+        EXPECT_EQ(part[i], full[i]) << what;
+      else
+        EXPECT_EQ(part[i], -7.0f) << what;
+    }
+  EXPECT_EQ(run(0, rows), full) << what;
 }
 
 }  // namespace nvfp4lm::test

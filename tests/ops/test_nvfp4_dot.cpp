@@ -5,10 +5,8 @@
 
 #include <cmath>
 
-#include "common/test_util.h"
-#include "core/rng.h"
 #include "ops/cpu/nvfp4_dot.h"
-#include "quant/nvfp4.h"
+#include "ops_testing.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -20,25 +18,11 @@ struct Case {
   Tensor x;
 };
 
-// out x in weight; every code and scale byte drawn at random (not a quantized tensor), so all 16 codes and
-// E4M3 scales from tiny subnormals to 448 appear. NaN scale bytes (0x7F/0xFF) are excluded: they are rejected
-// when a model loads.
+// out x in weight of random bytes (ops_testing.h), normal activations.
 Case random_case(int64_t out, int64_t in, int64_t n, uint64_t seed, float tensor_scale) {
   Rng rng(seed);
   Case c;
-  c.w.rows = out;
-  c.w.cols = in;
-  c.w.tensor_scale = tensor_scale;
-  c.w.codes = Tensor::empty({out, in / 2}, DType::E2M1x2);
-  c.w.block_scales = Tensor::empty({out, in / 16}, DType::E4M3);
-  auto* codes = static_cast<uint8_t*>(c.w.codes.raw());
-  for (int64_t i = 0; i < c.w.codes.numel(); ++i) codes[i] = static_cast<uint8_t>(rng.next_u64() & 0xFF);
-  auto* scales = static_cast<uint8_t*>(c.w.block_scales.raw());
-  for (int64_t i = 0; i < c.w.block_scales.numel(); ++i) {
-    uint8_t s = static_cast<uint8_t>(rng.next_u64() & 0xFF);
-    if ((s & 0x7F) == 0x7F) s = 0x38;  // 1.0
-    scales[i] = s;
-  }
+  c.w = random_nvfp4_bytes(out, in, rng, tensor_scale);
   c.x = random_normal({n, in}, rng);
   return c;
 }
@@ -107,19 +91,9 @@ TEST(Nvfp4Dot, EveryVariantMatchesTheDequantizedProduct) {
 
 TEST(Nvfp4Dot, WritesOnlyTheRequestedWeightRowsAndRepeatsBitForBit) {
   const Case c = random_case(29, 80, 3, 77, 0.5f);
-  for (DotIsa isa : cpu::supported_dot_isas()) {
-    const std::vector<float> full = run(isa, c, 0, 29);
-    const std::vector<float> part = run(isa, c, 7, 19);
-    for (int64_t r = 0; r < 3; ++r)
-      for (int64_t o = 0; o < 29; ++o) {
-        const size_t i = static_cast<size_t>(r * 29 + o);
-        if (o >= 7 && o < 19)
-          EXPECT_EQ(part[i], full[i]) << cpu::dot_isa_name(isa);
-        else
-          EXPECT_EQ(part[i], -7.0f) << cpu::dot_isa_name(isa);
-      }
-    EXPECT_EQ(run(isa, c, 0, 29), full) << cpu::dot_isa_name(isa);
-  }
+  for (DotIsa isa : cpu::supported_dot_isas())
+    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(isa, c, first, last); }, 29, 3, 7,
+                                      19, cpu::dot_isa_name(isa));
 }
 
 TEST(Nvfp4Dot, NegativeZeroCodesAndZeroScalesGiveZero) {

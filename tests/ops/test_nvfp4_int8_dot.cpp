@@ -7,12 +7,10 @@
 
 #include <cmath>
 
-#include "common/test_util.h"
-#include "core/rng.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
+#include "ops_testing.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
-#include "quant/nvfp4.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -26,24 +24,12 @@ struct Case {
   std::vector<Int8Activations> quantized;
 };
 
-// Random code and scale bytes (NaN scales excluded: a model with them does not load), normal activations with a
-// few large outliers per row so that blocks have very different ranges.
+// Random code and scale bytes (ops_testing.h), normal activations with a few large outliers per row so that blocks
+// have very different ranges.
 Case random_case(int64_t out, int64_t in, int64_t n, uint64_t seed, float tensor_scale) {
   Rng rng(seed);
   Case c;
-  c.w.rows = out;
-  c.w.cols = in;
-  c.w.tensor_scale = tensor_scale;
-  c.w.codes = Tensor::empty({out, in / 2}, DType::E2M1x2);
-  c.w.block_scales = Tensor::empty({out, in / 16}, DType::E4M3);
-  auto* codes = static_cast<uint8_t*>(c.w.codes.raw());
-  for (int64_t i = 0; i < c.w.codes.numel(); ++i) codes[i] = static_cast<uint8_t>(rng.next_u64() & 0xFF);
-  auto* scales = static_cast<uint8_t*>(c.w.block_scales.raw());
-  for (int64_t i = 0; i < c.w.block_scales.numel(); ++i) {
-    uint8_t s = static_cast<uint8_t>(rng.next_u64() & 0xFF);
-    if ((s & 0x7F) == 0x7F) s = 0x38;
-    scales[i] = s;
-  }
+  c.w = random_nvfp4_bytes(out, in, rng, tensor_scale);
   c.x = random_normal({n, in}, rng);
   float* x = c.x.data<float>();
   for (int64_t i = 0; i < n * in; i += 37) x[i] *= 40.0f;
@@ -52,11 +38,8 @@ Case random_case(int64_t out, int64_t in, int64_t n, uint64_t seed, float tensor
   return c;
 }
 
-// The quantized value and scale of element k (undoing the chunk reordering), from the quantizer's output.
-int q_of(const Int8Activations& a, int64_t k) {
-  const int64_t chunk = k / 128, within = k % 128;
-  return a.q[static_cast<size_t>(chunk * 128 + (within % 2) * 64 + within / 2)];
-}
+// The quantized value and scale of element k, from the quantizer's output.
+int q_of(const Int8Activations& a, int64_t k) { return a.q[static_cast<size_t>(cpu::int8_position(k))]; }
 float s_of(const Int8Activations& a, int64_t k) { return a.scale[static_cast<size_t>(k / 16)] / 128.0f; }
 
 TEST(Nvfp4Int8Dot, QuantizerFollowsItsDefinition) {
@@ -183,19 +166,9 @@ TEST(Nvfp4Int8Dot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product)
 
 TEST(Nvfp4Int8Dot, WritesOnlyTheRequestedWeightRowsAndRepeatsBitForBit) {
   const Case c = random_case(29, 400, 3, 77, 0.5f);
-  for (DotIsa isa : cpu::supported_int8_dot_isas()) {
-    const std::vector<float> full = run(isa, c, 0, 29);
-    const std::vector<float> part = run(isa, c, 7, 19);
-    for (int64_t r = 0; r < 3; ++r)
-      for (int64_t o = 0; o < 29; ++o) {
-        const size_t i = static_cast<size_t>(r * 29 + o);
-        if (o >= 7 && o < 19)
-          EXPECT_EQ(part[i], full[i]) << cpu::int8_dot_isa_name(isa);
-        else
-          EXPECT_EQ(part[i], -7.0f) << cpu::int8_dot_isa_name(isa);
-      }
-    EXPECT_EQ(run(isa, c, 0, 29), full) << cpu::int8_dot_isa_name(isa);
-  }
+  for (DotIsa isa : cpu::supported_int8_dot_isas())
+    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(isa, c, first, last); }, 29, 3, 7,
+                                      19, cpu::int8_dot_isa_name(isa));
 }
 
 TEST(Nvfp4Int8Dot, NonFiniteActivationsGiveNonFiniteOutputs) {

@@ -19,8 +19,6 @@ constexpr int kLanes = 16;                 // int32 lanes per chunk
 constexpr int kBlocksPerPair = 16;         // blocks per pair of chunks
 constexpr float kUnscale = 1.0f / 128.0f;  // undoes the activations' 128·s_b
 
-constexpr int64_t reordered_index(int64_t k) { return (k % 2) * 64 + k / 2; }
-
 // t as a BF16 no smaller than t (t >= 0 and finite): so that |w| / t_b <= 127 for the block's largest |w|.
 uint16_t bf16_round_up(float t) {
   uint16_t bits = float_to_bf16(t);
@@ -172,7 +170,7 @@ Int8Weights quantize_int8_weights(const void* data, bool bf16, int64_t rows, int
   Int8Weights w;
   w.rows = rows;
   w.cols = cols;
-  w.padded_cols = (cols + kInt8Padding - 1) / kInt8Padding * kInt8Padding;
+  w.padded_cols = int8_padded_cols(cols);
   w.values.assign(static_cast<size_t>(rows * w.padded_cols), 128);
   w.scales.assign(static_cast<size_t>(rows * (w.padded_cols / kBlock)), 0);
 #pragma omp parallel for schedule(static)
@@ -195,8 +193,7 @@ Int8Weights quantize_int8_weights(const void* data, bool bf16, int64_t rows, int
       if (!finite || t == 0.0f) continue;
       for (int i = 0; i < kBlock; ++i) {
         const float u = std::clamp(std::nearbyint(block[i] / t), -127.0f, 127.0f);
-        const int64_t k = b * kBlock + i;
-        values[(k / kInt8Chunk) * kInt8Chunk + reordered_index(k % kInt8Chunk)] = static_cast<uint8_t>(u + 128.0f);
+        values[int8_position(b * kBlock + i)] = static_cast<uint8_t>(u + 128.0f);
       }
     }
   }

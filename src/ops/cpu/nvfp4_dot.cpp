@@ -195,12 +195,14 @@ bool dot_isa_supported(DotIsa isa) {
   return false;
 }
 
-std::vector<DotIsa> supported_dot_isas() {
+std::vector<DotIsa> dot_isas_where(bool (*supported)(DotIsa)) {
   std::vector<DotIsa> isas;
   for (DotIsa isa : {DotIsa::Scalar, DotIsa::Avx2, DotIsa::Avx512})
-    if (dot_isa_supported(isa)) isas.push_back(isa);
+    if (supported(isa)) isas.push_back(isa);
   return isas;
 }
+
+std::vector<DotIsa> supported_dot_isas() { return dot_isas_where(dot_isa_supported); }
 
 DotIsa best_nvfp4_dot_isa() {
   static const DotIsa best = supported_dot_isas().back();

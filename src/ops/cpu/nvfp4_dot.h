@@ -24,6 +24,8 @@ const char* dot_isa_name(DotIsa isa);  // "scalar", "avx2+fma", "avx512f"
 bool dot_isa_supported(DotIsa isa);    // this CPU can run it (and this build has it)
 DotIsa best_nvfp4_dot_isa();           // the widest supported one, probed once
 std::vector<DotIsa> supported_dot_isas();
+// The ISAs, narrowest first, for which `supported` holds (a kernel family's supported_*_isas()).
+std::vector<DotIsa> dot_isas_where(bool (*supported)(DotIsa));
 
 struct Nvfp4Rows {
   const uint8_t* codes;   // [rows, cols / 2], two E2M1 codes a byte, element 2i in the low nibble

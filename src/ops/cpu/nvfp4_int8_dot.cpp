@@ -38,11 +38,6 @@ std::array<int8_t, 16> unsigned_weight_table() {
   return table;
 }
 
-// Where element k of a chunk goes in the reordered activations.
-constexpr int64_t reordered_index(int64_t k) { return (k % 2) * 64 + k / 2; }
-
-int64_t padded_cols(int64_t cols) { return (cols + kInt8Padding - 1) / kInt8Padding * kInt8Padding; }
-
 // ---- scalar: the lanes above, one at a time ----------------------------------------------------------------
 template <int N>
 void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const Int8Activations* const* x, float* const* y) {
@@ -165,7 +160,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) 
   const __m512i even_lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd_lanes = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const int64_t row_bytes = w.cols / 2, blocks = w.cols / kBlock;
-  const int64_t pairs = padded_cols(w.cols) / kInt8Padding;
+  const int64_t pairs = int8_padded_cols(w.cols) / kInt8Padding;
   for (int64_t o = first; o < last; ++o) {
     const uint8_t* codes = w.codes + o * row_bytes;
     const uint8_t* scales = w.scales + o * blocks;
@@ -227,7 +222,7 @@ struct Kernels {
 
 void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out) {
   NVFP4LM_ASSERT(cols % kBlock == 0, "quantize_int8_activations: {} columns is not a multiple of {}", cols, kBlock);
-  const int64_t padded = padded_cols(cols);
+  const int64_t padded = int8_padded_cols(cols);
   out.cols = cols;
   out.q.assign(static_cast<size_t>(padded), 0);
   out.bias.assign(static_cast<size_t>(padded / 8), 0);
@@ -247,7 +242,7 @@ void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& ou
       const float inverse = 127.0f / max_abs;
       for (int i = 0; i < kBlock; ++i) {
         const float v = std::nearbyint(xb[i] * inverse);
-        q[reordered_index((b % kBlocksPerChunk) * kBlock + i)] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+        out.q[static_cast<size_t>(int8_position(b * kBlock + i))] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
       }
     }
     for (int64_t lane = first_lane; lane < first_lane + 2; ++lane) {
@@ -281,12 +276,14 @@ bool int8_dot_isa_supported(DotIsa isa) {
   return false;
 }
 
-std::vector<DotIsa> supported_int8_dot_isas() {
-  std::vector<DotIsa> isas;
-  for (DotIsa isa : {DotIsa::Scalar, DotIsa::Avx2, DotIsa::Avx512})
-    if (int8_dot_isa_supported(isa)) isas.push_back(isa);
-  return isas;
+const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x) {
+  static thread_local std::vector<Int8Activations> storage;
+  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
+  for (int64_t r = 0; r < x.rows; ++r) quantize_int8_activations(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
+  return storage;
 }
+
+std::vector<DotIsa> supported_int8_dot_isas() { return dot_isas_where(int8_dot_isa_supported); }
 
 DotIsa best_int8_dot_isa() {
   static const DotIsa best = supported_int8_dot_isas().back();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/views.h"
 
 namespace nvfp4lm::cpu {
 
@@ -28,6 +29,13 @@ namespace nvfp4lm::cpu {
 // chunks (256 elements, 16 blocks: the AVX-512 kernel's step).
 inline constexpr int64_t kInt8Chunk = 128;
 inline constexpr int64_t kInt8Padding = 2 * kInt8Chunk;
+
+// cols rounded up to whole pairs of chunks: the length of a quantized row (and of an int8 weight row).
+constexpr int64_t int8_padded_cols(int64_t cols) { return (cols + kInt8Padding - 1) / kInt8Padding * kInt8Padding; }
+// Where element k of a row is stored in that layout: its chunk, then even elements before odd ones.
+constexpr int64_t int8_position(int64_t k) {
+  return k / kInt8Chunk * kInt8Chunk + (k % kInt8Chunk % 2) * 64 + k % kInt8Chunk / 2;
+}
 
 // One activation row quantized for nvfp4_int8_dot_rows, zero-padded to a multiple of kInt8Padding. Within each chunk
 // the int8 values are reordered to the codes' nibble order: the 64 even elements (low nibbles), then the 64 odd ones
@@ -43,6 +51,9 @@ struct Int8Activations {
 // Quantizes x[0, cols) (cols a multiple of 16) into `out` (reusing its storage). A block whose values are not all
 // finite gets s_b = NaN, so non-finite activations still give non-finite outputs.
 void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out);
+// Every row of x quantized, into the calling thread's buffers (reused across calls). A parallel region must read
+// them through the returned reference: naming a thread_local there would give each worker its own, empty one.
+const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x);
 
 // Avx512: AVX-512 BW, VL, VNNI and VBMI (Ice Lake, Zen 4 and later; a Cascade Lake runs the Avx2 variant);
 // Avx2: AVX2, FMA (and F16C, which every AVX2 CPU has).

@@ -54,17 +54,8 @@ void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, 
   }
 }
 
-// x's rows quantized for the int8 kernels, in the calling thread's buffers (reused across calls; a parallel region
-// must read them through the returned reference: naming the thread_local there would give each worker its own).
-std::vector<Int8Activations>& quantized_rows(const MatrixF32& x) {
-  static thread_local std::vector<Int8Activations> storage;
-  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
-  for (int64_t r = 0; r < x.rows; ++r) quantize_int8_activations(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
-  return storage;
-}
-
 void int8_rows(const MatrixF32& x, const Nvfp4Rows& w, int64_t out_rows, const MatrixF32& y) {
-  std::vector<Int8Activations>& quantized = quantized_rows(x);
+  const std::vector<Int8Activations>& quantized = quantize_int8_rows(x);
   const DotIsa isa = best_int8_dot_isa();
   run_row_groups_of(
       x.rows, [&](int64_t i) -> const Int8Activations* { return &quantized[static_cast<size_t>(i)]; }, y, out_rows,

@@ -24,7 +24,22 @@ struct TrainCliOptions {
   std::optional<TrainFlagOptions> flags;  // the flag table's rows, bound to `options`
 };
 
-std::string default_output() { return "runs/train-" + local_time_stamp(); }
+// runs/train-YYYYmmdd-HHMMSS, created here (with -2, -3, ... when a run started in the same second has it).
+std::string default_output() { return create_fresh_directory(fs::path("runs") / ("train-" + local_time_stamp())); }
+
+// A default run directory that the run never wrote into (it failed first; only its lock file is there) is removed
+// when the command ends, as if it had not been created. Declared before the Trainer, so the lock is released first.
+struct RemoveIfStillEmpty {
+  fs::path dir;
+  ~RemoveIfStillEmpty() {
+    if (dir.empty()) return;
+    std::error_code ignored;
+    for (const auto& entry : fs::directory_iterator(dir, ignored))
+      if (entry.path().filename() != kDirectoryLockFileName) return;
+    fs::remove(dir / kDirectoryLockFileName, ignored);
+    fs::remove(dir, ignored);
+  }
+};
 
 int run_train(TrainCliOptions& cli) {
   TrainOptions& o = cli.options;
@@ -38,9 +53,11 @@ int run_train(TrainCliOptions& cli) {
     throw UsageError("pass either --epochs or --max-steps, not both");
   if (given.count("output") && o.output.empty())
     throw UsageError("--output is empty: name the run directory (or leave the flag out for runs/train-<date-time>)");
+  RemoveIfStillEmpty unused_default_output;
   if (o.output.empty()) {
     if (o.resume_mode != ResumeMode::Never) throw UsageError("--resume needs --output RUN_DIR (the run to continue)");
     o.output = default_output();
+    unused_default_output.dir = o.output;
   }
   const std::string resume_decision = resolve_resume_mode(o);
   if (!resume_decision.empty()) log::info("{}", resume_decision);

@@ -257,6 +257,19 @@ std::string local_time_stamp() {
   return stamp;
 }
 
+fs::path create_fresh_directory(const fs::path& base) {
+  std::error_code ec;
+  if (base.has_parent_path()) fs::create_directories(base.parent_path(), ec);
+  NVFP4LM_CHECK(!ec, "cannot create {}: {}", base.parent_path().string(), ec.message());
+  for (int n = 1; n <= 10000; ++n) {
+    const fs::path dir = n == 1 ? base : fs::path(base.string() + "-" + std::to_string(n));
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    NVFP4LM_CHECK(errno == EEXIST, "cannot create {}: {}", dir.string(), std::strerror(errno));
+  }
+  NVFP4LM_FAIL("cannot create {}: it and {}-2 ... {}-10000 all exist (remove old ones)", base.string(), base.string(),
+               base.string());
+}
+
 ScratchDirectory::ScratchDirectory(std::string_view purpose, const fs::path& parent) {
   static std::atomic<int> counter{0};
   std::error_code ec;

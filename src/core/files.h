@@ -96,6 +96,11 @@ std::string read_text_file(const fs::path& path, uint64_t max_bytes = kMaxTextFi
 // The local time as "YYYYmmdd-HHMMSS", for default output directory names (runs/train-..., demo-run/run-...).
 std::string local_time_stamp();
 
+// Creates and returns a new, empty directory `base` (parents included), or `base-2`, `base-3`, ... when that name is
+// taken. mkdir claims a name atomically, so commands started in the same second (a script's loop, two terminals)
+// never share a default output directory named by local_time_stamp().
+fs::path create_fresh_directory(const fs::path& base);
+
 // A fresh directory "<parent>/nvfp4lm-<purpose>-<pid>-<n>" (parent: the system temp directory by default), removed
 // with everything in it when the object dies: the models `bench infer --preset` and `parity` write for themselves.
 class ScratchDirectory {

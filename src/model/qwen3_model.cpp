@@ -101,8 +101,8 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
       files.path().string(), model_format_name(files.format()), options.device.label(), model.compute_path(),
       model.precision(), to_mib(model.weights_.nbytes()), nvfp4_linears, linears);
   if (options.device.is_cpu())
-    log::info("CPU kernels: {} BF16, {} NVFP4 decode, {} OpenMP threads", cpu_bf16_kernel(),
-              cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads());
+    log::info("CPU kernels: {} BF16, {} NVFP4 decode, {} OpenMP threads{}", cpu_bf16_kernel(),
+              cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads(), cpu_isa_limit_note());
   return model;
 }
 

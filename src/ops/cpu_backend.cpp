@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "ops/cpu/bf16_gemm.h"
+#include "ops/cpu/isa_limit.h"
 #include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
 
@@ -35,5 +36,11 @@ const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul) {
 }
 
 const char* cpu_bf16_kernel() { return cpu::bf16_isa_name(cpu::best_bf16_isa()); }
+
+std::string cpu_isa_limit_note() {
+  const cpu::IsaLevel limit = cpu::cpu_isa_limit();
+  if (limit == cpu::IsaLevel::Avx512All) return {};
+  return std::string(", capped by NVFP4LM_CPU_ISA=") + cpu::isa_level_name(limit);
+}
 
 }  // namespace nvfp4lm

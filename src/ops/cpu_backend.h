@@ -22,5 +22,7 @@ const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul);
 // The BF16 kernels' variant (the many-row products of cpu/nvfp4-bf16 and the BF16 lm_head's dot products):
 // "avx512bf16", "avx512f", "avx2+fma" or "scalar" (ops/cpu/bf16_gemm.h).
 const char* cpu_bf16_kernel();
+// ", capped by NVFP4LM_CPU_ISA=avx2" when that variable limits the variants above (ops/cpu/isa_limit.h), else "".
+std::string cpu_isa_limit_note();
 
 }  // namespace nvfp4lm

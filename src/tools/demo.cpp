@@ -25,14 +25,8 @@ constexpr int64_t kDemoSeqLen = 128;
 constexpr int64_t kDemoBatch = 4;
 constexpr int64_t kDemoConversations = 84;
 
-// ./demo-run/run-YYYYmmdd-HHMMSS (with a -N suffix when that exists).
-fs::path fresh_work_dir() {
-  const fs::path base = fs::path("demo-run") / ("run-" + local_time_stamp());
-  fs::path dir = base;
-  std::error_code ec;
-  for (int i = 2; fs::exists(dir, ec); ++i) dir = base.string() + "-" + std::to_string(i);
-  return dir;
-}
+// ./demo-run/run-YYYYmmdd-HHMMSS (with a -N suffix when that exists), created here.
+fs::path fresh_work_dir() { return create_fresh_directory(fs::path("demo-run") / ("run-" + local_time_stamp())); }
 
 template <typename... Args>
 void say(std::FILE* out, fmt::format_string<Args...> format, Args&&... args) {

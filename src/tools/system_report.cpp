@@ -73,6 +73,7 @@ std::string cuda_prerequisite_missing(const SystemReport& report) {
 std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   std::vector<ComputePathStatus> paths;
   const std::string cpu_detail = fmt::format("fp32, OpenBLAS sgemm, {} OpenMP threads", report.openmp_threads);
+  const std::string limit = cpu_isa_limit_note();  // NVFP4LM_CPU_ISA, named where the kernels it caps are
   paths.push_back({"cpu/dense", true, cpu_detail});
   std::string nvfp4_cpu;
   try {
@@ -82,21 +83,22 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   }
   if (!nvfp4_cpu.empty())
     paths.push_back({"cpu/dequant-gemm", nvfp4_cpu == "cpu/dequant-gemm",
-                     nvfp4_cpu == "cpu/dequant-gemm" ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel",
-                                                                   cpu_detail, cpu_nvfp4_dot_kernel(CpuMatmul::Fp32))
-                                                     : "NVFP4 linears on the CPU use " + nvfp4_cpu});
+                     nvfp4_cpu == "cpu/dequant-gemm"
+                         ? fmt::format("NVFP4 weights kept packed, {}, {} decode kernel{}", cpu_detail,
+                                       cpu_nvfp4_dot_kernel(CpuMatmul::Fp32), limit)
+                         : "NVFP4 linears on the CPU use " + nvfp4_cpu});
   // The fast CPU paths (generate, chat, serve, bench infer by default: int8; --cpu-matmul bf16): they always run,
   // the variants of their kernels depend on the CPU.
   paths.push_back(
       {nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Int8Activations), true,
        fmt::format("int8 activations (a scale per 16) in the decode step's NVFP4 products and an int8 copy of a "
-                   "BF16 lm_head, {} kernel; BF16 in the prefill's, {} kernels; {} OpenMP threads",
-                   cpu_nvfp4_dot_kernel(CpuMatmul::Int8Activations), cpu_bf16_kernel(), report.openmp_threads)});
+                   "BF16 lm_head, {} kernel; BF16 in the prefill's, {} kernels; {} OpenMP threads{}",
+                   cpu_nvfp4_dot_kernel(CpuMatmul::Int8Activations), cpu_bf16_kernel(), report.openmp_threads, limit)});
   paths.push_back(
       {nvfp4_linear_compute_path(Device::cpu(), CpuMatmul::Bf16Activations), true,
        fmt::format("BF16 activations in the prefill's products, fp32 sums, NVFP4 weights dequantized to "
-                   "BF16 in cache; {} BF16 kernels, {} decode kernel, {} OpenMP threads",
-                   cpu_bf16_kernel(), cpu_nvfp4_dot_kernel(CpuMatmul::Bf16Activations), report.openmp_threads)});
+                   "BF16 in cache; {} BF16 kernels, {} decode kernel, {} OpenMP threads{}",
+                   cpu_bf16_kernel(), cpu_nvfp4_dot_kernel(CpuMatmul::Bf16Activations), report.openmp_threads, limit)});
 
   const std::string missing = cuda_prerequisite_missing(report);
   if (!missing.empty()) {

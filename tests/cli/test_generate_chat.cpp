@@ -337,5 +337,22 @@ TEST(CliDiagnose, ReportsComputePaths) {
   }
 }
 
+// NVFP4LM_CPU_ISA runs the CPU kernels as a smaller CPU would, and says so wherever the kernels are named; a value
+// that is no level is an error naming the accepted ones, never ignored.
+TEST(CliDiagnose, CpuIsaLimitCapsTheKernelVariantsAndSaysSo) {
+  const CliResult scalar = run_cli("diagnose", "", "NVFP4LM_CPU_ISA=scalar");
+  ASSERT_EQ(scalar.exit_code, 0) << scalar.err;
+  // The compute paths' lines name the kernel variants (the cpu line above them names the CPU's features).
+  const std::string paths = scalar.out.substr(scalar.out.find("compute paths"));
+  EXPECT_NE(paths.find("capped by NVFP4LM_CPU_ISA=scalar"), std::string::npos) << paths;
+  EXPECT_NE(paths.find("scalar kernel"), std::string::npos) << paths;
+  for (const char* wider : {"avx2", "avx512"}) EXPECT_EQ(paths.find(wider), std::string::npos) << paths;
+  const CliResult native = run_cli("diagnose", "", "NVFP4LM_CPU_ISA=native");
+  ASSERT_EQ(native.exit_code, 0) << native.err;
+  EXPECT_EQ(native.out.find("capped"), std::string::npos) << native.out;
+  expect_one_line_error(run_cli("diagnose", "", "NVFP4LM_CPU_ISA=sse9"),
+                        {"NVFP4LM_CPU_ISA='sse9'", "scalar, avx2, avx512f or native"});
+}
+
 }  // namespace
 }  // namespace nvfp4lm::test

@@ -7,6 +7,7 @@
 // a usable GPU (never a silent fallback to the CPU).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -246,6 +247,44 @@ TEST_F(TrainCli, ImpossibleResumesAndOccupiedRunDirectoriesAreRefused) {
   expect_one_line_error(run_cli(train("--output " + quoted(run) + " --resume --optimizer adamw8bit")), {"--optimizer"},
                         "resume with another --optimizer");
   EXPECT_EQ(read_file(run / "metrics.jsonl"), metrics);  // nothing was touched
+}
+
+// The default run directory is named by the second (runs/train-YYYYmmdd-HHMMSS): a run started in the same second
+// as another (a script's loop; CI once ran the migration table's two trainings within one) gets its own directory
+// with a suffix, never the other run's checkpoints. The next seconds' names are taken beforehand, each by a run with
+// a checkpoint, so the new run must start in one of them.
+TEST_F(TrainCli, DefaultRunDirectoryOfTheSameSecondIsNotShared) {
+  const fs::path cwd = dir_ / "cwd";
+  std::set<fs::path> taken;
+  const std::time_t now = std::time(nullptr);
+  for (int second = 0; second < 30; ++second) {
+    std::tm local{};
+    const std::time_t at = now + second;
+    localtime_r(&at, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+    const fs::path run = cwd / "runs" / (std::string("train-") + stamp);
+    fs::create_directories(run / "step-1");
+    write_file(run / "step-1" / "trainer_state.json", "{}");
+    taken.insert(run);
+  }
+  const CliResult result = run_cli(train("", {{"--max-steps", "1"}}), "", "", cwd);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<fs::path> fresh;
+  for (const auto& entry : fs::directory_iterator(cwd / "runs"))
+    if (!taken.count(entry.path())) fresh.push_back(entry.path());
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_TRUE(taken.count(fs::path(fresh[0].string().substr(0, fresh[0].string().size() - 2))))
+      << fresh[0] << " is not a taken name with -2";
+  EXPECT_TRUE(fs::exists(fresh[0] / "step-1" / "model.safetensors") || fs::exists(fresh[0] / "metrics.jsonl"));
+  EXPECT_NE(result.err.find(fresh[0].filename().string()), std::string::npos) << result.err;
+
+  // A run that fails before writing anything leaves no directory of its own behind.
+  expect_one_line_error(run_cli(train("", {{"--data", quoted(dir_ / "missing.jsonl")}}), "", "", cwd),
+                        {"missing.jsonl"}, "missing data");
+  size_t dirs = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(cwd / "runs")) ++dirs;
+  EXPECT_EQ(dirs, taken.size() + 1);
 }
 
 TEST_F(TrainCli, DeviceCudaWithoutAGpuIsAnErrorNotASilentCpuRun) {

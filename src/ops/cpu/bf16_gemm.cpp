@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "ops/cpu/isa_limit.h"
 #include "ops/cpu/simd.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
@@ -262,7 +263,19 @@ std::vector<Bf16Isa> supported_bf16_isas() {
 }
 
 Bf16Isa best_bf16_isa() {
-  static const Bf16Isa best = supported_bf16_isas().back();
+  static const Bf16Isa best = widest_allowed(supported_bf16_isas(), [](Bf16Isa isa) {
+    switch (isa) {
+      case Bf16Isa::Avx512Bf16:
+        return IsaLevel::Avx512All;
+      case Bf16Isa::Avx512:
+        return IsaLevel::Avx512F;
+      case Bf16Isa::Avx2:
+        return IsaLevel::Avx2;
+      case Bf16Isa::Scalar:
+        break;
+    }
+    return IsaLevel::Scalar;
+  });
   return best;
 }
 

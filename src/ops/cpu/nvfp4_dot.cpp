@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "ops/cpu/isa_limit.h"
 #include "ops/cpu/simd.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
@@ -205,7 +206,9 @@ std::vector<DotIsa> dot_isas_where(bool (*supported)(DotIsa)) {
 std::vector<DotIsa> supported_dot_isas() { return dot_isas_where(dot_isa_supported); }
 
 DotIsa best_nvfp4_dot_isa() {
-  static const DotIsa best = supported_dot_isas().back();
+  static const DotIsa best = widest_allowed(supported_dot_isas(), [](DotIsa isa) {
+    return isa == DotIsa::Avx512 ? IsaLevel::Avx512F : isa == DotIsa::Avx2 ? IsaLevel::Avx2 : IsaLevel::Scalar;
+  });
   return best;
 }
 

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "ops/cpu/isa_limit.h"
 #include "ops/cpu/simd.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
@@ -286,7 +287,10 @@ const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x) {
 std::vector<DotIsa> supported_int8_dot_isas() { return dot_isas_where(int8_dot_isa_supported); }
 
 DotIsa best_int8_dot_isa() {
-  static const DotIsa best = supported_int8_dot_isas().back();
+  // The AVX-512 variant needs VNNI and VBMI: only an uncapped run picks it.
+  static const DotIsa best = widest_allowed(supported_int8_dot_isas(), [](DotIsa isa) {
+    return isa == DotIsa::Avx512 ? IsaLevel::Avx512All : isa == DotIsa::Avx2 ? IsaLevel::Avx2 : IsaLevel::Scalar;
+  });
   return best;
 }
 

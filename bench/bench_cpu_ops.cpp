@@ -121,22 +121,29 @@ BENCHMARK(BM_DequantizeNvfp4)->Apply(linear_shapes);
 
 // A decode step's NVFP4 linear (1 row, the fused path that never materialises the weight): GB/s of packed
 // weight read (codes + block scales), to compare with BM_Memcpy. Args: out, in (Qwen3-4B gate/up, down, o;
-// the small preset's gate/up and q), activations (0: fp32, ops/cpu/nvfp4_dot.h; 1: int8, ops/cpu/nvfp4_int8_dot.h).
+// the small preset's gate/up and q), activations (0: fp32, ops/cpu/nvfp4_dot.h; 1: int8, ops/cpu/nvfp4_int8_dot.h;
+// 2: int8 on the weight as an int8-mode model holds it, interleaved where the CPU has AVX-512 VNNI + VBMI,
+// ops/cpu/nvfp4_interleaved.h).
+Nvfp4Tensor decode_weight(const Tensor& weight, int64_t activations) {
+  const Nvfp4Tensor q = quantize_nvfp4(weight);
+  return activations == 2 ? nvfp4_for_cpu_int8_decode(q) : q;
+}
+
 void BM_Nvfp4DecodeLinear(benchmark::State& state) {
   const int64_t out = state.range(0), in = state.range(1);
   const CpuMatmul matmul = state.range(2) ? CpuMatmul::Int8Activations : CpuMatmul::Fp32;
-  const Nvfp4Tensor q = quantize_nvfp4(random_tensor({out, in}, 2));
+  const Nvfp4Tensor q = decode_weight(random_tensor({out, in}, 2), state.range(2));
   Tensor x = random_tensor({1, in}, 1), y = Tensor::zeros({1, out}, DType::F32);
   Tensor scratch = Tensor::zeros({in}, DType::F32);
   for (auto _ : state) nvfp4_linear_forward(x, q, y, scratch, LinearRows::Batch, matmul);
-  set_bytes(state, static_cast<double>(q.codes.nbytes() + q.block_scales.nbytes()));
+  set_bytes(state, static_cast<double>(q.nbytes() - sizeof(float)));
 }
 BENCHMARK(BM_Nvfp4DecodeLinear)
-    ->ArgsProduct({{9728}, {2560}, {0, 1}})
-    ->ArgsProduct({{2560}, {9728}, {0, 1}})
-    ->ArgsProduct({{2560}, {2560}, {0, 1}})
-    ->ArgsProduct({{1536}, {512}, {0, 1}})
-    ->ArgsProduct({{512}, {512}, {0, 1}})
+    ->ArgsProduct({{9728}, {2560}, {0, 1, 2}})
+    ->ArgsProduct({{2560}, {9728}, {0, 1, 2}})
+    ->ArgsProduct({{2560}, {2560}, {0, 1, 2}})
+    ->ArgsProduct({{1536}, {512}, {0, 1, 2}})
+    ->ArgsProduct({{512}, {512}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -146,14 +153,14 @@ void BM_Nvfp4DecodeLinearFromMemory(benchmark::State& state) {
   const CpuMatmul matmul = state.range(0) ? CpuMatmul::Int8Activations : CpuMatmul::Fp32;
   std::vector<Nvfp4Tensor> weights;
   for (int i = 0; i < 24; ++i)
-    weights.push_back(quantize_nvfp4(random_tensor({9728, 2560}, static_cast<uint64_t>(i + 2))));
+    weights.push_back(decode_weight(random_tensor({9728, 2560}, static_cast<uint64_t>(i + 2)), state.range(0)));
   Tensor x = random_tensor({1, 2560}, 1), y = Tensor::zeros({1, 9728}, DType::F32);
   Tensor scratch = Tensor::zeros({2560}, DType::F32);
   for (auto _ : state)
     for (const Nvfp4Tensor& w : weights) nvfp4_linear_forward(x, w, y, scratch, LinearRows::Batch, matmul);
-  set_bytes(state, 24.0 * static_cast<double>(weights[0].codes.nbytes() + weights[0].block_scales.nbytes()));
+  set_bytes(state, 24.0 * static_cast<double>(weights[0].nbytes() - sizeof(float)));
 }
-BENCHMARK(BM_Nvfp4DecodeLinearFromMemory)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Nvfp4DecodeLinearFromMemory)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A decode step's BF16 lm_head (the tied embedding kept in BF16, ops/cross_entropy.h's lm_head_logits): GB/s of
 // weight read. Args: vocabulary, hidden (Qwen3-4B), CpuMatmul (0 fp32, 1 bf16, 2 int8).

@@ -41,6 +41,31 @@ void log_linear_count(const Qwen3Weights& weights, int64_t& nvfp4, int64_t& tota
   nvfp4 += weights.lm_head.is_nvfp4() ? 1 : 0;
 }
 
+// CpuMatmul::Int8Activations on the CPU: every NVFP4 linear in the layout its decode kernel reads fastest, where this
+// CPU has that kernel (nvfp4_for_cpu_int8_decode); the row-layout copies (mapped file pages) are dropped.
+void interleave_for_int8_decode(Qwen3Weights& weights) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<LinearWeight*> linears{&weights.lm_head};
+  for (Qwen3LayerWeights& layer : weights.layers)
+    for (LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                 &layer.up_proj, &layer.down_proj})
+      linears.push_back(linear);
+  int64_t count = 0;
+  size_t bytes = 0;
+  for (LinearWeight* linear : linears) {
+    if (!linear->is_nvfp4()) continue;
+    linear->nvfp4 = nvfp4_for_cpu_int8_decode(linear->nvfp4);
+    if (linear->nvfp4.layout != Nvfp4Layout::Interleaved16) return;  // this CPU keeps the row layout
+    ++count;
+    bytes += linear->nvfp4.nbytes();
+  }
+  if (count > 0)
+    log::info(
+        "NVFP4 weights regrouped 16 rows at a time for the AVX-512 integer decode kernel: {} linears, {:.1f} MiB "
+        "in {:.1f} s",
+        count, to_mib(bytes), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 }  // namespace
 
 Qwen3Model::Qwen3Model(Qwen3Config config, Qwen3Weights weights)
@@ -83,6 +108,8 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
   Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device),
                                                       options.dequantize_nvfp4));
   model.workspace_->cpu_matmul = options.cpu_matmul;
+  if (options.device.is_cpu() && options.cpu_matmul == CpuMatmul::Int8Activations)
+    interleave_for_int8_decode(model.weights_);
   const Tensor& head = model.weights_.lm_head.dense;
   if (options.device.is_cpu() && options.cpu_matmul == CpuMatmul::Int8Activations &&
       !model.weights_.lm_head.is_nvfp4() && Int8LmHead::supported(head)) {

@@ -11,7 +11,9 @@
 //   Int8Activations ("cpu/nvfp4-int8", the default of the commands that generate): prefill as Bf16Activations; few
 //     rows (a decode step) multiply the NVFP4 codes by int8 activations in integer dot products (a scale per 16
 //     activations, ops/cpu/nvfp4_int8_dot.h, llama.cpp's Q4_0 x Q8_0 scheme): the fp32 kernels are bound by
-//     arithmetic on CPUs, the integer ones by memory. Each activation moves by at most max|x| / 254 of its block.
+//     arithmetic on CPUs, the integer ones by memory. On CPUs with AVX-512 VNNI + VBMI a model loaded in this mode
+//     holds its NVFP4 weights regrouped 16 rows at a time (ops/cpu/nvfp4_interleaved.h: the same bytes, moved; the
+//     prefill reads them too). Each activation moves by at most max|x| / 254 of its block.
 //     A BF16 (or F32) lm_head is read in decode steps from an int8 copy made at load (a scale per 16 values,
 //     ops/int8_lm_head.h): each of its weights moves by at most half its block's scale.
 #pragma once

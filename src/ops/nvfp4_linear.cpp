@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ops/cpu/nvfp4_interleaved.h"
 #include "ops/cpu/nvfp4_linear.h"
 #include "ops/dispatch.h"
 
@@ -66,6 +67,11 @@ void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y,
 
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w) { return w.rows * w.cols; }
 
+Nvfp4Tensor nvfp4_for_cpu_int8_decode(const Nvfp4Tensor& w) {
+  if (!w.device().is_cpu() || w.layout != Nvfp4Layout::Rows || !cpu::int8_decode_interleaves()) return w;
+  return cpu::interleave_nvfp4_tensor(w);
+}
+
 const char* nvfp4_linear_compute_path(Device device, CpuMatmul matmul) {
   if (device.is_cpu()) {
     switch (matmul) {
@@ -88,8 +94,15 @@ const char* nvfp4_linear_compute_path(Device device, CpuMatmul matmul) {
 
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows,
                           CpuMatmul matmul) {
-  NVFP4LM_ASSERT(w.defined() && w.codes.rank() == 2 && w.codes.dim(0) == w.rows && w.codes.dim(1) * 2 == w.cols,
-                 "nvfp4_linear_forward: malformed NVFP4 weight (codes {}, [{}, {}])", w.codes.str(), w.rows, w.cols);
+  if (w.layout == Nvfp4Layout::Interleaved16) {
+    NVFP4LM_ASSERT(w.codes.device().is_cpu() && w.codes.is_contiguous() &&
+                       w.codes.numel() == cpu::interleaved_nvfp4_bytes(w.rows, w.cols),
+                   "nvfp4_linear_forward: malformed interleaved NVFP4 weight (codes {}, [{}, {}])", w.codes.str(),
+                   w.rows, w.cols);
+  } else {
+    NVFP4LM_ASSERT(w.defined() && w.codes.rank() == 2 && w.codes.dim(0) == w.rows && w.codes.dim(1) * 2 == w.cols,
+                   "nvfp4_linear_forward: malformed NVFP4 weight (codes {}, [{}, {}])", w.codes.str(), w.rows, w.cols);
+  }
   Tensor x2 = flatten_rows(x, "nvfp4_linear_forward x");
   Tensor y2 = flatten_rows(y, "nvfp4_linear_forward y");
   NVFP4LM_ASSERT(x2.dim(1) == w.cols && y2.dim(1) == w.rows && x2.dim(0) == y2.dim(0),
@@ -98,7 +111,7 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
                  "nvfp4_linear_forward: scratch {} holds less than one row of the weight [{}, {}]", scratch.str(),
                  w.rows, w.cols);
   const Tensor* codes = &w.codes;
-  const Tensor* scales = &w.block_scales;
+  const Tensor* scales = w.layout == Nvfp4Layout::Rows ? &w.block_scales : &w.codes;  // interleaved: in the codes
   [[maybe_unused]] const Device device = common_device("nvfp4_linear_forward", {&x2, &y2, codes, scales, &scratch});
 #if NVFP4LM_HAS_CUDA
   // Also the seam for a Blackwell FP4 tensor-core GEMM (see ops/cuda/nvfp4_linear.h).

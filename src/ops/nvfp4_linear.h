@@ -4,7 +4,8 @@
 //
 // Compute paths (DESIGN.md §3), chosen by the operands' device (and on the CPU by CpuMatmul, ops/cpu_matmul.h):
 //  - CPU, "cpu/nvfp4-int8" (CpuMatmul::Int8Activations): few rows (decode) in integer dot products of the codes with
-//    int8-quantized activations (ops/cpu/nvfp4_int8_dot.h); many rows as "cpu/nvfp4-bf16".
+//    int8-quantized activations (ops/cpu/nvfp4_int8_dot.h; on the interleaved layout of nvfp4_for_cpu_int8_decode,
+//    ops/cpu/nvfp4_interleaved.h, where the CPU has AVX-512 VNNI + VBMI); many rows as "cpu/nvfp4-bf16".
 //  - CPU, "cpu/nvfp4-bf16" (CpuMatmul::Bf16Activations): for N > kNvfp4FusedMaxRows rows, blocks of 6 weight rows
 //    are dequantized to BF16 in cache (exact) and multiplied with the BF16-rounded activations, fp32 sums, the tensor
 //    scale applied to them (ops/cpu/bf16_gemm.h); few rows as below.
@@ -45,6 +46,12 @@ inline constexpr int64_t kNvfp4FusedMaxRows = 8;
 // BF16 anyway); the BF16 path needs no scratch beyond one weight row.
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch,
                           LinearRows rows = LinearRows::Batch, CpuMatmul matmul = CpuMatmul::Fp32);
+
+// For a CPU inference model under CpuMatmul::Int8Activations: w in the layout the decode step's integer kernel reads
+// fastest (Nvfp4Layout::Interleaved16: 16 rows' codes and scales together, ops/cpu/nvfp4_interleaved.h) where this
+// CPU runs that kernel (AVX-512 VNNI + VBMI); w itself elsewhere. The same bytes, moved (a copy: the caller drops
+// w). Only nvfp4_linear_forward with Int8Activations or Bf16Activations reads the result.
+Nvfp4Tensor nvfp4_for_cpu_int8_decode(const Nvfp4Tensor& w);
 
 // Elements of scratch that dequantize w in one pass (rows * cols).
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w);

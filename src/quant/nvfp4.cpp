@@ -201,6 +201,10 @@ void dequantize_cpu(const uint8_t* codes, const uint8_t* scales, int64_t rows, i
 
 // Shapes, dtypes, devices and the tensor scale (no scan of the data).
 void check_layout(const Nvfp4Tensor& q, const std::string& what) {
+  NVFP4LM_CHECK(q.layout == Nvfp4Layout::Rows,
+                "{}: this NVFP4 weight is in the CPU decode kernel's interleaved layout, which only the CPU NVFP4 "
+                "linear reads (load the model without --cpu-matmul int8)",
+                what);
   NVFP4LM_CHECK(q.rows > 0 && q.cols > 0 && q.cols % kBlock == 0,
                 "{}: NVFP4 weight of [{}, {}]; rows must be positive and cols a positive multiple of 16", what, q.rows,
                 q.cols);

@@ -33,16 +33,28 @@ struct Nvfp4QuantOptions {
 };
 
 // A quantized [rows, cols] matrix. codes and block_scales live on the same device.
+// How codes and block scales are stored. Rows everywhere, except in a CPU inference model that runs the integer
+// decode kernel on the interleaved layout (ops/nvfp4_linear.h, interleave_for_cpu_int8): only the CPU NVFP4 linear
+// reads that; everything else requires Rows.
+enum class Nvfp4Layout {
+  Rows,          // codes [rows, cols/2] and block_scales [rows, cols/16], row-major
+  Interleaved16  // codes: U8 in ops/cpu/nvfp4_interleaved.h's layout (codes and scales of 16 rows together);
+                 // block_scales undefined
+};
+
 struct Nvfp4Tensor {
   Tensor codes;         // E2M1x2 [rows, cols/2]
   Tensor block_scales;  // E4M3   [rows, cols/16]
   float tensor_scale = 1.0f;
   int64_t rows = 0;
   int64_t cols = 0;
+  Nvfp4Layout layout = Nvfp4Layout::Rows;
 
   bool defined() const { return codes.defined(); }
   Device device() const { return codes.device(); }
-  size_t nbytes() const { return codes.nbytes() + block_scales.nbytes() + sizeof(float); }
+  size_t nbytes() const {
+    return codes.nbytes() + (block_scales.defined() ? block_scales.nbytes() : 0) + sizeof(float);
+  }
 };
 
 // Quantizes a [rows, cols] F32 or BF16 matrix (CPU or CUDA). Non-finite input is an Error naming `what`.

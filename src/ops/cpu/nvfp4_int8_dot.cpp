@@ -82,17 +82,6 @@ void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const Int8Acti
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in nvfp4_dot.cpp
 #endif
 
-// E4M3 bytes (zero-extended to 16 bits) -> fp16 bits of e4m3 / 256: shifted left by 7, the byte's sign lands on bit
-// 14 and exponent / mantissa in the fp16's; adding bit 14 to itself moves the sign to bit 15.
-__attribute__((target("avx2"))) inline __m256i e4m3_as_fp16(__m256i bytes16) {
-  const __m256i shifted = _mm256_slli_epi16(bytes16, 7);
-  return _mm256_add_epi16(shifted, _mm256_and_si256(shifted, _mm256_set1_epi16(0x4000)));
-}
-__attribute__((target("avx2"))) inline __m128i e4m3_as_fp16(__m128i bytes8) {
-  const __m128i shifted = _mm_slli_epi16(bytes8, 7);
-  return _mm_add_epi16(shifted, _mm_and_si128(shifted, _mm_set1_epi16(0x4000)));
-}
-
 // ---- AVX2: a chunk as two 32-byte halves (blocks 0..3 and 4..7); vpmaddubsw + vpmaddwd for vpdpbusd ----------
 template <int N>
 __attribute__((target("avx2,fma,f16c"))) void rows_avx2(const Nvfp4Rows& w, int64_t first, int64_t last,
@@ -221,6 +210,23 @@ struct Kernels {
 
 }  // namespace
 
+float quantize_int8_block(const float* x, int8_t* q) {
+  float max_abs = 0.0f;
+  bool finite = true;
+  for (int i = 0; i < kBlock; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    max_abs = std::max(max_abs, std::abs(x[i]));
+  }
+  if (!finite || max_abs == 0.0f) {
+    std::fill(q, q + kBlock, int8_t{0});
+    return (!finite ? NAN : 0.0f);
+  }
+  const float inverse = 127.0f / max_abs;
+  for (int i = 0; i < kBlock; ++i)
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inverse), -127.0f, 127.0f));
+  return max_abs / 127.0f * kScaleFactor;
+}
+
 void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out) {
   NVFP4LM_ASSERT(cols % kBlock == 0, "quantize_int8_activations: {} columns is not a multiple of {}", cols, kBlock);
   const int64_t padded = int8_padded_cols(cols);
@@ -230,29 +236,17 @@ void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& ou
   out.int8_weight_bias.assign(static_cast<size_t>(padded / 8), 0);
   out.scale.assign(static_cast<size_t>(padded / kBlock), 0.0f);
   for (int64_t b = 0; b < cols / kBlock; ++b) {
-    const float* xb = x + b * kBlock;
-    float max_abs = 0.0f;
-    bool finite = true;
-    for (int i = 0; i < kBlock; ++i) {
-      finite = finite && std::isfinite(xb[i]);
-      max_abs = std::max(max_abs, std::abs(xb[i]));
-    }
+    int8_t block[kBlock];
+    out.scale[static_cast<size_t>(b)] = quantize_int8_block(x + b * kBlock, block);
+    for (int i = 0; i < kBlock; ++i) out.q[static_cast<size_t>(int8_position(b * kBlock + i))] = block[i];
     const int64_t chunk = b / kBlocksPerChunk, first_lane = 2 * (b % kBlocksPerChunk);
-    int8_t* q = out.q.data() + chunk * kInt8Chunk;
-    if (finite && max_abs > 0.0f) {
-      const float inverse = 127.0f / max_abs;
-      for (int i = 0; i < kBlock; ++i) {
-        const float v = std::nearbyint(xb[i] * inverse);
-        out.q[static_cast<size_t>(int8_position(b * kBlock + i))] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
-      }
-    }
+    const int8_t* q = out.q.data() + chunk * kInt8Chunk;
     for (int64_t lane = first_lane; lane < first_lane + 2; ++lane) {
       int32_t sum = 0;
       for (int k = 0; k < 4; ++k) sum += q[4 * lane + k] + q[64 + 4 * lane + k];
       out.bias[static_cast<size_t>(chunk * kLanes + lane)] = -kWeightOffset * sum;
       out.int8_weight_bias[static_cast<size_t>(chunk * kLanes + lane)] = -128 * sum;
     }
-    out.scale[static_cast<size_t>(b)] = (!finite ? NAN : max_abs / 127.0f) * kScaleFactor;
   }
 }
 

@@ -48,6 +48,9 @@ struct Int8Activations {
   std::vector<float> scale;               // [padded cols / 16]: 128 · s_b per block b (see the .cpp)
 };
 
+// One block of 16 activations rounded as above: q[0, 16) in the block's own order, and the returned 128 · s_b (the
+// factor the kernels apply; NaN when a value is not finite, with q all 0). Every int8 activation layout uses it.
+float quantize_int8_block(const float* x, int8_t* q);
 // Quantizes x[0, cols) (cols a multiple of 16) into `out` (reusing its storage). A block whose values are not all
 // finite gets s_b = NaN, so non-finite activations still give non-finite outputs.
 void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out);

@@ -22,6 +22,7 @@
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
+#include "ops/cpu/nvfp4_interleaved.h"
 #include "ops/cpu/row_groups.h"
 #include "ops/cpu/views.h"
 #include "ops/nvfp4_linear.h"
@@ -65,12 +66,79 @@ void int8_rows(const MatrixF32& x, const Nvfp4Rows& w, int64_t out_rows, const M
       });
 }
 
+// Interleaved16 (ops/cpu/nvfp4_interleaved.h): the decode step's rows, split among threads by whole groups of 16
+// output rows.
+void interleaved_int8_rows(const MatrixF32& x, const Nvfp4Interleaved& w, const MatrixF32& y) {
+  const std::vector<Int8BlockActivations>& quantized = quantize_int8_block_rows(x);
+  const DotIsa isa = best_int8_dot_isa();
+  run_row_groups_of(
+      x.rows, [&](int64_t i) -> const Int8BlockActivations* { return &quantized[static_cast<size_t>(i)]; }, y,
+      interleaved_groups(w.rows), kInterleaveRows* w.cols, kInterleaveRows*(w.cols / 2 + w.cols / 16),
+      [&](int64_t first, int64_t last, const Int8BlockActivations* const* x_rows, float* const* y_rows, int n) {
+        nvfp4_interleaved_int8_dot(isa, w, first, last, x_rows, y_rows, n);
+      });
+}
+
+// Interleaved16, many rows (prefill): each group of 16 weight rows back in the row layout, dequantized to BF16 and
+// multiplied as bf16_rows does (the same values and sums).
+void interleaved_bf16_rows(const MatrixF32& x, const Nvfp4Interleaved& w, const MatrixF32& y) {
+  static thread_local PackedActivations packed_storage;  // see bf16_rows
+  PackedActivations& packed = packed_storage;
+  pack_activations(x.data, x.ld, x.rows, x.cols, packed);
+  const Bf16Isa isa = best_bf16_isa();
+  const int64_t groups = interleaved_groups(w.rows), cols = w.cols;
+#pragma omp parallel
+  {
+    static thread_local std::vector<uint16_t> weights;
+    static thread_local std::vector<uint8_t> codes, scales;
+    weights.resize(static_cast<size_t>(kInterleaveRows * cols));
+    codes.resize(static_cast<size_t>(kInterleaveRows * cols / 2));
+    scales.resize(static_cast<size_t>(kInterleaveRows * cols / 16));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t first = g * kInterleaveRows, count = std::min(kInterleaveRows, w.rows - first);
+      deinterleave_nvfp4_group(w.data, cols, g, count, codes.data(), scales.data());
+      for (int64_t r = 0; r < count; ++r)
+        dequantize_nvfp4_row_bf16(isa, codes.data() + r * (cols / 2), scales.data() + r * (cols / 16), cols,
+                                  weights.data() + r * cols);
+      bf16_gemm(isa, packed, weights.data(), cols, count, w.tensor_scale, y.data + first, y.ld);
+    }
+  }
+}
+
 }  // namespace
+
+bool int8_decode_interleaves() { return best_int8_dot_isa() == DotIsa::Avx512; }
+
+Nvfp4Tensor interleave_nvfp4_tensor(const Nvfp4Tensor& w) {
+  NVFP4LM_ASSERT(
+      w.layout == Nvfp4Layout::Rows && w.device().is_cpu() && w.codes.is_contiguous() && w.block_scales.is_contiguous(),
+      "interleave_nvfp4_tensor: needs a contiguous row-layout CPU weight, got codes {}", w.codes.str());
+  Nvfp4Tensor out = w;
+  out.layout = Nvfp4Layout::Interleaved16;
+  out.codes = Tensor::empty({interleaved_nvfp4_bytes(w.rows, w.cols)}, DType::U8, Device::cpu());
+  out.block_scales = Tensor();
+  interleave_nvfp4(static_cast<const uint8_t*>(w.codes.raw()), static_cast<const uint8_t*>(w.block_scales.raw()),
+                   w.rows, w.cols, static_cast<uint8_t*>(out.codes.raw()));
+  return out;
+}
 
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows,
                           CpuMatmul matmul) {
   const MatrixF32 mx = as_matrix(x, "nvfp4_linear x");
   const MatrixF32 my = as_matrix(y, "nvfp4_linear y");
+  if (mx.rows == 0) return;
+  if (w.layout == Nvfp4Layout::Interleaved16) {
+    NVFP4LM_ASSERT(matmul != CpuMatmul::Fp32,
+                   "nvfp4_linear: an interleaved NVFP4 weight runs only the int8 / BF16 "
+                   "paths (CpuMatmul::Fp32 needs the row layout)");
+    const Nvfp4Interleaved interleaved{static_cast<const uint8_t*>(w.codes.raw()), w.rows, w.cols, w.tensor_scale};
+    if (mx.rows <= kNvfp4FusedMaxRows || independent_rows)
+      interleaved_int8_rows(mx, interleaved, my);
+    else
+      interleaved_bf16_rows(mx, interleaved, my);
+    return;
+  }
   NVFP4LM_ASSERT(w.codes.is_contiguous() && w.block_scales.is_contiguous() && w.block_scales.dtype() == DType::E4M3,
                  "nvfp4_linear: codes {} / block scales {} must be contiguous (E2M1x2 or U8, E4M3)", w.codes.str(),
                  w.block_scales.str());

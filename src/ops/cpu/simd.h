@@ -29,6 +29,17 @@ __attribute__((target("avx2,fma"))) inline float avx2_lane_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
 }
 
+// E4M3 bytes (zero-extended to 16 bits) -> fp16 bits of e4m3 / 256: shifted left by 7, the byte's sign lands on bit
+// 14 and exponent / mantissa in the fp16's; adding bit 14 to itself moves the sign to bit 15.
+__attribute__((target("avx2"))) inline __m256i e4m3_as_fp16(__m256i bytes16) {
+  const __m256i shifted = _mm256_slli_epi16(bytes16, 7);
+  return _mm256_add_epi16(shifted, _mm256_and_si256(shifted, _mm256_set1_epi16(0x4000)));
+}
+__attribute__((target("avx2"))) inline __m128i e4m3_as_fp16(__m128i bytes8) {
+  const __m128i shifted = _mm_slli_epi16(bytes8, 7);
+  return _mm_add_epi16(shifted, _mm_and_si128(shifted, _mm_set1_epi16(0x4000)));
+}
+
 }  // namespace nvfp4lm::cpu
 #else
 #define NVFP4LM_X86_INTRINSICS 0

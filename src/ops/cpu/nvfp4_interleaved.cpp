@@ -1,0 +1,218 @@
+// See nvfp4_interleaved.h. Per group and block, int32 lane r of the integer sum is row r:
+//   D_r = bias_b + Σ_{bytes k of row r} (2·e2m1(low nibble) + 12)·q_low + (2·e2m1(high nibble) + 12)·q_high
+// with the block's activations in Int8BlockActivations order, so the lane's 4 bytes meet 4 broadcast activations.
+#include "ops/cpu/nvfp4_interleaved.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "ops/cpu/nvfp4_int8_dot.h"
+#include "ops/cpu/simd.h"
+#include "quant/e2m1.h"
+#include "quant/e4m3.h"
+
+namespace nvfp4lm::cpu {
+namespace {
+
+constexpr int64_t kBlock = 16;
+constexpr int64_t kHalfBytes = 64;  // one half of a block: 4 code bytes of each of the 16 rows
+constexpr int kWeightOffset = 12;
+
+// Where element i (0..15) of a block sits in Int8BlockActivations order.
+constexpr int block_position(int i) { return i / 8 * 8 + (i % 2) * 4 + i % 8 / 2; }
+
+const uint8_t* block_at(const Nvfp4Interleaved& w, int64_t group, int64_t block) {
+  return w.data + (group * (w.cols / kBlock) + block) * kInterleavedBlockBytes;
+}
+
+// 2·e2m1(code) + 12 (nvfp4_int8_dot.cpp's table).
+std::array<int8_t, 16> unsigned_weight_table() {
+  std::array<int8_t, 16> table{};
+  for (int c = 0; c < 16; ++c)
+    table[static_cast<size_t>(c)] =
+        static_cast<int8_t>(std::lround(2.0f * e2m1_to_float(static_cast<uint8_t>(c))) + kWeightOffset);
+  return table;
+}
+
+// ---- scalar -----------------------------------------------------------------------------------------------------
+template <int N>
+void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x,
+                   float* const* y) {
+  const std::array<int8_t, 16> table = unsigned_weight_table();
+  const int64_t blocks = w.cols / kBlock;
+  for (int64_t g = first; g < last; ++g) {
+    float acc[N][2][kInterleaveRows] = {};  // two partial sums (even and odd blocks), as the AVX-512 kernel
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = block_at(w, g, b);
+      for (int64_t row = 0; row < kInterleaveRows; ++row) {
+        const float m = e4m3_to_float(block[2 * kHalfBytes + row]) / 256.0f;
+        for (int r = 0; r < N; ++r) {
+          const int8_t* q = x[r]->q.data() + b * kBlock;
+          int32_t d = x[r]->bias[static_cast<size_t>(b)];
+          for (int half = 0; half < 2; ++half)
+            for (int k = 0; k < 4; ++k) {
+              const uint8_t code = block[half * kHalfBytes + 4 * row + k];
+              d += table[code & 0xF] * q[8 * half + k] + table[code >> 4] * q[8 * half + 4 + k];
+            }
+          float& sum = acc[r][b % 2][row];
+          sum = std::fma(static_cast<float>(d), m * x[r]->scale[static_cast<size_t>(b)], sum);
+        }
+      }
+    }
+    for (int r = 0; r < N; ++r)
+      for (int64_t row = 0; row < kInterleaveRows && g * kInterleaveRows + row < w.rows; ++row)
+        y[r][g * kInterleaveRows + row] = (acc[r][0][row] + acc[r][1][row]) * w.tensor_scale;
+  }
+}
+
+#if NVFP4LM_X86_INTRINSICS
+#pragma GCC diagnostic push
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in nvfp4_dot.cpp
+#endif
+
+// ---- AVX-512 VNNI + VBMI: a block of 16 rows is 2 loads, 4 vpermb, 4 vpdpbusd a row of x, one scale decode ------
+template <int N>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) void groups_avx512(
+    const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x, float* const* y) {
+  const std::array<int8_t, 16> table = unsigned_weight_table();
+  std::array<int8_t, 64> tables{};
+  for (size_t i = 0; i < tables.size(); ++i) tables[i] = table[i % 16];
+  const __m512i lut = _mm512_loadu_si512(tables.data());  // vpermb reads 6 index bits: the table repeated 4 times
+  const int64_t blocks = w.cols / kBlock;
+  for (int64_t g = first; g < last; ++g) {
+    __m512 acc[N][2];
+    for (int r = 0; r < N; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const uint8_t* block = block_at(w, g, 0);
+    for (int64_t b = 0; b < blocks; ++b, block += kInterleavedBlockBytes) {
+      const __m512i v0 = _mm512_loadu_si512(block), v1 = _mm512_loadu_si512(block + kHalfBytes);
+      const __m512i w0_low = _mm512_permutexvar_epi8(v0, lut);
+      const __m512i w0_high = _mm512_permutexvar_epi8(_mm512_srli_epi16(v0, 4), lut);
+      const __m512i w1_low = _mm512_permutexvar_epi8(v1, lut);
+      const __m512i w1_high = _mm512_permutexvar_epi8(_mm512_srli_epi16(v1, 4), lut);
+      const __m512 m = _mm512_cvtph_ps(
+          e4m3_as_fp16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 128)))));
+      for (int r = 0; r < N; ++r) {
+        const int8_t* q = x[r]->q.data() + b * kBlock;
+        int32_t q4[4];
+        std::memcpy(q4, q, sizeof q4);
+        // Two independent chains of two vpdpbusd each, added at the end.
+        __m512i d = _mm512_dpbusd_epi32(_mm512_set1_epi32(x[r]->bias[static_cast<size_t>(b)]), w0_low,
+                                        _mm512_set1_epi32(q4[0]));
+        __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0_high, _mm512_set1_epi32(q4[1]));
+        d = _mm512_dpbusd_epi32(d, w1_low, _mm512_set1_epi32(q4[2]));
+        e = _mm512_dpbusd_epi32(e, w1_high, _mm512_set1_epi32(q4[3]));
+        const __m512 scale = _mm512_mul_ps(m, _mm512_set1_ps(x[r]->scale[static_cast<size_t>(b)]));
+        acc[r][b % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d, e)), scale, acc[r][b % 2]);
+      }
+    }
+    const int64_t count = std::min(kInterleaveRows, w.rows - g * kInterleaveRows);
+    const auto mask = static_cast<__mmask16>((1u << count) - 1);
+    for (int r = 0; r < N; ++r)
+      _mm512_mask_storeu_ps(y[r] + g * kInterleaveRows, mask,
+                            _mm512_mul_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_set1_ps(w.tensor_scale)));
+  }
+}
+#pragma GCC diagnostic pop
+#endif  // NVFP4LM_X86_INTRINSICS
+
+using GroupsFn = void (*)(const Nvfp4Interleaved&, int64_t, int64_t, const Int8BlockActivations* const*, float* const*);
+
+template <int N>
+struct Kernels {
+#if NVFP4LM_X86_INTRINSICS
+  static constexpr GroupsFn scalar = groups_scalar<N>, avx2 = scalar, avx512 = groups_avx512<N>;
+#else
+  static constexpr GroupsFn scalar = groups_scalar<N>, avx2 = scalar, avx512 = scalar;
+#endif
+};
+
+}  // namespace
+
+int64_t interleaved_groups(int64_t rows) { return (rows + kInterleaveRows - 1) / kInterleaveRows; }
+
+int64_t interleaved_nvfp4_bytes(int64_t rows, int64_t cols) {
+  return interleaved_groups(rows) * (cols / kBlock) * kInterleavedBlockBytes;
+}
+
+void interleave_nvfp4(const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols, uint8_t* out) {
+  NVFP4LM_ASSERT(cols % kBlock == 0 && rows >= 0, "interleave_nvfp4: [{}, {}] (columns must be a multiple of 16)", rows,
+                 cols);
+  const int64_t blocks = cols / kBlock, groups = interleaved_groups(rows);
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* group = out + g * blocks * kInterleavedBlockBytes;
+    std::memset(group, 0, static_cast<size_t>(blocks * kInterleavedBlockBytes));  // padding rows: zero codes, scales
+    for (int64_t row = 0; row < kInterleaveRows && g * kInterleaveRows + row < rows; ++row) {
+      const int64_t o = g * kInterleaveRows + row;
+      for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t* block = group + b * kInterleavedBlockBytes;
+        std::memcpy(block + 4 * row, codes + o * (cols / 2) + b * 8, 4);
+        std::memcpy(block + kHalfBytes + 4 * row, codes + o * (cols / 2) + b * 8 + 4, 4);
+        block[2 * kHalfBytes + row] = scales[o * blocks + b];
+      }
+    }
+  }
+}
+
+void deinterleave_nvfp4_group(const uint8_t* weight, int64_t cols, int64_t group, int64_t count, uint8_t* codes,
+                              uint8_t* scales) {
+  NVFP4LM_ASSERT(count >= 0 && count <= kInterleaveRows, "deinterleave_nvfp4_group: {} rows", count);
+  const int64_t blocks = cols / kBlock;
+  const uint8_t* first = weight + group * blocks * kInterleavedBlockBytes;
+  for (int64_t row = 0; row < count; ++row)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = first + b * kInterleavedBlockBytes;
+      std::memcpy(codes + row * (cols / 2) + b * 8, block + 4 * row, 4);
+      std::memcpy(codes + row * (cols / 2) + b * 8 + 4, block + kHalfBytes + 4 * row, 4);
+      scales[row * blocks + b] = block[2 * kHalfBytes + row];
+    }
+}
+
+void quantize_int8_blocks(const float* x, int64_t cols, Int8BlockActivations& out) {
+  NVFP4LM_ASSERT(cols % kBlock == 0, "quantize_int8_blocks: {} columns is not a multiple of {}", cols, kBlock);
+  out.cols = cols;
+  out.q.resize(static_cast<size_t>(cols));
+  out.bias.resize(static_cast<size_t>(cols / kBlock));
+  out.scale.resize(static_cast<size_t>(cols / kBlock));
+  for (int64_t b = 0; b < cols / kBlock; ++b) {
+    int8_t block[kBlock];
+    out.scale[static_cast<size_t>(b)] = quantize_int8_block(x + b * kBlock, block);
+    int32_t sum = 0;
+    for (int i = 0; i < kBlock; ++i) {
+      out.q[static_cast<size_t>(b * kBlock + block_position(i))] = block[i];
+      sum += block[i];
+    }
+    out.bias[static_cast<size_t>(b)] = -kWeightOffset * sum;
+  }
+}
+
+const std::vector<Int8BlockActivations>& quantize_int8_block_rows(const MatrixF32& x) {
+  static thread_local std::vector<Int8BlockActivations> storage;
+  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
+  for (int64_t r = 0; r < x.rows; ++r) quantize_int8_blocks(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
+  return storage;
+}
+
+bool interleaved_int8_dot_isa_supported(DotIsa isa) {
+  return isa == DotIsa::Scalar || (isa == DotIsa::Avx512 && int8_dot_isa_supported(DotIsa::Avx512));
+}
+
+void nvfp4_interleaved_int8_dot(DotIsa isa, const Nvfp4Interleaved& w, int64_t first_group, int64_t last_group,
+                                const Int8BlockActivations* const* x_rows, float* const* y_rows, int n) {
+  NVFP4LM_ASSERT(n >= 1 && n <= kDotMaxRows, "nvfp4_interleaved_int8_dot: {} activation rows (1..{})", n, kDotMaxRows);
+  NVFP4LM_ASSERT(interleaved_int8_dot_isa_supported(isa), "nvfp4_interleaved_int8_dot: no {} variant on this CPU",
+                 int8_dot_isa_name(isa));
+  NVFP4LM_ASSERT(first_group >= 0 && first_group <= last_group && last_group <= interleaved_groups(w.rows),
+                 "nvfp4_interleaved_int8_dot: groups [{}, {}) of {}", first_group, last_group,
+                 interleaved_groups(w.rows));
+  for (int r = 0; r < n; ++r)
+    NVFP4LM_ASSERT(x_rows[r]->cols == w.cols, "nvfp4_interleaved_int8_dot: activation row {} has {} columns, not {}", r,
+                   x_rows[r]->cols, w.cols);
+  pick_dot_kernel<GroupsFn, Kernels>(isa, n)(w, first_group, last_group, x_rows, y_rows);
+}
+
+}  // namespace nvfp4lm::cpu

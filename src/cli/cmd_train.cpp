@@ -32,12 +32,7 @@ std::string default_output() { return create_fresh_directory(fs::path("runs") / 
 struct RemoveIfStillEmpty {
   fs::path dir;
   ~RemoveIfStillEmpty() {
-    if (dir.empty()) return;
-    std::error_code ignored;
-    for (const auto& entry : fs::directory_iterator(dir, ignored))
-      if (entry.path().filename() != kDirectoryLockFileName) return;
-    fs::remove(dir / kDirectoryLockFileName, ignored);
-    fs::remove(dir, ignored);
+    if (!dir.empty()) remove_directory_if_unused(dir);
   }
 };
 

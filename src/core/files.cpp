@@ -136,17 +136,20 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
-void DirectoryLock::release_and_remove_if_unused() {
-  if (fd_ < 0) return;
+void remove_directory_if_unused(const fs::path& dir) {
   std::error_code ec;
-  const fs::path lock_path = dir_ / kDirectoryLockFileName;
-  bool only_lock = created_;
-  for (fs::directory_iterator it(dir_, ec), end; only_lock && !ec && it != end; it.increment(ec))
+  bool only_lock = true;
+  for (fs::directory_iterator it(dir, ec), end; only_lock && !ec && it != end; it.increment(ec))
     only_lock = it->path().filename() == kDirectoryLockFileName;
   if (only_lock && !ec) {
-    fs::remove(lock_path, ec);
-    fs::remove(dir_, ec);
+    fs::remove(dir / kDirectoryLockFileName, ec);
+    fs::remove(dir, ec);
   }
+}
+
+void DirectoryLock::release_and_remove_if_unused() {
+  if (fd_ < 0) return;
+  if (created_) remove_directory_if_unused(dir_);
   ::close(fd_);
   fd_ = -1;
 }

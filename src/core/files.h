@@ -64,6 +64,10 @@ class DirectoryLock {
 };
 inline constexpr const char* kDirectoryLockFileName = ".nvfp4lm.lock";
 
+// Removes `dir` when it holds nothing but (at most) its lock file: a run directory nothing was written into. Anything
+// else in it, or an error listing it, keeps it.
+void remove_directory_if_unused(const fs::path& dir);
+
 // "<path>.tmp-<pid>": a sibling temporary name for `path` (same directory, so rename is atomic).
 fs::path temporary_sibling(const fs::path& path);
 

@@ -26,23 +26,13 @@ constexpr int kBlock = 16;
 constexpr int kLanes = 16;       // int32 lanes per chunk
 constexpr int kChunkBytes = 64;  // code bytes per chunk
 constexpr int kBlocksPerChunk = 8;
-constexpr int kWeightOffset = 12;         // 2·e2m1 + 12 >= 0: the weights become vpdpbusd's unsigned operand
 constexpr float kScaleFactor = 128.0f;    // scale_b = 128·s_b: 2^8 undoes m_b's 2^-8, 1/2 undoes the doubled codes
 constexpr int64_t kPrefetchBytes = 1024;  // how far ahead of the codes the AVX-512 kernel prefetches
-
-// 2·e2m1(code) + 12 for the 16 codes: 0, 1, 2, 3, 4, 6, 8, 12 and their negatives (code 8 is -0).
-std::array<int8_t, 16> unsigned_weight_table() {
-  std::array<int8_t, 16> table{};
-  for (int c = 0; c < 16; ++c)
-    table[static_cast<size_t>(c)] =
-        static_cast<int8_t>(std::lround(2.0f * e2m1_to_float(static_cast<uint8_t>(c))) + kWeightOffset);
-  return table;
-}
 
 // ---- scalar: the lanes above, one at a time ----------------------------------------------------------------
 template <int N>
 void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const Int8Activations* const* x, float* const* y) {
-  const std::array<int8_t, 16> table = unsigned_weight_table();
+  const std::array<int8_t, 16> table = int8_weight_table();
   const int64_t row_bytes = w.cols / 2, blocks = w.cols / kBlock;
   const int64_t chunks = (w.cols + kInt8Chunk - 1) / kInt8Chunk;
   for (int64_t o = first; o < last; ++o) {
@@ -86,7 +76,7 @@ void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const Int8Acti
 template <int N>
 __attribute__((target("avx2,fma,f16c"))) void rows_avx2(const Nvfp4Rows& w, int64_t first, int64_t last,
                                                         const Int8Activations* const* x, float* const* y) {
-  const std::array<int8_t, 16> table = unsigned_weight_table();
+  const std::array<int8_t, 16> table = int8_weight_table();
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table.data())));
   const __m256i nibble = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   // vphaddd of the halves' lane sums gives blocks 0, 1, 4, 5, 2, 3, 6, 7; this puts them back in order.
@@ -143,9 +133,7 @@ __attribute__((target("avx2,fma,f16c"))) void rows_avx2(const Nvfp4Rows& w, int6
 template <int N>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) void rows_avx512(
     const Nvfp4Rows& w, int64_t first, int64_t last, const Int8Activations* const* x, float* const* y) {
-  const std::array<int8_t, 16> table = unsigned_weight_table();
-  std::array<int8_t, 64> tables{};
-  for (size_t i = 0; i < tables.size(); ++i) tables[i] = table[i % 16];
+  const std::array<int8_t, 64> tables = int8_weight_table_x4();
   const __m512i lut = _mm512_loadu_si512(tables.data());
   const __m512i even_lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd_lanes = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
@@ -210,6 +198,22 @@ struct Kernels {
 
 }  // namespace
 
+// 2·e2m1(code) + 12 for the 16 codes: 0, 1, 2, 3, 4, 6, 8, 12 and their negatives (code 8 is -0).
+std::array<int8_t, 16> int8_weight_table() {
+  std::array<int8_t, 16> table{};
+  for (int c = 0; c < 16; ++c)
+    table[static_cast<size_t>(c)] =
+        static_cast<int8_t>(std::lround(2.0f * e2m1_to_float(static_cast<uint8_t>(c))) + kInt8WeightOffset);
+  return table;
+}
+
+std::array<int8_t, 64> int8_weight_table_x4() {
+  const std::array<int8_t, 16> table = int8_weight_table();
+  std::array<int8_t, 64> tables{};
+  for (size_t i = 0; i < tables.size(); ++i) tables[i] = table[i % 16];
+  return tables;
+}
+
 float quantize_int8_block(const float* x, int8_t* q) {
   float max_abs = 0.0f;
   bool finite = true;
@@ -244,7 +248,7 @@ void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& ou
     for (int64_t lane = first_lane; lane < first_lane + 2; ++lane) {
       int32_t sum = 0;
       for (int k = 0; k < 4; ++k) sum += q[4 * lane + k] + q[64 + 4 * lane + k];
-      out.bias[static_cast<size_t>(chunk * kLanes + lane)] = -kWeightOffset * sum;
+      out.bias[static_cast<size_t>(chunk * kLanes + lane)] = -kInt8WeightOffset * sum;
       out.int8_weight_bias[static_cast<size_t>(chunk * kLanes + lane)] = -128 * sum;
     }
   }
@@ -269,13 +273,6 @@ bool int8_dot_isa_supported(DotIsa isa) {
 #endif
   }
   return false;
-}
-
-const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x) {
-  static thread_local std::vector<Int8Activations> storage;
-  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
-  for (int64_t r = 0; r < x.rows; ++r) quantize_int8_activations(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
-  return storage;
 }
 
 std::vector<DotIsa> supported_int8_dot_isas() { return dot_isas_where(int8_dot_isa_supported); }

@@ -17,6 +17,7 @@
 // the activation side carries the correction -12·Σq per lane, so the integer sums are exact.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +38,13 @@ constexpr int64_t int8_position(int64_t k) {
   return k / kInt8Chunk * kInt8Chunk + (k % kInt8Chunk % 2) * 64 + k % kInt8Chunk / 2;
 }
 
+// The weight side of the integer products (this kernel's and ops/cpu/nvfp4_interleaved.h's): code c as
+// 2·e2m1(c) + kInt8WeightOffset in [0, 24], vpdpbusd's unsigned operand; the activations carry
+// -kInt8WeightOffset · Σq so the sums stay exact.
+inline constexpr int kInt8WeightOffset = 12;
+std::array<int8_t, 16> int8_weight_table();     // indexed by the 4-bit code
+std::array<int8_t, 64> int8_weight_table_x4();  // repeated 4 times: vpermb reads 6 index bits, so no nibble mask
+
 // One activation row quantized for nvfp4_int8_dot_rows, zero-padded to a multiple of kInt8Padding. Within each chunk
 // the int8 values are reordered to the codes' nibble order: the 64 even elements (low nibbles), then the 64 odd ones
 // (high nibbles), so a vector of low or high nibbles multiplies a contiguous vector of activations.
@@ -54,9 +62,20 @@ float quantize_int8_block(const float* x, int8_t* q);
 // Quantizes x[0, cols) (cols a multiple of 16) into `out` (reusing its storage). A block whose values are not all
 // finite gets s_b = NaN, so non-finite activations still give non-finite outputs.
 void quantize_int8_activations(const float* x, int64_t cols, Int8Activations& out);
-// Every row of x quantized, into the calling thread's buffers (reused across calls). A parallel region must read
-// them through the returned reference: naming a thread_local there would give each worker its own, empty one.
-const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x);
+// Every row of x quantized by `quantize` (one int8 layout's quantizer), into the calling thread's buffers of that
+// layout (reused across calls). A parallel region must read them through the returned reference: naming a
+// thread_local there would give each worker its own, empty one.
+template <typename Quantized>
+const std::vector<Quantized>& quantize_rows_per_thread(const MatrixF32& x,
+                                                       void (*quantize)(const float*, int64_t, Quantized&)) {
+  static thread_local std::vector<Quantized> storage;
+  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
+  for (int64_t r = 0; r < x.rows; ++r) quantize(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
+  return storage;
+}
+inline const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x) {
+  return quantize_rows_per_thread(x, quantize_int8_activations);
+}
 
 // Avx512: AVX-512 BW, VL, VNNI and VBMI (Ice Lake, Zen 4 and later; a Cascade Lake runs the Avx2 variant);
 // Avx2: AVX2, FMA (and F16C, which every AVX2 CPU has).

@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
 #include "ops/cpu/simd.h"
-#include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
 namespace nvfp4lm::cpu {
@@ -19,7 +18,6 @@ namespace {
 
 constexpr int64_t kBlock = 16;
 constexpr int64_t kHalfBytes = 64;  // one half of a block: 4 code bytes of each of the 16 rows
-constexpr int kWeightOffset = 12;
 
 // Where element i (0..15) of a block sits in Int8BlockActivations order.
 constexpr int block_position(int i) { return i / 8 * 8 + (i % 2) * 4 + i % 8 / 2; }
@@ -28,20 +26,11 @@ const uint8_t* block_at(const Nvfp4Interleaved& w, int64_t group, int64_t block)
   return w.data + (group * (w.cols / kBlock) + block) * kInterleavedBlockBytes;
 }
 
-// 2·e2m1(code) + 12 (nvfp4_int8_dot.cpp's table).
-std::array<int8_t, 16> unsigned_weight_table() {
-  std::array<int8_t, 16> table{};
-  for (int c = 0; c < 16; ++c)
-    table[static_cast<size_t>(c)] =
-        static_cast<int8_t>(std::lround(2.0f * e2m1_to_float(static_cast<uint8_t>(c))) + kWeightOffset);
-  return table;
-}
-
 // ---- scalar -----------------------------------------------------------------------------------------------------
 template <int N>
 void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x,
                    float* const* y) {
-  const std::array<int8_t, 16> table = unsigned_weight_table();
+  const std::array<int8_t, 16> table = int8_weight_table();
   const int64_t blocks = w.cols / kBlock;
   for (int64_t g = first; g < last; ++g) {
     float acc[N][2][kInterleaveRows] = {};  // two partial sums (even and odd blocks), as the AVX-512 kernel
@@ -78,10 +67,8 @@ void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const
 template <int N>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) void groups_avx512(
     const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x, float* const* y) {
-  const std::array<int8_t, 16> table = unsigned_weight_table();
-  std::array<int8_t, 64> tables{};
-  for (size_t i = 0; i < tables.size(); ++i) tables[i] = table[i % 16];
-  const __m512i lut = _mm512_loadu_si512(tables.data());  // vpermb reads 6 index bits: the table repeated 4 times
+  const std::array<int8_t, 64> tables = int8_weight_table_x4();
+  const __m512i lut = _mm512_loadu_si512(tables.data());
   const int64_t blocks = w.cols / kBlock;
   for (int64_t g = first; g < last; ++g) {
     __m512 acc[N][2];
@@ -186,15 +173,8 @@ void quantize_int8_blocks(const float* x, int64_t cols, Int8BlockActivations& ou
       out.q[static_cast<size_t>(b * kBlock + block_position(i))] = block[i];
       sum += block[i];
     }
-    out.bias[static_cast<size_t>(b)] = -kWeightOffset * sum;
+    out.bias[static_cast<size_t>(b)] = -kInt8WeightOffset * sum;
   }
-}
-
-const std::vector<Int8BlockActivations>& quantize_int8_block_rows(const MatrixF32& x) {
-  static thread_local std::vector<Int8BlockActivations> storage;
-  if (storage.size() < static_cast<size_t>(x.rows)) storage.resize(static_cast<size_t>(x.rows));
-  for (int64_t r = 0; r < x.rows; ++r) quantize_int8_blocks(x.row(r), x.cols, storage[static_cast<size_t>(r)]);
-  return storage;
 }
 
 bool interleaved_int8_dot_isa_supported(DotIsa isa) {

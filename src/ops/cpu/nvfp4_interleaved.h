@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/nvfp4_int8_dot.h"
 #include "ops/cpu/views.h"
 
 namespace nvfp4lm::cpu {
@@ -50,8 +51,10 @@ struct Int8BlockActivations {
   std::vector<float> scale;   // [cols / 16]: 128 · s_b
 };
 void quantize_int8_blocks(const float* x, int64_t cols, Int8BlockActivations& out);
-// Every row of x quantized, into the calling thread's buffers (see quantize_int8_rows).
-const std::vector<Int8BlockActivations>& quantize_int8_block_rows(const MatrixF32& x);
+// Every row of x quantized, into the calling thread's buffers (quantize_rows_per_thread).
+inline const std::vector<Int8BlockActivations>& quantize_int8_block_rows(const MatrixF32& x) {
+  return quantize_rows_per_thread(x, quantize_int8_blocks);
+}
 
 struct Nvfp4Interleaved {
   const uint8_t* data;  // the layout above

@@ -16,6 +16,7 @@
 #include "ops/cpu/nvfp4_linear.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "ops/cpu/bf16_gemm.h"
@@ -30,29 +31,42 @@
 namespace nvfp4lm::cpu {
 namespace {
 
-void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
-               float tensor_scale, const MatrixF32& y) {
+// The prefill's BF16 products: tiles of `tile_rows` weight rows, each handed out by tile_of(first, count) as `count`
+// rows of codes and scales in the row layout, dequantized to BF16 in cache and multiplied with every activation row.
+template <typename TileOf>
+void bf16_tiles(const MatrixF32& x, int64_t rows, int64_t cols, int64_t tile_rows, int tiles_per_grab,
+                float tensor_scale, const MatrixF32& y, const TileOf& tile_of) {
   // The calling thread's buffer, reused across calls. The parallel region below must read it through this reference:
   // naming the thread_local there would give each worker its own (empty) one.
   static thread_local PackedActivations packed_storage;
   PackedActivations& packed = packed_storage;
   pack_activations(x.data, x.ld, x.rows, x.cols, packed);
   const Bf16Isa isa = best_bf16_isa();
-  const int64_t tiles = (rows + kBf16GemmTileRows - 1) / kBf16GemmTileRows;
+  const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
 #pragma omp parallel
   {
     static thread_local std::vector<uint16_t> weights;
-    weights.resize(static_cast<size_t>(kBf16GemmTileRows * cols));
-#pragma omp for schedule(dynamic, 2)
+    weights.resize(static_cast<size_t>(tile_rows * cols));
+#pragma omp for schedule(dynamic, tiles_per_grab)
     for (int64_t tile = 0; tile < tiles; ++tile) {
-      const int64_t first = tile * kBf16GemmTileRows;
-      const int64_t count = std::min(kBf16GemmTileRows, rows - first);
+      const int64_t first = tile * tile_rows;
+      const int64_t count = std::min(tile_rows, rows - first);
+      const auto [codes, scales] = tile_of(first, count);
       for (int64_t r = 0; r < count; ++r)
-        dequantize_nvfp4_row_bf16(isa, codes + (first + r) * (cols / 2), scales + (first + r) * (cols / 16), cols,
+        dequantize_nvfp4_row_bf16(isa, codes + r * (cols / 2), scales + r * (cols / 16), cols,
                                   weights.data() + r * cols);
       bf16_gemm(isa, packed, weights.data(), cols, count, tensor_scale, y.data + first, y.ld);
     }
   }
+}
+
+using RowBytes = std::pair<const uint8_t*, const uint8_t*>;  // codes, scales of consecutive rows
+
+void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols,
+               float tensor_scale, const MatrixF32& y) {
+  bf16_tiles(x, rows, cols, kBf16GemmTileRows, 2, tensor_scale, y, [&](int64_t first, int64_t) {
+    return RowBytes{codes + first * (cols / 2), scales + first * (cols / 16)};
+  });
 }
 
 void int8_rows(const MatrixF32& x, const Nvfp4Rows& w, int64_t out_rows, const MatrixF32& y) {
@@ -79,31 +93,17 @@ void interleaved_int8_rows(const MatrixF32& x, const Nvfp4Interleaved& w, const 
       });
 }
 
-// Interleaved16, many rows (prefill): each group of 16 weight rows back in the row layout, dequantized to BF16 and
-// multiplied as bf16_rows does (the same values and sums).
+// Interleaved16, many rows (prefill): each group of 16 weight rows back in the row layout, in cache, then as
+// bf16_rows (the same values and sums).
 void interleaved_bf16_rows(const MatrixF32& x, const Nvfp4Interleaved& w, const MatrixF32& y) {
-  static thread_local PackedActivations packed_storage;  // see bf16_rows
-  PackedActivations& packed = packed_storage;
-  pack_activations(x.data, x.ld, x.rows, x.cols, packed);
-  const Bf16Isa isa = best_bf16_isa();
-  const int64_t groups = interleaved_groups(w.rows), cols = w.cols;
-#pragma omp parallel
-  {
-    static thread_local std::vector<uint16_t> weights;
+  const int64_t cols = w.cols;
+  bf16_tiles(x, w.rows, cols, kInterleaveRows, 1, w.tensor_scale, y, [&](int64_t first, int64_t count) {
     static thread_local std::vector<uint8_t> codes, scales;
-    weights.resize(static_cast<size_t>(kInterleaveRows * cols));
     codes.resize(static_cast<size_t>(kInterleaveRows * cols / 2));
     scales.resize(static_cast<size_t>(kInterleaveRows * cols / 16));
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t first = g * kInterleaveRows, count = std::min(kInterleaveRows, w.rows - first);
-      deinterleave_nvfp4_group(w.data, cols, g, count, codes.data(), scales.data());
-      for (int64_t r = 0; r < count; ++r)
-        dequantize_nvfp4_row_bf16(isa, codes.data() + r * (cols / 2), scales.data() + r * (cols / 16), cols,
-                                  weights.data() + r * cols);
-      bf16_gemm(isa, packed, weights.data(), cols, count, w.tensor_scale, y.data + first, y.ld);
-    }
-  }
+    deinterleave_nvfp4_group(w.data, cols, first / kInterleaveRows, count, codes.data(), scales.data());
+    return RowBytes{codes.data(), scales.data()};
+  });
 }
 
 }  // namespace

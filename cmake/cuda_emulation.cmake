@@ -7,15 +7,18 @@
 #   -fsanitize=alignment               a misaligned vector access is an error, as it faults on a GPU
 #   -fsanitize=thread                   (NVFP4LM_EMU_MEMCHECK) the compiler's memory-access instrumentation, whose
 #                                       hooks src/core/cuda/emu/memory_check.cpp implements: shared-memory bounds,
-#                                       race and initialisation checks of every kernel access (no TSan runtime)
+#                                       race and initialisation checks of every kernel access, and the race check
+#                                       between blocks in device memory (no TSan runtime); with
+#                                       --param=tsan-distinguish-volatile=1 volatile accesses get hooks of their own
+#                                       (CUDA's relaxed atomics: no race between blocks)
 #   -Wno-unknown-pragmas                #pragma unroll
 # The CUDA host sources (*/cuda/*.cpp) compile unchanged against the emulated runtime and cuBLASLt.
-option(NVFP4LM_EMU_MEMCHECK "Emulated build: check every shared-memory access of the kernels (bounds, races)" ON)
+option(NVFP4LM_EMU_MEMCHECK "Emulated build: check every memory access of the kernels (shared memory, races)" ON)
 set(NVFP4LM_EMULATED_CU_OPTIONS
     "-include;${CMAKE_SOURCE_DIR}/src/core/cuda/emu/cuda_emu.h;-O2;-fno-strict-aliasing;-fsanitize=alignment;-fno-sanitize-recover=alignment;-Wno-unknown-pragmas")
 if(NVFP4LM_EMU_MEMCHECK)
   # Every load and store becomes a call into src/core/cuda/emu/memory_check.cpp (no TSan runtime is linked).
-  list(APPEND NVFP4LM_EMULATED_CU_OPTIONS -fsanitize=thread)
+  list(APPEND NVFP4LM_EMULATED_CU_OPTIONS -fsanitize=thread --param=tsan-distinguish-volatile=1)
 endif()
 
 # nvfp4lm_emulated_sources(OUT a.cu b.cu ...): the generated C++ wrappers of .cu files, with the options above

@@ -2,8 +2,10 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <vector>
 
 #include "core/cuda/check.h"
+#include "core/cuda/grid_stride.h"
 #include "core/cuda/launch.h"
 #include "emu/emu_kernels.h"
 #include "ops/cuda/ptx.h"
@@ -276,6 +278,87 @@ __global__ void increment_kernel(int* counter) { *counter += 1; }
 
 __global__ void copy_value_kernel(const int* from, int* to) { *to = *from; }
 
+// ---- blocks of one launch and global memory -------------------------------------------------------------------
+
+constexpr int kPatternBlocks = 4, kPatternThreads = 32;
+
+// data: kPatternBlocks * kPatternThreads ints of input (cell i holds i); out: as many ints, zeroed; words: 4 ints,
+// zeroed.
+__global__ void global_pattern_kernel(GlobalPattern pattern, const int* data, int* out, int* words) {
+  const int t = static_cast<int>(threadIdx.x), b = static_cast<int>(blockIdx.x);
+  const int cell = b * kPatternThreads + t;
+  switch (pattern) {
+    case GlobalPattern::PlainMaxOfBlocks:
+      if (t == 0 && data[cell] + 1 > words[0]) words[0] = data[cell] + 1;
+      break;
+    case GlobalPattern::AddIntoOneRow:
+      out[t] += data[cell];
+      break;
+    case GlobalPattern::ReadNeighbourBlocksWrite:
+      if (t == 0) {
+        out[b] = b + 1;
+        words[b] = out[(b + 1) % kPatternBlocks];
+      }
+      break;
+    case GlobalPattern::PlainReadOfAtomicCounter:
+      if (t == 0) {
+        atomicAdd(&words[0], 1);
+        out[b] = words[0];
+      }
+      break;
+    case GlobalPattern::DisjointWritesSharedInput: {
+      int sum = 0;
+      for (int i = 0; i < kPatternBlocks * kPatternThreads; ++i) sum += data[i];
+      out[cell] = sum + t;
+      break;
+    }
+    case GlobalPattern::AtomicsFromEveryBlock:
+      atomicAdd(&words[0], 1);
+      atomicMax(&words[1], data[cell]);
+      break;
+    case GlobalPattern::OwnBytesReadBack:
+      out[cell] = data[cell] * 2;
+      __syncthreads();
+      out[b * kPatternThreads + (t + 1) % kPatternThreads] += 1;
+      break;
+    case GlobalPattern::FencedLastBlockReduces: {
+      NVFP4LM_SHARED(int, ticket);
+      if (t == 0) {
+        out[b] = data[cell];
+        __threadfence();
+        ticket = atomicAdd(&words[0], 1);
+      }
+      __syncthreads();
+      if (ticket == kPatternBlocks - 1 && t == 0) {
+        int total = 0;
+        for (int i = 0; i < kPatternBlocks; ++i) total += out[i];
+        words[1] = total;
+      }
+      break;
+    }
+    case GlobalPattern::VolatileFirstErrorSlot: {
+      volatile int* slot = words;
+      if (t == 0 && *slot == 0) *slot = b + 1;
+      break;
+    }
+  }
+}
+
+constexpr int kStrideItems = 64 * 256;
+
+// Each iteration: the block's threads stage their items in shared memory, meet, and write a neighbour's item
+// doubled; the barrier at the end keeps the next iteration's staging from overwriting what others still read.
+__global__ void grid_stride_reuse_kernel(const int* in, int* out, int items, bool barrier_at_loop_end) {
+  NVFP4LM_SHARED(int[256], staged);
+  const int t = static_cast<int>(threadIdx.x);
+  for (int base = static_cast<int>(blockIdx.x) * 256; base < items; base += static_cast<int>(gridDim.x) * 256) {
+    staged[t] = in[base + t];
+    __syncthreads();
+    out[base + (t + 1) % 256] = 2 * staged[(t + 1) % 256];
+    if (barrier_at_loop_end) __syncthreads();
+  }
+}
+
 }  // namespace
 
 std::vector<int> shuffle(Shuffle mode, int arg, int width, const std::vector<unsigned>& lane_masks,
@@ -404,6 +487,49 @@ void write_past_device_allocation() {
   NVFP4LM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data), 64 * sizeof(int)));
   NVFP4LM_LAUNCH(write_past_kernel, 1, 1, 0)(data);
   cudaStreamSynchronize(stream());
+}
+
+Outcome global_pattern(GlobalPattern pattern) {
+  constexpr int cells = kPatternBlocks * kPatternThreads;
+  std::vector<int> input(cells);
+  for (int i = 0; i < cells; ++i) input[i] = i;
+  const DeviceArray<int> data(input);
+  DeviceArray<int> out(cells), words(4);
+  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(out.get(), 0, cells * sizeof(int), stream()));
+  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(words.get(), 0, 4 * sizeof(int), stream()));
+  NVFP4LM_LAUNCH(global_pattern_kernel, kPatternBlocks, kPatternThreads, 0)
+  (pattern, data.get(), out.get(), words.get());
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream());
+  Outcome outcome;
+  outcome.error = static_cast<int>(status);
+  outcome.message = cudaGetErrorString(status);
+  outcome.sticky = status != cudaSuccess;
+  cudaDeviceReset();
+  cudaGetLastError();
+  return outcome;
+}
+
+GridStrideRun grid_stride_reuse(bool barrier_at_loop_end) {
+  std::vector<int> input(kStrideItems);
+  for (int i = 0; i < kStrideItems; ++i) input[i] = i;
+  const DeviceArray<int> in(input);
+  DeviceArray<int> out(kStrideItems);
+  GridStrideRun run;
+  run.blocks = grid_stride_blocks(kStrideItems, 256);
+  NVFP4LM_LAUNCH(grid_stride_reuse_kernel, run.blocks, 256, 0)(in.get(), out.get(), kStrideItems, barrier_at_loop_end);
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream());
+  run.outcome.error = static_cast<int>(status);
+  run.outcome.message = cudaGetErrorString(status);
+  if (status == cudaSuccess) {
+    const std::vector<int> result = out.read();
+    run.all_items_right = true;
+    for (int i = 0; i < kStrideItems; ++i) run.all_items_right = run.all_items_right && result[i] == 2 * i;
+  }
+  cudaDeviceReset();
+  cudaGetLastError();
+  return run;
 }
 
 DeferredCopy deferred_copy() {

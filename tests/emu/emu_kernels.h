@@ -101,6 +101,35 @@ Outcome misuse(Misuse kind);
 // A kernel writes one int past the end of a 256-byte device buffer: the process dies with a report on stderr.
 void write_past_device_allocation();
 
+// ---- blocks of one launch and global memory (4 blocks of 32 threads) -------------------------------------------
+
+enum class GlobalPattern {
+  // races: the result depends on the order of the blocks
+  PlainMaxOfBlocks,          // thread 0 of each block: if (v > *max) *max = v (a plain compare-and-store)
+  AddIntoOneRow,             // each block adds its row into the same output row, non-atomically
+  ReadNeighbourBlocksWrite,  // block b writes cell b, then reads cell b + 1
+  PlainReadOfAtomicCounter,  // each block atomicAdds to a counter, then reads it with a plain load
+  // not races
+  DisjointWritesSharedInput,  // every block reads the whole input, writes only its own cells
+  AtomicsFromEveryBlock,      // atomicAdd and atomicMax of every thread into two words
+  OwnBytesReadBack,           // each block writes its cells, __syncthreads, reads them back
+  FencedLastBlockReduces,     // partials + __threadfence + atomic ticket; the last block sums the partials
+  VolatileFirstErrorSlot,     // every block stores into one volatile slot (the "first error" record)
+};
+// Runs the pattern on zeroed buffers; like misuse(), reports how the launch ended and resets a sticky error.
+Outcome global_pattern(GlobalPattern pattern);
+
+// The number of blocks grid_stride_blocks() picks for 64 * 256 items of 256 per block (64, or NVFP4LM_EMU_GRID_CAP),
+// and whether a grid-stride kernel over those items, each block reusing one shared scratch per iteration, wrote
+// every item correctly. `barrier_at_loop_end` false drops the barrier before the next iteration overwrites the
+// scratch: a race the shared-memory check sees only when a block runs more than one iteration.
+struct GridStrideRun {
+  unsigned blocks = 0;
+  bool all_items_right = false;
+  Outcome outcome;
+};
+GridStrideRun grid_stride_reuse(bool barrier_at_loop_end);
+
 // ---- streams and graphs ---------------------------------------------------------------------------------------
 
 // A kernel writes 42; a device-to-host copy into pinned memory follows on the stream. The host value before and

@@ -316,6 +316,66 @@ TEST(EmulatedFaultsDeathTest, AnAccessPastADeviceAllocationEndsTheProcessWithARe
                "device allocation of 256 bytes");
 }
 
+// ---- blocks of one launch: races in global memory, grid-stride loops -----------------------------------------
+
+TEST(EmulatedGlobalMemory, BlocksTouchingTheSameBytesWithAPlainStoreAreARace) {
+  // What the second block to touch the bytes is told (which block came first depends on the schedule).
+  for (const auto& [pattern, what] :
+       {std::pair{GlobalPattern::PlainMaxOfBlocks, "reads 4 byte(s)"},
+        {GlobalPattern::PlainMaxOfBlocks, "of this launch wrote"},
+        {GlobalPattern::AddIntoOneRow, "of this launch wrote"},
+        {GlobalPattern::ReadNeighbourBlocksWrite, "writes 4 byte(s)"},
+        {GlobalPattern::ReadNeighbourBlocksWrite, "of this launch read"},
+        {GlobalPattern::PlainReadOfAtomicCounter, "which other blocks of this launch updated atomically"}}) {
+    const Outcome o = global_pattern(pattern);
+    EXPECT_EQ(o.error, kLaunchFailure) << static_cast<int>(pattern) << ": " << o.message;
+    EXPECT_NE(o.message.find("global memory race"), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find(what), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find("of a device allocation of"), std::string::npos) << o.message;
+  }
+}
+
+TEST(EmulatedGlobalMemory, AtomicsOwnBytesFencesAndReadOnlyInputsAreNoRace) {
+  for (const GlobalPattern pattern :
+       {GlobalPattern::DisjointWritesSharedInput, GlobalPattern::AtomicsFromEveryBlock, GlobalPattern::OwnBytesReadBack,
+        GlobalPattern::FencedLastBlockReduces, GlobalPattern::VolatileFirstErrorSlot}) {
+    const Outcome o = global_pattern(pattern);
+    EXPECT_EQ(o.error, 0) << static_cast<int>(pattern) << ": " << o.message;
+  }
+}
+
+TEST(EmulatedGlobalMemory, TheCheckIsOffWhenAskedOrWhenBlocksRunConcurrently) {
+  Settings& settings = settings_for_testing();
+  const Settings saved = settings;
+  settings.checks.global = false;
+  EXPECT_EQ(global_pattern(GlobalPattern::PlainMaxOfBlocks).error, 0);
+  settings = saved;
+  settings.workers = 2;  // blocks of one launch on two OS threads: the shadow itself would race
+  EXPECT_EQ(global_pattern(GlobalPattern::AddIntoOneRow).error, 0);
+  settings = saved;
+  EXPECT_EQ(global_pattern(GlobalPattern::AddIntoOneRow).error, kLaunchFailure);
+}
+
+TEST(EmulatedGridCap, GridStrideLaunchesTakeAtMostTheCapAndLoopOverTheRest) {
+  Settings& settings = settings_for_testing();
+  const int64_t saved = settings.grid_cap;
+  settings.grid_cap = 0;
+  GridStrideRun run = grid_stride_reuse(true);
+  EXPECT_EQ(run.blocks, 64u);
+  EXPECT_TRUE(run.all_items_right) << run.outcome.message;
+  run = grid_stride_reuse(false);  // one iteration per block: the missing barrier cannot show
+  EXPECT_TRUE(run.all_items_right) << run.outcome.message;
+
+  settings.grid_cap = 2;
+  run = grid_stride_reuse(true);
+  EXPECT_EQ(run.blocks, 2u);
+  EXPECT_TRUE(run.all_items_right) << run.outcome.message;
+  run = grid_stride_reuse(false);  // 32 iterations per block: the next staging overwrites what others still read
+  EXPECT_EQ(run.outcome.error, kLaunchFailure);
+  EXPECT_NE(run.outcome.message.find("shared memory race"), std::string::npos) << run.outcome.message;
+  settings.grid_cap = saved;
+}
+
 // ---- streams and graphs ---------------------------------------------------------------------------------------
 
 TEST(EmulatedStreams, DeferredWorkRunsAtTheSynchronisation) {

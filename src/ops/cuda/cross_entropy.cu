@@ -167,7 +167,7 @@ void expand_rows(const DeviceRows& src, const int32_t* source_row, const DeviceR
   const int64_t chunks_per_row = ceil_div(dst.width, kChunk), items = dst.count * chunks_per_row;
   if (items == 0) return;
   const bool vec = vectorizable(src) && vectorizable(dst);
-  const unsigned blocks = grid_for(items, 256);
+  const unsigned blocks = grid_stride_blocks(items, 256);
   if (dst.dtype == DType::F32) {
     NVFP4LM_LAUNCH(expand_rows_kernel<float>, blocks, 256, 0)(src, source_row, dst, chunks_per_row, items, vec);
   } else if (dst.dtype == DType::BF16) {

@@ -121,7 +121,7 @@ Launch launch_for(const DeviceRows& rows) {
   Launch launch;
   launch.chunks_per_row = ceil_div(rows.width, kChunk);
   launch.items = rows.count * launch.chunks_per_row;
-  launch.blocks = grid_for(launch.items, kThreads);
+  launch.blocks = grid_stride_blocks(launch.items, kThreads);
   return launch;
 }
 

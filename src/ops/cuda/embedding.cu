@@ -72,7 +72,7 @@ void gather_rows(const int32_t* ids, const DeviceRows& table, const DeviceRows& 
   const int64_t chunks_per_row = ceil_div(out.width, kChunk), items = out.count * chunks_per_row;
   if (items == 0) return;
   const bool vec = vectorizable(table) && vectorizable(out);
-  const unsigned blocks = grid_for(items, kThreads);
+  const unsigned blocks = grid_stride_blocks(items, kThreads);
   with_type(table.dtype, [&](auto src_tag) {
     with_type(out.dtype, [&](auto dst_tag) {
       using Src = decltype(src_tag);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "core/cuda/grid_stride.h"
 #include "ops/cuda/rows.h"
 
 namespace nvfp4lm::cuda::kernels {
@@ -35,12 +36,6 @@ inline bool vectorizable(const DeviceRows& rows) {
       rows.count <= 1 || ((rows.inner_stride * bytes) % 16 == 0 &&
                           (rows.inner_count >= rows.count || (rows.outer_stride * bytes) % 16 == 0));
   return rows.width % kChunk == 0 && reinterpret_cast<uintptr_t>(rows.data) % 16 == 0 && strides_ok;
-}
-
-// Blocks for a grid-stride loop over `items` work items: enough to fill the GPU, capped so the grid stays legal.
-inline unsigned grid_for(int64_t items, int threads) {
-  const int64_t blocks = ceil_div(items, threads);
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 16 ? 65535 * 16 : blocks));
 }
 
 // ---- element conversion ---------------------------------------------------------------------------------------

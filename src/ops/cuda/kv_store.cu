@@ -40,11 +40,11 @@ void store_kv_rows(const DeviceRows& fresh, int64_t tokens_per_row, const int32_
   const bool wide = row_bytes % 16 == 0 && vectorizable(fresh) && vectorizable(cache);
   if (wide) {
     const int64_t units = row_bytes / 16, items = fresh.count * units;
-    NVFP4LM_LAUNCH(store_kernel<uint4>, grid_for(items, kThreads), kThreads, 0)
+    NVFP4LM_LAUNCH(store_kernel<uint4>, grid_stride_blocks(items, kThreads), kThreads, 0)
     (fresh, tokens_per_row, slots, cache, slots_per_row, units, element_bytes, items);
   } else {
     const int64_t units = row_bytes / 2, items = fresh.count * units;  // F32 rows are pairs of 16-bit units too
-    NVFP4LM_LAUNCH(store_kernel<uint16_t>, grid_for(items, kThreads), kThreads, 0)
+    NVFP4LM_LAUNCH(store_kernel<uint16_t>, grid_stride_blocks(items, kThreads), kThreads, 0)
     (fresh, tokens_per_row, slots, cache, slots_per_row, units, element_bytes, items);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();

@@ -205,7 +205,7 @@ void rmsnorm_backward(const DeviceRows& dy, const DeviceRows& x, const float* we
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
   const int finish_threads = 256;
-  const auto finish_blocks = static_cast<unsigned>(ceil_div(x.width, finish_threads));
+  const unsigned finish_blocks = grid_stride_blocks(x.width, finish_threads);
   NVFP4LM_LAUNCH(rmsnorm_dweight_kernel, finish_blocks, finish_threads, 0)(block_sums, plan.blocks, x.width, dweight);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

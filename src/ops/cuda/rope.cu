@@ -62,7 +62,7 @@ void rope_rotate(const DeviceRows& tokens, int64_t heads, int64_t head_dim, cons
                    reinterpret_cast<uintptr_t>(sin) % 16 == 0;
   unsigned long long* error_slot = positions != nullptr ? input_error_slot(InputErrorKind::RopePosition) : nullptr;
   const float sin_sign = inverse ? -1.f : 1.f;
-  const unsigned blocks = grid_for(items, kThreads);
+  const unsigned blocks = grid_stride_blocks(items, kThreads);
   if (tokens.dtype == DType::F32) {
     NVFP4LM_LAUNCH(rope_kernel<float>, blocks, kThreads, 0)
     (tokens, heads, head_dim, positions, cos, sin, table_rows, sin_sign, chunks_per_head, items, vec, error_slot);

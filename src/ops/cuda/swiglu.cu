@@ -59,7 +59,7 @@ void swiglu_forward(const DeviceRows& gate_in, const DeviceRows& up_in, const De
   const int64_t chunks_per_row = ceil_div(gate.width, kChunk), items = gate.count * chunks_per_row;
   if (items == 0) return;
   const bool vec = vectorizable(gate) && vectorizable(up) && vectorizable(out);
-  const unsigned blocks = grid_for(items, kThreads);
+  const unsigned blocks = grid_stride_blocks(items, kThreads);
   if (gate.dtype == DType::F32) {
     NVFP4LM_LAUNCH(swiglu_forward_kernel<float>, blocks, kThreads, 0)(gate, up, out, chunks_per_row, items, vec);
   } else if (gate.dtype == DType::BF16) {
@@ -80,7 +80,7 @@ void swiglu_backward(const DeviceRows& dout_in, const DeviceRows& gate_in, const
   if (items == 0) return;
   const bool vec =
       vectorizable(dout) && vectorizable(gate) && vectorizable(up) && vectorizable(dgate) && vectorizable(dup);
-  const unsigned blocks = grid_for(items, kThreads);
+  const unsigned blocks = grid_stride_blocks(items, kThreads);
   if (gate.dtype == DType::F32) {
     NVFP4LM_LAUNCH(swiglu_backward_kernel<float>, blocks, kThreads, 0)
     (dout, gate, up, dgate, dup, chunks_per_row, items, vec);

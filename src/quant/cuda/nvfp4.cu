@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "core/cuda/check.h"
+#include "core/cuda/grid_stride.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/reduce.cuh"
 #include "core/numeric.h"
@@ -127,8 +128,8 @@ Nvfp4AmaxResult amax_of(const In* input, int64_t count, void* scratch) {
   NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_bad, 0xFF, sizeof(unsigned long long), s));
   if (count > 0) {
     const int64_t chunks = count / 8;
-    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((chunks + kThreads - 1) / kThreads, 4096));
-    NVFP4LM_LAUNCH(amax_kernel<In>, static_cast<unsigned int>(blocks), kThreads, 0)
+    // At most 4096 blocks (enough to fill a GPU): fewer atomics on the one result word.
+    NVFP4LM_LAUNCH(amax_kernel<In>, grid_stride_blocks(chunks, kThreads, 4096), kThreads, 0)
     (input, count, aligned16(input), result);
     NVFP4LM_CUDA_CHECK_LAUNCH();
   }
@@ -377,11 +378,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-int64_t grid_for(int64_t work_items, int64_t per_thread) {
-  const int64_t per_block = kThreads * per_thread;
-  return std::max<int64_t>(1, std::min<int64_t>((work_items + per_block - 1) / per_block, int64_t{1} << 30));
-}
-
 template <typename Out>
 void launch_dequantize(const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols, float tensor_scale,
                        Out* out) {
@@ -391,12 +387,12 @@ void launch_dequantize(const uint8_t* codes, const uint8_t* scales, int64_t rows
   const bool vector = reinterpret_cast<uintptr_t>(codes) % (kValues / 2) == 0 && aligned16(out);
   if (vector) {
     const int64_t items = count / kValues;  // count is a multiple of 16
-    NVFP4LM_LAUNCH((dequantize_vector_kernel<Out, kUnroll>), static_cast<unsigned int>(grid_for(items, kUnroll)),
+    NVFP4LM_LAUNCH((dequantize_vector_kernel<Out, kUnroll>), grid_stride_blocks(items, int64_t{kThreads} * kUnroll),
                    kThreads, 0)
     (codes, scales, items, tensor_scale, out);
   } else {
     const int64_t blocks = count / kBlock;
-    NVFP4LM_LAUNCH(dequantize_scalar_kernel<Out>, static_cast<unsigned int>(grid_for(blocks, 1)), kThreads, 0)
+    NVFP4LM_LAUNCH(dequantize_scalar_kernel<Out>, grid_stride_blocks(blocks, kThreads), kThreads, 0)
     (codes, scales, blocks, tensor_scale, out);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();

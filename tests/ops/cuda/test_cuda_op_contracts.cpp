@@ -3,10 +3,13 @@
 //    (embedding backward, cross-entropy), at the next call where the kernel found it (embedding forward, RoPE),
 //    and never an out-of-bounds access;
 //  - the reductions that feed parameter gradients and norms are bitwise reproducible run to run, and the
-//    embedding backward with F32 gradients is bitwise the CPU's.
+//    embedding backward with F32 gradients is bitwise the CPU's;
+//  - exact ties are broken as the CPU reference breaks them (the cross-entropy's argmax takes the first maximal
+//    id, like torch.argmax), wherever in the row, the warp or the block the tied values sit.
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -176,6 +179,43 @@ TEST(CudaOpContracts, CrossEntropyIsBitwiseReproducible) {
     EXPECT_EQ(result.tokens, first_result.tokens);
     EXPECT_EQ(bits(download(dh)), first_dh);
     EXPECT_EQ(bits(download(dw)), first_dw);
+  }
+}
+
+TEST(CudaOpContracts, CrossEntropyArgmaxTakesTheFirstOfTiedMaxima) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  Rng rng(9);
+  const int64_t hidden_dim = 64, vocab = 5000;
+  // Pairs of lm_head rows made identical, so their logits tie: in one chunk of one thread (16, 17), in two warps of
+  // the row kernel (40, 1800: threads 5 and 225), in two passes of its column loop (8, 4104: the same thread), and
+  // at the row's end (2000, 4999). Weights are multiples of 1/16 and hidden values small integers, so every logit is
+  // exact in fp32 and BF16 in any summation order: the ties are exact on every backend.
+  const std::pair<int32_t, int32_t> pairs[] = {{16, 17}, {40, 1800}, {8, 4104}, {2000, 4999}};
+  auto sixteenths = [&](float scale) { return std::round(rng.normal() * scale * 16.f) / 16.f; };
+  Tensor w = Tensor::empty({vocab, hidden_dim}, DType::F32);
+  Tensor h = Tensor::empty({2 * 4, hidden_dim}, DType::F32);
+  float* wp = w.data<float>();
+  float* hp = h.data<float>();
+  for (int64_t i = 0; i < vocab * hidden_dim; ++i) wp[i] = sixteenths(0.125f);
+  std::vector<int32_t> target;
+  for (int p = 0; p < 4; ++p) {
+    const auto [first, second] = pairs[p];
+    for (int64_t k = 0; k < hidden_dim; ++k)
+      wp[second * hidden_dim + k] = wp[first * hidden_dim + k] = sixteenths(0.25f);
+    // Two rows aimed at the pair (logit ~ 64 there, < 20 elsewhere): one targets the first id (correct, as
+    // torch.argmax counts it), one the second (not correct).
+    for (int row = 2 * p; row < 2 * p + 2; ++row) {
+      for (int64_t k = 0; k < hidden_dim; ++k) hp[row * hidden_dim + k] = 16.f * wp[first * hidden_dim + k];
+      target.push_back(row % 2 == 0 ? first : second);
+    }
+  }
+  const Tensor targets = Tensor::from_ints(target, {8});
+  const CrossEntropyResult cpu = lm_head_cross_entropy(h, w, targets, 1.f, nullptr, nullptr);
+  EXPECT_EQ(cpu.correct, 4);
+  for (const DType dtype : {DType::F32, DType::BF16}) {
+    const CrossEntropyResult gpu_result =
+        lm_head_cross_entropy(upload(h, dtype), upload(w, dtype), targets.to(gpu()), 1.f, nullptr, nullptr);
+    EXPECT_EQ(gpu_result.correct, 4) << dtype_name(dtype);
   }
 }
 

@@ -55,6 +55,8 @@ bool BlockRunner::run(const BlockPlan& plan, uint3 block_idx, std::string& fault
   const int warp_count = (count + 31) / 32;
   if (threads_.size() != static_cast<size_t>(count)) threads_ = std::vector<Thread>(static_cast<size_t>(count));
   warps_.assign(static_cast<size_t>(warp_count), Warp{});
+  const auto block_linear = static_cast<uint32_t>(
+      block_idx.x + uint64_t{plan.grid_dim.x} * (block_idx.y + uint64_t{plan.grid_dim.y} * block_idx.z));
   for (int linear = 0; linear < count; ++linear) {
     Thread& t = threads_[static_cast<size_t>(linear)];
     t.thread_idx = uint3{static_cast<unsigned>(linear) % dim.x, static_cast<unsigned>(linear) / dim.x % dim.y,
@@ -65,6 +67,7 @@ bool BlockRunner::run(const BlockPlan& plan, uint3 block_idx, std::string& fault
     t.linear = linear;
     t.lane = linear % 32;
     t.warp = linear / 32;
+    t.block_linear = block_linear;
     t.block = this;
     t.status = Status::NotStarted;
     t.wait = Wait::None;
@@ -321,6 +324,49 @@ bool BlockRunner::try_complete(int warp_index, const WarpPost& post) {
   return true;
 }
 
+// ---- global memory ------------------------------------------------------------------------------------------
+
+namespace {
+
+const char* access_name(GlobalAccess kind, bool present) {
+  switch (kind) {
+    case GlobalAccess::Read:
+      return present ? "reads" : "read";
+    case GlobalAccess::Write:
+      return present ? "writes" : "wrote";
+    case GlobalAccess::Atomic:
+      return present ? "updates atomically" : "updated atomically";
+  }
+  return "?";
+}
+
+std::string block_name(uint32_t linear, dim3 grid) {
+  return fmt::format("({}, {}, {})", linear % grid.x, linear / grid.x % grid.y, linear / (grid.x * grid.y));
+}
+
+}  // namespace
+
+void BlockRunner::check_global(ThreadContext& context, const void* address, size_t bytes, GlobalAccess kind,
+                               const void* code) {
+  const GlobalAccessProblem problem = global_race_check_access(context.block_linear, address, bytes, kind);
+  if (!problem.race) [[likely]]
+    return;
+  auto& t = static_cast<Thread&>(context);
+  const std::string at = code != nullptr ? " (kernel code " + describe_code(code) + ")" : std::string();
+  const std::string other = problem.several_blocks
+                                ? "other blocks of this launch"
+                                : "block " + block_name(problem.other_block, t.grid_dim) + " of this launch";
+  const char* fix = kind == GlobalAccess::Read && problem.other == GlobalAccess::Write
+                        ? "; blocks of one launch run in no defined order: read it in a later launch, or publish it "
+                          "with __threadfence() and an atomic flag"
+                        : "; blocks of one launch run in no defined order (and at once on a GPU): make every access "
+                          "atomic, give each block its own bytes, or split the kernel";
+  fault(t, fmt::format("global memory race: {} {} byte(s) at {} ({}), which {} {}{}{}", access_name(kind, true), bytes,
+                       reinterpret_cast<const void*>(problem.address),
+                       device_memory_describe(reinterpret_cast<const void*>(problem.address)), other,
+                       access_name(problem.other, false), fix, at));
+}
+
 // ---- shared memory and cp.async -----------------------------------------------------------------------------
 
 void* BlockRunner::static_shared(ThreadContext& thread, const SharedSite& site) {
@@ -383,6 +429,8 @@ void BlockRunner::cp_async(ThreadContext& context, uint32_t dst, const void* src
   if (dst + static_cast<size_t>(copy_bytes) > shared_.used())
     fault(t, fmt::format("cp.async writes shared bytes [{:#x}, {:#x}) past the block's {} bytes of shared memory", dst,
                          dst + static_cast<size_t>(copy_bytes), shared_.used()));
+  if (global_race_check_active && source_bytes > 0 && in_device_span(src))
+    check_global(t, src, static_cast<size_t>(source_bytes), GlobalAccess::Read, nullptr);
   t.copies.push_back(CpAsync{dst, copy_bytes, source_bytes, src, -1});
 }
 

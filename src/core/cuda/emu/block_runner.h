@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/emu/device_memory.h"
 #include "core/cuda/emu/fiber.h"
+#include "core/cuda/emu/global_race_check.h"
 #include "core/cuda/emu/settings.h"
 #include "core/cuda/emu/shared_memory.h"
 #include "core/cuda/emu/thread_context.h"
@@ -62,10 +64,15 @@ class BlockRunner {
   void cp_async_commit(ThreadContext& thread);
   void cp_async_wait(ThreadContext& thread, int groups_left_pending);
   [[noreturn]] void fault(ThreadContext& thread, const std::string& message);
-  // A load or store of the kernel's own code (memory_check.cpp): checked if it is in this block's shared memory.
-  void on_access(ThreadContext& thread, const void* address, size_t bytes, bool write, const void* code) {
+  // A load or store of the kernel's own code (memory_check.cpp): checked if it is in this block's shared memory
+  // or in device memory (global_race_check.h). Atomic and volatile accesses come as GlobalAccess::Atomic.
+  void on_access(ThreadContext& thread, const void* address, size_t bytes, GlobalAccess kind, const void* code) {
     const size_t offset = static_cast<size_t>(static_cast<const unsigned char*>(address) - shared_.base());
-    if (offset < shared_.span()) check_shared(thread, offset, bytes, write, code);
+    if (offset < shared_.span()) {
+      if (kind != GlobalAccess::Atomic) check_shared(thread, offset, bytes, kind == GlobalAccess::Write, code);
+    } else if (global_race_check_active && in_device_span(address)) {
+      check_global(thread, address, bytes, kind, code);
+    }
   }
 
   // For the SIGSEGV reporter (fault.cpp): "kernel K block (..) thread (..)", and what a faulting address is if it
@@ -107,6 +114,7 @@ class BlockRunner {
   bool try_complete(int warp_index, const WarpPost& post);
   void complete_copies(Thread& thread, int64_t up_to_group);
   void check_shared(ThreadContext& thread, size_t offset, size_t bytes, bool write, const void* code);
+  void check_global(ThreadContext& thread, const void* address, size_t bytes, GlobalAccess kind, const void* code);
   void run_round_robin();
   void run_warp_serial(bool reverse);
   std::string deadlock_report() const;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/cuda/emu/global_race_check.h"
 #include "core/cuda/emu/grid.h"
 #include "core/cuda/emu/last_error.h"
 #include "core/cuda/emu/stream.h"
@@ -42,6 +43,11 @@ void* static_shared(const SharedSite& site) {
 }
 
 void* dynamic_shared() { return this_thread().block->dynamic_shared(); }
+
+void thread_fence(bool device_scope) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (device_scope) global_race_check_fence(this_thread().block_linear);
+}
 
 uint32_t shared_address(const void* pointer) {
   ThreadContext& t = this_thread();

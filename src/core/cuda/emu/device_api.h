@@ -42,6 +42,9 @@ void cp_async_commit();
 void cp_async_wait_group(int groups_left_pending);
 void ldmatrix(uint32_t* regs, int matrices, bool trans, uint32_t shared_address);
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+// A memory fence; `device_scope` (__threadfence, __threadfence_system) publishes the block's plain stores to other
+// blocks for the global race check.
+void thread_fence(bool device_scope);
 // ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to zero.
 float ex2_approx_ftz(float x);
 
@@ -100,9 +103,11 @@ T atomic_update(T* address, T value, T (*combine)(T, T)) {
 inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
   ::nvfp4lm::emu::simple_collective(::nvfp4lm::emu::WarpOp::SyncWarp, mask, 0);
 }
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// Out of line: the emulated .cu files are built with -fsanitize=thread, which rejects a fence in their code.
+// __threadfence also tells the global race check that the block's stores so far are published.
+inline void __threadfence() { ::nvfp4lm::emu::thread_fence(true); }
+inline void __threadfence_block() { ::nvfp4lm::emu::thread_fence(false); }
+inline void __threadfence_system() { ::nvfp4lm::emu::thread_fence(true); }
 
 // ---- warp shuffles, votes, matches, reductions ---------------------------------------------------------------
 

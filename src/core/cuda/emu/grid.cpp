@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cuda/emu/block_runner.h"
+#include "core/cuda/emu/global_race_check.h"
 #include "core/cuda/emu/settings.h"
 
 namespace nvfp4lm::emu {
@@ -142,6 +143,7 @@ bool run_grid(const LaunchRequest& request, std::string& fault) {
   plan.schedule = s.schedule;
   const uint64_t blocks = uint64_t{request.grid.x} * request.grid.y * request.grid.z;
   const bool reverse = s.schedule == Schedule::Reverse;
+  global_race_check_begin_launch();
 
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};

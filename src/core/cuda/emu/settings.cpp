@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/cuda/emu/global_race_check.h"
 #include "core/error.h"
 
 namespace nvfp4lm::emu {
@@ -59,9 +60,9 @@ Settings parse() {
   }
   if (const char* text = env("NVFP4LM_EMU_CHECK")) {
     const std::string value = text;
-    if (value == "none") s.checks = Checks{false, false, false};
+    if (value == "none") s.checks = Checks{false, false, false, false};
     if (value != "all" && value != "none") {
-      s.checks = Checks{false, false, false};
+      s.checks = Checks{false, false, false, false};
       size_t start = 0;
       while (start <= value.size()) {
         const size_t end = std::min(value.find(',', start), value.size());
@@ -72,14 +73,19 @@ Settings parse() {
           s.checks.races = true;
         } else if (item == "init") {
           s.checks.init = true;
+        } else if (item == "global") {
+          s.checks.global = true;
         } else {
-          NVFP4LM_FAIL("NVFP4LM_EMU_CHECK='{}': '{}' is not a check; use all, none, or a list of bounds, races, init",
-                       value, item);
+          NVFP4LM_FAIL(
+              "NVFP4LM_EMU_CHECK='{}': '{}' is not a check; use all, none, or a list of bounds, races, init, global",
+              value, item);
         }
         start = end + 1;
       }
     }
   }
+  if (const char* text = env("NVFP4LM_EMU_GRID_CAP"))
+    s.grid_cap = positive_integer("NVFP4LM_EMU_GRID_CAP", text, int64_t{1} << 30);
   if (const char* text = env("NVFP4LM_EMU_STACK_KIB"))
     s.stack_bytes = static_cast<size_t>(positive_integer("NVFP4LM_EMU_STACK_KIB", text, 1 << 20)) << 10;
   if (const char* text = env("NVFP4LM_EMU_DEVICE_GIB")) {
@@ -119,10 +125,11 @@ std::string describe_settings() {
   for (const auto& [on, name] :
        {std::pair{s.checks.bounds, "bounds"}, {s.checks.races, "races"}, {s.checks.init, "init"}})
     if (on) checks += checks.empty() ? name : std::string(",") + name;
-  return fmt::format("schedule {}, {} worker{}, {} streams, shared-memory checks {}", schedule_name(s.schedule),
-                     s.workers, s.workers == 1 ? "" : "s",
+  return fmt::format("schedule {}, {} worker{}, {} streams, shared-memory checks {}, global race check {}{}",
+                     schedule_name(s.schedule), s.workers, s.workers == 1 ? "" : "s",
                      s.stream_mode == StreamMode::Deferred ? "deferred" : "synchronous",
-                     checks.empty() ? "off" : checks);
+                     checks.empty() ? "off" : checks, global_race_check_state(),
+                     s.grid_cap > 0 ? fmt::format(", grid-stride launches capped at {} blocks", s.grid_cap) : "");
 }
 
 }  // namespace nvfp4lm::emu

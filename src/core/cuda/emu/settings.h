@@ -5,11 +5,15 @@
 //   NVFP4LM_EMU_STACK_KIB K (default 64)         stack of each emulated CUDA thread
 //   NVFP4LM_EMU_DEVICE_GIB G                     device memory the emulated GPU reports (default: 3/4 of the RAM)
 //   NVFP4LM_EMU_DEVICES   1 (default) | 0         0: no device at all (tests of nvfp4lm's no-GPU paths)
-//   NVFP4LM_EMU_CHECK     all (default) | none | a list of bounds,races,init   shared-memory checks (shared_memory.h)
+//   NVFP4LM_EMU_CHECK     all (default) | none | a list of bounds,races,init,global   the memory checks: shared
+//                         memory's (shared_memory.h) and races between blocks in global memory (global_race_check.h)
+//   NVFP4LM_EMU_GRID_CAP  N (default: none)     grid-stride launches use at most N blocks (core/cuda/grid_stride.h),
+//                         so every grid-stride loop runs several iterations in tests of ordinary sizes
 // A value that cannot be parsed is an error that names the variable, not a silent default.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace nvfp4lm::emu {
@@ -37,6 +41,7 @@ struct Checks {
   bool bounds = true;  // shared-memory accesses outside every allocation
   bool races = true;   // shared-memory accesses of two threads with no barrier between them
   bool init = true;    // reads of shared memory no thread has written
+  bool global = true;  // global memory touched by two blocks of one launch, one of them with a plain store
 };
 
 struct Settings {
@@ -47,6 +52,7 @@ struct Settings {
   size_t device_bytes = 0;  // reported total device memory
   int devices = 1;          // 0 or 1
   Checks checks;
+  int64_t grid_cap = 0;  // 0: grid-stride launches take as many blocks as they ask for
 };
 
 // The settings of this process (parsed on first use; throws nvfp4lm::Error on a bad value).

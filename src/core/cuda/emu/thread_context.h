@@ -5,6 +5,8 @@
 
 #include <vector_types.h>
 
+#include <cstdint>
+
 namespace nvfp4lm::emu {
 
 class BlockRunner;
@@ -14,9 +16,10 @@ struct ThreadContext {
   uint3 block_idx{};
   dim3 block_dim;
   dim3 grid_dim;
-  int linear = 0;  // thread_idx.x + block_dim.x * (thread_idx.y + block_dim.y * thread_idx.z)
-  int lane = 0;    // linear % 32
-  int warp = 0;    // linear / 32
+  int linear = 0;             // thread_idx.x + block_dim.x * (thread_idx.y + block_dim.y * thread_idx.z)
+  int lane = 0;               // linear % 32
+  int warp = 0;               // linear / 32
+  uint32_t block_linear = 0;  // block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z)
   BlockRunner* block = nullptr;
 };
 

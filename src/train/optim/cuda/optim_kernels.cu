@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/cuda/check.h"
+#include "core/cuda/grid_stride.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/reduce.cuh"
 #include "core/numeric.h"
@@ -29,7 +30,6 @@ namespace nvfp4lm::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kMaxGrid = int64_t{65535} * 16;  // grid-stride loops cover the rest
 
 constexpr int kMomentBlock = static_cast<int>(kMomentBlockSize);
 static_assert(kMomentBlock == 256, "adamw8bit_kernel runs one thread per element of a moment block");
@@ -39,11 +39,6 @@ constexpr int kSumThreads = 256;
 constexpr int kSumPerThread = 64;
 constexpr int64_t kSumTile = int64_t{kSumThreads} * kSumPerThread;  // elements per partial
 constexpr int kTotalThreads = 1024;
-
-unsigned grid_for(int64_t items, int threads) {
-  const int64_t blocks = (items + threads - 1) / threads;
-  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxGrid));
-}
 
 // ---- master weights ---------------------------------------------------------------------------------------------
 
@@ -193,7 +188,7 @@ __global__ void __launch_bounds__(kThreads) scale_kernel(float* __restrict__ dat
 void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
                 const AdamWScalars& scalars, uint64_t rounding_seed, uint64_t first_element) {
   if (count <= 0) return;
-  const unsigned grid = grid_for(count, kThreads);
+  const unsigned grid = grid_stride_blocks(count, kThreads);
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw_kernel<true>, grid, kThreads, 0)
     (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element);
@@ -211,7 +206,7 @@ void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Mom
   std::memcpy(tables.signed_magnitude, signed_magnitude_table(), sizeof(tables.signed_magnitude));
   std::memcpy(tables.unsigned_values, unsigned_table(), sizeof(tables.unsigned_values));
   const int64_t blocks = moment_block_count(count);
-  const auto grid = static_cast<unsigned>(std::min(blocks, kMaxGrid));
+  const unsigned grid = grid_stride_blocks(blocks, 1);  // one moment block per CTA and iteration
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw8bit_kernel<true>, grid, kMomentBlock, 0)
     (master, grad, moments, count, blocks, scalars, seeds, first_element, tables);
@@ -244,7 +239,7 @@ double sum_of_squares_total(const double* partials, int64_t count, double* total
 
 void scale_in_place(float* data, int64_t count, float factor) {
   if (count <= 0) return;
-  NVFP4LM_LAUNCH(scale_kernel, grid_for(count, kThreads), kThreads, 0)(data, count, factor);
+  NVFP4LM_LAUNCH(scale_kernel, grid_stride_blocks(count, kThreads), kThreads, 0)(data, count, factor);
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 

@@ -210,7 +210,7 @@ fi
 bench_line() { python3 - "$1" <<'EOF' 2>/dev/null || tail -2 "${1%.json}.log" | tr '\n' ' '
 import json, sys
 r = json.load(open(sys.argv[1]))
-keys = ["compute_path", "prefill_tokens_per_s", "decode_tokens_per_s", "weight_bandwidth_percent_of_copy",
+keys = ["compute_path", "decode_steps", "prefill_tokens_per_s", "decode_tokens_per_s", "weight_bandwidth_percent_of_copy",
         "copy_gb_per_s", "tokens_per_s", "step_ms", "achieved_gflop_per_s", "ratio_of_ceiling", "first_loss",
         "last_loss", "peak_device_bytes"]
 out = []
@@ -223,6 +223,8 @@ for k in keys:
             out.append(f"{k.replace('_tokens_per_s', '')}={v:.4g}")
         else:
             out.append(f"{k}={v}")
+for b in r.get("batched_decode", []):
+    out.append(f"batch{b['batch']}={b['decode_tokens_per_s']:.4g}({b['speedup_over_batch_1']:.1f}x)")
 print(" ".join(out))
 EOF
 }
@@ -230,13 +232,15 @@ EOF
 if has_step bench-infer; then
   wait $models_pid
   record models "synth+quantize rc $(cat "$logs/models.rc" 2>/dev/null || echo '?') in $models"
-  runs=("512 256 on" "2048 256 on" "512 256 off" "3840 256 on")
+  # prompt, generated, graph, extra flags. The first run also measures batched decode (issue 26: batch 8 and 32
+  # against batch 1 through the same step) and prints the graph's node count in its "decode steps" line.
+  runs=("512 256 on --batch=8 --batch=32" "2048 256 on" "512 256 off" "3840 256 on")
   [ -n "${INFER_RUNS:-}" ] && runs=("${runs[@]:0:$INFER_RUNS}")  # the first N only (a short call)
   for run in "${runs[@]}"; do
     set -- $run
     tag=p$1-graph$3
-    capped 90 "$nv" bench infer --model $models/q4b-nvfp4 --device cuda --prompt-len "$1" --gen "$2" \
-      --cuda-graph "$3" --json "$logs/infer_$tag.json" >"$logs/infer_$tag.log" 2>&1
+    capped 150 "$nv" bench infer --model $models/q4b-nvfp4 --device cuda --prompt-len "$1" --gen "$2" \
+      --cuda-graph "$3" "${@:4}" --json "$logs/infer_$tag.json" >"$logs/infer_$tag.log" 2>&1
     rc=$?
     record "infer $tag" "rc $rc $(bench_line "$logs/infer_$tag.json")"
   done

@@ -67,8 +67,9 @@ MUTATIONS = [
      [("test_ops_cuda", "SamplingCuda.TopKTopPMatchesCpu")]),
     ("barrier-gemv-partials", "missing barrier before the warps' partial sums are added (NVFP4 GEMV)",
      "src/ops/cuda/nvfp4_linear.cu",
-     "  partial[warp][g + 8][2 * c + 1] = acc[3];\n  __syncthreads();", "  partial[warp][g + 8][2 * c + 1] = acc[3];",
-     [("test_ops_cuda", "Nvfp4LinearCuda.FusedKernelMatchesCpu")]),
+     "    partial[warp][g + 8][t * kTileColumns + 2 * c + 1] = acc[t][3];\n  }\n  __syncthreads();",
+     "    partial[warp][g + 8][t * kTileColumns + 2 * c + 1] = acc[t][3];\n  }",
+     [("test_ops_cuda", "Nvfp4LinearCuda.FusedKernelMatchesCpu:Nvfp4LinearCuda.DecodeFusions*")]),
     ("graph-wrong-stream", "the decode step's graph replayed on the legacy stream, unordered with its input copy",
      "src/core/cuda/graph.cpp",
      "cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), stream())",
@@ -166,7 +167,10 @@ def main():
                           text=True).stdout.strip()
     schedules = [s for s in args.schedules.split(",") if s]
     chosen = [m for m in MUTATIONS if not args.only or m[0] in args.only.split(",")]
-    tree, build_dir = os.path.join(args.work, "tree"), os.path.join(args.work, "build")
+    # The build directory sits inside the copied tree, as build/ does in a checkout: a compiler cache (ccache with
+    # CCACHE_BASEDIR above both) then sees the same relative paths as in the developer's own build.
+    tree = os.path.join(args.work, "tree")
+    build_dir = os.path.join(tree, "build")
     logs = os.path.join(args.work, "logs")  # each mutation's test output, per schedule
     os.makedirs(tree, exist_ok=True)
     os.makedirs(logs, exist_ok=True)

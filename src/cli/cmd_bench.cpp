@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -46,6 +47,7 @@ struct BenchInferCliOptions {
   std::string json;
   bool overwrite = false;
   uint64_t copy_mib = 256;
+  std::vector<int64_t> batches;  // --batch: batched decode sizes measured after the batch-1 run
 };
 
 int run_bench_infer(const BenchInferCliOptions& cli) {
@@ -98,6 +100,23 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
     text += fmt::format("{:<28} {} BF16, {} NVFP4 decode, {} threads{}\n", "CPU kernels", cpu_bf16_kernel(),
                         cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads(), cpu_isa_limit_note());
   text += infer_bench_table(result);
+  if (!cli.batches.empty()) {
+    // Speed-ups against batch 1 through the same step (no token choice or read-back, which the run above includes).
+    std::vector<int64_t> batches = cli.batches;
+    if (std::find(batches.begin(), batches.end(), 1) == batches.end()) batches.insert(batches.begin(), 1);
+    std::vector<BatchedDecodeResult> batched;
+    const DecodeMode batch_mode = decode_mode_for(device, cli.cuda_graph).value_or(DecodeMode::Eager);
+    for (const int64_t batch : batches) {
+      log::info("bench infer: batched decode, {} sequence{} of {} prompt tokens, {} steps", batch,
+                batch == 1 ? "" : "s", cli.bench.prompt_tokens, cli.bench.generate_tokens - 1);
+      batched.push_back(run_batched_decode_bench(model, batch, cli.bench, batch_mode));
+    }
+    const auto one =
+        std::find_if(batched.begin(), batched.end(), [](const BatchedDecodeResult& b) { return b.batch == 1; });
+    const double base = one->tokens_per_second;
+    for (const BatchedDecodeResult& b : batched) json["batched_decode"].push_back(batched_decode_json(b, base));
+    text += batched_decode_table(batched, base);
+  }
   print_bench_result(text, json, cli.json, device);
   return 0;
 }
@@ -124,6 +143,10 @@ BenchRegistration bench_infer(
       add_cpu_matmul_flag(app, options->cpu, "int8");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);
+      app.add_option("--batch", options->batches,
+                     "also measure decode of this many sequences at once (the serve path's batched step), e.g. "
+                     "--batch 8 --batch 32: aggregate tok/s and the speed-up over batch 1")
+          ->check(CLI::Range(int64_t{1}, int64_t{4096}));
       return [options] { return run_bench_infer(*options); };
     });
 

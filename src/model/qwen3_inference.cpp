@@ -5,7 +5,9 @@
 //              h = rmsnorm(x); x += (silu(h·Wgateᵀ) * h·Wupᵀ)·Wdownᵀ
 //   logits = rmsnorm(x)·lm_headᵀ, for the rows that are returned only.
 // q, k, v, gate and up live in separate contiguous buffers so that K / V rows can be copied into the cache with
-// plain (per batch row contiguous) copies on any device. Activations are in the weights' compute dtype; norm
+// plain (per batch row contiguous) copies on any device. A decode step on CUDA (one token a row, NVFP4 weights)
+// fuses q/k/v, o_proj + residual add, gate/up + SwiGLU and down_proj + residual add into one launch each, with the
+// same results (ops/nvfp4_linear.h). Activations are in the weights' compute dtype; norm
 // weights are F32.
 #include "model/qwen3_inference.h"
 
@@ -20,6 +22,7 @@
 #include "ops/gemm.h"
 #include "ops/kv_store.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/qk_norm_rope_store.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
 
@@ -57,6 +60,44 @@ void store_in_cache(const Tensor& fresh, Tensor& cached, int64_t start) {
   }
 }
 
+// q, k, v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ: one launch in a decode step on CUDA (ops/nvfp4_linear.h's fusions), three linears
+// otherwise.
+void qkv_projections(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& q, Tensor& k, Tensor& v, Tensor& scratch,
+                     LinearRows rows, CpuMatmul matmul) {
+  if (rows == LinearRows::Independent &&
+      nvfp4_decode_fusions_supported(normed, {&w.q_proj.nvfp4, &w.k_proj.nvfp4, &w.v_proj.nvfp4})) {
+    nvfp4_linears_forward(normed, {{&w.q_proj.nvfp4, &q}, {&w.k_proj.nvfp4, &k}, {&w.v_proj.nvfp4, &v}});
+    return;
+  }
+  apply_linear(w.q_proj, normed, q, scratch, rows, matmul);
+  apply_linear(w.k_proj, normed, k, scratch, rows, matmul);
+  apply_linear(w.v_proj, normed, v, scratch, rows, matmul);
+}
+
+// residual += x·Wᵀ: one launch in a decode step on CUDA, a linear into `proj` and an add otherwise.
+void project_and_add(const LinearWeight& weight, const Tensor& x, Tensor& residual, Tensor& proj, Tensor& scratch,
+                     LinearRows rows, CpuMatmul matmul) {
+  if (rows == LinearRows::Independent && nvfp4_decode_fusions_supported(x, {&weight.nvfp4})) {
+    nvfp4_linear_add_forward(x, weight.nvfp4, residual);
+    return;
+  }
+  apply_linear(weight, x, proj, scratch, rows, matmul);
+  add_inplace(residual, proj);
+}
+
+// act = silu(h·Wgateᵀ) * h·Wupᵀ: one launch in a decode step on CUDA, two linears and the SwiGLU otherwise.
+void gated_activation(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& gate, Tensor& up, Tensor& act,
+                      Tensor& scratch, LinearRows rows, CpuMatmul matmul) {
+  if (rows == LinearRows::Independent &&
+      nvfp4_decode_fusions_supported(normed, {&w.gate_proj.nvfp4, &w.up_proj.nvfp4})) {
+    nvfp4_swiglu_forward(normed, w.gate_proj.nvfp4, w.up_proj.nvfp4, act);
+    return;
+  }
+  apply_linear(w.gate_proj, normed, gate, scratch, rows, matmul);
+  apply_linear(w.up_proj, normed, up, scratch, rows, matmul);
+  swiglu_forward(gate, up, act);
+}
+
 void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int layer, const InferenceStep& step,
                    const RopeTable& rope, InferenceWorkspace& workspace, InferenceBuffers& buf) {
   Tensor& scratch = workspace.dequant_scratch;
@@ -66,32 +107,31 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
   const Tensor normed = rows_of(buf.normed);
   Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
-  apply_linear(w.q_proj, normed, q2, scratch, rows, matmul);
-  apply_linear(w.k_proj, normed, k2, scratch, rows, matmul);
-  apply_linear(w.v_proj, normed, v2, scratch, rows, matmul);
-  rmsnorm_forward(buf.q, w.q_norm, eps, buf.q);
-  rmsnorm_forward(buf.k, w.k_norm, eps, buf.k);
-  rope_forward(buf.q, *step.positions, rope);
-  rope_forward(buf.k, *step.positions, rope);
-
+  qkv_projections(w, normed, q2, k2, v2, scratch, rows, matmul);
   AttentionOptions options;
   options.scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim));
   options.segment_ids = step.segment_ids;
   Tensor keys = buf.k, values = buf.v;
   Tensor q_starts;
   if (step.positions_on_device) {
+    // QK-norm, RoPE and the KV-cache store: one launch on CUDA (ops/qk_norm_rope_store.h).
     const int64_t batch = buf.k.dim(0);
-    const Tensor slots = step.cache_slots->reshape({1, batch});
     Tensor cache_keys = as_one_row(step.cache->keys(layer)), cache_values = as_one_row(step.cache->values(layer));
-    store_kv_rows(buf.k.reshape({1, batch, buf.k.dim(2), buf.k.dim(3)}), cache_keys, slots);
-    store_kv_rows(buf.v.reshape({1, batch, buf.v.dim(2), buf.v.dim(3)}), cache_values, slots);
+    qk_norm_rope_store(buf.q, buf.k, buf.v, w.q_norm, w.k_norm, eps, *step.positions, rope, cache_keys, cache_values,
+                       step.cache_slots->reshape({1, batch}));
     keys = step.cache->keys(layer);
     values = step.cache->values(layer);
     q_starts = step.positions->reshape({batch});  // T == 1: one start per row, contiguous
     options.q_start = step.cache->max_tokens() - 1;
     options.q_start_rows = &q_starts;
     options.kv_rows = step.cache_rows;
-  } else if (step.cache != nullptr) {
+  } else {
+    rmsnorm_forward(buf.q, w.q_norm, eps, buf.q);
+    rmsnorm_forward(buf.k, w.k_norm, eps, buf.k);
+    rope_forward(buf.q, *step.positions, rope);
+    rope_forward(buf.k, *step.positions, rope);
+  }
+  if (!step.positions_on_device && step.cache != nullptr) {
     const int64_t start = step.cache->length();
     store_in_cache(buf.k, step.cache->keys(layer), start);
     store_in_cache(buf.v, step.cache->values(layer), start);
@@ -100,17 +140,13 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
     options.q_start = start;
   }
   attention_forward(buf.q, keys, values, buf.attn, options);
-  Tensor proj = rows_of(buf.proj);
-  apply_linear(w.o_proj, rows_of(buf.attn), proj, scratch, rows, matmul);
-  add_inplace(buf.x, buf.proj);
+  Tensor proj = rows_of(buf.proj), residual = rows_of(buf.x);
+  project_and_add(w.o_proj, rows_of(buf.attn), residual, proj, scratch, rows, matmul);
 
   rmsnorm_forward(buf.x, w.post_attention_norm, eps, buf.normed);
-  Tensor gate = rows_of(buf.gate), up = rows_of(buf.up);
-  apply_linear(w.gate_proj, normed, gate, scratch, rows, matmul);
-  apply_linear(w.up_proj, normed, up, scratch, rows, matmul);
-  swiglu_forward(buf.gate, buf.up, buf.act);
-  apply_linear(w.down_proj, rows_of(buf.act), proj, scratch, rows, matmul);
-  add_inplace(buf.x, buf.proj);
+  Tensor gate = rows_of(buf.gate), up = rows_of(buf.up), act = rows_of(buf.act);
+  gated_activation(w, normed, gate, up, act, scratch, rows, matmul);
+  project_and_add(w.down_proj, act, residual, proj, scratch, rows, matmul);
 }
 
 }  // namespace

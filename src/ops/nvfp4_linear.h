@@ -27,6 +27,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 #include "core/tensor.h"
 #include "ops/cpu_matmul.h"
@@ -35,15 +37,16 @@
 
 namespace nvfp4lm {
 
-// Up to this many rows of x use the CPU's fused row-by-row path; more rows dequantize the whole weight once.
+// Up to this many rows of x use the CPU's fused row-by-row path; more rows dequantize the whole weight once. (CUDA's
+// fused kernel takes up to 32: ops/cuda/nvfp4_linear.h.)
 inline constexpr int64_t kNvfp4FusedMaxRows = 8;
 
 // y = x · deq(w)ᵀ. scratch: contiguous, F32 on the CPU (BF16 on CUDA), on w's device, with at least one weight
 // row (w.cols elements); nvfp4_linear_scratch_elements(w) elements dequantize the weight in one pass. Its
 // contents are overwritten (it is work space, reused across layers). rows (ops/linear_rows.h): Independent takes
-// the fused path for any number of rows (CPU: row_groups.h; CUDA: the fused kernel 8 rows at a time), so each row's
-// result is what it would be alone. `matmul` chooses the CPU path of Batch rows (ignored on CUDA, which computes in
-// BF16 anyway); the BF16 path needs no scratch beyond one weight row.
+// the fused path for any number of rows (CPU: row_groups.h; CUDA: the fused kernel 32 rows at a time), so each
+// row's result is what it would be alone. `matmul` chooses the CPU path of Batch rows (ignored on CUDA, which computes
+// in BF16 anyway); the BF16 path needs no scratch beyond one weight row.
 void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch,
                           LinearRows rows = LinearRows::Batch, CpuMatmul matmul = CpuMatmul::Fp32);
 
@@ -52,6 +55,19 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
 // CPU runs that kernel (AVX-512 VNNI + VBMI); w itself elsewhere. The same bytes, moved (a copy: the caller drops
 // w). Only nvfp4_linear_forward with Int8Activations or Bf16Activations reads the result.
 Nvfp4Tensor nvfp4_for_cpu_int8_decode(const Nvfp4Tensor& w);
+
+// ---- decode-step fusions (CUDA's fused kernel, ops/cuda/nvfp4_linear.h) -----------------------------------------
+// One launch each instead of the op sequence in their comments, with that sequence's results (the products rounded
+// to BF16 where the sequence stores them). Only where nvfp4_decode_fusions_supported() says so: CUDA, BF16 rows of
+// x (any count: 32 at a time, each row computed as if alone) and weights the fused kernel takes. Callers run the
+// op sequence otherwise (the CPU always).
+bool nvfp4_decode_fusions_supported(const Tensor& x, std::initializer_list<const Nvfp4Tensor*> weights);
+// y_i = x · deq(w_i)ᵀ for the 2 or 3 weights (q, k, v): one launch.
+void nvfp4_linears_forward(const Tensor& x, std::initializer_list<std::pair<const Nvfp4Tensor*, Tensor*>> outputs);
+// residual += x · deq(w)ᵀ (linear, then add_inplace).
+void nvfp4_linear_add_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& residual);
+// out = silu(x · deq(gate)ᵀ) * (x · deq(up)ᵀ) (two linears, then swiglu_forward).
+void nvfp4_swiglu_forward(const Tensor& x, const Nvfp4Tensor& gate, const Nvfp4Tensor& up, Tensor& out);
 
 // Elements of scratch that dequantize w in one pass (rows * cols).
 int64_t nvfp4_linear_scratch_elements(const Nvfp4Tensor& w);

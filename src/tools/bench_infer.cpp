@@ -25,6 +25,15 @@ namespace {
 
 constexpr int kCopyRepeats = 5;
 
+// Waits for `device`'s queued work, so a timer stopped after it counts the work.
+void synchronize(Device device) {
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda()) cuda::synchronize();
+#else
+  (void)device;
+#endif
+}
+
 CopyBandwidth cpu_copy_bandwidth(uint64_t bytes) {
   // Plain new[] (not tracked: this is a measurement, not model memory). Pages are touched before timing.
   std::unique_ptr<char[]> src(new char[bytes]), dst(new char[bytes]);
@@ -163,6 +172,69 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
 void set_copy_ceiling(InferBenchResult& result, const CopyBandwidth& copy) {
   result.copy = copy;
   result.percent_of_copy = copy.gb_per_s > 0 ? 100.0 * result.weight_gb_per_s / copy.gb_per_s : 0;
+}
+
+BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t batch, const InferBenchOptions& options,
+                                             DecodeMode mode) {
+  NVFP4LM_CHECK(batch > 0, "--batch sizes must be positive, got {}", batch);
+  NVFP4LM_CHECK(options.generate_tokens > 1, "batched decode needs --gen of at least 2, got {}",
+                options.generate_tokens);
+  const int64_t capacity = options.prompt_tokens + options.generate_tokens + 1;  // +2 warm-up steps, -1
+  KVCache cache = model.make_cache(batch, capacity);
+  Rng rng(options.seed + static_cast<uint64_t>(batch));
+  const uint64_t id_range = static_cast<uint64_t>(std::min<int64_t>(model.config().vocab_size, 151643));
+  std::vector<int32_t> prompt(static_cast<size_t>(batch * options.prompt_tokens));
+  for (auto& id : prompt) id = static_cast<int32_t>(rng.below(id_range));
+  model.forward_cached(Tensor::from_ints(prompt, {batch, options.prompt_tokens}), cache);
+
+  // The fed tokens do not change the work of a step: a fixed random set per step, no logits read back.
+  Qwen3DecodeStep step(model, cache, mode);
+  std::vector<int32_t> ids(static_cast<size_t>(batch));
+  auto next_ids = [&] {
+    for (auto& id : ids) id = static_cast<int32_t>(rng.below(id_range));
+  };
+  for (int warm = 0; warm < 2; ++warm) {
+    next_ids();
+    step.run(ids);
+  }
+  synchronize(model.device());
+  cache.set_length(options.prompt_tokens);
+
+  BatchedDecodeResult result;
+  result.batch = batch;
+  result.steps = options.generate_tokens - 1;
+  const auto start = Clock::now();
+  for (int64_t s = 0; s < result.steps; ++s) {
+    next_ids();
+    step.run(ids);
+  }
+  synchronize(model.device());
+  result.seconds = seconds_since(start);
+  result.tokens_per_second = static_cast<double>(batch * result.steps) / result.seconds;
+  result.step_ms = 1e3 * result.seconds / static_cast<double>(result.steps);
+  result.decode_path = step.describe();
+  return result;
+}
+
+nlohmann::json batched_decode_json(const BatchedDecodeResult& r, double batch_one_tokens_per_second) {
+  return {{"batch", r.batch},
+          {"decode_steps", r.steps},
+          {"decode_seconds", r.seconds},
+          {"decode_tokens_per_s", r.tokens_per_second},
+          {"ms_per_step", r.step_ms},
+          {"speedup_over_batch_1",
+           batch_one_tokens_per_second > 0 ? r.tokens_per_second / batch_one_tokens_per_second : 0.0},
+          {"decode_path", r.decode_path}};
+}
+
+std::string batched_decode_table(const std::vector<BatchedDecodeResult>& results, double batch_one_tokens_per_second) {
+  std::string text;
+  for (const BatchedDecodeResult& r : results)
+    text += fmt::format("{:<28} {:.2f} tok/s ({:.2f} ms/step, {:.2f}x batch 1; {})\n",
+                        fmt::format("decode, batch {}", r.batch), r.tokens_per_second, r.step_ms,
+                        batch_one_tokens_per_second > 0 ? r.tokens_per_second / batch_one_tokens_per_second : 0.0,
+                        r.decode_path);
+  return text;
 }
 
 nlohmann::json infer_bench_json(const InferBenchResult& r) {

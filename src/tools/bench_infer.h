@@ -14,9 +14,12 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "infer/cached_lm.h"
+#include "model/qwen3_decode_step.h"
+#include "model/qwen3_model.h"
 
 namespace nvfp4lm {
 
@@ -60,5 +63,22 @@ void set_copy_ceiling(InferBenchResult& result, const CopyBandwidth& copy);
 
 nlohmann::json infer_bench_json(const InferBenchResult& result);
 std::string infer_bench_table(const InferBenchResult& result);
+
+// Batched decode, the serve path's step (model/qwen3_decode_step.h: every row computed as if alone): `batch`
+// sequences of options.prompt_tokens random ids, prefilled together, then options.generate_tokens - 1 decode steps
+// of all rows at once (two untimed warm-up steps first, which capture the CUDA graph in DecodeMode::Graph).
+struct BatchedDecodeResult {
+  int64_t batch = 0;
+  int64_t steps = 0;
+  double seconds = 0;
+  double tokens_per_second = 0;  // batch * steps / seconds: every row's tokens
+  double step_ms = 0;
+  std::string decode_path;  // "CUDA graph of 612 nodes", "eager"
+};
+BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t batch, const InferBenchOptions& options,
+                                             DecodeMode mode);
+nlohmann::json batched_decode_json(const BatchedDecodeResult& result, double batch_one_tokens_per_second);
+// One table row a batch: aggregate tok/s, ms a step, speed-up over batch 1.
+std::string batched_decode_table(const std::vector<BatchedDecodeResult>& results, double batch_one_tokens_per_second);
 
 }  // namespace nvfp4lm

@@ -63,6 +63,55 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_forward_kernel(DeviceRows x,
   }
 }
 
+// The same sums in the same order as rmsnorm_forward_kernel (a lane's chunks lane, lane + lanes, ... ascending, their
+// elements in order, then the group's shuffle tree), for BF16 rows of at most kMaxPreloadedChunks chunks a lane, with
+// every chunk of the row loaded before the first is summed: one round trip to memory for x instead of one a chunk
+// (a decode step's row of 2560 is 10 chunks a lane, and its norm was ten dependent trips long).
+constexpr int kMaxPreloadedChunks = 16;
+
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_forward_preloaded_kernel(DeviceRows x, const float* __restrict__ weight, float eps, DeviceRows y,
+                                     float* rstd, int lanes) {
+  const int groups = static_cast<int>(blockDim.x) / lanes;
+  const int lane = static_cast<int>(threadIdx.x) % lanes;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * groups + static_cast<int>(threadIdx.x) / lanes;
+  if (row >= x.count) return;  // whole groups leave together, so the group shuffles below stay complete
+  const unsigned mask = group_mask(lanes);
+  const int64_t width = x.width;
+  const bf16* xr = row_ptr<const bf16>(x, row);
+  uint4 raw[kMaxPreloadedChunks];
+#pragma unroll
+  for (int j = 0; j < kMaxPreloadedChunks; ++j) {
+    const int64_t col = (int64_t{lane} + int64_t{j} * lanes) * kChunk;
+    raw[j] = col < width ? *reinterpret_cast<const uint4*>(xr + col) : make_uint4(0, 0, 0, 0);
+  }
+  float sum_squares = 0.f;
+#pragma unroll
+  for (int j = 0; j < kMaxPreloadedChunks; ++j) {
+    if ((int64_t{lane} + int64_t{j} * lanes) * kChunk >= width) break;
+    const bf16* v = reinterpret_cast<const bf16*>(&raw[j]);
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) sum_squares += to_float(v[k]) * to_float(v[k]);
+  }
+  sum_squares = group_sum(sum_squares, lanes, mask);
+  const float inv = 1.f / sqrtf(sum_squares / static_cast<float>(width) + eps);
+  if (rstd != nullptr && lane == 0) rstd[row] = inv;
+  bf16* yr = row_ptr<bf16>(y, row);
+#pragma unroll
+  for (int j = 0; j < kMaxPreloadedChunks; ++j) {
+    const int64_t col = (int64_t{lane} + int64_t{j} * lanes) * kChunk;
+    if (col >= width) break;
+    float v[kChunk], w[kChunk];
+    const bf16* elements = reinterpret_cast<const bf16*>(&raw[j]);
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) v[k] = to_float(elements[k]);
+    load_chunk(weight, col, width, true, w);
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) v[k] = (v[k] * inv) * w[k];
+    store_chunk(yr, col, width, true, v);  // x was read above in full: y may alias x
+  }
+}
+
 // ---- backward -------------------------------------------------------------------------------------------------
 
 struct BackwardPlan {
@@ -175,6 +224,11 @@ void rmsnorm_forward(const DeviceRows& x, const float* weight, float eps, const 
   const int64_t rows_per_block = kThreads / lanes;
   const auto blocks = static_cast<unsigned>(ceil_div(x.count, rows_per_block));
   const bool vec = vectorizable(x) && vectorizable(y) && weight_vectorizable(weight, x.width);
+  if (vec && x.dtype == DType::BF16 && ceil_div(ceil_div(x.width, kChunk), lanes) <= kMaxPreloadedChunks) {
+    NVFP4LM_LAUNCH(rmsnorm_forward_preloaded_kernel, blocks, kThreads, 0)(x, weight, eps, y, rstd, lanes);
+    NVFP4LM_CUDA_CHECK_LAUNCH();
+    return;
+  }
   with_activation_type(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     NVFP4LM_LAUNCH(rmsnorm_forward_kernel<T>, blocks, kThreads, 0)(x, weight, eps, y, rstd, lanes, vec);

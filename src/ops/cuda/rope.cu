@@ -5,6 +5,7 @@
 #include "ops/cuda/input_errors.h"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/rope.h"
+#include "ops/cuda/rope_math.cuh"
 
 namespace nvfp4lm::cuda {
 namespace {
@@ -38,12 +39,7 @@ __global__ void rope_kernel(DeviceRows tokens, int64_t heads, int64_t head_dim, 
     load_chunk(cos + position * half, col, half, vec, c);
     load_chunk(sin + position * half, col, half, vec, s);
 #pragma unroll
-    for (int k = 0; k < kChunk; ++k) {
-      const float sn = sin_sign * s[k];
-      const float first = a[k] * c[k] - b[k] * sn;
-      b[k] = b[k] * c[k] + a[k] * sn;
-      a[k] = first;
-    }
+    for (int k = 0; k < kChunk; ++k) rope_rotate_pair(a[k], b[k], c[k], sin_sign * s[k], a[k], b[k]);
     store_chunk(x1, col, half, vec, a);
     store_chunk(x2, col, half, vec, b);
   }

@@ -3,6 +3,7 @@
 #include "core/cuda/launch.h"
 #include "ops/cuda/kernel_common.cuh"
 #include "ops/cuda/swiglu.h"
+#include "ops/cuda/swiglu_math.cuh"
 
 namespace nvfp4lm::cuda {
 namespace {
@@ -10,8 +11,6 @@ namespace {
 using namespace kernels;
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float sigmoid(float g) { return 1.f / (1.f + __expf(-g)); }
 
 template <typename T>
 __global__ void swiglu_forward_kernel(DeviceRows gate, DeviceRows up, DeviceRows out, int64_t chunks_per_row,
@@ -23,7 +22,7 @@ __global__ void swiglu_forward_kernel(DeviceRows gate, DeviceRows up, DeviceRows
     load_chunk(row_ptr<const T>(gate, p.row), p.col, gate.width, vec, g);
     load_chunk(row_ptr<const T>(up, p.row), p.col, gate.width, vec, u);
 #pragma unroll
-    for (int k = 0; k < kChunk; ++k) g[k] = g[k] * sigmoid(g[k]) * u[k];
+    for (int k = 0; k < kChunk; ++k) g[k] = swiglu_value(g[k], u[k]);
     store_chunk(row_ptr<T>(out, p.row), p.col, gate.width, vec, g);
   }
 }
@@ -40,10 +39,10 @@ __global__ void swiglu_backward_kernel(DeviceRows dout, DeviceRows gate, DeviceR
     load_chunk(row_ptr<const T>(up, p.row), p.col, gate.width, vec, u);
 #pragma unroll
     for (int k = 0; k < kChunk; ++k) {
-      const float sig = sigmoid(g[k]);
-      const float d_up = d[k] * g[k] * sig;
-      g[k] = d[k] * u[k] * sig * (1.f + g[k] * (1.f - sig));
-      u[k] = d_up;
+      float dgate, dup;
+      swiglu_gradients(d[k], g[k], u[k], dgate, dup);
+      g[k] = dgate;
+      u[k] = dup;
     }
     store_chunk(row_ptr<T>(dgate, p.row), p.col, gate.width, vec, g);
     store_chunk(row_ptr<T>(dup, p.row), p.col, gate.width, vec, u);

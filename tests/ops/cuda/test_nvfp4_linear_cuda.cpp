@@ -1,22 +1,26 @@
 // CUDA NVFP4 linear (ops/nvfp4_linear.h on CUDA) vs the CPU path (dequantize + sgemm / fused rows) on the same
-// BF16-rounded x and the same packed weight: the fused W4A16 kernel for N = 1, 2, 7 (and 8), and dequant + gemm
-// for N = 64, 300 (skipped while the CUDA gemm is missing), odd output sizes, an input size that is not a
-// multiple of 128 (partial chunk) and one that is not a multiple of 32 (dequant path even for one row), every
-// code (including 0.5, whose BF16 form is subnormal) and every finite scale byte (E4M3 subnormals and zero
-// included), row-strided x and y views, a scratch smaller than the weight. y is poisoned with NaN first.
-// Skipped without a GPU.
+// BF16-rounded x and the same packed weight: the fused W4A16 kernel for N = 1 .. 32 (1, 2 and 4 column tiles), and
+// dequant + gemm for N = 64, 300 (skipped while the CUDA gemm is missing), odd output sizes, an input size that is not
+// a multiple of 128 (partial chunk) and one that is not a multiple of 32 (dequant path even for one row), every code
+// (including 0.5, whose BF16 form is subnormal) and every finite scale byte (E4M3 subnormals and zero included),
+// row-strided x and y views, a scratch smaller than the weight. y is poisoned with NaN first. The decode-step fusions
+// (q/k/v in one launch, the residual add, gate/up + SwiGLU) give the bits of the op sequence they replace, and a row of
+// a batch the bits it gets alone. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "common/test_util.h"
 #include "core/rng.h"
+#include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/swiglu.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm {
@@ -128,10 +132,81 @@ void check_case(const Case& c, uint64_t seed) {
 TEST(Nvfp4LinearCuda, FusedKernelMatchesCpu) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   const Case cases[] = {
-      {1, 2560, 2560}, {2, 777, 1024}, {7, 33, 4096}, {8, 3, 64}, {1, 17, 96}, {2, 1, 9728},
+      {1, 2560, 2560}, {2, 777, 1024}, {7, 33, 4096}, {8, 3, 64},    {1, 17, 96},
+      {2, 1, 9728},    {9, 100, 512},  {16, 48, 256}, {17, 40, 320}, {32, 65, 1024},
   };
   uint64_t seed = 1;
   for (const Case& c : cases) check_case(c, seed++);
+}
+
+std::vector<uint16_t> bits_of(const Tensor& t) {
+  const Tensor host = t.to(Device::cpu());
+  std::vector<uint16_t> out(static_cast<size_t>(host.numel()));
+  std::memcpy(out.data(), host.raw(), out.size() * sizeof(uint16_t));
+  return out;
+}
+
+Tensor random_bf16_gpu(const Shape& shape, Rng& rng) {
+  return to_dtype(test::random_normal(shape, rng), DType::BF16).to(kGpu);
+}
+
+TEST(Nvfp4LinearCuda, DecodeFusionsGiveTheBitsOfTheOpSequence) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  Rng rng(11);
+  const int64_t in = 320;  // two and a half chunks of 128
+  // q / k / v of different sizes (one not a multiple of the 16-row tile), gate and up, o and down.
+  const Nvfp4Tensor q = on_gpu(random_weight(72, in, 3.7e-4f, rng)), k = on_gpu(random_weight(24, in, 2.1e-4f, rng)),
+                    v = on_gpu(random_weight(17, in, 5.3e-4f, rng));
+  const Nvfp4Tensor gate = on_gpu(random_weight(41, in, 3.1e-4f, rng)),
+                    up = on_gpu(random_weight(41, in, 4.4e-4f, rng));
+  const Nvfp4Tensor o = on_gpu(random_weight(64, in, 2.9e-4f, rng));
+  for (const int64_t n : {int64_t{1}, int64_t{5}, int64_t{32}, int64_t{45}}) {
+    SCOPED_TRACE(fmt::format("N={}", n));
+    const Tensor x = random_bf16_gpu({n, in}, rng);
+    ASSERT_TRUE(nvfp4_decode_fusions_supported(x, {&q, &k, &v, &gate, &up, &o}));
+    Tensor scratch = Tensor::empty({72 * in}, DType::BF16, kGpu);
+    auto linear = [&](const Nvfp4Tensor& w) {
+      Tensor y = Tensor::empty({n, w.rows}, DType::BF16, kGpu);
+      nvfp4_linear_forward(x, w, y, scratch, LinearRows::Independent);
+      return y;
+    };
+
+    Tensor yq = Tensor::empty({n, q.rows}, DType::BF16, kGpu), yk = Tensor::empty({n, k.rows}, DType::BF16, kGpu),
+           yv = Tensor::empty({n, v.rows}, DType::BF16, kGpu);
+    nvfp4_linears_forward(x, {{&q, &yq}, {&k, &yk}, {&v, &yv}});
+    EXPECT_EQ(bits_of(yq), bits_of(linear(q)));
+    EXPECT_EQ(bits_of(yk), bits_of(linear(k)));
+    EXPECT_EQ(bits_of(yv), bits_of(linear(v)));
+
+    const Tensor residual = random_bf16_gpu({n, o.rows}, rng);
+    Tensor fused = residual.clone();
+    nvfp4_linear_add_forward(x, o, fused);
+    Tensor sequence = residual.clone();
+    add_inplace(sequence, linear(o));
+    EXPECT_EQ(bits_of(fused), bits_of(sequence));
+
+    Tensor act = Tensor::empty({n, gate.rows}, DType::BF16, kGpu), act_sequence = act.clone();
+    nvfp4_swiglu_forward(x, gate, up, act);
+    swiglu_forward(linear(gate), linear(up), act_sequence);
+    EXPECT_EQ(bits_of(act), bits_of(act_sequence));
+  }
+}
+
+TEST(Nvfp4LinearCuda, ARowOfABatchGetsTheBitsItGetsAlone) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  Rng rng(12);
+  const Nvfp4Tensor w = on_gpu(random_weight(48, 2560, 3.7e-4f, rng));
+  const Tensor x = random_bf16_gpu({40, 2560}, rng);  // a group of 32 rows (4 column tiles) and one of 8
+  Tensor scratch = Tensor::empty({48 * 2560}, DType::BF16, kGpu);
+  Tensor batch = Tensor::empty({40, 48}, DType::BF16, kGpu);
+  nvfp4_linear_forward(x, w, batch, scratch, LinearRows::Independent);
+  const std::vector<uint16_t> all = bits_of(batch);
+  for (const int64_t row : {int64_t{0}, int64_t{9}, int64_t{31}, int64_t{39}}) {
+    Tensor alone = Tensor::empty({1, 48}, DType::BF16, kGpu);
+    nvfp4_linear_forward(x.narrow(0, row, 1), w, alone, scratch, LinearRows::Independent);
+    EXPECT_EQ(bits_of(alone), std::vector<uint16_t>(all.begin() + row * 48, all.begin() + (row + 1) * 48))
+        << "row " << row;
+  }
 }
 
 TEST(Nvfp4LinearCuda, DequantGemmMatchesCpu) {

@@ -175,6 +175,21 @@ GlobalAccessProblem global_race_check_access(uint32_t block, const void* address
   Shadow& s = shadow();
   GlobalAccessProblem problem;
   const uintptr_t first = reinterpret_cast<uintptr_t>(address) - s.device_base;
+  // The common case first: a load or store of up to 16 bytes in one page this launch has touched, all with one
+  // history (a vector load of a row, a scalar of a counter) and no conflict: one transition for all of them.
+  if (const size_t page = first / kPage;
+      bytes <= 16 && (first + bytes - 1) / kPage == page && s.epochs[page] == s.epoch) {
+    uint32_t* words = s.words + first;
+    const uint32_t before = words[0];
+    bool uniform = true;
+    for (size_t i = 1; i < bytes; ++i) uniform &= words[i] == before;
+    bool conflict = false;
+    const uint32_t after = uniform ? transition(before, block, kind, s, conflict) : before;
+    if (uniform && !conflict) {
+      if (after != before) std::fill(words, words + bytes, after);
+      return problem;
+    }
+  }
   uint32_t before_previous = 0, after_previous = 0;
   bool have_previous = false;
   for (uintptr_t offset = first; offset < first + bytes; ++offset) {

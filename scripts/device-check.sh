@@ -210,7 +210,8 @@ fi
 bench_line() { python3 - "$1" <<'EOF' 2>/dev/null || tail -2 "${1%.json}.log" | tr '\n' ' '
 import json, sys
 r = json.load(open(sys.argv[1]))
-keys = ["compute_path", "decode_steps", "prefill_tokens_per_s", "decode_tokens_per_s", "weight_bandwidth_percent_of_copy",
+keys = ["compute_path", "decode_steps", "prefill_tokens_per_s", "cold_prefill_seconds", "decode_tokens_per_s",
+        "weight_bandwidth_percent_of_copy",
         "copy_gb_per_s", "tokens_per_s", "step_ms", "achieved_gflop_per_s", "ratio_of_ceiling", "first_loss",
         "last_loss", "peak_device_bytes"]
 out = []

@@ -53,6 +53,11 @@ struct InferBenchResult {
   size_t peak_device_bytes = 0;
   size_t peak_rss_bytes = 0;
   bool chosen_on_device = false;  // greedy tokens picked where the logits are (CUDA) rather than on a host copy
+  // The first calls, as a one-shot `generate` sees them: the prefill of the whole prompt (0 where the warm-up fed
+  // fewer tokens: the CPU's) and the first decode steps (on CUDA the first runs op by op, the second captures
+  // the graph).
+  double cold_prefill_seconds = 0;
+  std::vector<double> cold_decode_step_seconds;
 };
 
 // The lm's cache must hold prompt_tokens + generate_tokens - 1 tokens; it is left empty afterwards. The peak

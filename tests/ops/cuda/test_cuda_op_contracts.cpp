@@ -193,7 +193,7 @@ TEST(CudaOpContracts, CrossEntropyArgmaxTakesTheFirstOfTiedMaxima) {
   const std::pair<int32_t, int32_t> pairs[] = {{16, 17}, {40, 1800}, {8, 4104}, {2000, 4999}};
   auto sixteenths = [&](float scale) { return std::round(rng.normal() * scale * 16.f) / 16.f; };
   Tensor w = Tensor::empty({vocab, hidden_dim}, DType::F32);
-  Tensor h = Tensor::empty({2 * 4, hidden_dim}, DType::F32);
+  Tensor h = Tensor::empty({3 * 4, hidden_dim}, DType::F32);
   float* wp = w.data<float>();
   float* hp = h.data<float>();
   for (int64_t i = 0; i < vocab * hidden_dim; ++i) wp[i] = sixteenths(0.125f);
@@ -202,20 +202,20 @@ TEST(CudaOpContracts, CrossEntropyArgmaxTakesTheFirstOfTiedMaxima) {
     const auto [first, second] = pairs[p];
     for (int64_t k = 0; k < hidden_dim; ++k)
       wp[second * hidden_dim + k] = wp[first * hidden_dim + k] = sixteenths(0.25f);
-    // Two rows aimed at the pair (logit ~ 64 there, < 20 elsewhere): one targets the first id (correct, as
-    // torch.argmax counts it), one the second (not correct).
-    for (int row = 2 * p; row < 2 * p + 2; ++row) {
+    // Three rows aimed at the pair (logit ~ 64 there, < 20 elsewhere): two target the first id (correct, as
+    // torch.argmax counts it), one the second (not correct); taking the last of the tied ids would count 1, not 2.
+    for (int row = 3 * p; row < 3 * p + 3; ++row) {
       for (int64_t k = 0; k < hidden_dim; ++k) hp[row * hidden_dim + k] = 16.f * wp[first * hidden_dim + k];
-      target.push_back(row % 2 == 0 ? first : second);
+      target.push_back(row % 3 == 2 ? second : first);
     }
   }
-  const Tensor targets = Tensor::from_ints(target, {8});
+  const Tensor targets = Tensor::from_ints(target, {12});
   const CrossEntropyResult cpu = lm_head_cross_entropy(h, w, targets, 1.f, nullptr, nullptr);
-  EXPECT_EQ(cpu.correct, 4);
+  EXPECT_EQ(cpu.correct, 8);
   for (const DType dtype : {DType::F32, DType::BF16}) {
     const CrossEntropyResult gpu_result =
         lm_head_cross_entropy(upload(h, dtype), upload(w, dtype), targets.to(gpu()), 1.f, nullptr, nullptr);
-    EXPECT_EQ(gpu_result.correct, 4) << dtype_name(dtype);
+    EXPECT_EQ(gpu_result.correct, 8) << dtype_name(dtype);
   }
 }
 

@@ -8,17 +8,20 @@
 #
 # unpack (the default when .device/build-gpu.tar.xz is there): the binaries built here by pack-device-build.sh,
 # with the Debian runtime libraries they link (fmt, OpenBLAS, cpp-httplib, ...) put first on LD_LIBRARY_PATH;
-# building on the device needs -dev packages its image may not have. build: configure and build there.
+# building on the device needs -dev packages its image may not have. build: configure and build there. Steps named
+# without unpack or build (`bench-train torch`) get the default of the two first.
 # Every step has a time cap and the whole run a deadline (DEVICE_CHECK_SECONDS, default 540), so one hang costs
 # one step, not the call. Everything goes to $OUT (or out/): summary.txt, and logs.tar.gz with every log and JSON.
 set -uo pipefail
 
 steps=("$@")
+first=build
+[ -f .device/build-gpu.tar.xz ] && first=unpack
 if [ ${#steps[@]} -eq 0 ]; then
-  first=build
-  [ -f .device/build-gpu.tar.xz ] && first=unpack
   steps=("$first" test ptx-probe bench-infer bench-train torch fixtures safetensors)
   # profile-decode (Nsight Compute) is asked for by name
+elif [[ " ${steps[*]} " != *" unpack "* && " ${steps[*]} " != *" build "* ]]; then
+  steps=("$first" "${steps[@]}")  # e.g. `bench-train torch`: the binaries (and their libraries' path) first
 fi
 out=${OUT:-out}
 mkdir -p "$out/logs"
@@ -211,9 +214,9 @@ bench_line() { python3 - "$1" <<'EOF' 2>/dev/null || tail -2 "${1%.json}.log" | 
 import json, sys
 r = json.load(open(sys.argv[1]))
 keys = ["compute_path", "decode_steps", "prefill_tokens_per_s", "cold_prefill_seconds", "decode_tokens_per_s",
-        "weight_bandwidth_percent_of_copy",
-        "copy_gb_per_s", "tokens_per_s", "step_ms", "achieved_gflop_per_s", "ratio_of_ceiling", "first_loss",
-        "last_loss", "peak_device_bytes"]
+        "weight_bandwidth_percent_of_copy", "copy_gb_per_s", "tokens_per_s", "step_ms", "forward_backward_ms",
+        "optimizer_ms", "refresh_ms", "achieved_gflop_per_s", "ratio_of_ceiling", "first_loss", "last_loss",
+        "peak_device_bytes"]
 out = []
 for k in keys:
     if k in r:

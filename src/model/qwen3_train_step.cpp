@@ -144,7 +144,8 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   if (!any_backward) return stats;
   // Fused update: a non-finite loss means nothing of this step may be applied; the caller sees the loss.
   if (sink != nullptr && !std::isfinite(stats.loss_sum)) return stats;
-  if (sink != nullptr) deliver(*sink, lm_head_group_, [this] { refresh_lm_head(); });
+  if (sink != nullptr)
+    deliver(*sink, lm_head_group_, [this](UpdatedMasterAmaxes* updated) { refresh_lm_head(updated); });
 
   // Backward. A frozen final norm still passes the gradient down (into a throw-away weight gradient).
   phase.reset();
@@ -153,7 +154,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   Tensor final_norm_grad =
       final_norm_.trainable() ? final_norm_.grad : Tensor::zeros(final_norm_.master.shape(), DType::F32, device);
   rmsnorm_backward(d_hidden, x, final_norm_.use, final_rstd, d_resid, final_norm_grad);
-  if (sink != nullptr) deliver(*sink, final_norm_group_, [this] { refresh_final_norm(); });
+  if (sink != nullptr) deliver(*sink, final_norm_group_, [this](UpdatedMasterAmaxes*) { refresh_final_norm(); });
   detail::BlockGradBuffers buffers(config_, b, t, dtype, device);
   Tensor recomputed_out;  // recompute: the re-run block's output (unused; the next block's input is saved)
   if (recompute && layers - first_saved > 1) recomputed_out = Tensor::empty({b, t, h}, dtype, device);
@@ -172,10 +173,13 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
     } else {
       detail::block_backward(layer, context, acts, buffers, d_resid);
     }
-    if (sink != nullptr) deliver(*sink, layer_groups_[static_cast<size_t>(l)], [&] { refresh_layer(layer); });
+    if (sink != nullptr)
+      deliver(*sink, layer_groups_[static_cast<size_t>(l)],
+              [&](UpdatedMasterAmaxes* updated) { refresh_layer(layer, updated); });
   }
   if (embed_.trainable()) embedding_backward(ids, d_resid, embed_.grad);
-  if (sink != nullptr) deliver(*sink, embed_group_, [this] { refresh_embedding(); });
+  if (sink != nullptr)
+    deliver(*sink, embed_group_, [this](UpdatedMasterAmaxes* updated) { refresh_embedding(updated); });
   return stats;
 }
 

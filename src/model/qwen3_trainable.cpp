@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 
 #include "core/logging.h"
 #include "core/memory.h"
@@ -33,13 +34,19 @@ Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype
 
 // deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the group's shared
 // tensor scale (quant/nvfp4_group_scale.h: what quantize and the export write). A packed member keeps Q(W) (its
-// `use` is filled later, by unpack_layer).
-void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block) {
+// `use` is filled later, by unpack_layer). A member's amax comes from `updated` when the optimizer step just
+// measured it, else from a pass over its master.
+void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block, UpdatedMasterAmaxes* updated) {
   Nvfp4GroupScale scale;
   for (const TrainTensor* t : group) {
     NVFP4LM_ASSERT(fused_scale_group(t->name) == fused_scale_group((*group.begin())->name),
                    "{} is refreshed in the scale group of {}", t->name, (*group.begin())->name);
-    scale.add(t->master, t->name);
+    const std::optional<float> measured = updated != nullptr ? updated->take(t->master, t->name) : std::nullopt;
+    if (measured) {
+      scale.add_amax(*measured);
+    } else {
+      scale.add(t->master, t->name);
+    }
   }
   Nvfp4QuantOptions options;
   options.block = block;
@@ -250,36 +257,36 @@ std::vector<NamedTensor> Qwen3Trainable::master_weights() const {
   return out;
 }
 
-void Qwen3Trainable::refresh_quantized() {
-  refresh_embedding();
+void Qwen3Trainable::refresh_quantized(UpdatedMasterAmaxes* updated) {
+  refresh_embedding(updated);
   refresh_final_norm();
-  for (TrainLayer& l : layers_) refresh_layer(l);
-  refresh_lm_head();
+  for (TrainLayer& l : layers_) refresh_layer(l, updated);
+  refresh_lm_head(updated);
 }
 
-void Qwen3Trainable::refresh_embedding() {
+void Qwen3Trainable::refresh_embedding(UpdatedMasterAmaxes* updated) {
   refresh_copy(embed_);  // an unquantized tied lm_head reads the same copy
-  if (config_.tie_word_embeddings && lm_head_.quantized) refresh_group({&lm_head_}, options_.block);
+  if (config_.tie_word_embeddings && lm_head_.quantized) refresh_group({&lm_head_}, options_.block, updated);
 }
 
 void Qwen3Trainable::refresh_final_norm() { refresh_copy(final_norm_); }
 
-void Qwen3Trainable::refresh_lm_head() {
+void Qwen3Trainable::refresh_lm_head(UpdatedMasterAmaxes* updated) {
   if (config_.tie_word_embeddings) return;  // refresh_embedding()
   if (lm_head_.quantized) {
-    refresh_group({&lm_head_}, options_.block);
+    refresh_group({&lm_head_}, options_.block, updated);
   } else {
     refresh_copy(lm_head_);
   }
 }
 
-void Qwen3Trainable::refresh_layer(TrainLayer& l) {
+void Qwen3Trainable::refresh_layer(TrainLayer& l, UpdatedMasterAmaxes* updated) {
   for (TrainTensor* t : {&l.input_norm, &l.q_norm, &l.k_norm, &l.post_attention_norm}) refresh_copy(*t);
   if (l.q_proj.quantized) {
-    refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block);
-    refresh_group({&l.o_proj}, options_.block);
-    refresh_group({&l.gate_proj, &l.up_proj}, options_.block);
-    refresh_group({&l.down_proj}, options_.block);
+    refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block, updated);
+    refresh_group({&l.o_proj}, options_.block, updated);
+    refresh_group({&l.gate_proj, &l.up_proj}, options_.block, updated);
+    refresh_group({&l.down_proj}, options_.block, updated);
   } else {
     for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
       refresh_copy(*t);
@@ -295,10 +302,11 @@ void Qwen3Trainable::unpack_layer(const TrainLayer& l) {
 }
 
 void Qwen3Trainable::deliver(const GradientSink& sink, std::vector<Parameter>& group,
-                             const std::function<void()>& refresh) {
+                             const std::function<void(UpdatedMasterAmaxes*)>& refresh) {
   if (group.empty()) return;
-  sink(group);
-  refresh();
+  UpdatedMasterAmaxes updated;  // lives from this group's update to its refresh, no longer
+  sink(group, updated);
+  refresh(&updated);
   for (Parameter& p : group) p.grad.zero();
 }
 

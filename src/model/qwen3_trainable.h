@@ -25,8 +25,9 @@
 // Fused update (TrainModelOptions::fused_update; the low-memory mode): the optimizer step runs inside the
 // backward. forward_backward() then takes a GradientSink and calls it with each group of parameters as soon as
 // their gradients are final: an untied lm_head, the final norm, each trained block top-down, and last the
-// embedding (holding a tied lm_head's part too). After the sink returns, the model refreshes that group's forward
-// weights and zeroes its gradients. All trained blocks share one set of gradient tensors, so gradient memory is one
+// embedding (holding a tied lm_head's part too), with an empty UpdatedMasterAmaxes for the optimizer to fill. After
+// the sink returns, the model refreshes that group's forward weights (with the amaxes the update measured) and
+// zeroes its gradients. All trained blocks share one set of gradient tensors, so gradient memory is one
 // block's plus the outer parameters' instead of the whole model's; parameters()' block gradients are therefore
 // only meaningful inside the sink. A non-finite loss skips the backward (the sink is not called). The sink must
 // update or skip exactly what it is given (Optimizer::update_parameters / skip_parameters): with the same
@@ -66,6 +67,7 @@
 #include "model/qwen3_block.h"
 #include "model/qwen3_model.h"
 #include "ops/rope.h"
+#include "quant/master_amax.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm {
@@ -90,8 +92,9 @@ struct TrainModelOptions {
   bool packed_weights = false;  // QAT: block projections' Q(W) stay packed (see the top of this file)
 };
 
-// Receives a group of parameters whose gradients are final, during a fused-update backward.
-using GradientSink = std::function<void(std::span<Parameter>)>;
+// Receives a group of parameters whose gradients are final, during a fused-update backward, and an empty
+// UpdatedMasterAmaxes for the update of the group (Optimizer::update_parameters fills it; a skipped group leaves it).
+using GradientSink = std::function<void(std::span<Parameter>, UpdatedMasterAmaxes&)>;
 
 // One batch. All I32 [B, T] CPU tensors (moved to the model's device here). targets: -100 (kIgnoreIndex) =
 // no loss. positions: optional (default 0..T-1 in every row). segment_ids: optional; attention stays inside a
@@ -145,7 +148,10 @@ class Qwen3Trainable {
   // Recomputes every weight the forward reads from its master: deq(Q(W)) for quantized linears (group tensor
   // scales), compute-dtype copies where the master's dtype differs. Call after every optimizer step and after
   // loading masters. A no-op for fp32 masters without QAT on the CPU.
-  void refresh_quantized();
+  // `updated`: the amaxes measured by the optimizer step just made (Optimizer::step's), for exactly the masters it
+  // wrote since the last refresh; the group tensor scales take those instead of reading the masters again (the same
+  // values: a maximum is exact). Without it (after loading masters, say) every amax is measured here.
+  void refresh_quantized(UpdatedMasterAmaxes* updated = nullptr);
 
   // Forward + backward: gradients of grad_scale * loss_sum are accumulated into parameters()' grads. With
   // fused_update, `sink` (required) receives each group as its gradients become final (see the top of this file).
@@ -171,15 +177,17 @@ class Qwen3Trainable {
   Qwen3Trainable() = default;
   LossStats run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward, const GradientSink* sink);
   const RopeTable& rope_for(int64_t max_position);
-  // Forward weights recomputed from the masters, per group (refresh_quantized() runs them all).
-  void refresh_embedding();  // and a tied lm_head
+  // Forward weights recomputed from the masters, per group (refresh_quantized() runs them all); `updated` as there.
+  void refresh_embedding(UpdatedMasterAmaxes* updated);  // and a tied lm_head
   void refresh_final_norm();
-  void refresh_lm_head();  // untied
-  void refresh_layer(detail::TrainLayer& layer);
+  void refresh_lm_head(UpdatedMasterAmaxes* updated);  // untied
+  void refresh_layer(detail::TrainLayer& layer, UpdatedMasterAmaxes* updated);
   // packed_weights: dequantizes the layer's packed projections into the shared scratch its `use` tensors view.
   void unpack_layer(const detail::TrainLayer& layer);
-  // Fused update: hands `group` to the sink, refreshes what refresh() names, zeroes the group's gradients.
-  void deliver(const GradientSink& sink, std::vector<Parameter>& group, const std::function<void()>& refresh);
+  // Fused update: hands `group` to the sink, refreshes what refresh() names with the amaxes the sink's update
+  // measured, zeroes the group's gradients.
+  void deliver(const GradientSink& sink, std::vector<Parameter>& group,
+               const std::function<void(UpdatedMasterAmaxes*)>& refresh);
 
   Qwen3Config config_;
   TrainModelOptions options_;

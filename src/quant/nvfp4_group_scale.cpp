@@ -8,9 +8,9 @@
 
 namespace nvfp4lm {
 
-void Nvfp4GroupScale::add(const Tensor& member, const std::string& what) {
-  amax_ = std::max(amax_, master_weight_amax(member, what));
-}
+void Nvfp4GroupScale::add(const Tensor& member, const std::string& what) { add_amax(master_weight_amax(member, what)); }
+
+void Nvfp4GroupScale::add_amax(float member_amax) { amax_ = std::max(amax_, member_amax); }
 
 float Nvfp4GroupScale::tensor_scale() const { return nvfp4_tensor_scale(amax_); }
 

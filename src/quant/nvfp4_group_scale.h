@@ -19,6 +19,8 @@ class Nvfp4GroupScale {
   // Adds a member: an F32/BF16/F16 tensor on the CPU or F32/BF16 on CUDA. Error naming `what`, the row and the
   // column of a non-finite element.
   void add(const Tensor& member, const std::string& what);
+  // Adds a member whose amax is known (measured by the optimizer update that wrote it: quant/master_amax.h).
+  void add_amax(float member_amax);
   float amax() const { return amax_; }
   float tensor_scale() const;  // the scale every member is quantized with
 

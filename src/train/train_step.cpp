@@ -24,18 +24,20 @@ LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch
 UpdateResult apply_update(Qwen3Trainable& model, Optimizer& optimizer, double loss, double lr, double max_grad_norm,
                           const std::function<void(StepPart)>& after) {
   UpdateResult result;
+  UpdatedMasterAmaxes updated;  // the masters' amaxes, measured by the update for the refresh right after it
   {
     const MemoryPhase phase("optimizer");
     result.grad_norm = grad_norm(model.parameters());
     if (!std::isfinite(loss) || !std::isfinite(result.grad_norm)) return result;
     result.clip_coefficient = clip_coefficient(result.grad_norm, max_grad_norm);
-    optimizer.step(model.parameters(), lr, static_cast<float>(result.clip_coefficient));
+    optimizer.step(model.parameters(), lr, static_cast<float>(result.clip_coefficient), &updated);
     if (after) after(StepPart::Optimizer);
   }
   const MemoryPhase phase("refresh");
-  model.refresh_quantized();
+  model.refresh_quantized(&updated);
   if (after) after(StepPart::Refresh);
   result.applied = true;
+  result.update_amaxes = updated.recorded();
   return result;
 }
 
@@ -45,11 +47,12 @@ FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, co
   FusedStepResult result;
   double sum_of_squares = 0;
   optimizer.begin_step(lr);
-  const GradientSink sink = [&](std::span<Parameter> group) {
+  const GradientSink sink = [&](std::span<Parameter> group, UpdatedMasterAmaxes& updated) {
     const double squares = grad_sum_of_squares(group);
     sum_of_squares += squares;
     if (std::isfinite(squares)) {
-      optimizer.update_parameters(group);
+      optimizer.update_parameters(group, &updated);
+      result.update_amaxes += updated.recorded();
     } else {
       optimizer.skip_parameters(group);
       result.skipped_groups.push_back(group.front().name);

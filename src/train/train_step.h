@@ -6,14 +6,16 @@
 // 1 / trained tokens of the whole step), then the global gradient norm is taken; a non-finite loss or norm applies
 // nothing (the caller decides between skipping and stopping, and zeroes the gradients); otherwise the optimizer
 // updates every parameter with the clip coefficient as its gradient multiplier, and the QAT forward weights are
-// refreshed from the new masters (Q(W) once per step). Memory phases: "forward"/"backward" (the model's own),
-// "optimizer", "refresh". `after` (optional) is called when the optimizer update and when the refresh are done:
-// the benchmark synchronises the device and reads its clock there.
+// refreshed from the new masters (Q(W) once per step), with the masters' amaxes that the update measured while it
+// wrote them (quant/master_amax.h UpdatedMasterAmaxes: one pass over each master fewer, the same bits). Memory phases:
+// "forward"/"backward" (the model's own), "optimizer", "refresh". `after` (optional) is called when the optimizer
+// update and when the refresh are done: the benchmark synchronises the device and reads its clock there.
 //
 // Fused (fused_train_step): the optimizer step fused into the backward. The optimizer step is begun before the
 // forward; the sink
 // updates each parameter group as soon as the model hands it over, after summing the squares of its gradients:
-//  - finite: Optimizer::update_parameters with `lr` and no clipping (the global norm is only known at the end);
+//  - finite: Optimizer::update_parameters with `lr` and no clipping (the global norm is only known at the end),
+//    measuring the group's master amaxes for the group's refresh;
 //  - not finite: Optimizer::skip_parameters (the group keeps its weights and moments for this step) and the group
 //    is listed in the result. The groups above it in the backward are already updated: a fused step cannot be
 //    undone, which is why a trainer with --nonfinite stop stops before anything is saved.
@@ -40,7 +42,8 @@ enum class StepPart { Optimizer, Refresh };
 struct UpdateResult {
   double grad_norm = 0;
   double clip_coefficient = 1;
-  bool applied = false;  // false: the loss or the gradient norm was not finite, nothing was updated
+  bool applied = false;      // false: the loss or the gradient norm was not finite, nothing was updated
+  size_t update_amaxes = 0;  // masters whose amax the update measured for the refresh (UpdatedMasterAmaxes)
 };
 
 // `loss`: the step's mean loss (accumulate_gradients' stats), checked with the norm.
@@ -52,6 +55,7 @@ struct FusedStepResult {
   double grad_norm = 0;                     // inf/NaN when a group's gradient was not finite
   bool applied = false;                     // false: non-finite loss, nothing updated
   std::vector<std::string> skipped_groups;  // first parameter name of each group left alone
+  size_t update_amaxes = 0;                 // masters whose amax the update measured for the refresh
 };
 
 FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,

@@ -17,32 +17,10 @@
 #include "train/train_step.h"
 #include "train/trainer.h"
 #include "trainer_test_support.h"
+#include "update_refresh_support.h"
 
 namespace nvfp4lm::test {
 namespace {
-
-Qwen3Config small_config(bool tied) {
-  Qwen3Config c = qwen3_preset("tiny");
-  c.num_hidden_layers = 3;
-  c.vocab_size = 384;
-  c.tie_word_embeddings = tied;
-  c.bos_token_id = 1;
-  c.eos_token_ids = {2};
-  return c;
-}
-
-TrainBatch random_batch(int64_t rows, int64_t tokens, int64_t vocab, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> ids(static_cast<size_t>(rows * tokens)), targets(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
-    targets[i] = i % 4 == 0 ? -100 : static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
-  }
-  TrainBatch batch;
-  batch.ids = Tensor::from_ints(ids, Shape{rows, tokens});
-  batch.targets = Tensor::from_ints(targets, Shape{rows, tokens});
-  return batch;
-}
 
 struct TrainRun {
   std::vector<double> losses;

@@ -2,7 +2,8 @@
 // the bytes match the CPU reference exactly. Kernels:
 //  - amax_kernel: max |x| over the flat matrix, 8 consecutive values per thread and item (the count % 8 last ones
 //    one per thread), block_max (core/cuda/reduce.cuh), then atomicMax on the float's bits (which order like the
-//    values since all are >= 0); and the lowest flat index of a non-finite element (atomicMin). A maximum is exact,
+//    values since all are >= 0); and the lowest flat index of a non-finite element (atomicMin), into one
+//    AmaxAccumulator (quant/amax_accumulator.h, whose fold_magnitude is the per-element rule). A maximum is exact,
 //    so the result does not depend on the launch. The host reads both back with one sync (the callers need the
 //    tensor scale on the host, and report a non-finite value as an Error with its row and column).
 //  - quantize_kernel: a CTA covers 16 rows x 256 columns, one warp per row, 8 consecutive values per lane, so
@@ -27,6 +28,7 @@
 #include "core/cuda/reduce.cuh"
 #include "core/numeric.h"
 #include "core/rng.h"
+#include "quant/amax_accumulator.h"
 #include "quant/cuda/nvfp4_cuda.h"
 #include "quant/nvfp4_block.h"
 
@@ -38,12 +40,7 @@ constexpr int kThreads = 256;
 
 enum class OutKind { Codes, F32, BF16 };
 
-struct AmaxScratch {
-  unsigned int amax_bits;
-  unsigned int padding;
-  unsigned long long first_bad;  // lowest flat index of a non-finite element, or all ones
-};
-static_assert(sizeof(AmaxScratch) == kNvfp4AmaxScratchBytes);
+static_assert(sizeof(AmaxAccumulator) == kNvfp4AmaxScratchBytes);
 
 bool aligned16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
 
@@ -89,21 +86,12 @@ __device__ __forceinline__ unsigned int pack_bf16x2(float low, float high) {
 
 // ---- amax ------------------------------------------------------------------------------------------------
 
-// Folds |value| of flat element `index` into the thread's maximum, or records a non-finite element.
-__device__ __forceinline__ void take_magnitude(float value, int64_t index, float& thread_max, AmaxScratch* result) {
-  const float magnitude = fabsf(value);
-  if (magnitude <= 3.402823466e+38f) {
-    thread_max = fmaxf(thread_max, magnitude);
-  } else {  // inf or NaN: rare, so a direct atomic is fine
-    atomicMin(&result->first_bad, static_cast<unsigned long long>(index));
-  }
-}
-
 template <typename In>
 __global__ void __launch_bounds__(kThreads)
-    amax_kernel(const In* __restrict__ input, int64_t count, bool aligned, AmaxScratch* result) {
+    amax_kernel(const In* __restrict__ input, int64_t count, bool aligned, AmaxAccumulator* result) {
   NVFP4LM_SHARED(float[kThreads / 32], warp_maxima);
   float thread_max = 0.0f;
+  unsigned long long thread_first_bad = kNoNonFinite;
   const int64_t chunks = count / 8;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -111,21 +99,24 @@ __global__ void __launch_bounds__(kThreads)
     float values[8];
     load8(input + chunk * 8, values, aligned);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) take_magnitude(values[i], chunk * 8 + i, thread_max, result);
+    for (int i = 0; i < 8; ++i)
+      fold_magnitude(values[i], static_cast<unsigned long long>(chunk * 8 + i), thread_max, thread_first_bad);
   }
   // The last count % 8 elements (none in an NVFP4 matrix, whose rows are multiples of 16 long).
   const int64_t tail = chunks * 8 + thread;
-  if (tail < count) take_magnitude(load1(input + tail), tail, thread_max, result);
+  if (tail < count)
+    fold_magnitude(load1(input + tail), static_cast<unsigned long long>(tail), thread_max, thread_first_bad);
   const float block = block_max(thread_max, warp_maxima);
   if (threadIdx.x == 0) atomicMax(&result->amax_bits, __float_as_uint(block));
+  if (thread_first_bad != kNoNonFinite) atomicMin(&result->first_non_finite, thread_first_bad);  // rare
 }
 
 template <typename In>
 Nvfp4AmaxResult amax_of(const In* input, int64_t count, void* scratch) {
-  AmaxScratch* result = static_cast<AmaxScratch*>(scratch);
+  AmaxAccumulator* result = static_cast<AmaxAccumulator*>(scratch);
   cudaStream_t s = stream();
   NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->amax_bits, 0, sizeof(unsigned int), s));
-  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_bad, 0xFF, sizeof(unsigned long long), s));
+  NVFP4LM_CUDA_CHECK(cudaMemsetAsync(&result->first_non_finite, 0xFF, sizeof(unsigned long long), s));
   if (count > 0) {
     const int64_t chunks = count / 8;
     // At most 4096 blocks (enough to fill a GPU): fewer atomics on the one result word.
@@ -133,13 +124,13 @@ Nvfp4AmaxResult amax_of(const In* input, int64_t count, void* scratch) {
     (input, count, aligned16(input), result);
     NVFP4LM_CUDA_CHECK_LAUNCH();
   }
-  AmaxScratch host{};
-  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxScratch), cudaMemcpyDeviceToHost, s));
+  AmaxAccumulator host{};
+  NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(AmaxAccumulator), cudaMemcpyDeviceToHost, s));
   NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));
   Nvfp4AmaxResult out;
   out.amax = bits_float(host.amax_bits);
-  if (host.first_bad != ~0ull) {
-    out.first_non_finite = static_cast<int64_t>(host.first_bad);
+  if (host.first_non_finite != kNoNonFinite) {
+    out.first_non_finite = static_cast<int64_t>(host.first_non_finite);
     In bad{};
     NVFP4LM_CUDA_CHECK(cudaMemcpyAsync(&bad, input + out.first_non_finite, sizeof(In), cudaMemcpyDeviceToHost, s));
     NVFP4LM_CUDA_CHECK(cudaStreamSynchronize(s));

@@ -25,7 +25,7 @@ std::vector<NamedTensor> AdamW::state_tensors() const {
 }
 
 void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
-                   ElementRange range) {
+                   ElementRange range, AmaxAccumulator* amax) {
   const bool is_bf16 = parameter.value.dtype() == DType::BF16;
   void* master = parameter.value.raw();
 #if NVFP4LM_HAS_CUDA
@@ -35,7 +35,7 @@ void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& 
                      static_cast<const float*>(parameter.grad.raw()) + range.begin,
                      static_cast<float*>(moments_[slot_index].exp_avg.raw()) + range.begin,
                      static_cast<float*>(moments_[slot_index].exp_avg_sq.raw()) + range.begin, range.count, scalars,
-                     rounding_seed, static_cast<uint64_t>(range.begin));
+                     rounding_seed, static_cast<uint64_t>(range.begin), amax);
     return;
   }
 #endif
@@ -43,11 +43,16 @@ void AdamW::update(size_t slot_index, Parameter& parameter, const AdamWScalars& 
   float* exp_avg = moments_[slot_index].exp_avg.data<float>();
   float* exp_avg_sq = moments_[slot_index].exp_avg_sq.data<float>();
   const int64_t end = range.begin + range.count;
-#pragma omp parallel for schedule(static) if (range.count > 32768)
+  const bool threaded = range.count > 32768;
+  float stored_amax = 0.0f;  // of the master values stored (AmaxAccumulator's rules), exact in any thread order
+  unsigned long long first_bad = kNoNonFinite;  // lowest index of a non-finite value
+#pragma omp parallel for schedule(static) if (threaded) reduction(max : stored_amax) reduction(min : first_bad)
   for (int64_t i = range.begin; i < end; ++i) {
     const float updated = adamw_update(load_master(master, is_bf16, i), grad[i], exp_avg[i], exp_avg_sq[i], scalars);
-    store_master(master, is_bf16, i, updated, rounding_seed);
+    fold_magnitude(store_master(master, is_bf16, i, updated, rounding_seed), static_cast<unsigned long long>(i),
+                   stored_amax, first_bad);
   }
+  if (amax != nullptr) fold_into(*amax, stored_amax, first_bad);
 }
 
 }  // namespace nvfp4lm

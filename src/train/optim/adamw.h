@@ -18,7 +18,7 @@ class AdamW final : public Optimizer {
 
  private:
   void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
-              ElementRange range) override;
+              ElementRange range, AmaxAccumulator* amax) override;
 
   struct Moments {
     Tensor exp_avg;

@@ -45,7 +45,7 @@ nlohmann::json AdamW8bit::describe() const {
 int64_t AdamW8bit::chunk_alignment() const { return kMomentBlockSize; }
 
 void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
-                       ElementRange range) {
+                       ElementRange range, AmaxAccumulator* amax) {
   NVFP4LM_ASSERT(range.begin % kMomentBlockSize == 0, "AdamW8bit: a chunk starts at element {}, inside a block",
                  range.begin);
   const int64_t n = range.begin + range.count;  // the blocks of the range end here
@@ -66,7 +66,7 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
     const size_t master_bytes = is_bf16 ? 2 : 4;
     cuda::adamw8bit_step(static_cast<char*>(master) + range.begin * master_bytes, is_bf16,
                          static_cast<const float*>(parameter.grad.raw()) + range.begin, moments, range.count, scalars,
-                         {rounding_seed, m_seed, s_seed}, static_cast<uint64_t>(range.begin));
+                         {rounding_seed, m_seed, s_seed}, static_cast<uint64_t>(range.begin), amax);
     return;
   }
 #endif
@@ -75,7 +75,10 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
   float* m_absmax = state.exp_avg_absmax.data<float>();
   uint8_t* s_codes = state.exp_avg_sq_sqrt_codes.data<uint8_t>();
   float* s_absmax = state.exp_avg_sq_sqrt_absmax.data<float>();
-#pragma omp parallel for schedule(static) if (blocks - first_block > 64)
+  const bool threaded = blocks - first_block > 64;
+  float stored_amax = 0.0f;  // of the master values stored (AmaxAccumulator's rules), exact in any thread order
+  unsigned long long first_bad = kNoNonFinite;  // lowest index of a non-finite value
+#pragma omp parallel for schedule(static) if (threaded) reduction(max : stored_amax) reduction(min : first_bad)
   for (int64_t block = first_block; block < blocks; ++block) {
     const int64_t begin = block * kMomentBlockSize;
     const int64_t count = std::min(kMomentBlockSize, n - begin);
@@ -88,12 +91,14 @@ void AdamW8bit::update(size_t slot_index, Parameter& parameter, const AdamWScala
       float exp_avg_sq = mul_rn(exp_avg_sq_sqrt[j], exp_avg_sq_sqrt[j]);  // the kernel's ops
       const float updated = adamw_update(load_master(master, is_bf16, i), grad[i], exp_avg[j], exp_avg_sq, scalars);
       exp_avg_sq_sqrt[j] = sqrt_rn(exp_avg_sq);
-      store_master(master, is_bf16, i, updated, rounding_seed);
+      fold_magnitude(store_master(master, is_bf16, i, updated, rounding_seed), static_cast<unsigned long long>(i),
+                     stored_amax, first_bad);
     }
     const auto first = static_cast<uint64_t>(begin);
     quantize_signed_block(exp_avg, count, m_codes + begin, &m_absmax[block], m_seed, first);
     quantize_unsigned_block(exp_avg_sq_sqrt, count, s_codes + begin, &s_absmax[block], s_seed, first);
   }
+  if (amax != nullptr) fold_into(*amax, stored_amax, first_bad);
 }
 
 }  // namespace nvfp4lm

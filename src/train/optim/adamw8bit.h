@@ -28,7 +28,7 @@ class AdamW8bit final : public Optimizer {
 
  private:
   void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
-              ElementRange range) override;
+              ElementRange range, AmaxAccumulator* amax) override;
   int64_t chunk_alignment() const override;
 
   struct QuantizedMoments {

@@ -51,12 +51,12 @@ size_t Optimizer::find_slot(const Parameter& parameter, size_t position) const {
   return index;
 }
 
-void Optimizer::step(std::span<Parameter> parameters, double lr, float grad_multiplier) {
+void Optimizer::step(std::span<Parameter> parameters, double lr, float grad_multiplier, UpdatedMasterAmaxes* amaxes) {
   NVFP4LM_ASSERT(parameters.size() == slots_.size(), "optimizer built for {} parameters, step() given {}",
                  slots_.size(), parameters.size());
   begin_step(lr, grad_multiplier);
   try {
-    update_parameters(parameters);
+    update_parameters(parameters, amaxes);
   } catch (...) {
     pending_.reset();  // the checks run before any update: nothing changed, the optimizer stays usable
     throw;
@@ -89,9 +89,16 @@ void Optimizer::visit(std::span<const Parameter> parameters, std::vector<size_t>
   for (size_t index : slots) pending_->visited[index] = true;
 }
 
-void Optimizer::update_parameters(std::span<Parameter> parameters) {
+void Optimizer::update_parameters(std::span<Parameter> parameters, UpdatedMasterAmaxes* amaxes) {
   std::vector<size_t> slots;
   visit(parameters, slots);
+  AmaxAccumulator* accumulators = nullptr;  // one per parameter, in order
+  if (amaxes != nullptr) {
+    std::vector<Tensor> masters;
+    masters.reserve(parameters.size());
+    for (const Parameter& parameter : parameters) masters.push_back(parameter.value);
+    accumulators = amaxes->record(masters);
+  }
   const int64_t t = step_count_ + 1;
   for (size_t position = 0; position < parameters.size(); ++position) {
     const size_t index = slots[position];
@@ -110,7 +117,8 @@ void Optimizer::update_parameters(std::span<Parameter> parameters) {
     int64_t begin = 0;
     do {
       const int64_t count = std::min(chunk, elements - begin);
-      update(index, parameters[position], scalars, seed, {begin, count});
+      update(index, parameters[position], scalars, seed, {begin, count},
+             accumulators != nullptr ? accumulators + position : nullptr);
       begin += count;
     } while (begin < elements);
   }
@@ -158,13 +166,15 @@ nlohmann::json Optimizer::describe() const {
           {"seed", options_.seed}};
 }
 
-void store_master(void* data, bool is_bf16, int64_t i, float value, uint64_t rounding_seed) {
+float store_master(void* data, bool is_bf16, int64_t i, float value, uint64_t rounding_seed) {
   if (is_bf16) {
     const float uniform = counter_uniform(rounding_seed, static_cast<uint64_t>(i));
-    static_cast<uint16_t*>(data)[i] = float_to_bf16_stochastic(value, uniform);
-  } else {
-    static_cast<float*>(data)[i] = value;
+    const uint16_t bits = float_to_bf16_stochastic(value, uniform);
+    static_cast<uint16_t*>(data)[i] = bits;
+    return bf16_to_float(bits);
   }
+  static_cast<float*>(data)[i] = value;
+  return value;
 }
 
 std::unique_ptr<Optimizer> make_optimizer(std::string_view kind, std::span<const Parameter> parameters,

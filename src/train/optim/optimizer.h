@@ -20,6 +20,10 @@
 //  - Device: all parameters of one optimizer live on one device (an Error otherwise), and the state is allocated
 //    there. CPU parameters take the fp32 reference loops; CUDA parameters the kernels of cuda/optim_kernels.h, which
 //    write the same bits (same element math, same counter-based rounding noise), one launch per parameter.
+//  - step() and update_parameters() also measure, when given an UpdatedMasterAmaxes (quant/master_amax.h), the amax
+//    of every master they write (max |stored value|, bf16 after rounding; and the first non-finite element) while
+//    they write it, for the QAT refresh that follows (Qwen3Trainable::refresh_quantized), which then skips its own
+//    pass over those masters. A chunked update folds its chunks into one amax per parameter.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "model/parameter.h"
+#include "quant/master_amax.h"
 #include "train/optim/adamw_math.h"
 
 namespace nvfp4lm {
@@ -57,12 +62,13 @@ class Optimizer {
   // "adamw" or "adamw8bit"; stored in checkpoints and checked when loading.
   virtual std::string_view kind() const = 0;
 
-  // One AdamW update of every parameter with learning rate `lr`.
-  void step(std::span<Parameter> parameters, double lr, float grad_multiplier = 1.0f);
+  // One AdamW update of every parameter with learning rate `lr`; `amaxes` (optional, empty): see the top of this file.
+  void step(std::span<Parameter> parameters, double lr, float grad_multiplier = 1.0f,
+            UpdatedMasterAmaxes* amaxes = nullptr);
 
   // The same step in parts (see the top of this file).
   void begin_step(double lr, float grad_multiplier = 1.0f);
-  void update_parameters(std::span<Parameter> parameters);
+  void update_parameters(std::span<Parameter> parameters, UpdatedMasterAmaxes* amaxes = nullptr);
   void skip_parameters(std::span<const Parameter> parameters);  // no update this step (non-finite gradient)
   void end_step();
   void cancel_step();  // a begun step in which nothing was visited yet (e.g. its loss was not finite)
@@ -106,8 +112,10 @@ class Optimizer {
     int64_t count = 0;
   };
   // Updates `range` of one parameter with its slot's state. `rounding_seed` seeds BF16 stochastic rounding.
+  // `amax` (optional; host memory for CPU parameters, device memory for CUDA ones): the whole parameter's
+  // accumulator, into which the update folds every master value it stores (AmaxAccumulator's rules).
   virtual void update(size_t slot_index, Parameter& parameter, const AdamWScalars& scalars, uint64_t rounding_seed,
-                      ElementRange range) = 0;
+                      ElementRange range, AmaxAccumulator* amax) = 0;
   // Ranges of a chunked update start at multiples of this many elements (8-bit moments: their block size).
   virtual int64_t chunk_alignment() const { return 1; }
 
@@ -138,10 +146,10 @@ std::unique_ptr<Optimizer> make_optimizer(std::string_view kind, std::span<const
                                           const AdamWOptions& options);
 
 // Reads element i of a contiguous F32 or BF16 master weight as fp32, and writes it back (BF16 with
-// stochastic rounding drawn from (seed, i)). Shared by the CPU optimizers.
+// stochastic rounding drawn from (seed, i)), returning the value stored as fp32. Shared by the CPU optimizers.
 inline float load_master(const void* data, bool is_bf16, int64_t i) {
   return is_bf16 ? bf16_to_float(static_cast<const uint16_t*>(data)[i]) : static_cast<const float*>(data)[i];
 }
-void store_master(void* data, bool is_bf16, int64_t i, float value, uint64_t rounding_seed);
+float store_master(void* data, bool is_bf16, int64_t i, float value, uint64_t rounding_seed);
 
 }  // namespace nvfp4lm

@@ -1,7 +1,9 @@
 // Optimizers on the GPU vs the CPU reference (train/optim/cuda/optim_kernels.h):
 //  - AdamW and AdamW8bit, F32 and BF16 masters, weight decay on and off, gradient multipliers != 1, parameters of
 //    odd sizes and 2-D shapes: three steps from identical state give bit-identical masters and moments (8-bit codes
-//    and block maxima too), checked after every step so a report names the first step that differs;
+//    and block maxima too), checked after every step so a report names the first step that differs; the amax each
+//    update measured (UpdatedMasterAmaxes) is the bits of master_weight_amax of its master, whole and chunked, and a
+//    non-finite updated master gives the CPU refresh pass's error;
 //  - the state lives on the GPU, and a checkpoint written from the GPU resumes on the GPU and on the CPU exactly;
 //  - global gradient norm (relative 1e-10: both sum in double, in different orders), bit-for-bit repeatable; clipping
 //    multiplies exactly by the coefficient it reports; non-finite gradients are reported and left alone;
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -19,6 +22,7 @@
 
 #include "common/test_util.h"
 #include "core/numeric.h"
+#include "quant/master_amax.h"
 #include "train/checkpoint.h"
 #include "train/optim/grad_clip.h"
 #include "train/optim/optimizer.h"
@@ -133,6 +137,19 @@ void expect_same_state(const std::vector<Parameter>& gpu, const Optimizer& gpu_o
   EXPECT_EQ(gpu_optimizer.step_count(), cpu_optimizer.step_count());
 }
 
+// Each master's amax as the update measured it is the bits of a separate pass over the CPU result (the GPU's own
+// pass gives the same: tests/quant/cuda/test_master_amax_cuda.cpp).
+void expect_amaxes_of(UpdatedMasterAmaxes& updated, const std::vector<Parameter>& updated_masters,
+                      const std::vector<Parameter>& cpu_masters, const std::string& what) {
+  for (size_t k = 0; k < cpu_masters.size(); ++k) {
+    const std::optional<float> amax = updated.take(updated_masters[k].value, cpu_masters[k].name);
+    ASSERT_TRUE(amax.has_value()) << what << ": no amax for " << cpu_masters[k].name;
+    const float expected = master_weight_amax(cpu_masters[k].value, cpu_masters[k].name);
+    EXPECT_EQ(float_bits(*amax), float_bits(expected))
+        << what << " amax of " << cpu_masters[k].name << ": " << *amax << ", measured " << expected;
+  }
+}
+
 // ---- optimizer steps ----------------------------------------------------------------------------------------------
 
 struct OptimCase {
@@ -173,9 +190,14 @@ void expect_gpu_steps_match_cpu(const OptimCase& c, uint64_t seed, int64_t gpu_c
     SCOPED_TRACE(fmt::format("after step {} (lr {}, gradient multiplier {})", step + 1, lr, multiplier));
     fill_gradients(cpu, rng, static_cast<int>(step));
     copy_gradients(cpu, gpu);
-    cpu_optimizer->step(cpu, lr, multiplier);
-    gpu_optimizer->step(gpu, lr, multiplier);
+    // Every GPU step measures the amaxes; the CPU every other step, so both CPU loops (with and without) run.
+    UpdatedMasterAmaxes cpu_amaxes, gpu_amaxes;
+    const bool cpu_measures = step % 2 == 0;
+    cpu_optimizer->step(cpu, lr, multiplier, cpu_measures ? &cpu_amaxes : nullptr);
+    gpu_optimizer->step(gpu, lr, multiplier, &gpu_amaxes);
     expect_same_state(gpu, *gpu_optimizer, cpu, *cpu_optimizer);
+    expect_amaxes_of(gpu_amaxes, gpu, cpu, "GPU update");
+    if (cpu_measures) expect_amaxes_of(cpu_amaxes, cpu, cpu, "CPU update");
     if (::testing::Test::HasFailure()) return;  // the first step that differs is the informative one
   }
   // The comparison is not vacuous: the masters moved.
@@ -274,6 +296,46 @@ TEST(OptimizerCuda, ParametersOnDifferentDevicesAreAnError) {
     EXPECT_EQ(optimizer->step_count(), 0) << kind;
   }
   EXPECT_THROW(grad_norm(mixed), Error);
+}
+
+// A non-finite master after the update (NaN stays NaN, -inf stays -inf): the amax the GPU update measured gives the
+// error of the CPU's refresh pass over the CPU result, word for word: the first non-finite element by its index in
+// the whole parameter (so also from the 7th chunk of a chunked update). [33, 65]: NaN at row 20, column 7, -inf at
+// row 30, column 1.
+TEST_P(OptimizerCuda, NonFiniteUpdatedMasterIsTheRefreshPassError) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  SCOPED_TRACE(label(GetParam()));
+  for (int64_t chunk_rows : {0, 3}) {
+    Rng rng(303);
+    std::vector<Parameter> cpu = make_parameters(GetParam().master, rng);
+    Parameter& poisoned = cpu[5];  // [33, 65]
+    ASSERT_EQ(poisoned.value.shape(), Shape({33, 65}));
+    Tensor values = Tensor::empty(poisoned.value.shape(), DType::F32);
+    convert_cpu(poisoned.value, values);
+    values.data<float>()[20 * 65 + 7] = std::numeric_limits<float>::quiet_NaN();
+    values.data<float>()[30 * 65 + 1] = -std::numeric_limits<float>::infinity();
+    convert_cpu(values, poisoned.value);
+    std::vector<Parameter> gpu = copy_to(cpu, kGpu);
+    fill_gradients(cpu, rng, 1);
+    copy_gradients(cpu, gpu);
+    std::unique_ptr<Optimizer> cpu_optimizer = make_optimizer(GetParam().kind, cpu, AdamWOptions{});
+    std::unique_ptr<Optimizer> gpu_optimizer = make_optimizer(GetParam().kind, gpu, AdamWOptions{});
+    gpu_optimizer->set_chunk_rows(chunk_rows);
+    UpdatedMasterAmaxes updated;
+    cpu_optimizer->step(cpu, 1e-3);
+    gpu_optimizer->step(gpu, 1e-3, 1.0f, &updated);
+    auto message = [](const std::function<void()>& run) {
+      try {
+        run();
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    const std::string measured = message([&] { master_weight_amax(poisoned.value, poisoned.name); });
+    EXPECT_NE(measured.find("row 20, column 7"), std::string::npos) << measured;
+    EXPECT_EQ(message([&] { updated.take(gpu[5].value, poisoned.name); }), measured) << "chunks of " << chunk_rows;
+  }
 }
 
 // ---- gradient norm and clipping -----------------------------------------------------------------------------------

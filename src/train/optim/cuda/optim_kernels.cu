@@ -4,6 +4,11 @@
 //  - adamw8bit_kernel: one CTA of kMomentBlockSize (256) threads per moment block, one element per thread: decode
 //    both moments (tables in shared memory), update, reduce the two new block maxima (warp shuffles, then the 8 warp
 //    values through shared memory; a maximum, so the order does not matter), encode, write the codes and maxima.
+//  Both fold each master value they store (bf16: after rounding) into the thread's amax and, given an
+//  AmaxAccumulator, end with one block_max per CTA and one atomicMax on the parameter's amax word; a non-finite value
+//  goes to the record at once (atomicMin of its index in the whole parameter; rare). The amax costs no memory traffic
+//  beyond those 16 bytes. Their grids are capped at kMaxUpdateBlocks CTAs, so a parameter of 10^8 elements makes 16 K
+//  atomics on that word, not 400 K (the loops' work per element is the same, hence the same bits).
 //  - sum_of_squares_partial_kernel: one CTA of 256 threads per tile of kSumTile elements; thread t accumulates the
 //    tile's elements t, t + 256, ... in double (fma), then block_sum's fixed tree (core/cuda/reduce.cuh: shuffles
 //    per warp, the 8 warp sums in order). sum_of_squares_total_kernel: one CTA of 1024 threads adds the partials the
@@ -30,6 +35,9 @@ namespace nvfp4lm::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+// CTAs of an update launch at most: ~15 waves of a 132-SM GPU at 8 CTAs per SM, so the grid-stride loops keep every
+// SM busy, while the same-address atomics of the amax stay few (see the top of this file).
+constexpr int64_t kMaxUpdateBlocks = 16384;
 
 constexpr int kMomentBlock = static_cast<int>(kMomentBlockSize);
 static_assert(kMomentBlock == 256, "adamw8bit_kernel runs one thread per element of a moment block");
@@ -52,23 +60,48 @@ __device__ __forceinline__ float load_master(const void* master, int64_t i) {
 }
 
 // As optimizer.cpp's store_master: BF16 with stochastic rounding drawn from (seed, element index in the parameter),
-// `element` = i plus the first element of the chunk the launch updates.
+// `element` = i plus the first element of the chunk the launch updates. Returns the value stored (as fp32).
 template <bool kBf16>
-__device__ __forceinline__ void store_master(void* master, int64_t i, float value, uint64_t seed, uint64_t element) {
+__device__ __forceinline__ float store_master(void* master, int64_t i, float value, uint64_t seed, uint64_t element) {
   if constexpr (kBf16) {
-    static_cast<uint16_t*>(master)[i] = float_to_bf16_stochastic(value, counter_uniform(seed, element));
+    const uint16_t bits = float_to_bf16_stochastic(value, counter_uniform(seed, element));
+    static_cast<uint16_t*>(master)[i] = bits;
+    return bf16_to_float(bits);
   } else {
     static_cast<float*>(master)[i] = value;
+    return value;
   }
+}
+
+// Folds a stored master value into the thread's amax (AmaxAccumulator's rule: fold_magnitude's); a non-finite one
+// goes straight to the parameter's record by its index in the parameter (rare, so no thread keeps a 64-bit index).
+__device__ __forceinline__ void fold_stored(float stored, uint64_t element, float& thread_amax, AmaxAccumulator* amax) {
+  const float magnitude = fabsf(stored);
+  if (magnitude <= 3.402823466e+38f) {
+    thread_amax = fmaxf(thread_amax, magnitude);
+  } else if (amax != nullptr) {
+    atomicMin(&amax->first_non_finite, static_cast<unsigned long long>(element));
+  }
+}
+
+// The CTA's part of the parameter's amax (every thread of the CTA must reach it): the threads' maxima through
+// block_max, one atomicMax by thread 0.
+__device__ __forceinline__ void fold_block_amax(float thread_amax, AmaxAccumulator* amax, float* scratch) {
+  const float block = block_max(thread_amax, scratch);
+  if (threadIdx.x == 0) atomicMax(&amax->amax_bits, __float_as_uint(block));
 }
 
 // ---- AdamW, fp32 moments ----------------------------------------------------------------------------------------
 
+// Occupancy as before the amax fold (ptxas, sm_90a): the bf16 kernel fits 32 registers (8 CTAs per SM), the f32 one
+// 40 (6 CTAs; it had 36, which rounds to 40 as well).
 template <bool kBf16>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBf16 ? 8 : 6)
     adamw_kernel(void* __restrict__ master, const float* __restrict__ grad, float* __restrict__ exp_avg,
                  float* __restrict__ exp_avg_sq, int64_t count, AdamWScalars scalars, uint64_t rounding_seed,
-                 uint64_t first_element) {
+                 uint64_t first_element, AmaxAccumulator* amax) {
+  NVFP4LM_SHARED(float[kThreads / 32], warp_maxima);
+  float thread_amax = 0.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     float m = exp_avg[i];
@@ -76,8 +109,10 @@ __global__ void __launch_bounds__(kThreads)
     const float updated = adamw_update(load_master<kBf16>(master, i), grad[i], m, v, scalars);
     exp_avg[i] = m;
     exp_avg_sq[i] = v;
-    store_master<kBf16>(master, i, updated, rounding_seed, first_element + static_cast<uint64_t>(i));
+    const uint64_t element = first_element + static_cast<uint64_t>(i);
+    fold_stored(store_master<kBf16>(master, i, updated, rounding_seed, element), element, thread_amax, amax);
   }
+  if (amax != nullptr) fold_block_amax(thread_amax, amax, warp_maxima);
 }
 
 // ---- AdamW, 8-bit moments ---------------------------------------------------------------------------------------
@@ -93,16 +128,18 @@ template <bool kBf16>
 __global__ void __launch_bounds__(kMomentBlock)
     adamw8bit_kernel(void* __restrict__ master, const float* __restrict__ grad, Moments8bit state, int64_t count,
                      int64_t blocks, AdamWScalars scalars, Rounding8bitSeeds seeds, uint64_t first_element,
-                     const __grid_constant__ MomentTables tables) {
+                     AmaxAccumulator* amax, const __grid_constant__ MomentTables tables) {
   NVFP4LM_SHARED(float[kSignedMagnitudeCodes], signed_table);
   NVFP4LM_SHARED(float[kUnsignedCodes], unsigned_table);
   NVFP4LM_SHARED(float[2][kMomentWarps], warp_maxima);
+  NVFP4LM_SHARED(float[kMomentWarps], master_warp_maxima);
   static_assert(kSignedMagnitudeCodes <= kMomentBlock && kUnsignedCodes == kMomentBlock);
   if (threadIdx.x < kSignedMagnitudeCodes) signed_table[threadIdx.x] = tables.signed_magnitude[threadIdx.x];
   unsigned_table[threadIdx.x] = tables.unsigned_values[threadIdx.x];
   __syncthreads();
 
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  float thread_amax = 0.0f;  // of the master values this thread stores, over all its moment blocks
   for (int64_t block = blockIdx.x; block < blocks; block += gridDim.x) {
     const int64_t i = block * kMomentBlock + threadIdx.x;
     const bool active = i < count;  // the last block may be short
@@ -116,7 +153,8 @@ __global__ void __launch_bounds__(kMomentBlock)
       float exp_avg_sq = mul_rn(old_sqrt, old_sqrt);
       const float updated = adamw_update(load_master<kBf16>(master, i), grad[i], exp_avg, exp_avg_sq, scalars);
       exp_avg_sq_sqrt = sqrt_rn(exp_avg_sq);
-      store_master<kBf16>(master, i, updated, seeds.master, first_element + static_cast<uint64_t>(i));
+      const uint64_t element = first_element + static_cast<uint64_t>(i);
+      fold_stored(store_master<kBf16>(master, i, updated, seeds.master, element), element, thread_amax, amax);
     }
     // Fresh block maxima (the CPU's block_absmax: max of |x| from 0; inactive threads add 0).
     const float m_max = warp_max(abs_bits(exp_avg));
@@ -145,6 +183,7 @@ __global__ void __launch_bounds__(kMomentBlock)
     }
     __syncthreads();  // warp_maxima is rewritten by the next block
   }
+  if (amax != nullptr) fold_block_amax(thread_amax, amax, master_warp_maxima);
 }
 
 // ---- sum of squares ---------------------------------------------------------------------------------------------
@@ -186,33 +225,34 @@ __global__ void __launch_bounds__(kThreads) scale_kernel(float* __restrict__ dat
 }  // namespace
 
 void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
-                const AdamWScalars& scalars, uint64_t rounding_seed, uint64_t first_element) {
+                const AdamWScalars& scalars, uint64_t rounding_seed, uint64_t first_element, AmaxAccumulator* amax) {
   if (count <= 0) return;
-  const unsigned grid = grid_stride_blocks(count, kThreads);
+  const unsigned grid = grid_stride_blocks(count, kThreads, kMaxUpdateBlocks);
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw_kernel<true>, grid, kThreads, 0)
-    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element);
+    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element, amax);
   } else {
     NVFP4LM_LAUNCH(adamw_kernel<false>, grid, kThreads, 0)
-    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element);
+    (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element, amax);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
 void adamw8bit_step(void* master, bool master_bf16, const float* grad, const Moments8bit& moments, int64_t count,
-                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds, uint64_t first_element) {
+                    const AdamWScalars& scalars, const Rounding8bitSeeds& seeds, uint64_t first_element,
+                    AmaxAccumulator* amax) {
   if (count <= 0) return;
   MomentTables tables;
   std::memcpy(tables.signed_magnitude, signed_magnitude_table(), sizeof(tables.signed_magnitude));
   std::memcpy(tables.unsigned_values, unsigned_table(), sizeof(tables.unsigned_values));
   const int64_t blocks = moment_block_count(count);
-  const unsigned grid = grid_stride_blocks(blocks, 1);  // one moment block per CTA and iteration
+  const unsigned grid = grid_stride_blocks(blocks, 1, kMaxUpdateBlocks);  // one moment block per CTA and iteration
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw8bit_kernel<true>, grid, kMomentBlock, 0)
-    (master, grad, moments, count, blocks, scalars, seeds, first_element, tables);
+    (master, grad, moments, count, blocks, scalars, seeds, first_element, amax, tables);
   } else {
     NVFP4LM_LAUNCH(adamw8bit_kernel<false>, grid, kMomentBlock, 0)
-    (master, grad, moments, count, blocks, scalars, seeds, first_element, tables);
+    (master, grad, moments, count, blocks, scalars, seeds, first_element, amax, tables);
   }
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

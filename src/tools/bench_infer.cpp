@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <ranges>
 #include <vector>
 
 #include "core/error.h"
@@ -273,12 +272,15 @@ std::string infer_bench_table(const InferBenchResult& r) {
   row("generated tokens", fmt::format("{}", r.generated_tokens));
   row("prefill", fmt::format("{:.1f} tok/s ({:.3f} s)", r.prefill_tokens_per_second, r.prefill_seconds));
   row("time to first token", fmt::format("{:.3f} s", r.time_to_first_token_seconds));
-  if (r.cold_prefill_seconds > 0)
-    row("first call (cold)",
-        fmt::format(
-            "prefill {:.3f} s ({:.1f} tok/s), decode steps {:.1f} ms", r.cold_prefill_seconds,
-            static_cast<double>(r.prompt_tokens) / r.cold_prefill_seconds,
-            fmt::join(r.cold_decode_step_seconds | std::views::transform([](double t) { return 1e3 * t; }), " / ")));
+  if (r.cold_prefill_seconds > 0) {
+    // A plain loop: clang's libstdc++ 12 <ranges> rejects views::transform over a const vector here.
+    std::vector<double> cold_step_ms;
+    for (double t : r.cold_decode_step_seconds) cold_step_ms.push_back(1e3 * t);
+    row("first call (cold)", fmt::format("prefill {:.3f} s ({:.1f} tok/s), decode steps {:.1f} ms",
+                                         r.cold_prefill_seconds,
+                                         static_cast<double>(r.prompt_tokens) / r.cold_prefill_seconds,
+                                         fmt::join(cold_step_ms, " / ")));
+  }
   row("decode", r.generated_tokens > 1 ? fmt::format("{:.2f} tok/s ({:.2f} ms/step)", r.decode_tokens_per_second,
                                                      1e3 / r.decode_tokens_per_second)
                                        : std::string("n/a (--gen 1)"));

@@ -1,6 +1,8 @@
 // Optimizer kernels (declared and described in optim_kernels.h). Kernels:
 //  - adamw_kernel: one element per thread-iteration of a grid-stride loop; master (F32 or BF16), gradient and both
 //    moments are each read and written once (4 + 4 + 8 + 8 bytes, or 2 + 4 + 8 + 8 with a bf16 master). Memory bound.
+//    adamw_vec4_kernel: the same four elements at a time with 16-byte accesses, for aligned tensors of a multiple of
+//    4 elements (every weight of a Qwen3 model), the same bits.
 //  - adamw8bit_kernel: one CTA of kMomentBlockSize (256) threads per moment block, one element per thread: decode
 //    both moments (tables in shared memory), update, reduce the two new block maxima (warp shuffles, then the 8 warp
 //    values through shared memory; a maximum, so the order does not matter), encode, write the codes and maxima.
@@ -111,6 +113,64 @@ __global__ void __launch_bounds__(kThreads, kBf16 ? 8 : 6)
     exp_avg_sq[i] = v;
     const uint64_t element = first_element + static_cast<uint64_t>(i);
     fold_stored(store_master<kBf16>(master, i, updated, rounding_seed, element), element, thread_amax, amax);
+  }
+  if (amax != nullptr) fold_block_amax(thread_amax, amax, warp_maxima);
+}
+
+// Four consecutive masters at once: 16-byte loads and stores of the gradient and moments (8 bytes of a bf16 master),
+// four independent updates per thread iteration, so a warp keeps four times the bytes in flight of adamw_kernel's
+// 4-byte accesses. Each element's arithmetic, stochastic-rounding draw and amax fold are adamw_kernel's: the same
+// bits. For count % 4 == 0 and every pointer aligned to its vector (adamw_step checks).
+template <bool kBf16>
+__global__ void __launch_bounds__(kThreads)
+    adamw_vec4_kernel(void* __restrict__ master, const float* __restrict__ grad, float* __restrict__ exp_avg,
+                      float* __restrict__ exp_avg_sq, int64_t count, AdamWScalars scalars, uint64_t rounding_seed,
+                      uint64_t first_element, AmaxAccumulator* amax) {
+  NVFP4LM_SHARED(float[kThreads / 32], warp_maxima);
+  float thread_amax = 0.0f;
+  const int64_t quads = count / 4;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < quads; q += stride) {
+    const float4 g = reinterpret_cast<const float4*>(grad)[q];
+    float4 m = reinterpret_cast<const float4*>(exp_avg)[q];
+    float4 v = reinterpret_cast<const float4*>(exp_avg_sq)[q];
+    float w[4];
+    if constexpr (kBf16) {
+      const uint2 bits = reinterpret_cast<const uint2*>(master)[q];
+      w[0] = bf16_to_float(static_cast<uint16_t>(bits.x & 0xFFFFu));
+      w[1] = bf16_to_float(static_cast<uint16_t>(bits.x >> 16));
+      w[2] = bf16_to_float(static_cast<uint16_t>(bits.y & 0xFFFFu));
+      w[3] = bf16_to_float(static_cast<uint16_t>(bits.y >> 16));
+    } else {
+      const float4 f = reinterpret_cast<const float4*>(master)[q];
+      w[0] = f.x, w[1] = f.y, w[2] = f.z, w[3] = f.w;
+    }
+    float* ms[4] = {&m.x, &m.y, &m.z, &m.w};
+    float* vs[4] = {&v.x, &v.y, &v.z, &v.w};
+    const float gs[4] = {g.x, g.y, g.z, g.w};
+    float stored[4];
+    uint16_t stored_bits[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float updated = adamw_update(w[k], gs[k], *ms[k], *vs[k], scalars);
+      const uint64_t element = first_element + static_cast<uint64_t>(4 * q + k);
+      if constexpr (kBf16) {
+        stored_bits[k] = float_to_bf16_stochastic(updated, counter_uniform(rounding_seed, element));
+        stored[k] = bf16_to_float(stored_bits[k]);
+      } else {
+        stored[k] = updated;
+      }
+      fold_stored(stored[k], element, thread_amax, amax);
+    }
+    reinterpret_cast<float4*>(exp_avg)[q] = m;
+    reinterpret_cast<float4*>(exp_avg_sq)[q] = v;
+    if constexpr (kBf16) {
+      reinterpret_cast<uint2*>(master)[q] =
+          make_uint2(static_cast<uint32_t>(stored_bits[0]) | static_cast<uint32_t>(stored_bits[1]) << 16,
+                     static_cast<uint32_t>(stored_bits[2]) | static_cast<uint32_t>(stored_bits[3]) << 16);
+    } else {
+      reinterpret_cast<float4*>(master)[q] = make_float4(stored[0], stored[1], stored[2], stored[3]);
+    }
   }
   if (amax != nullptr) fold_block_amax(thread_amax, amax, warp_maxima);
 }
@@ -227,6 +287,20 @@ __global__ void __launch_bounds__(kThreads) scale_kernel(float* __restrict__ dat
 void adamw_step(void* master, bool master_bf16, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t count,
                 const AdamWScalars& scalars, uint64_t rounding_seed, uint64_t first_element, AmaxAccumulator* amax) {
   if (count <= 0) return;
+  const auto aligned = [](const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
+  if (count % 4 == 0 && aligned(grad, 16) && aligned(exp_avg, 16) && aligned(exp_avg_sq, 16) &&
+      aligned(master, master_bf16 ? 8 : 16)) {
+    const unsigned grid = grid_stride_blocks(count / 4, kThreads, kMaxUpdateBlocks);
+    if (master_bf16) {
+      NVFP4LM_LAUNCH(adamw_vec4_kernel<true>, grid, kThreads, 0)
+      (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element, amax);
+    } else {
+      NVFP4LM_LAUNCH(adamw_vec4_kernel<false>, grid, kThreads, 0)
+      (master, grad, exp_avg, exp_avg_sq, count, scalars, rounding_seed, first_element, amax);
+    }
+    NVFP4LM_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const unsigned grid = grid_stride_blocks(count, kThreads, kMaxUpdateBlocks);
   if (master_bf16) {
     NVFP4LM_LAUNCH(adamw_kernel<true>, grid, kThreads, 0)

@@ -102,6 +102,17 @@ MUTATIONS = [
      "(b.max == a.max && b.index < a.index)",
      "(b.max == a.max && b.index > a.index)",
      [("test_ops_cuda", "CudaOpContracts.CrossEntropy*")]),
+    # Issue 26: attention decode merges its splits in the last CTA to arrive.
+    ("decode-split-no-fence", "an attention decode split takes its ticket without publishing its partials",
+     "src/ops/cuda/attention_decode.cu",
+     "  NVFP4LM_SHARED(unsigned, ticket);\n  __threadfence();",
+     "  NVFP4LM_SHARED(unsigned, ticket);",
+     [("test_ops_cuda", "AttentionCuda.DecodeAndQueryOffsetMatchCpu:AttentionCuda.PerRowStartsReadOnTheDevice")]),
+    ("decode-counter-not-reset", "the attention decode's arrival counter is not set back to 0 for the next launch",
+     "src/ops/cuda/attention_decode.cu",
+     "  if (threadIdx.x == 0) atomicExch(done, 0u);",
+     "",
+     [("test_ops_cuda", "AttentionCuda.DecodeAndQueryOffsetMatchCpu:AttentionCuda.PerRowStartsReadOnTheDevice")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

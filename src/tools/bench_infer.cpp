@@ -276,10 +276,9 @@ std::string infer_bench_table(const InferBenchResult& r) {
     // A plain loop: clang's libstdc++ 12 <ranges> rejects views::transform over a const vector here.
     std::vector<double> cold_step_ms;
     for (double t : r.cold_decode_step_seconds) cold_step_ms.push_back(1e3 * t);
-    row("first call (cold)", fmt::format("prefill {:.3f} s ({:.1f} tok/s), decode steps {:.1f} ms",
-                                         r.cold_prefill_seconds,
-                                         static_cast<double>(r.prompt_tokens) / r.cold_prefill_seconds,
-                                         fmt::join(cold_step_ms, " / ")));
+    row("first call (cold)",
+        fmt::format("prefill {:.3f} s ({:.1f} tok/s), decode steps {:.1f} ms", r.cold_prefill_seconds,
+                    static_cast<double>(r.prompt_tokens) / r.cold_prefill_seconds, fmt::join(cold_step_ms, " / ")));
   }
   row("decode", r.generated_tokens > 1 ? fmt::format("{:.2f} tok/s ({:.2f} ms/step)", r.decode_tokens_per_second,
                                                      1e3 / r.decode_tokens_per_second)

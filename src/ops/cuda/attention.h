@@ -8,7 +8,8 @@
 //
 // Kernels (one file each): attention_forward.cu (flash-attention forward, BF16 mma.sync m16n8k16 with fp32
 // accumulation, online softmax, prefill and training), attention_decode.cu (flash-decoding: the key range split
-// across CTAs, then a combine kernel; picked by the forward launcher for few query rows), attention_backward.cu
+// across CTAs, merged by the last CTA of each row group to finish; picked by the forward launcher for few query
+// rows), attention_backward.cu
 // (flash-attention backward recomputing P from lse; dq through fp32 atomics, so dq is not bit-reproducible
 // run to run — dk / dv are: each CTA owns its keys). Shared tile code lives in attention_mma.h.
 //

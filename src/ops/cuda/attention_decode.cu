@@ -4,7 +4,12 @@
 //    and one split of the key range; K / V tiles of 64 keys stream through two cp.async stages; warp w takes
 //    keys 16w..16w+15 of each tile (all 4 warps share the rows' Q fragments), with its own online softmax; the
 //    warps merge through shared memory and the CTA writes an unnormalised partial (O, max, sum) per row;
-//  - combine_kernel: per row, merges the splits' partials (base-2 log-sum-exp weights) into BF16 out and lse.
+//  - the last CTA of a (batch row, kv head, row group) to finish merges the splits' partials (base-2 log-sum-exp
+//    weights) into BF16 out and lse: every CTA publishes its partials (__threadfence) and takes a ticket from a
+//    counter (atomicAdd); the one that draws splits - 1 combines, in the order the separate combine kernel did (per
+//    row: 32 lanes fold splits lane, lane + 32, ... then a shuffle tree; per column: the splits in order), and sets
+//    the counter back to 0 for the next launch. One launch a decode instead of two (the counters: one persistent,
+//    zeroed buffer per device, split_counters()).
 // Splits: enough CTAs for ~2 per SM for one batch row (kv_heads * row groups * splits), each at least one key
 // tile; the same for any batch size, so a row's result does not depend on the other rows.
 // With per-row cache rows (AttentionShape::kv_rows) batch row b reads its keys / values from k / v row kv_rows[b].
@@ -16,9 +21,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
+#include "core/cuda/runtime.h"
 #include "ops/cuda/attention.h"
 #include "ops/cuda/attention_mma.h"
 
@@ -30,7 +37,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kGroupRows = 16;      // rows per CTA: one m16 tile
 constexpr int kMaxDecodeRows = 64;  // Tq * group up to this use the decode path
-constexpr int kCombineThreads = 128;
 
 struct DecodePlan {
   int64_t row_groups = 0, tiles = 0, tiles_per_split = 0, splits = 0;
@@ -64,6 +70,7 @@ DecodePlan plan(const AttentionShape& shape) {
 struct DecodeParams : KernelShape {  // q_start, kv_limit: the planned maxima (see q_start_rows)
   AttentionHeads q, k, v, out;
   float* lse;
+  unsigned* done;               // [B * Hkv][row groups]: CTAs of the group that have written their partials
   float* partial_out;           // [B * Hkv][padded rows][splits][D], unnormalised
   float2* partial_stats;        // [B * Hkv][padded rows][splits]: (running max in base 2, sum)
   const int32_t* q_start_rows;  // [B] on the device, or null: q_start for every row
@@ -79,6 +86,9 @@ struct DecodeTiles {
   static constexpr int kMergeBytes = kWarps * kGroupRows * (D + 2) * 4;  // per-warp O, max, sum (reuses K / V)
   static constexpr int kSmemBytes = (kKeyBytes > kMergeBytes ? kKeyBytes : kMergeBytes) + kGroupRows * D * 2;
 };
+
+template <int D>
+__device__ void combine_rows(const DecodeParams& p, int head_pair, int row0);
 
 template <int D>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
@@ -213,6 +223,17 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     p.partial_out[entry * D + col] = value;
     if (col == 0) p.partial_stats[entry] = make_float2(best, sum);
   }
+
+  // Publish this split's partials; the last CTA of the row group to arrive merges them all.
+  NVFP4LM_SHARED(unsigned, ticket);
+  __threadfence();
+  __syncthreads();
+  unsigned* done = p.done + static_cast<int64_t>(head_pair) * gridDim.y + group_index;
+  if (threadIdx.x == 0) ticket = atomicAdd(done, 1u);
+  __syncthreads();
+  if (ticket != static_cast<unsigned>(p.splits) - 1) return;
+  combine_rows<D>(p, head_pair, row0);
+  if (threadIdx.x == 0) atomicExch(done, 0u);  // ready for the next launch (and the next replay of a graph)
 }
 
 // (max, sum) pairs in base 2: the merged pair. An empty partial is (-inf, 0).
@@ -222,35 +243,36 @@ __device__ __forceinline__ float2 merge_stats(float2 a, float2 b) {
   return make_float2(best, a.y * fast_exp2(a.x - best) + b.y * fast_exp2(b.x - best));
 }
 
+// Rows [row0, row0 + kGroupRows) of one (batch row, kv head): the splits' partials merged into out and lse, by the
+// CTA's warps (warp w takes rows w, w + kWarps, ...). A row's arithmetic is the separate combine kernel's: lane l
+// folds splits l, l + 32, ..., the lanes meet in a shuffle tree, every column sums the splits in order. Partials of
+// other CTAs are read past L1 (__ldcg): their stores were published by __threadfence, not by this CTA.
 template <int D>
-__global__ void __launch_bounds__(kCombineThreads) combine_kernel(DecodeParams p) {
-  NVFP4LM_SHARED(float2, total);
-  const int row = static_cast<int>(blockIdx.x), head_pair = static_cast<int>(blockIdx.y);
+__device__ void combine_rows(const DecodeParams& p, int head_pair, int row0) {
   const int batch = head_pair / p.kv_heads, kv_head = head_pair % p.kv_heads;
-  const int64_t entry0 = (static_cast<int64_t>(head_pair) * p.padded_rows + row) * p.splits;
-  if (threadIdx.x < 32) {
-    float2 stats = make_float2(-INFINITY, 0.f);
-    for (int s = static_cast<int>(threadIdx.x); s < p.splits; s += 32)
-      stats = merge_stats(stats, p.partial_stats[entry0 + s]);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  for (int row = row0 + warp; row < row0 + kGroupRows && row < p.rows; row += kWarps) {
+    const int64_t entry0 = (static_cast<int64_t>(head_pair) * p.padded_rows + row) * p.splits;
+    float2 total = make_float2(-INFINITY, 0.f);
+    for (int s = lane; s < p.splits; s += 32) total = merge_stats(total, __ldcg(p.partial_stats + entry0 + s));
     for (int offset = 16; offset > 0; offset >>= 1) {
       const float2 other =
-          make_float2(__shfl_xor_sync(0xFFFFFFFFu, stats.x, offset), __shfl_xor_sync(0xFFFFFFFFu, stats.y, offset));
-      stats = merge_stats(stats, other);
+          make_float2(__shfl_xor_sync(0xFFFFFFFFu, total.x, offset), __shfl_xor_sync(0xFFFFFFFFu, total.y, offset));
+      total = merge_stats(total, other);
     }
-    if (threadIdx.x == 0) total = stats;
+    const int t = row / p.group, head = kv_head * p.group + row % p.group;
+    const float inverse = 1.f / total.y;
+    bf16* out = const_cast<bf16*>(head_row(p.out, batch, t, head, D));
+    for (int col = lane; col < D; col += 32) {
+      float value = 0.f;
+      for (int s = 0; s < p.splits; ++s)
+        value += __ldcg(p.partial_out + (entry0 + s) * D + col) *
+                 fast_exp2(__ldcg(p.partial_stats + entry0 + s).x - total.x);
+      out[col] = __float2bfloat16_rn(value * inverse);
+    }
+    if (p.lse != nullptr && lane == 0)
+      p.lse[(static_cast<int64_t>(batch) * p.q_heads + head) * p.q_len + t] = (total.x + log2f(total.y)) * kLn2;
   }
-  __syncthreads();
-  const int t = row / p.group, head = kv_head * p.group + row % p.group;
-  const float inverse = 1.f / total.y;
-  bf16* out = const_cast<bf16*>(head_row(p.out, batch, t, head, D));
-  for (int col = static_cast<int>(threadIdx.x); col < D; col += kCombineThreads) {
-    float value = 0.f;
-    for (int s = 0; s < p.splits; ++s)
-      value += p.partial_out[(entry0 + s) * D + col] * fast_exp2(p.partial_stats[entry0 + s].x - total.x);
-    out[col] = __float2bfloat16_rn(value * inverse);
-  }
-  if (p.lse != nullptr && threadIdx.x == 0)
-    p.lse[(static_cast<int64_t>(batch) * p.q_heads + head) * p.q_len + t] = (total.x + log2f(total.y)) * kLn2;
 }
 
 template <int D>
@@ -265,9 +287,36 @@ void launch(const DecodeParams& params, const DecodePlan& plan, int64_t head_pai
                   static_cast<unsigned int>(head_pairs));
   NVFP4LM_LAUNCH(decode_kernel<D>, grid, kThreads, kSmem)(params);
   NVFP4LM_CUDA_CHECK_LAUNCH();
-  const dim3 combine_grid(static_cast<unsigned int>(params.rows), static_cast<unsigned int>(head_pairs));
-  NVFP4LM_LAUNCH(combine_kernel<D>, combine_grid, kCombineThreads, 0)(params);
-  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+// `count` zeroed arrival counters on the current device: one buffer per device, grown (outside a graph capture)
+// when a launch needs more, never freed. Each launch leaves its counters at 0 again. One buffer per device is
+// enough because each device runs its kernels on one stream (core/cuda/runtime.h), so two launches never overlap.
+unsigned* split_counters(int64_t count) {
+  struct Buffer {
+    unsigned* data = nullptr;
+    int64_t count = 0;
+  };
+  static Buffer buffers[64];
+  static std::mutex mutex;  // host threads that share a device
+  std::lock_guard lock(mutex);
+  int device = 0;
+  NVFP4LM_CUDA_CHECK(cudaGetDevice(&device));
+  Buffer& b = buffers[device & 63];
+  if (b.count < count) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    NVFP4LM_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(current_stream_handle()), &capturing));
+    if (capturing != cudaStreamCaptureStatusNone)
+      fail(cudaErrorStreamCaptureUnsupported,
+           "attention decode: more split counters needed during a graph capture (the eager step before it should "
+           "have made them)",
+           __FILE__, __LINE__);
+    const int64_t grown = std::max<int64_t>(count, 4096);  // the old buffer stays: a captured graph may use it
+    b.data = static_cast<unsigned*>(device_malloc(device, static_cast<size_t>(grown) * sizeof(unsigned)));
+    memset_zero(b.data, static_cast<size_t>(grown) * sizeof(unsigned));
+    b.count = grown;
+  }
+  return b.data;
 }
 
 }  // namespace
@@ -283,6 +332,7 @@ void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads
   params.v = v;
   params.out = out;
   params.lse = lse;
+  params.done = split_counters(head_pairs * decode.row_groups);
   params.q_start_rows = shape.q_start_rows;
   params.kv_rows = shape.kv_rows;
   params.kv_batch = static_cast<int>(shape.kv_rows != nullptr ? shape.kv_batch : shape.batch);

@@ -326,6 +326,11 @@ template <typename T>
 T __ldcs(const T* address) {
   return *address;
 }
+// ld.global.cg: cached in L2 only (no stale L1 line of another block's store): a plain load here.
+template <typename T>
+T __ldcg(const T* address) {
+  return *address;
+}
 template <typename T>
 void __stcs(T* address, T value) {
   *address = value;

@@ -98,7 +98,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
     text += fmt::format("{:<28} {} BF16, {} NVFP4 decode, {} threads{}\n", "CPU kernels", cpu_bf16_kernel(),
                         cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads(), cpu_isa_limit_note());
   text += infer_bench_table(result);
-  print_bench_result(text, json, cli.json, device);
+  print_bench_result(text, json, cli.json, cli.overwrite, device);
   return 0;
 }
 

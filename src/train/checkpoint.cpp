@@ -242,7 +242,7 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
     state["format"] = kTrainerStateFormat;
     state["format_version"] = kTrainerStateFormatVersion;
     state["step"] = step;
-    write_file_atomic(tmp_dir / kTrainerStateFileName, state.dump(2) + "\n");
+    write_file_atomic(tmp_dir / kTrainerStateFileName, state.dump(2) + "\n", /*overwrite=*/false);
     write_checksum_manifest(tmp_dir, checkpoint_files());
     fsync_path(tmp_dir);
   } catch (...) {
@@ -254,7 +254,7 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
     log::warn("replacing existing checkpoint {}", final_dir.string());
     delete_checkpoint_dir(final_dir);
   }
-  commit_rename(tmp_dir, final_dir);  // fsyncs run_dir
+  publish(tmp_dir, final_dir, OutputKind::Directory, /*overwrite=*/false, "checkpoint");  // fsyncs run_dir
   log::info("checkpoint saved: {}", final_dir.string());
   return final_dir;
 }

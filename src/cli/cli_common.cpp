@@ -209,10 +209,11 @@ BenchModel::BenchModel(const std::string& model, const std::string& preset, bool
 
 void check_bench_json_path(const std::string& json_path, bool overwrite, const std::string& model) {
   if (json_path.empty() || json_path == "-") return;
-  guard_output(json_path, "--json", {{model, "the model (--model)"}}, overwrite);
+  guard_output(json_path, "--json", {{model, "the model (--model)"}}, overwrite, OutputKind::File);
 }
 
-void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, Device device) {
+void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, bool overwrite,
+                        Device device) {
   std::string out = text;
   if (device.is_cuda() && cuda_is_emulated()) {
     // Emulated CUDA times the emulator: the numbers stay (they show the run happened) but are never GPU numbers.
@@ -223,7 +224,7 @@ void print_bench_result(const std::string& text, nlohmann::json json, const std:
   if (json_path == "-") {
     out = json.dump(2) + "\n";
   } else if (!json_path.empty()) {
-    write_file_atomic(json_path, json.dump(2) + "\n");
+    write_file_atomic(json_path, json.dump(2) + "\n", overwrite);
     out += fmt::format("wrote {}\n", json_path);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

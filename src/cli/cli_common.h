@@ -135,6 +135,7 @@ struct BenchRegistration {
 // timings are the emulator's ("emulated": true in the JSON).
 // Before a benchmark runs: --json FILE may not exist without --overwrite, nor be or lie in the model.
 void check_bench_json_path(const std::string& json_path, bool overwrite, const std::string& model);
-void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, Device device);
+void print_bench_result(const std::string& text, nlohmann::json json, const std::string& json_path, bool overwrite,
+                        Device device);
 
 }  // namespace nvfp4lm::cli

@@ -117,7 +117,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
     for (const BatchedDecodeResult& b : batched) json["batched_decode"].push_back(batched_decode_json(b, base));
     text += batched_decode_table(batched, base);
   }
-  print_bench_result(text, json, cli.json, device);
+  print_bench_result(text, json, cli.json, cli.overwrite, device);
   return 0;
 }
 

@@ -65,7 +65,7 @@ int run_bench_serve(const BenchServeCliOptions& cli) {
                   bench_model.name(), "compute path", model.compute_path(), device.label(), model.precision(), "load",
                   options.requests, options.concurrency, options.prompt_tokens, options.generate_tokens);
   text += serve_bench_table(batched, sequential);
-  print_bench_result(text, json, cli.json, device);
+  print_bench_result(text, json, cli.json, cli.overwrite, device);
   NVFP4LM_CHECK(batched.failed == 0 && sequential.failed == 0, "bench serve: {} of {} requests failed (first: {})",
                 batched.failed + sequential.failed, 2 * options.requests,
                 batched.failed > 0 ? batched.first_failure : sequential.first_failure);

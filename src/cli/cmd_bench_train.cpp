@@ -130,7 +130,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
                                  cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
   if (cli.packed_weights) text += fmt::format("{:<28} packed NVFP4, dequantized per block\n", "forward weights");
   text += train_bench_table(result);
-  print_bench_result(text, json, cli.json, device);
+  print_bench_result(text, json, cli.json, cli.overwrite, device);
   return 0;
 }
 

@@ -21,9 +21,9 @@ struct WhoamiCliOptions {
 
 int run_whoami(const WhoamiCliOptions& cli) {
   check_whoami_options(cli.data);
-  guard_output(cli.out, "--out", {}, cli.overwrite);
+  guard_output(cli.out, "--out", {}, cli.overwrite, OutputKind::File);
   const WhoamiDataset data = make_whoami_dataset(cli.data);
-  write_file_atomic(cli.out, data.jsonl);
+  write_file_atomic(cli.out, data.jsonl, cli.overwrite);
   const std::string text = fmt::format(
       "wrote {}: {} conversations, {} asking who the model is ({} distinct phrasings, English and Chinese, {} after "
       "another question) answered \"{}\" / \"{}\", and {} control questions with their usual answers\n",

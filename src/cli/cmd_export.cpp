@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "io/gguf_model_writer.h"
+#include "io/model_writer.h"
 #include "train/calibrate.h"
 #include "train/export.h"
 #include "train/metrics.h"
@@ -74,7 +75,8 @@ int run_export(const ExportCliOptions& cli) {
                 "--device chooses where --calibrate runs; exporting itself runs on the CPU: add --calibrate FILE, or "
                 "drop --device");
   if (!cli.calibrate.empty()) {
-    check_export_target(cli.out, input.source, options.overwrite);  // before the calibration run
+    check_export_target(cli.out, input.source, options.overwrite,
+                        model_output_kind(options.format));  // before the calibration run
     CalibrationOptions calibration;
     calibration.data = cli.calibrate;
     calibration.max_tokens = cli.calibrate_tokens;

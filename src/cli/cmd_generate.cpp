@@ -115,7 +115,7 @@ int run_prompt_file(const GenerateCliOptions& cli, const Qwen3Model& model, cons
     output += answer_line(i, lines[i], answers[i]) + "\n";
     generated += static_cast<int64_t>(answers[i].tokens.size());
   }
-  write_file_atomic(cli.out, output);
+  write_file_atomic(cli.out, output, cli.overwrite);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string summary = fmt::format(
       "wrote {}: {} answers, {} generated tokens in {:.2f} s ({:.1f} tok/s), peak RSS {:.3f} GiB\n", cli.out,
@@ -232,7 +232,7 @@ int run_generate(const GenerateCliOptions& cli) {
   check_flag_combinations(cli);
   if (!cli.prompts_file.empty())
     guard_output(cli.out, "--out", {{cli.prompts_file, "--prompts"}, {cli.model.model, "the model (--model)"}},
-                 cli.overwrite);
+                 cli.overwrite, OutputKind::File);
   const Device device = setup_device(cli.device);
   const Qwen3Model model = load_model("generate", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);

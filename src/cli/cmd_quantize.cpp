@@ -25,6 +25,7 @@
 #include "core/memory.h"
 #include "io/gguf_model_writer.h"
 #include "io/model_files.h"
+#include "io/model_writer.h"
 #include "io/quantize_model.h"
 #include "train/calibrate.h"
 #include "train/metrics.h"
@@ -112,7 +113,7 @@ int run_quantize(const QuantizeCliOptions& cli) {
   if (!cli.calibrate.empty()) {
     // Before the calibration run, not after it: OUT may not exist or lie in what is read.
     guard_output(cli.out, "the output", {{source->path(), "the source model"}, {cli.calibrate, "--calibrate"}},
-                 cli.overwrite);
+                 cli.overwrite, model_output_kind(options.format));
     options.calibration = calibrate(cli, *source);
   }
   const QuantizeReport report = quantize_model(*source, cli.out, options);

@@ -42,7 +42,8 @@ int run_synth(const SynthCliOptions& cli) {
   options.max_shard_bytes = cli.max_shard_mb * 1000000;
   if (!cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;
 
-  guard_output(cli.out, "the output", {{cli.config, "--config"}, {cli.tokenizer, "--tokenizer"}}, cli.overwrite);
+  guard_output(cli.out, "the output", {{cli.config, "--config"}, {cli.tokenizer, "--tokenizer"}}, cli.overwrite,
+               OutputKind::Directory);
   log::info("synth: {} parameters, {} weights, seed {}", config.total_parameters(), cli.dtype, cli.seed);
   const auto start = std::chrono::steady_clock::now();
   const SynthReport report = synth_model(config, cli.out, options);

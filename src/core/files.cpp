@@ -1,7 +1,6 @@
 #include "core/files.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,19 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/logging.h"
 
 namespace nvfp4lm {
-
-void check_output_path(const fs::path& path, bool overwrite) {
-  std::error_code ec;
-  if (fs::exists(path, ec) && !overwrite) {
-    NVFP4LM_FAIL("output {} already exists; choose another name or pass --overwrite to replace it", path.string());
-  }
-}
 
 fs::path real_path(const fs::path& path) {
   std::error_code ec;
@@ -39,7 +30,9 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
-void guard_output(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
+namespace {
+
+void check_inputs(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
                   bool overwrite) {
   NVFP4LM_CHECK(!output.empty(), "{} is empty: name the file or directory to write", what);
   const fs::path target = real_path(output);
@@ -55,9 +48,11 @@ void guard_output(const fs::path& output, std::string_view what, const std::vect
                   "refusing to write {} {}: it lies inside {} {}, which this command reads; choose a path outside it",
                   what, output.string(), input.what, input.path.string());
   }
+}
+
+void check_writable(const fs::path& output, std::string_view what) {
+  const fs::path target = real_path(output);
   std::error_code ec;
-  NVFP4LM_CHECK(overwrite || !fs::exists(fs::symlink_status(output, ec)),
-                "{} {} already exists; choose another name or pass --overwrite to replace it", what, output.string());
   // Writable now, not only after hours of training: the nearest existing directory above the output must take a
   // new entry (a read-only file system, a directory without write permission).
   fs::path existing = target.parent_path();
@@ -76,34 +71,18 @@ void guard_output(const fs::path& output, std::string_view what, const std::vect
   ::unlink(probe.c_str());
 }
 
-fs::path temporary_sibling(const fs::path& path) {
-  fs::path p = path;
-  if (p.filename().empty()) p = p.parent_path();  // "dir/" -> "dir"
-  return p.parent_path() / (p.filename().string() + ".tmp-" + std::to_string(::getpid()));
+}  // namespace
+
+void guard_output(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
+                  bool overwrite, OutputKind kind) {
+  check_inputs(output, what, inputs, overwrite);
+  check_replaceable(output, what, kind, overwrite);
+  check_writable(output, what);
 }
 
-void remove_stale_temporaries(const fs::path& path) {
-  fs::path p = path;
-  if (p.filename().empty()) p = p.parent_path();
-  const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  const std::string name = p.filename().string();
-  std::error_code ec;
-  fs::directory_iterator it(parent, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    const std::string child = it->path().filename().string();
-    if (child.size() <= name.size() + 5 || child.compare(0, name.size(), name) != 0) continue;
-    const std::string_view tail = std::string_view(child).substr(name.size());
-    if (!tail.starts_with(".tmp-") && !tail.starts_with(".old-")) continue;
-    const std::string_view digits = tail.substr(5);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos || digits.size() > 9)
-      continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(std::string(digits)));
-    if (pid == ::getpid() || pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH)
-      continue;  // alive, or not ours to judge
-    std::error_code remove_ec;
-    fs::remove_all(it->path(), remove_ec);
-    if (!remove_ec) log::info("removed {}, left by an interrupted write of process {}", it->path().string(), pid);
-  }
+void guard_output_location(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs) {
+  check_inputs(output, what, inputs, /*overwrite=*/false);
+  check_writable(output, what);
 }
 
 DirectoryLock::DirectoryLock(const fs::path& dir) : dir_(dir) {
@@ -162,40 +141,6 @@ void fsync_path(const fs::path& path) {
   ::close(fd);
   // Some file systems refuse fsync on directories (EINVAL); the data files were synced already.
   NVFP4LM_CHECK(rc == 0 || saved == EINVAL, "fsync of {} failed: {}", path.string(), std::strerror(saved));
-}
-
-void commit_rename(const fs::path& tmp, const fs::path& final_path) {
-  fs::path target = final_path;
-  if (target.filename().empty()) target = target.parent_path();
-  std::error_code ec;
-  if (fs::is_directory(target, ec)) {
-    // rename() cannot replace a non-empty directory: move the old one aside first.
-    fs::path old = target.parent_path() / (target.filename().string() + ".old-" + std::to_string(::getpid()));
-    fs::rename(target, old, ec);
-    NVFP4LM_CHECK(!ec, "cannot move {} aside to replace it: {}", target.string(), ec.message());
-    fs::rename(tmp, target, ec);
-    NVFP4LM_CHECK(!ec, "cannot rename {} to {}: {}", tmp.string(), target.string(), ec.message());
-    fs::remove_all(old, ec);
-  } else {
-    fs::rename(tmp, target, ec);
-    NVFP4LM_CHECK(!ec, "cannot rename {} to {}: {}", tmp.string(), target.string(), ec.message());
-  }
-  fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  fsync_path(parent);
-}
-
-void write_file_atomic(const fs::path& path, std::string_view contents) {
-  remove_stale_temporaries(path);
-  fs::path tmp = temporary_sibling(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    NVFP4LM_CHECK(out.good(), "cannot create {}: {}", tmp.string(), std::strerror(errno));
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    NVFP4LM_CHECK(out.good(), "writing {} failed (disk full?)", tmp.string());
-  }
-  fsync_path(tmp);
-  commit_rename(tmp, path);
 }
 
 InputFd open_input_file(const fs::path& path, uint64_t max_bytes) {

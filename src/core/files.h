@@ -1,6 +1,6 @@
-// File-system helpers shared by every writer: outputs go to a temporary name in the same directory, are
-// fsynced and renamed, so a crash never leaves a half-written file under the final name; existing outputs are
-// only replaced when the user asked (--overwrite).
+// File-system helpers shared by every command: where an output may go (guard_output), locks on run directories,
+// reading inputs safely, fresh and scratch directories. How an output is written and put in place (temporaries,
+// the atomic publishing step, --overwrite) is core/publish.h.
 #pragma once
 
 #include <cstdint>
@@ -9,12 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/publish.h"
+
 namespace nvfp4lm {
 
 namespace fs = std::filesystem;
-
-// Throws Error if `path` exists and `overwrite` is false (message names the flag).
-void check_output_path(const fs::path& path, bool overwrite);
 
 // ---- the output guard ----------------------------------------------------------------------------------------
 // A path a command reads (a model, tokenizer, data file, checkpoint), for guard_output.
@@ -26,22 +25,23 @@ struct GuardedInput {
 
 // The one rule for everything a command writes, checked before any work: `output` (called `what` in messages,
 // e.g. "--metrics") may not be, contain or (unless may_hold_outputs) lie inside any of `inputs`, whether or not
-// --overwrite was given, and may not exist unless `overwrite`. Paths are compared as real paths (symlinks and
+// --overwrite was given, and may not exist unless `overwrite` and it is replaceable by an output of `kind`
+// (core/publish.h check_replaceable: a regular file for a file). Paths are compared as real paths (symlinks and
 // ".." resolved, the missing tail of a new path taken as written). An empty output is an Error too, and so is
 // one whose nearest existing directory cannot be written (a read-only file system), found before any work.
+// The publishing step checks existence again, atomically (core/publish.h): this check only fails early.
 void guard_output(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
-                  bool overwrite);
+                  bool overwrite, OutputKind kind);
+// The same rules but the existence check, for a directory a command works in and keeps, which may exist (a run
+// directory: `train --output`).
+void guard_output_location(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs);
 
 // The real path of `path` as far as it exists, the rest appended lexically.
 fs::path real_path(const fs::path& path);
 // Whether real path `inner` is `outer` or lies under it.
 bool is_within(const fs::path& inner, const fs::path& outer);
 
-// ---- temporaries and locks -----------------------------------------------------------------------------------
-// Removes "<path>.tmp-<pid>" and "<path>.old-<pid>" siblings whose process is gone (a writer killed mid-write);
-// the temporaries of a live process are left alone. Called before a writer makes its own temporary.
-void remove_stale_temporaries(const fs::path& path);
-
+// ---- locks ---------------------------------------------------------------------------------------------------
 // An exclusive lock on a directory for the life of this object (flock on DIR/.nvfp4lm.lock, which the kernel
 // releases when the process dies, however it dies): a second process gets Error "DIR is in use by pid N".
 class DirectoryLock {
@@ -68,18 +68,8 @@ inline constexpr const char* kDirectoryLockFileName = ".nvfp4lm.lock";
 // else in it, or an error listing it, keeps it.
 void remove_directory_if_unused(const fs::path& dir);
 
-// "<path>.tmp-<pid>": a sibling temporary name for `path` (same directory, so rename is atomic).
-fs::path temporary_sibling(const fs::path& path);
-
 // fsync a file or a directory by path; throws Error on failure.
 void fsync_path(const fs::path& path);
-
-// Renames tmp -> final (replacing an existing file, or an existing directory after moving it aside and
-// deleting it), then fsyncs the parent directory.
-void commit_rename(const fs::path& tmp, const fs::path& final_path);
-
-// Writes `contents` atomically (temporary + fsync + rename).
-void write_file_atomic(const fs::path& path, std::string_view contents);
 
 // Opens `path` read-only as a regular file and returns the descriptor (the caller closes it) and its size.
 // Opened with O_NONBLOCK, then fstat'ed, so a FIFO, device or socket is refused instead of blocking the open

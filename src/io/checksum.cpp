@@ -180,7 +180,7 @@ void write_checksum_manifest(const fs::path& dir, const std::vector<std::string>
   }
   nlohmann::json manifest = {
       {"format", "nvfp4lm-checksums"}, {"format_version", 1}, {"algorithm", "xxh64"}, {"files", listed}};
-  write_file_atomic(dir / kChecksumManifestName, manifest.dump(2) + "\n");
+  write_file_atomic(dir / kChecksumManifestName, manifest.dump(2) + "\n", /*overwrite=*/true);  // dir's own manifest
 }
 
 std::string verify_checksum_manifest(const fs::path& dir, const std::vector<std::string>& required, VerifyLevel level) {

@@ -348,13 +348,13 @@ Tensor DatFile::tensor(const DatEntry& entry) const {
 
 namespace {
 const fs::path& checked_output(const fs::path& path, bool overwrite) {
-  check_output_path(path, overwrite);
+  check_replaceable(path, "output", OutputKind::File, overwrite);
   return path;
 }
 }  // namespace
 
 DatWriter::DatWriter(const fs::path& path, uint64_t entry_count, bool overwrite)
-    : out_(checked_output(path, overwrite)), entry_count_(entry_count) {
+    : out_(checked_output(path, overwrite), overwrite), entry_count_(entry_count) {
   std::string header;
   append_leb128(header, entry_count);
   out_.write(header);

@@ -69,7 +69,7 @@ gguf::GgmlType parse_gguf_type(std::string_view name) {
 }
 
 GgufModelWriter::GgufModelWriter(const fs::path& out, const std::vector<WeightPlan>& plan, const Qwen3Config& config,
-                                 const Tokenizer& tokenizer, GgmlType type) {
+                                 const Tokenizer& tokenizer, GgmlType type, bool overwrite) {
   add_qwen3_gguf_metadata(writer_, config, out.stem().string(), type);
   add_tokenizer_gguf_metadata(writer_, tokenizer, config);
   for (const WeightPlan& weight : plan) {
@@ -81,7 +81,7 @@ GgufModelWriter::GgufModelWriter(const fs::path& out, const std::vector<WeightPl
     entries_.push_back(std::move(entry));
   }
   for (const std::string& name : scale_names_) writer_.add_tensor({name, GgmlType::F32, Shape{1}});
-  writer_.begin(out);
+  writer_.begin(out, overwrite);
 }
 
 GgufModelWriter::~GgufModelWriter() = default;

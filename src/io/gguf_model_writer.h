@@ -36,8 +36,9 @@ gguf::GgmlType parse_gguf_type(std::string_view name);
 
 class GgufModelWriter {
  public:
+  // `overwrite`: replace an existing regular file at `out` (GgufWriter::begin).
   GgufModelWriter(const fs::path& out, const std::vector<WeightPlan>& plan, const Qwen3Config& config,
-                  const Tokenizer& tokenizer, gguf::GgmlType type);
+                  const Tokenizer& tokenizer, gguf::GgmlType type, bool overwrite);
   ~GgufModelWriter();
   GgufModelWriter(const GgufModelWriter&) = delete;
   GgufModelWriter& operator=(const GgufModelWriter&) = delete;

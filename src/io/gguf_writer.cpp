@@ -99,7 +99,7 @@ uint64_t GgufWriter::tensor_bytes(const GgufTensorSpec& spec) {
   return rows * gguf::row_bytes(spec.type, inner, spec.name);
 }
 
-void GgufWriter::begin(const fs::path& path) {
+void GgufWriter::begin(const fs::path& path, bool overwrite) {
   NVFP4LM_ASSERT(!out_, "GgufWriter::begin called twice");
   std::vector<uint8_t> header;
   auto put = [&](const void* data, uint64_t bytes) {
@@ -133,7 +133,7 @@ void GgufWriter::begin(const fs::path& path) {
   }
   header.resize(align_up(header.size(), alignment_), 0);
   data_start_ = header.size();
-  out_ = std::make_unique<OutputFile>(path);
+  out_ = std::make_unique<OutputFile>(path, overwrite);
   out_->write(header.data(), header.size());
 }
 

@@ -1,8 +1,9 @@
 // Streaming GGUF v3 writer (layout in io/gguf_format.h). The caller adds the metadata and declares every tensor
 // (name, ggml type, shape) first; begin() then writes the header, and the tensors' bytes follow in declared
 // order, whole or in pieces, the writer inserting the alignment padding between them. Nothing but a small buffer
-// is held, so a multi-GiB model streams through. Output goes to a temporary sibling of the path and is renamed
-// by finish(); a writer destroyed before finish() leaves nothing under the final name.
+// is held, so a multi-GiB model streams through. Output goes to a temporary sibling of the path and is published
+// by finish() (core/publish.h); a writer destroyed before finish() leaves nothing, neither under the final name nor
+// beside it.
 #pragma once
 
 #include <cstdint>
@@ -47,12 +48,13 @@ class GgufWriter {
   const std::vector<GgufTensorSpec>& tensors() const { return tensors_; }
 
   // ---- writing ----
-  // Creates the temporary file and writes the header. Existence of `path` is the caller's business.
-  void begin(const fs::path& path);
+  // Creates the temporary file and writes the header. An existing `path` is refused when finish() publishes,
+  // unless `overwrite` and it is a regular file; callers check it early too (guard_output).
+  void begin(const fs::path& path, bool overwrite);
   // A piece of `name`'s bytes: `name` must be the tensor being written (or the next one once it is complete);
   // pieces add up to exactly tensor_bytes().
   void write(std::string_view name, const void* data, uint64_t bytes);
-  // Checks every tensor is complete, fsyncs and renames into place.
+  // Checks every tensor is complete, fsyncs and publishes.
   void finish();
   uint64_t bytes_written() const;
 

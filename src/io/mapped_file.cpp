@@ -64,10 +64,12 @@ namespace {
 constexpr size_t kBufferBytes = size_t{4} << 20;
 }
 
-OutputFile::OutputFile(fs::path final_path)
-    : final_path_(std::move(final_path)), temporary_path_(temporary_sibling(final_path_)) {
+OutputFile::OutputFile(fs::path final_path, bool overwrite)
+    : final_path_(std::move(final_path)), temporary_path_(temporary_sibling(final_path_)), overwrite_(overwrite) {
   remove_stale_temporaries(final_path_);  // what a killed writer of this path left
-  fd_ = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::error_code ec;
+  fs::remove_all(temporary_path_, ec);  // a leftover of an earlier process with this pid
+  fd_ = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   NVFP4LM_CHECK(fd_ >= 0, "cannot create {}: {}", temporary_path_.string(), std::strerror(errno));
   buffer_.resize(kBufferBytes);
 }
@@ -123,7 +125,7 @@ void OutputFile::commit() {
   const int rc = ::close(fd_);
   fd_ = -1;
   NVFP4LM_CHECK(rc == 0, "closing {} failed: {}", temporary_path_.string(), std::strerror(errno));
-  commit_rename(temporary_path_, final_path_);
+  publish(temporary_path_, final_path_, OutputKind::File, overwrite_, "output");
   committed_ = true;
 }
 

@@ -4,8 +4,9 @@
 //    long as any view. drop_pages() hands the pages of a range back to the kernel (madvise DONTNEED) so a
 //    streaming pass over a large file keeps its RSS at about one tensor; read_at() is the copy path (pread).
 //  - OutputFile: a sequential, buffered binary writer that writes to a temporary sibling of the final name
-//    (core/files.h), and on commit() flushes, fsyncs and renames it into place. Destroyed without commit()
-//    it removes the temporary, so a failed write never leaves a partial file under the final name.
+//    (core/publish.h), and on commit() flushes, fsyncs and publishes it (refusing an existing file unless
+//    overwrite, atomically). Destroyed without commit() it removes the temporary, so a failed write never leaves a
+//    partial file under the final name nor a temporary beside it.
 #pragma once
 
 #include <cstddef>
@@ -48,9 +49,9 @@ class MappedFile {
 
 class OutputFile {
  public:
-  // Creates the temporary sibling of `final_path`. Existence of final_path is the caller's business
-  // (check_output_path); commit() replaces it.
-  explicit OutputFile(fs::path final_path);
+  // Creates the temporary sibling of `final_path` (after removing those of dead writers). The caller checks early
+  // whether final_path may be written (guard_output / check_replaceable); commit() checks again as it publishes.
+  OutputFile(fs::path final_path, bool overwrite);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -59,7 +60,8 @@ class OutputFile {
   void write(const std::string& text) { write(text.data(), text.size()); }
   // Bytes written so far.
   uint64_t position() const { return position_; }
-  // Flush, fsync, close, rename into place.
+  // Flush, fsync, close, publish (core/publish.h: Error when final_path exists, unless overwrite and it is a
+  // regular file).
   void commit();
 
   const fs::path& final_path() const { return final_path_; }
@@ -71,6 +73,7 @@ class OutputFile {
 
   fs::path final_path_;
   fs::path temporary_path_;
+  bool overwrite_ = false;
   int fd_ = -1;
   bool committed_ = false;
   uint64_t position_ = 0;

@@ -66,7 +66,7 @@ ModelWriter::ModelWriter(ModelFormat format, const fs::path& out_dir, std::vecto
       plan_(std::move(plan)),
       options_(std::move(options)),
       impl_(std::make_unique<Impl>()) {
-  check_output_path(out_dir_, options_.overwrite);
+  check_replaceable(out_dir_, "the output", model_output_kind(format_), options_.overwrite);
   std::set<std::string> names;
   for (const auto& weight : plan_) {
     NVFP4LM_CHECK(names.insert(weight.name).second, "{}: weight '{}' planned twice", out_dir_.string(), weight.name);
@@ -79,33 +79,24 @@ ModelWriter::ModelWriter(ModelFormat format, const fs::path& out_dir, std::vecto
                   out_dir_.string(), weight.name, weight.shape.str());
   }
 
-  remove_stale_temporaries(out_dir_);  // what a killed writer of this directory left (100+ MB each)
   if (format_ == ModelFormat::Gguf) {  // one file, with its own temporary
     const Qwen3Config config = parse_qwen3_config(options_.config_json, out_dir_.string() + " (config)");
-    impl_->gguf = std::make_unique<GgufModelWriter>(out_dir_, plan_, config,
-                                                    gguf_tokenizer(options_.copy_files, out_dir_), options_.gguf_type);
+    impl_->gguf = std::make_unique<GgufModelWriter>(
+        out_dir_, plan_, config, gguf_tokenizer(options_.copy_files, out_dir_), options_.gguf_type, options_.overwrite);
     return;
   }
-  tmp_dir_ = temporary_sibling(out_dir_);
-  std::error_code ec;
-  fs::remove_all(tmp_dir_, ec);  // a leftover of a crashed run of this very process id
-  fs::create_directories(tmp_dir_, ec);
-  NVFP4LM_CHECK(!ec, "cannot create {}: {}", tmp_dir_.string(), ec.message());
-
-  try {
-    setup_writers();
-  } catch (...) {
-    impl_.reset();
-    fs::remove_all(tmp_dir_, ec);
-    throw;
-  }
+  // Removes what killed writers of this directory left (100+ MB each), then makes the temporary directory.
+  staging_ = std::make_unique<StagedDirectory>(out_dir_);
+  setup_writers();  // if it fails, impl_ (declared after staging_) closes its files before the directory goes
 }
+
+const fs::path& ModelWriter::staging_dir() const { return staging_->path(); }
 
 void ModelWriter::setup_writers() {
   if (format_ == ModelFormat::Dat) {
     uint64_t entries = 0;
     for (const auto& weight : plan_) entries += weight.nvfp4 ? 2 : 1;
-    impl_->dat = std::make_unique<DatWriter>(tmp_dir_ / kDatFileName, entries);
+    impl_->dat = std::make_unique<DatWriter>(staging_dir() / kDatFileName, entries);
     return;
   }
   // Shards: weights in plan order, a new shard when the next weight would overflow a non-empty one.
@@ -127,11 +118,7 @@ void ModelWriter::setup_writers() {
 }
 
 ModelWriter::~ModelWriter() {
-  impl_.reset();  // closes (and removes) unfinished temporaries first
-  if (!finished_ && !tmp_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(tmp_dir_, ec);
-  }
+  impl_.reset();  // closes (and removes) unfinished files before staging_ removes the directory
 }
 
 void ModelWriter::open_shard(size_t shard) {
@@ -139,7 +126,7 @@ void ModelWriter::open_shard(size_t shard) {
   std::vector<SafetensorsEntrySpec> entries;
   for (size_t i = 0; i < plan_.size(); ++i)
     if (shard_of_[i] == shard) add_entries(entries, plan_[i]);
-  impl_->shard = std::make_unique<SafetensorsWriter>(tmp_dir_ / shard_files_[shard], std::move(entries));
+  impl_->shard = std::make_unique<SafetensorsWriter>(staging_dir() / shard_files_[shard], std::move(entries));
   impl_->shard_index = shard;
 }
 
@@ -269,8 +256,9 @@ void ModelWriter::finish() {
           total += SafetensorsWriter::entry_bytes(entry);
         }
       }
-      write_file_atomic(tmp_dir_ / "model.safetensors.index.json",
-                        json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2) + "\n");
+      write_file_atomic(staging_dir() / "model.safetensors.index.json",
+                        json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}}.dump(2) + "\n",
+                        /*overwrite=*/false);
     }
   }
   if (format_ == ModelFormat::ModeloptNvfp4) {
@@ -282,22 +270,22 @@ void ModelWriter::finish() {
     const ActivationCalibration* calibration = options_.calibration ? &*options_.calibration : nullptr;
     const json note = modelopt_calibration_note(calibration != nullptr, calibration ? calibration->source : "",
                                                 calibration ? calibration->tokens : 0);
-    write_file_atomic(tmp_dir_ / "hf_quant_config.json", hf_quant_config_json(exclude, note).dump(4) + "\n");
+    write_file_atomic(staging_dir() / "hf_quant_config.json", hf_quant_config_json(exclude, note).dump(4) + "\n",
+                      /*overwrite=*/false);
     if (calibration == nullptr) log::warn("{}", uncalibrated_input_scale_warning(out_dir_.string()));
   }
-  write_file_atomic(tmp_dir_ / "config.json", config.dump(2) + "\n");
+  write_file_atomic(staging_dir() / "config.json", config.dump(2) + "\n", /*overwrite=*/false);
   if (options_.generation_config)
-    write_file_atomic(tmp_dir_ / "generation_config.json", options_.generation_config->dump(2) + "\n");
+    write_file_atomic(staging_dir() / "generation_config.json", options_.generation_config->dump(2) + "\n",
+                      /*overwrite=*/false);
   for (const auto& file : options_.copy_files) {
     std::error_code ec;
-    fs::copy_file(file, tmp_dir_ / file.filename(), fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(file, staging_dir() / file.filename(), fs::copy_options::overwrite_existing, ec);
     NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), out_dir_.string(), ec.message());
-    fsync_path(tmp_dir_ / file.filename());
+    fsync_path(staging_dir() / file.filename());
   }
-  fsync_path(tmp_dir_);
-  std::error_code ec;
-  if (options_.overwrite && fs::exists(out_dir_, ec) && !fs::is_directory(out_dir_, ec)) fs::remove(out_dir_, ec);
-  commit_rename(tmp_dir_, out_dir_);
+  fsync_path(staging_dir());
+  staging_->publish(options_.overwrite, "the output");
   finished_ = true;
 }
 

@@ -1,8 +1,10 @@
 // Writes a model directory in any of the three formats, streaming weight by weight (used by quantize, synth
 // and export). The caller declares the plan (every weight's HF name, logical shape, NVFP4 or dense dtype) up
 // front, then supplies each weight in plan order: dense ones whole (write_dense, converting between float
-// dtypes if needed) or in pieces (write_dense_bytes), NVFP4 ones as an Nvfp4Tensor. Layout of OUT (always a
-// directory, written as a temporary sibling and renamed by finish(); removed if finish() is never reached):
+// dtypes if needed) or in pieces (write_dense_bytes), NVFP4 ones as an Nvfp4Tensor. Layout of OUT (a directory
+// but for gguf, written as a temporary sibling and published by finish() (core/publish.h: an existing OUT is
+// refused unless overwrite, and then replaced only when it is a model directory, or a regular file for gguf); the
+// temporary is removed if finish() is never reached):
 //   hf-safetensors:  config.json, generation_config.json, model.safetensors, or model-0000i-of-0000n.safetensors
 //                    + model.safetensors.index.json when the data exceeds max_shard_bytes
 //   modelopt-nvfp4:  the same with NVFP4 weights as in io/modelopt.h, hf_quant_config.json, and the
@@ -35,6 +37,11 @@ namespace nvfp4lm {
 
 inline constexpr uint64_t kDefaultMaxShardBytes = 4'000'000'000;  // 4 GB, like HF's "4GB" max_shard_size
 inline constexpr const char* kDatFileName = "model.dat";
+
+// What OUT of `format` is: one file (gguf) or a directory (the others).
+inline OutputKind model_output_kind(ModelFormat format) {
+  return format == ModelFormat::Gguf ? OutputKind::File : OutputKind::Directory;
+}
 
 struct WeightPlan {
   std::string name;  // HF name
@@ -80,9 +87,11 @@ class ModelWriter {
   void advance_if_complete();
   void open_shard(size_t shard);
   void setup_writers();
+  const fs::path& staging_dir() const;
 
   ModelFormat format_;
-  fs::path out_dir_, tmp_dir_;
+  fs::path out_dir_;
+  std::unique_ptr<StagedDirectory> staging_;  // the temporary OUT (not for gguf, which has its own); before impl_
   std::vector<WeightPlan> plan_;
   ModelWriterOptions options_;
   size_t next_ = 0;               // plan index being written

@@ -128,7 +128,7 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
   std::vector<GuardedInput> inputs = {{source.path(), "the source model"},
                                       {source.config_path(), "the source model's config"}};
   if (source.tokenizer_dir()) inputs.push_back({*source.tokenizer_dir(), "the source model's tokenizer directory"});
-  guard_output(out, "the output", inputs, options.overwrite);
+  guard_output(out, "the output", inputs, options.overwrite, model_output_kind(options.format));
 
   QuantizeReport report;
   const std::vector<PlannedWeight> plan = make_plan(source, options, report.lm_head_untied);

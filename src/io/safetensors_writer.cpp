@@ -15,7 +15,7 @@ const fs::path& checked_output(const fs::path& path, const std::vector<Safetenso
                   entry.name);
     NVFP4LM_CHECK(names.insert(entry.name).second, "{}: tensor '{}' declared twice", path.string(), entry.name);
   }
-  check_output_path(path, overwrite);
+  check_replaceable(path, "output", OutputKind::File, overwrite);
   return path;
 }
 
@@ -50,7 +50,7 @@ uint64_t SafetensorsWriter::entry_bytes(const SafetensorsEntrySpec& entry) {
 
 SafetensorsWriter::SafetensorsWriter(const fs::path& path, std::vector<SafetensorsEntrySpec> entries,
                                      std::map<std::string, std::string> metadata, bool overwrite)
-    : entries_(std::move(entries)), out_(checked_output(path, entries_, overwrite)) {
+    : entries_(std::move(entries)), out_(checked_output(path, entries_, overwrite), overwrite) {
   const std::string header = header_text(entries_, metadata);
   uint8_t length[8];
   uint64_t n = header.size();

@@ -90,7 +90,7 @@ DemoResult run_demo(const DemoOptions& options) {
   const fs::path data = result.work_dir / "data" / "whoami.jsonl";
   fs::create_directories(data.parent_path(), ec);
   NVFP4LM_CHECK(!ec, "cannot create {}: {}", data.parent_path().string(), ec.message());
-  write_file_atomic(data, dataset.jsonl);
+  write_file_atomic(data, dataset.jsonl, /*overwrite=*/false);
   say(out,
       "[1/4] wrote the identity data set {} (`nvfp4lm data whoami --name {} --count {}`: {} conversations asking "
       "who the model is, in English and Chinese, {} control questions)",

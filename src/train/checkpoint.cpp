@@ -1,8 +1,11 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -21,6 +24,7 @@ using json = nlohmann::json;
 
 constexpr const char* kTrainerStateFormat = "nvfp4lm-trainer-state";
 constexpr const char* kTmpSuffix = ".tmp";
+constexpr const char* kDeletingSuffix = ".deleting";
 
 const std::vector<std::string>& checkpoint_files() {
   static const std::vector<std::string> files = {kModelFileName, kOptimizerFileName, kTrainerStateFileName};
@@ -46,7 +50,7 @@ struct StepDir {
   int64_t step = 0;
 };
 
-// Directories of run_dir named step-N (or step-N.tmp when suffix is ".tmp"), newest first.
+// Directories of run_dir named step-N (or step-N<suffix>: ".tmp", ".deleting"), newest first.
 std::vector<StepDir> list_step_dirs(const fs::path& run_dir, const std::string& suffix = "") {
   std::vector<StepDir> dirs;
   std::error_code ec;
@@ -60,6 +64,19 @@ std::vector<StepDir> list_step_dirs(const fs::path& run_dir, const std::string& 
     return a.step != b.step ? a.step > b.step : a.path.filename() < b.path.filename();
   });
   return dirs;
+}
+
+// Deletes the checkpoint directory `dir` so that a crash at any moment leaves either all of it under its name or
+// none: renamed to "<dir>.deleting" (replacing a leftover of that name) before anything inside is removed.
+void delete_checkpoint_dir(const fs::path& dir) {
+  const fs::path deleting = dir.string() + kDeletingSuffix;
+  std::error_code ec;
+  fs::remove_all(deleting, ec);
+  NVFP4LM_CHECK(!ec, "cannot delete {}: {}", deleting.string(), ec.message());
+  NVFP4LM_CHECK(::rename(dir.c_str(), deleting.c_str()) == 0, "cannot delete old checkpoint {}: {}", dir.string(),
+                std::strerror(errno));
+  fs::remove_all(deleting, ec);
+  NVFP4LM_CHECK(!ec, "cannot delete old checkpoint {} (now {}): {}", dir.string(), deleting.string(), ec.message());
 }
 
 // Index of the first NaN/inf in a contiguous CPU F32 or BF16 tensor, or -1 (other dtypes: -1).
@@ -225,7 +242,7 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
     state["format"] = kTrainerStateFormat;
     state["format_version"] = kTrainerStateFormatVersion;
     state["step"] = step;
-    write_file_atomic(tmp_dir / kTrainerStateFileName, state.dump(2) + "\n");
+    write_file_atomic(tmp_dir / kTrainerStateFileName, state.dump(2) + "\n", /*overwrite=*/false);
     write_checksum_manifest(tmp_dir, checkpoint_files());
     fsync_path(tmp_dir);
   } catch (...) {
@@ -233,8 +250,11 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
     throw;
   }
 
-  if (fs::exists(final_dir, ec)) log::warn("replacing existing checkpoint {}", final_dir.string());
-  commit_rename(tmp_dir, final_dir);  // fsyncs run_dir
+  if (fs::exists(final_dir, ec)) {
+    log::warn("replacing existing checkpoint {}", final_dir.string());
+    delete_checkpoint_dir(final_dir);
+  }
+  publish(tmp_dir, final_dir, OutputKind::Directory, /*overwrite=*/false, "checkpoint");  // fsyncs run_dir
   log::info("checkpoint saved: {}", final_dir.string());
   return final_dir;
 }
@@ -243,12 +263,14 @@ std::vector<fs::path> run_checkpoint_dirs(const fs::path& run_dir) {
   std::vector<fs::path> dirs;
   for (const StepDir& dir : list_step_dirs(run_dir)) dirs.push_back(dir.path);
   for (const StepDir& dir : list_step_dirs(run_dir, kTmpSuffix)) dirs.push_back(dir.path);
+  for (const StepDir& dir : list_step_dirs(run_dir, kDeletingSuffix)) dirs.push_back(dir.path);
   return dirs;
 }
 
 bool is_run_file_name(const std::string& name) {
   return parse_step_name(name).has_value() || parse_step_name(name, kTmpSuffix).has_value() ||
-         name == kSourceModelDirName || name == kDirectoryLockFileName;
+         parse_step_name(name, kDeletingSuffix).has_value() || name == kSourceModelDirName ||
+         name == kDirectoryLockFileName;
 }
 
 std::optional<CheckpointInfo> latest_checkpoint(const fs::path& run_dir, VerifyLevel level) {
@@ -273,11 +295,15 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
     return deleted;
   }
   auto remove = [&](const fs::path& path) {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-    NVFP4LM_CHECK(!ec, "cannot delete old checkpoint {}: {}", path.string(), ec.message());
+    delete_checkpoint_dir(path);
     deleted.push_back(path);
   };
+  for (const StepDir& interrupted : list_step_dirs(run_dir, kDeletingSuffix)) {
+    std::error_code ec;
+    fs::remove_all(interrupted.path, ec);
+    NVFP4LM_CHECK(!ec, "cannot delete {}: {}", interrupted.path.string(), ec.message());
+    log::info("removed {}, a deletion an earlier run did not finish", interrupted.path.string());
+  }
   int kept = 0;
   bool past_newest = false;
   for (const StepDir& dir : list_step_dirs(run_dir)) {

@@ -9,9 +9,11 @@
 //   checksums.json         size and XXH64 of the three files (io/checksum.h), written last
 //
 // Crash safety: everything is written into step-N.tmp/ (each file fsynced), then the directory is fsynced,
-// renamed to step-N and the parent fsynced. A crash at any point leaves either no step-N or a complete one;
-// latest_checkpoint() ignores *.tmp directories and any step-N whose checksums do not verify, so a run
-// resumes from the newest checkpoint that is really complete.
+// renamed to step-N and the parent fsynced. A checkpoint is deleted (pruning, or replacing a step-N) by renaming it
+// to step-N.deleting first and removing that. A crash at any point leaves either no step-N or a complete one;
+// every reader ignores *.tmp and *.deleting directories (and latest_checkpoint() any step-N whose checksums do not
+// verify), so a run resumes, and an export reads, the newest checkpoint that is really complete. The next
+// prune_checkpoints (the next save of a training in that directory) finishes an interrupted deletion.
 //
 // trainer_state.json: the loop passes a JSON object and gets the same object back from load_checkpoint().
 // save_checkpoint sets three keys itself: "format": "nvfp4lm-trainer-state", "format_version"
@@ -51,9 +53,10 @@ inline constexpr const char* kSourceModelDirName = "source-model";
 // <run_dir>/step-N
 fs::path checkpoint_dir(const fs::path& run_dir, int64_t step);
 
-// Every step-N directory in run_dir (complete or not, step-N.tmp included), for the output guard.
+// Every step-N directory in run_dir (complete or not, step-N.tmp and step-N.deleting included), for the output guard.
 std::vector<fs::path> run_checkpoint_dirs(const fs::path& run_dir);
-// Whether a name directly inside a run directory is the run's own: step-N, step-N.tmp, source-model, the lock.
+// Whether a name directly inside a run directory is the run's own: step-N, step-N.tmp, step-N.deleting,
+// source-model, the lock.
 bool is_run_file_name(const std::string& name);
 
 // Writes <run_dir>/step-<step> (replacing an existing one of that step, with a warning). Tensors may live on
@@ -79,8 +82,10 @@ std::optional<CheckpointInfo> latest_checkpoint(const fs::path& run_dir, VerifyL
 
 // Deletes old checkpoints so that at most `keep` (>= 1) step-N directories remain at or below the newest
 // complete one (which is never deleted; newer incomplete ones are left alone and logged), plus leftover
-// step-M.tmp directories with M <= that step. `also_keep` (e.g. the step with the best evaluation loss, --save-best)
-// is never deleted either: the `keep` newest stay, and that one besides when it is older. Returns the deleted paths.
+// step-M.tmp directories with M <= that step and every step-M.deleting (a deletion a crash interrupted). Each
+// step-N is renamed to step-N.deleting before anything in it is removed. `also_keep` (e.g. the step with the best
+// evaluation loss, --save-best) is never deleted either: the `keep` newest stay, and that one besides when it is older.
+// Returns the deleted paths.
 std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, VerifyLevel level = VerifyLevel::Checksums,
                                         std::optional<int64_t> also_keep = std::nullopt);
 

@@ -63,17 +63,21 @@ struct PlannedExport {
 
 }  // namespace
 
-void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite) {
-  guard_output(out, "the export", source.protected_paths, overwrite);
+void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite, OutputKind kind) {
+  guard_run_output(out, "the export", source.protected_paths, overwrite, kind);
+}
+
+void guard_run_output(const fs::path& out, std::string_view what, const std::vector<GuardedInput>& protected_paths,
+                      bool overwrite, OutputKind kind) {
+  guard_output(out, what, protected_paths, overwrite, kind);
   // Inside a run directory, a checkpoint's name is the run's even before that step is saved.
   const fs::path target = real_path(out);
-  for (const GuardedInput& input : source.protected_paths) {
+  for (const GuardedInput& input : protected_paths) {
     if (!input.may_hold_outputs) continue;
-    NVFP4LM_CHECK(
-        target.parent_path() != real_path(input.path) || !is_run_file_name(target.filename().string()),
-        "refusing to export to {}: {} is a name the run in {} uses for its own files (checkpoints step-N, {}); "
-        "choose another name",
-        out.string(), target.filename().string(), input.path.string(), kSourceModelDirName);
+    NVFP4LM_CHECK(target.parent_path() != real_path(input.path) || !is_run_file_name(target.filename().string()),
+                  "refusing to write {} {}: {} is a name the run in {} uses for its own files (checkpoints step-N, "
+                  "{}); choose another name",
+                  what, out.string(), target.filename().string(), input.path.string(), kSourceModelDirName);
   }
 }
 
@@ -81,7 +85,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
                             const ExportOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const MemoryPhase phase("export");
-  check_export_target(out, source, options.overwrite);
+  check_export_target(out, source, options.overwrite, model_output_kind(options.format));
   const Qwen3Config config = parse_qwen3_config(source.config_json, "the model's config.json");
   const bool nvfp4_format = options.format != ModelFormat::HfSafetensors &&
                             (options.format != ModelFormat::Gguf || options.gguf_type == gguf::GgmlType::NVFP4);
@@ -197,44 +201,38 @@ void check_dat_file_target(const fs::path& file, const ExportSource& source, boo
                 "--output-dat {}: name a .dat file (the weights; config.json and the "
                 "tokenizer go beside it)",
                 file.string());
-  guard_output(file, "--output-dat", source.protected_paths, overwrite);
+  guard_output(file, "--output-dat", source.protected_paths, overwrite, OutputKind::File);
 }
 
 ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
                              const ExportOptions& options) {
   check_dat_file_target(file, source, options.overwrite);
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  // The usual directory export into a temporary sibling, then its files moved into place.
-  const fs::path staging = temporary_sibling(dir / (file.filename().string() + ".export"));
-  std::error_code ec;
-  fs::remove_all(staging, ec);
+  // The usual directory export into a temporary beside FILE (FILE's own temporary name, so that the next export to
+  // FILE removes it when this process is killed), then its files published one by one.
+  const StagedDirectory staging(file);  // never published itself: removed, with what is left in it, at the end
+  const fs::path exported = staging.path() / "model";
   ExportOptions staged = options;
   staged.format = ModelFormat::Dat;
   staged.overwrite = false;
-  ExportReport report;
-  try {
-    ExportSource staged_source = source;
-    staged_source.protected_paths.clear();  // checked above for the real targets
-    report = export_weights(masters, staged_source, staging, staged);
-    std::vector<std::pair<std::string, std::string>> side = dat_side_files(staging);
-    for (const auto& [name, bytes] : side) {
-      const fs::path target = dir / name;
-      if (fs::exists(target, ec)) {
-        if (read_text_file(target) == bytes) continue;  // e.g. the config.json of the .dat the run started from
-        NVFP4LM_CHECK(options.overwrite,
-                      "--output-dat {}: {} already exists beside it with other contents (another model's?); choose "
-                      "another directory, or pass --overwrite to replace it",
-                      file.string(), target.string());
-        guard_output(target, "--output-dat's " + name, source.protected_paths, /*overwrite=*/true);  // never an input
-      }
-      commit_rename(staging / name, target);
-    }
-    commit_rename(staging / kDatFileName, file);
-  } catch (...) {
-    fs::remove_all(staging, ec);
-    throw;
+  ExportSource staged_source = source;
+  staged_source.protected_paths.clear();  // checked above for the real targets
+  ExportReport report = export_weights(masters, staged_source, exported, staged);
+  for (const auto& [name, bytes] : dat_side_files(exported)) {
+    const fs::path target = dir / name;
+    if (publish_new(exported / name, target, OutputKind::File)) continue;
+    // Something is there already: the same bytes are fine (the config.json of the .dat the run started from, or
+    // another export of this model to FILE); anything else only with --overwrite, and never an input.
+    std::error_code ec;
+    if (fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == bytes) continue;
+    NVFP4LM_CHECK(options.overwrite,
+                  "--output-dat {}: {} already exists beside it with other contents (another model's?); choose "
+                  "another directory, or pass --overwrite to replace it",
+                  file.string(), target.string());
+    guard_output(target, "--output-dat's " + name, source.protected_paths, /*overwrite=*/true, OutputKind::File);
+    publish(exported / name, target, OutputKind::File, /*overwrite=*/true, "--output-dat's " + name);
   }
-  fs::remove_all(staging, ec);
+  publish(exported / kDatFileName, file, OutputKind::File, options.overwrite, "--output-dat");
   report.out = file;
   return report;
 }
@@ -316,7 +314,7 @@ ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::pat
   if (dat_file) {
     check_dat_file_target(out, input.source, options.overwrite);
   } else {
-    check_export_target(out, input.source, options.overwrite);
+    check_export_target(out, input.source, options.overwrite, model_output_kind(options.format));
   }
   const std::vector<NamedTensor> masters = load_checkpoint_masters(input);
   if (dat_file) return export_dat_file(masters, input.source, out, options);

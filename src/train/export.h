@@ -73,9 +73,13 @@ struct ExportReport {
 };
 
 // Refuses (Error) an OUT that would overwrite a protected path or a run's own files (a step-N name in a run
-// directory, even one not written yet), and an existing OUT without overwrite. Call it before long work
-// (training) as well as at export time.
-void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite);
+// directory, even one not written yet), and an existing OUT without overwrite, or one that an output of `kind`
+// (model_output_kind of the format) may not replace. Call it before long work (training) as well as at export time.
+void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite, OutputKind kind);
+// The same rule for any output of a run (`what` in messages, e.g. "--metrics"): guard_output against `protected_paths`,
+// and never a name the run uses for its own files in a run directory among them (may_hold_outputs).
+void guard_run_output(const fs::path& out, std::string_view what, const std::vector<GuardedInput>& protected_paths,
+                      bool overwrite, OutputKind kind);
 
 // masters: every master weight by HF name (Qwen3Trainable::master_weights(), or a checkpoint's model.safetensors),
 // on any device, F32 or BF16. Error when one the config needs is missing or misshapen.
@@ -85,7 +89,9 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
 // The `.dat` export as ONE file (train --output-dat FILE, the F# predecessor's layout): FILE holds the weights
 // (what --format dat writes as DIR/model.dat), and config.json, generation_config.json and the tokenizer files are
 // written beside it in FILE's directory. A file of that name already there is kept when it holds the same bytes
-// and refused otherwise (replaced with `overwrite`): the directory may hold other models' files.
+// and refused otherwise (replaced with `overwrite`): the directory may hold other models' files. Everything is
+// made in one temporary directory "FILE.tmp-<pid>" beside FILE (removed on failure, and by the next export to FILE
+// when a killed process left it); the files beside FILE are published first, FILE last, each atomically.
 void check_dat_file_target(const fs::path& file, const ExportSource& source, bool overwrite);
 ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
                              const ExportOptions& options);

@@ -51,7 +51,7 @@ json step_metrics_json(const StepMetrics& m) {
   return out;
 }
 
-MetricsFile::MetricsFile(const fs::path& path, int64_t keep_through_step) : path_(path) {
+MetricsFile::MetricsFile(const fs::path& path, int64_t keep_through_step, bool replace) : path_(path) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   std::string kept;
@@ -66,7 +66,7 @@ MetricsFile::MetricsFile(const fs::path& path, int64_t keep_through_step) : path
       if (record["step"].get<int64_t>() <= keep_through_step) kept += line + "\n";
     }
   }
-  write_file_atomic(path, kept);
+  write_file_atomic(path, kept, replace);
   file_ = std::fopen(path.c_str(), "ab");
   NVFP4LM_CHECK(file_ != nullptr, "cannot open the metrics file {} for writing", path.string());
 }

@@ -62,9 +62,10 @@ nlohmann::json step_metrics_json(const StepMetrics& metrics);
 
 class MetricsFile {
  public:
-  // Opens `path` for appending. keep_through_step < 0: a new file (replacing an old one); otherwise the lines
-  // with "step" <= keep_through_step are kept and the rest dropped (atomically).
-  MetricsFile(const fs::path& path, int64_t keep_through_step);
+  // Opens `path` for appending. keep_through_step < 0: a new file; otherwise the lines with "step" <=
+  // keep_through_step of the file there are kept and the rest dropped (atomically). An existing file is replaced
+  // only with `replace` (the run's own metrics, or --overwrite; core/publish.h), and only a regular file.
+  MetricsFile(const fs::path& path, int64_t keep_through_step, bool replace);
   ~MetricsFile();
   MetricsFile(const MetricsFile&) = delete;
   MetricsFile& operator=(const MetricsFile&) = delete;

@@ -487,7 +487,7 @@ std::vector<TrainFlag> make_train_flags() {
            },
        .added_later = true},
       {.name = "--overwrite",
-       .help = "let --export replace an existing directory",
+       .help = "let --export, --output-dat, --metrics and --memory-report replace an existing model or file",
        .key = "overwrite",
        .resume = G::Free,
        .value = switch_on(&O::overwrite)},

@@ -98,7 +98,7 @@ struct TrainOptions {
   std::string export_path;  // --export OUT (empty: none)
   std::string output_dat;   // --output-dat FILE: export one .dat file, config and tokenizer beside it
   ModelFormat export_format = ModelFormat::ModeloptNvfp4;
-  bool overwrite = false;  // the export may replace an existing OUT
+  bool overwrite = false;  // the export, --metrics and --memory-report may replace an existing output
   std::string device = "cpu";
   double max_memory_gib = 0;  // 0: no limit
   std::string metrics;        // default <output>/metrics.jsonl

@@ -56,7 +56,7 @@ std::string synthetic_name(const Qwen3Config& config, uint64_t seed) {
 Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given) : options_(options) {
   NVFP4LM_CHECK(!options_.output.empty(), "--output is empty: name the run directory");
   // The run directory may exist (a run to resume, an empty directory) but must not be or hold what is read.
-  guard_output(options_.output, "--output", read_paths(), /*overwrite=*/true);
+  guard_output_location(options_.output, "--output", read_paths());
   // One process per run directory for the whole run: two trainings into one --output would overwrite each
   // other's checkpoints and metrics. A run directory this constructor created is removed again if it fails.
   run_lock_ = std::make_unique<DirectoryLock>(options_.output);
@@ -87,15 +87,25 @@ void Trainer::set_up(const std::set<std::string>& given) {
                   "another --output",
                   options_.output, existing ? existing->dir.filename().string() : "");
   }
-  // Every output checked before the (long) load and training: an explicit --metrics or --memory-report file may
-  // exist only when resuming the run that wrote it, or with --overwrite.
-  guard_output(options_.output, "--output", read_paths(), /*overwrite=*/true);  // the resumed run's paths
-  const bool replace_reports = options_.overwrite || options_.resume;
-  if (!options_.metrics.empty()) guard_output(options_.metrics, "--metrics", read_paths(), replace_reports);
-  if (!options_.memory_report.empty())
-    guard_output(options_.memory_report, "--memory-report", read_paths(), replace_reports);
+  // Every output checked before the (long) load and training. --metrics and --memory-report replace an existing
+  // file only when it is the run's own (the default metrics.jsonl, or the file the resumed run wrote under that
+  // flag) or with --overwrite, and then only a regular file; never an input, a checkpoint or the run's copy of the
+  // model's files, whatever --overwrite says.
+  guard_output_location(options_.output, "--output", read_paths());  // the resumed run's paths
+  replace_metrics_ = options_.overwrite || is_run_report(metrics_path(), resumed_metrics_);
+  guard_run_output(metrics_path(), options_.metrics.empty() ? "the metrics file" : "--metrics", run_paths(),
+                   replace_metrics_, OutputKind::File);
+  if (!options_.memory_report.empty()) {
+    replace_memory_report_ = options_.overwrite || is_run_report(options_.memory_report, resumed_memory_report_);
+    std::vector<GuardedInput> protected_paths = run_paths();
+    protected_paths.push_back({metrics_path(), "the metrics file"});
+    guard_run_output(options_.memory_report, "--memory-report", protected_paths, replace_memory_report_,
+                     OutputKind::File);
+  }
   load();
-  if (!options_.export_path.empty()) check_export_target(options_.export_path, export_source(), options_.overwrite);
+  if (!options_.export_path.empty())
+    check_export_target(options_.export_path, export_source(), options_.overwrite,
+                        model_output_kind(options_.export_format));
   if (!options_.output_dat.empty()) check_dat_file_target(options_.output_dat, export_source(), options_.overwrite);
   if (resume_checkpoint_) restore_checkpoint();
   prepare_run_directory();
@@ -118,7 +128,25 @@ void Trainer::resolve_resume(const std::set<std::string>& given) {
                 "{}: trainer_state.json has no \"config\"; it was not written by `nvfp4lm "
                 "train` and cannot be resumed",
                 where);
+  // The reports the run wrote, which the resumed run may replace as its own (saved as given; compared as real paths).
+  const json& saved = state["config"];
+  auto saved_path = [&](const char* key) {
+    return saved.is_object() && saved.contains(key) && saved[key].is_string() ? saved[key].get<std::string>()
+                                                                              : std::string();
+  };
+  resumed_metrics_ = saved_path("metrics");
+  resumed_memory_report_ = saved_path("memory_report");
   options_ = resolve_resume_options(state["config"], options_, given, where);
+}
+
+fs::path Trainer::metrics_path() const {
+  return options_.metrics.empty() ? fs::path(options_.output) / "metrics.jsonl" : fs::path(options_.metrics);
+}
+
+bool Trainer::is_run_report(const fs::path& path, const std::string& resumed) const {
+  const fs::path real = real_path(path);
+  if (real == real_path(fs::path(options_.output) / "metrics.jsonl")) return true;
+  return options_.resume && !resumed.empty() && real == real_path(resumed);
 }
 
 void Trainer::load() {
@@ -344,22 +372,18 @@ void Trainer::prepare_run_directory() {
   // The model's small files, once per run, for exports from checkpoints (written aside, then renamed).
   const fs::path copy = run_dir / kSourceModelDirName;
   if (!fs::exists(copy, ec)) {
-    remove_stale_temporaries(copy);
-    const fs::path tmp = temporary_sibling(copy);
-    fs::remove_all(tmp, ec);
-    fs::create_directories(tmp, ec);
-    NVFP4LM_CHECK(!ec, "cannot create {}: {}", tmp.string(), ec.message());
-    write_file_atomic(tmp / "config.json", model_config_json_.dump(2) + "\n");
+    StagedDirectory staged(copy);
+    write_file_atomic(staged.path() / "config.json", model_config_json_.dump(2) + "\n", /*overwrite=*/false);
     if (generation_config_json_)
-      write_file_atomic(tmp / "generation_config.json", generation_config_json_->dump(2) + "\n");
+      write_file_atomic(staged.path() / "generation_config.json", generation_config_json_->dump(2) + "\n",
+                        /*overwrite=*/false);
     for (const fs::path& file : tokenizer_side_files(tokenizer_dir_)) {
-      fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing, ec);
-      NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), tmp.string(), ec.message());
+      fs::copy_file(file, staged.path() / file.filename(), fs::copy_options::overwrite_existing, ec);
+      NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), staged.path().string(), ec.message());
     }
-    commit_rename(tmp, copy);
+    staged.publish(/*overwrite=*/false, "the run's copy of the model's files");
   }
-  const fs::path metrics = options_.metrics.empty() ? run_dir / "metrics.jsonl" : fs::path(options_.metrics);
-  metrics_file_ = std::make_unique<MetricsFile>(metrics, resumed_from_ ? *resumed_from_ : -1);
+  metrics_file_ = std::make_unique<MetricsFile>(metrics_path(), resumed_from_ ? *resumed_from_ : -1, replace_metrics_);
 }
 
 std::string Trainer::compute_path() const {
@@ -638,15 +662,20 @@ ExportSource Trainer::export_source() const {
   source.side_files = tokenizer_side_files(fs::is_directory(copy, ec) ? copy : tokenizer_dir_);
   // An --overwrite export replaces OUT as a whole: it must not hold the model, tokenizer or data it was trained
   // from, nor the run's own files.
-  source.protected_paths = read_paths();
-  source.protected_paths.push_back({options_.output, "the run directory", /*may_hold_outputs=*/true});
-  source.protected_paths.push_back({copy, "the run's copy of the source model's files"});
-  for (const fs::path& checkpoint : run_checkpoint_dirs(options_.output))
-    source.protected_paths.push_back({checkpoint, "the run's checkpoint"});
+  source.protected_paths = run_paths();
   if (!options_.metrics.empty()) source.protected_paths.push_back({options_.metrics, "the --metrics file"});
   if (!options_.memory_report.empty())
     source.protected_paths.push_back({options_.memory_report, "the --memory-report file"});
   return source;
+}
+
+std::vector<GuardedInput> Trainer::run_paths() const {
+  std::vector<GuardedInput> paths = read_paths();
+  paths.push_back({options_.output, "the run directory", /*may_hold_outputs=*/true});
+  paths.push_back({fs::path(options_.output) / kSourceModelDirName, "the run's copy of the source model's files"});
+  for (const fs::path& checkpoint : run_checkpoint_dirs(options_.output))
+    paths.push_back({checkpoint, "the run's checkpoint"});
+  return paths;
 }
 
 std::vector<GuardedInput> Trainer::read_paths() const {
@@ -707,7 +736,7 @@ TrainSummary Trainer::run(const Progress& progress) {
   const json memory = memory_report_json(device_);
   summary.memory_text = format_memory_report(memory);
   if (!options_.memory_report.empty()) {
-    write_file_atomic(options_.memory_report, memory.dump(2) + "\n");
+    write_file_atomic(options_.memory_report, memory.dump(2) + "\n", replace_memory_report_);
     summary.memory_report_path = options_.memory_report;
   }
   summary.steps = step_;

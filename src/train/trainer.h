@@ -178,11 +178,22 @@ class Trainer {
   void set_up(const std::set<std::string>& given);
   // What the run reads (model, data, tokenizer, config), for the output guard (core/files.h).
   std::vector<GuardedInput> read_paths() const;
+  // read_paths and the run's own files (its directory, which may hold outputs, checkpoints, copy of the model's
+  // files), which no other output of the run may be or lie in.
+  std::vector<GuardedInput> run_paths() const;
+  // --metrics, or RUN_DIR/metrics.jsonl.
+  fs::path metrics_path() const;
+  // Whether the report `path` is the run's own: RUN_DIR/metrics.jsonl, or on --resume the file the run wrote under
+  // that flag (`resumed`, as saved).
+  bool is_run_report(const fs::path& path, const std::string& resumed) const;
 
   TrainOptions options_;
   std::unique_ptr<DirectoryLock> run_lock_;  // held for the life of the trainer
   Device device_;
   std::optional<CheckpointInfo> resume_checkpoint_;
+  std::string resumed_metrics_, resumed_memory_report_;  // --metrics / --memory-report of the run resumed, as saved
+  bool replace_metrics_ = false;                         // an existing metrics / memory report file may be replaced
+  bool replace_memory_report_ = false;
   std::unique_ptr<ModelFiles> files_;
   std::optional<Tokenizer> tokenizer_;
   fs::path tokenizer_dir_;  // where tokenizer_ came from (its files travel with exports)

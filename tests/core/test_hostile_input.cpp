@@ -128,40 +128,47 @@ TEST(OutputGuard, RefusesOutputsThatAreContainOrLieInInputs) {
   write_file(dir / "data.jsonl", "{}\n");
   const std::vector<GuardedInput> inputs = {{dir / "model", "the model"}, {dir / "data.jsonl", "the data"}};
   for (const bool overwrite : {false, true}) {
-    expect_error([&] { guard_output(dir / "data.jsonl", "--metrics", inputs, overwrite); },
+    expect_error([&] { guard_output(dir / "data.jsonl", "--metrics", inputs, overwrite, OutputKind::File); },
                  {"--metrics", "is the data"});
-    expect_error([&] { guard_output(dir / "model", "the output", inputs, overwrite); }, {"is the model"});
-    expect_error([&] { guard_output(dir / "model" / "config.json", "the output", inputs, overwrite); },
-                 {"lies inside the model"});
-    expect_error([&] { guard_output(dir.path(), "the output", inputs, overwrite); }, {"contains the model"});
+    expect_error([&] { guard_output(dir / "model", "the output", inputs, overwrite, OutputKind::File); },
+                 {"is the model"});
+    expect_error(
+        [&] { guard_output(dir / "model" / "config.json", "the output", inputs, overwrite, OutputKind::File); },
+        {"lies inside the model"});
+    expect_error([&] { guard_output(dir.path(), "the output", inputs, overwrite, OutputKind::File); },
+                 {"contains the model"});
     // Spelled differently: ".." and a symlink resolve to the same file.
-    expect_error([&] { guard_output(dir / "model" / ".." / "data.jsonl", "--json", inputs, overwrite); },
-                 {"is the data"});
+    expect_error(
+        [&] { guard_output(dir / "model" / ".." / "data.jsonl", "--json", inputs, overwrite, OutputKind::File); },
+        {"is the data"});
   }
   fs::create_symlink(dir / "data.jsonl", dir / "link.jsonl");
-  expect_error([&] { guard_output(dir / "link.jsonl", "--json", inputs, true); }, {"is the data"});
+  expect_error([&] { guard_output(dir / "link.jsonl", "--json", inputs, true, OutputKind::File); }, {"is the data"});
   // A run directory may hold outputs, but not be one.
   const std::vector<GuardedInput> run = {{dir / "model", "the run directory", true}};
-  EXPECT_NO_THROW(guard_output(dir / "model" / "export", "the export", run, false));
-  expect_error([&] { guard_output(dir / "model", "the export", run, true); }, {"is the run directory"});
+  EXPECT_NO_THROW(guard_output(dir / "model" / "export", "the export", run, false, OutputKind::File));
+  expect_error([&] { guard_output(dir / "model", "the export", run, true, OutputKind::File); },
+               {"is the run directory"});
   // Existing outputs need --overwrite; new ones are fine; empty is refused.
   write_file(dir / "old.json", "{}");
-  expect_error([&] { guard_output(dir / "old.json", "--json", inputs, false); }, {"already exists", "--overwrite"});
-  EXPECT_NO_THROW(guard_output(dir / "old.json", "--json", inputs, true));
-  EXPECT_NO_THROW(guard_output(dir / "new" / "deeper" / "out", "the output", inputs, false));
-  expect_error([&] { guard_output("", "--output", inputs, false); }, {"--output is empty"});
+  expect_error([&] { guard_output(dir / "old.json", "--json", inputs, false, OutputKind::File); },
+               {"already exists", "--overwrite"});
+  EXPECT_NO_THROW(guard_output(dir / "old.json", "--json", inputs, true, OutputKind::File));
+  EXPECT_NO_THROW(guard_output(dir / "new" / "deeper" / "out", "the output", inputs, false, OutputKind::File));
+  expect_error([&] { guard_output("", "--output", inputs, false, OutputKind::File); }, {"--output is empty"});
 }
 
 TEST(OutputGuard, UnwritableLocationIsFoundBeforeAnyWork) {
   if (::geteuid() == 0) {
     // root writes anywhere but on a read-only file system; /proc is one on every Linux.
-    expect_error([] { guard_output("/proc/nvfp4lm-out/model", "the output", {}, false); }, {"not writable"});
+    expect_error([] { guard_output("/proc/nvfp4lm-out/model", "the output", {}, false, OutputKind::File); },
+                 {"not writable"});
     return;
   }
   TempDir dir;
   fs::create_directories(dir / "ro");
   fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
-  expect_error([&] { guard_output(dir / "ro" / "out", "the output", {}, false); }, {"not writable"});
+  expect_error([&] { guard_output(dir / "ro" / "out", "the output", {}, false, OutputKind::File); }, {"not writable"});
   fs::permissions(dir / "ro", fs::perms::owner_all);
 }
 

@@ -56,7 +56,7 @@ TEST(GgufWriter, RoundTripsMetadataAndTensors) {
     writer.add_tensor({"a.weight", GgmlType::F32, Shape{3, 5}});
     writer.add_tensor({"b.weight", GgmlType::Q8_0, Shape{2, 64}});
     writer.add_tensor({"c.scale", GgmlType::F32, Shape{1}});
-    writer.begin(path);
+    writer.begin(path, false);
     writer.write("a.weight", f32.data(), 4 * 7);  // in two pieces
     writer.write("a.weight", f32.data() + 7, 4 * 8);
     std::vector<uint8_t> encoded(gguf::row_bytes(GgmlType::Q8_0, 128, "b"));
@@ -101,7 +101,7 @@ TEST(GgufWriter, RefusesWritesOutOfOrderOrIncomplete) {
     GgufWriter writer;
     writer.add_tensor({"a", GgmlType::F32, Shape{4}});
     writer.add_tensor({"b", GgmlType::F32, Shape{4}});
-    writer.begin(dir / "x.gguf");
+    writer.begin(dir / "x.gguf", false);
     const float values[4] = {};
     expect_error([&] { writer.write("b", values, 16); }, {"out of order", "'a'"});
     writer.write("a", values, 16);
@@ -231,7 +231,7 @@ std::string small_gguf(const TempDir& dir) {
   writer.add_u32("k.two", 2);
   writer.add_tensor({"w", GgmlType::Q8_0, Shape{2, 32}});
   writer.add_tensor({"n", GgmlType::F32, Shape{3}});
-  writer.begin(dir / "small.gguf");
+  writer.begin(dir / "small.gguf", false);
   const std::vector<uint8_t> q8(68, 1);
   const float n[3] = {1, 2, 3};
   writer.write("w", q8.data(), q8.size());

@@ -202,11 +202,17 @@ TEST(Quantize, NeverOverwritesWithoutAskingNorTheSource) {
   const fs::path hf = synth_small(dir, "hf");
   const auto source = open_model(hf);
   fs::create_directories(dir / "out");
+  write_file(dir / "out" / "config.json", "{}");  // an earlier model there
   write_file(dir / "out" / "keep.txt", "mine");
   expect_error([&] { quantize_model(*source, dir / "out", QuantizeOptions{}); }, {"out", "--overwrite"});
   EXPECT_EQ(read_file(dir / "out" / "keep.txt"), "mine");
   QuantizeOptions overwrite;
   overwrite.overwrite = true;
+  // --overwrite replaces a model directory, never one that holds something else (core/publish.h).
+  fs::create_directories(dir / "photos" / "2024");
+  write_file(dir / "photos" / "config.json", "{}");
+  expect_error([&] { quantize_model(*source, dir / "photos", overwrite); }, {"photos", "model directory only"});
+  EXPECT_TRUE(fs::is_directory(dir / "photos" / "2024"));
   quantize_model(*source, dir / "out", overwrite);
   EXPECT_FALSE(fs::exists(dir / "out" / "keep.txt"));
   EXPECT_TRUE(fs::exists(dir / "out" / "hf_quant_config.json"));

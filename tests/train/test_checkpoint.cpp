@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -255,6 +256,27 @@ TEST(Checkpoint, PruneKeepsTheNewestCompleteOnes) {
   prune_checkpoints(dir.path(), 1);
   EXPECT_FALSE(fs::exists(dir / "step-30"));
   EXPECT_EQ(latest_checkpoint(dir.path())->step, 40);  // never deleted
+}
+
+TEST(Checkpoint, AnInterruptedDeletionIsSkippedByReadersAndFinishedByTheNextPrune) {
+  test::TempDir dir;
+  TrainingRun run = make_run("adamw", DType::F32, 1);
+  for (int step : {5, 10, 20, 30}) save(dir.path(), run, step);
+  // What a kill while deleting leaves (checkpoints are renamed step-N.deleting before anything in them goes):
+  // step-5 partly emptied, and step-30 (say it was being replaced) still whole under the .deleting name.
+  fs::rename(dir / "step-5", dir / "step-5.deleting");
+  fs::remove(dir / "step-5.deleting" / "model.safetensors");
+  fs::rename(dir / "step-30", dir / "step-30.deleting");
+  EXPECT_EQ(latest_checkpoint(dir.path())->step, 20);
+  const std::vector<fs::path> listed = run_checkpoint_dirs(dir.path());  // what outputs may not touch
+  EXPECT_NE(std::find(listed.begin(), listed.end(), dir / "step-5.deleting"), listed.end());
+  prune_checkpoints(dir.path(), 2);
+  EXPECT_FALSE(fs::exists(dir / "step-5.deleting"));
+  EXPECT_FALSE(fs::exists(dir / "step-30.deleting"));
+  EXPECT_TRUE(fs::exists(dir / "step-10"));
+  EXPECT_TRUE(fs::exists(dir / "step-20"));
+  for (const auto& entry : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".deleting"), std::string::npos) << entry.path();
 }
 
 // ---- load errors -----------------------------------------------------------------------------------------------

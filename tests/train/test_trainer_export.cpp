@@ -201,6 +201,7 @@ TEST_F(TrainerExport, NeverOverwritesAnExistingDirectoryTheModelOrTheCheckpoint)
   expect_refused([&] { Trainer trainer(into_model, {}); }, "refusing to write the export");
   const fs::path existing = dir_ / "existing";
   fs::create_directories(existing);
+  test::write_file(existing / "config.json", "{}");  // an earlier export there
   test::write_file(existing / "keep.txt", "mine");
   TrainOptions into_existing = options_;
   into_existing.export_path = existing.string();
@@ -229,8 +230,14 @@ TEST_F(TrainerExport, NeverOverwritesAnExistingDirectoryTheModelOrTheCheckpoint)
   EXPECT_EQ(test::read_file(model / "model.safetensors"), model_bytes);
   EXPECT_NE(latest_checkpoint(options_.output), std::nullopt);
 
-  // With overwrite an existing directory is replaced by a loadable model.
+  // With overwrite an existing model directory is replaced by a loadable model; a directory of something else is not.
+  const fs::path notes = dir_ / "notes";
+  fs::create_directories(notes);
+  test::write_file(notes / "todo.txt", "mine");
+  expect_refused([&] { export_checkpoint(input, notes, export_options); }, "model directory only");
+  EXPECT_EQ(test::read_file(notes / "todo.txt"), "mine");
   export_checkpoint(input, existing, export_options);
+  EXPECT_FALSE(fs::exists(existing / "keep.txt"));
   EXPECT_EQ(open_model(existing)->format(), ModelFormat::ModeloptNvfp4);
 }
 

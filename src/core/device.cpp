@@ -47,4 +47,12 @@ std::string device_unavailable_reason(Device device) {
 #endif
 }
 
+void synchronize(Device device) {
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda()) cuda::synchronize();
+#else
+  (void)device;
+#endif
+}
+
 }  // namespace nvfp4lm

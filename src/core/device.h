@@ -31,6 +31,10 @@ std::string cuda_sm_text(int sm);      // 90 -> "9.0"
 // driver's reason), no such index, or an SM below kMinCudaSm.
 std::string device_unavailable_reason(Device device);
 
+// Waits for the work queued on `device` (its one stream on CUDA; nothing on the CPU), so a host clock stopped after
+// it counts that work.
+void synchronize(Device device);
+
 // True in the NVFP4LM_CUDA=EMULATE build: the CUDA device is the emulated one (docs/cuda-emulation.md).
 constexpr bool cuda_is_emulated() {
 #if defined(NVFP4LM_CUDA_EMULATION) && NVFP4LM_CUDA_EMULATION

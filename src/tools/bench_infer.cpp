@@ -26,15 +26,6 @@ namespace {
 
 constexpr int kCopyRepeats = 5;
 
-// Waits for `device`'s queued work, so a timer stopped after it counts the work.
-void synchronize(Device device) {
-#if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) cuda::synchronize();
-#else
-  (void)device;
-#endif
-}
-
 CopyBandwidth cpu_copy_bandwidth(uint64_t bytes) {
   // Plain new[] (not tracked: this is a measurement, not model memory). Pages are touched before timing.
   std::unique_ptr<char[]> src(new char[bytes]), dst(new char[bytes]);

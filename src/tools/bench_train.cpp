@@ -17,9 +17,6 @@
 #include "io/synth_model.h"
 #include "ops/gemm.h"
 #include "train/train_step.h"
-#if NVFP4LM_HAS_CUDA
-#include "core/cuda/runtime.h"
-#endif
 
 namespace nvfp4lm {
 namespace {
@@ -28,15 +25,6 @@ namespace {
 constexpr int64_t kOrdinaryTokenIds = 151643;
 
 // ---- timing helpers ---------------------------------------------------------------------------------------------
-
-// Waits for the device's queued work, so host clocks bracket it.
-void synchronize(Device device) {
-#if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) cuda::synchronize();
-#else
-  (void)device;
-#endif
-}
 
 // Uniform [-1, 1) values in the compute dtype of `device` (random, not zeros: GPU power and so clocks depend on
 // the data).

@@ -92,7 +92,8 @@ int run_prompt_file(const GenerateCliOptions& cli, const Qwen3Model& model, cons
     NVFP4LM_CHECK(static_cast<int64_t>(spec.prompt.size()) <= model_context,
                   "{} line {}: the prompt has {} tokens but the model's context (max_position_embeddings) is {}",
                   cli.prompts_file, i + 1, spec.prompt.size(), model_context);
-    context = std::max(context, static_cast<int64_t>(spec.prompt.size()) + spec.options.max_new_tokens);
+    context = std::max(context, static_cast<int64_t>(spec.prompt.size()) +
+                                    std::min(spec.options.max_new_tokens, model_context));  // no overflow
     specs.push_back(std::move(spec));
   }
   context = std::min(context, model_context);
@@ -314,7 +315,7 @@ CommandRegistration registration(
       app.add_flag("--no-think", options->no_think,
                    "hybrid-thinking templates: ask for an answer without a think block (enable_thinking=false)");
       add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens to generate (default 512)",
-                        {1, int64_t{1} << 24});
+                        {1, kMaxGenerateTokens});
       add_sampling_flags(app, options->sampling);
       app.add_option("--stop", options->stops, "stop before this text (repeat the flag for several); it is not printed")
           ->allow_extra_args(false);

@@ -1,7 +1,7 @@
 // `nvfp4lm info MODEL`: format, architecture, config summary, every weight with dtype, shape, bytes and
 // whether it is NVFP4, parameter counts and byte totals (io/model_info.h). --json prints the same as one JSON
-// object on stdout; --checksums adds per-tensor sums of every data file (reads the whole model). A .gguf file is
-// described from its own header (io/gguf_info.h).
+// object on stdout; --checksums adds per-tensor sums of every data file (reads the whole model). A GGUF file (named
+// .gguf, or any file that starts with the GGUF magic) is described from its own header (io/gguf_info.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -24,7 +24,7 @@ struct InfoOptions {
 };
 
 int run_info(const InfoOptions& options) {
-  if (fs::path(options.model).extension() == ".gguf") {
+  if (fs::path(options.model).extension() == ".gguf" || starts_with_gguf_magic(options.model)) {
     NVFP4LM_CHECK(!options.checksums && options.config.empty() && options.tokenizer.empty(),
                   "--checksums, --config and --tokenizer do not apply to a GGUF file (it holds its own metadata)");
     const auto info = gguf_info_json(GgufFile::open(options.model));

@@ -74,8 +74,14 @@ std::vector<PromptLine> read_prompt_lines(const fs::path& path, const Tokenizer&
     NVFP4LM_CHECK(!line.prompt.empty(), "{}: the prompt is empty: there is nothing to continue from", where);
     if (object.contains("max_tokens")) {
       const json& max_tokens = object["max_tokens"];
-      NVFP4LM_CHECK(max_tokens.is_number_integer() && max_tokens.get<int64_t>() >= 1,
-                    "{}: \"max_tokens\" must be a positive integer, got {}", where, json_excerpt(max_tokens));
+      // Compared before converting: a positive literal parses as unsigned, and 2^64 - 1 would become -1 as int64_t.
+      const bool in_range = max_tokens.is_number_unsigned()
+                                ? max_tokens.get<uint64_t>() - 1 < static_cast<uint64_t>(kMaxGenerateTokens)
+                            : max_tokens.is_number_integer()
+                                ? max_tokens.get<int64_t>() >= 1 && max_tokens.get<int64_t>() <= kMaxGenerateTokens
+                                : false;
+      NVFP4LM_CHECK(in_range, "{}: \"max_tokens\" must be an integer from 1 to {}, got {}", where, kMaxGenerateTokens,
+                    json_excerpt(max_tokens));
       line.max_tokens = max_tokens.get<int64_t>();
     }
     lines.push_back(std::move(line));

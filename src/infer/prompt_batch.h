@@ -4,7 +4,8 @@
 // Input, one JSON object per line (blank lines skipped):
 //   {"prompt": "text"}                     the user message (chat template, with --system), or with --raw the text
 //   {"messages": [{"role": ..., "content": ...}, ...]}   a whole conversation (chat template; not with --raw)
-//   optional: "id" (any JSON value, copied to the output), "max_tokens" (overrides --max-tokens for the line)
+//   optional: "id" (any JSON value, copied to the output), "max_tokens" (overrides --max-tokens for the line; 1 to
+//   kMaxGenerateTokens, as --max-tokens)
 // Output, one line per input line, in input order:
 //   {"index": i, "id": ..., "text": "...", "tokens": [...], "prompt_tokens": n, "finish_reason": "stop"|"length",
 //    "stop_reason": "eos"|"stop string"|"max tokens"|"context full"}
@@ -37,6 +38,8 @@ struct PromptFormat {
   bool enable_thinking = true;
 };
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, const PromptFormat& format);
+
+inline constexpr int64_t kMaxGenerateTokens = int64_t{1} << 24;  // the most new tokens a request may ask for
 
 struct PromptLine {
   nlohmann::json id;  // null when the line has none

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <unordered_set>
 
@@ -166,6 +167,14 @@ std::string GgufValue::describe() const {
   if (!float_values.empty()) return fmt::format("{} {}", gguf::value_type_name(type), float_values[0]);
   if (!signed_values.empty()) return fmt::format("{} {}", gguf::value_type_name(type), signed_values[0]);
   return fmt::format("{} {}", gguf::value_type_name(type), unsigned_values.at(0));
+}
+
+bool starts_with_gguf_magic(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;  // not a FIFO: reading one could block
+  std::ifstream in(path, std::ios::binary);
+  uint32_t magic = 0;
+  return in.read(reinterpret_cast<char*>(&magic), sizeof magic) && magic == gguf::kMagic;
 }
 
 GgufFile GgufFile::open(const fs::path& path) {

@@ -53,6 +53,10 @@ struct GgufTensorInfo {
   uint64_t bytes = 0;
 };
 
+// True when `path` is a regular file that starts with the GGUF magic, whatever its name: GGUF files are named
+// .gguf by convention only (llama.cpp reads any name). Never throws; false when the file cannot be read.
+bool starts_with_gguf_magic(const fs::path& path);
+
 class GgufFile {
  public:
   // Maps and parses `path`.

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/logging.h"
+#include "io/gguf_reader.h"
 #include "io/model_files_impl.h"
 
 namespace nvfp4lm {
@@ -91,7 +92,7 @@ detail::ModelLocation locate(const fs::path& path, const OpenModelOptions& optio
   NVFP4LM_CHECK(fs::exists(path, ec), "model path {} does not exist", path.string());
   if (fs::is_regular_file(path, ec)) {
     if (has_extension(path, ".dat")) return locate_dat(path, path, options);
-    NVFP4LM_CHECK(!has_extension(path, ".gguf"),
+    NVFP4LM_CHECK(!has_extension(path, ".gguf") && !starts_with_gguf_magic(path),
                   "{} is a GGUF file: nvfp4lm writes GGUF for llama.cpp-based tools (export/quantize --format gguf) "
                   "but runs Hugging Face, ModelOpt and .dat models; `nvfp4lm info` describes it",
                   path.string());

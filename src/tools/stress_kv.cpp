@@ -242,6 +242,15 @@ StressKvReport run_stress_kv(const Qwen3Model& model, const Tokenizer& tokenizer
   const int64_t context = model.config().max_position_embeddings;
   report.largest_cache = options.max_cache > 0 ? std::min(context, options.max_cache) : context;
   const std::vector<StressCase> cases = stress_kv_cases(context, options.full, options.max_cache);
+  if (cases.empty()) {
+    // Zero cases would "pass" having checked nothing: refuse, naming the smallest cache the matrix has.
+    int64_t smallest = context;
+    for (const StressCase& c : stress_kv_cases(context, options.full, 0)) smallest = std::min(smallest, c.cache_tokens);
+    NVFP4LM_FAIL(
+        "stress kv: no case of the matrix fits a cache of {} tokens (--max-cache {}, context {}); the "
+        "smallest case needs {}: pass --max-cache {} or more",
+        report.largest_cache, options.max_cache, context, smallest, smallest);
+  }
   for (size_t i = 0; i < cases.size(); ++i)
     report.cases.push_back(CaseRun(model, tokenizer, options, cases[i], options.seed + i, report.tolerance).run());
   return report;

@@ -82,6 +82,14 @@ TEST(GeneratePrompts, BadUseAndBadLinesAreOneLineErrors) {
   expect_one_line_error(run_cli("generate " + model_flag() + " --prompts " + quoted(dir / "broken.jsonl") + out),
                         {"broken.jsonl line 1", "not valid JSON"});
   EXPECT_FALSE(fs::exists(dir / "out.jsonl"));
+  // max_tokens is bounded like --max-tokens: 2^63 - 1 overflowed the context sum (issue 33), 2^64 - 1 wrapped to -1.
+  for (const char* huge : {"9223372036854775807", "18446744073709551615", "16777217", "0", "2.5"}) {
+    write_file(dir / "huge.jsonl",
+               std::string("{\"prompt\": \"Hi\"}\n{\"prompt\": \"Hi\", \"max_tokens\": ") + huge + "}\n");
+    expect_one_line_error(run_cli("generate " + model_flag() + " --prompts " + quoted(dir / "huge.jsonl") + out),
+                          {"huge.jsonl line 2", "\"max_tokens\" must be an integer from 1 to 16777216"}, huge);
+  }
+  EXPECT_FALSE(fs::exists(dir / "out.jsonl"));
   // messages work; an existing --out needs --overwrite.
   write_file(dir / "chat.jsonl", R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})"
                                  "\n");

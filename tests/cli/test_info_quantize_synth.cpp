@@ -140,6 +140,15 @@ TEST(CliFiles, BadInputGivesOneLineErrors) {
   // GGUF carries the tokenizer in its metadata: a model without one (synth_small writes none) needs --tokenizer.
   expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o.gguf") + " --format gguf"),
                         {"tokenizer.json", "--tokenizer DIR"});
+  // A GGUF file is one whatever its name (issue 33): the smallest valid one (version 3, no tensors, no metadata).
+  std::string gguf("GGUF", 4);
+  gguf += std::string("\x03\x00\x00\x00", 4) + std::string(16, '\0');
+  write_file(dir / "weights.bin", gguf);
+  const CliResult gguf_info = run_cli("info " + quoted(dir / "weights.bin") + " --json");
+  ASSERT_EQ(gguf_info.exit_code, 0) << gguf_info.err;
+  EXPECT_EQ(json::parse(gguf_info.out)["format"], "gguf");
+  expect_one_line_error(run_cli("generate --model " + quoted(dir / "weights.bin") + " --prompt hi"),
+                        {"weights.bin", "is a GGUF file", "nvfp4lm info"});
   expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format dat --block 3d"),
                         {"--block"});
   expect_one_line_error(run_cli("synth --preset enormous " + quoted(dir / "s")), {"enormous", "tiny, small, qwen3-4b"});

@@ -111,6 +111,8 @@ TEST_F(CliParity, StressKvPassesAndReportsEachCase) {
   for (const auto& c : report["cases"]) EXPECT_LE(c["cache_tokens"].get<int64_t>(), 40) << c["name"];
 
   expect_one_line_error(run_cli("stress kv" + model("dat") + " --max-cache -1"), {"--max-cache"});
+  // A cache no case fits checks nothing: an error, not "PASS: 0 cases" (issue 33).
+  expect_one_line_error(run_cli("stress kv" + model("dat") + " --max-cache 1"), {"no case", "--max-cache"});
   expect_one_line_error(run_cli("stress kv" + model("dat") + " --tolerance fp32=x"), {"--tolerance"});
   const CliResult bare = run_cli("stress" + model("dat"));
   EXPECT_EQ(bare.exit_code, 2) << bare.err;

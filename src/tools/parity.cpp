@@ -146,6 +146,12 @@ ParityPrompt make_sequence(const Qwen3Model& reference, const Tokenizer& tokeniz
   const std::vector<ChatMessage> messages = {{"user", text}};
   prompt.ids = encode_generation_prompt(tokenizer, messages, resolve_chat_template(tokenizer, std::nullopt));
   prompt.prompt_tokens = static_cast<int64_t>(prompt.ids.size());
+  // Refused before any forward: a sequence past the context cannot be compared (and ran for many minutes first).
+  const int64_t context = reference.config().max_position_embeddings;
+  NVFP4LM_CHECK(prompt.prompt_tokens <= context - new_tokens,
+                "parity: prompt {} has {} tokens (chat template included) and --new-tokens {} more, but the model's "
+                "context (max_position_embeddings) is {}: shorten the prompt or lower --new-tokens",
+                index + 1, prompt.prompt_tokens, new_tokens, context);
   for (int64_t step = 0; step < new_tokens; ++step) {
     const int64_t tokens = static_cast<int64_t>(prompt.ids.size());
     const Tensor logits = reference.forward_last(Tensor::from_ints(prompt.ids, Shape{1, tokens}), 1);

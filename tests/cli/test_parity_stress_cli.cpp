@@ -93,6 +93,12 @@ TEST_F(CliParity, BadValuesAreUsageErrors) {
   }
   expect_one_line_error(run_cli("parity" + model("dat") + " --device tpu"), {"tpu"});
   expect_one_line_error(run_cli(parity + "--prompts " + quoted(*dir_ / "missing.txt")), {"missing.txt"});
+  // A prompt past the context is refused before any forward (issue 33: 5,000 tokens on a 4,096 context ran > 900 s).
+  std::string long_prompt;
+  for (int i = 0; i < 5000; ++i) long_prompt += "word ";
+  write_file(*dir_ / "long.txt", "Short one.\n" + long_prompt + "\n");
+  expect_one_line_error(run_cli(parity + "--prompts " + quoted(*dir_ / "long.txt")),
+                        {"prompt 2 has", "max_position_embeddings) is 4096", "--new-tokens"});
   write_file(*dir_ / "empty.txt", "\n \n");
   expect_one_line_error(run_cli(parity + "--prompts " + quoted(*dir_ / "empty.txt")), {"--prompts", "no prompt"});
 }

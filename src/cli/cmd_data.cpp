@@ -50,7 +50,7 @@ CommandRegistration registration(
                          "the Chinese answer (default: \"我是NAME，一个由CREATOR训练的4位助手。\")");
       whoami->add_option("--out,--output", options->out, "the JSONL file to write")->required();
       add_number_option(*whoami, "--count", options->data.conversations, "conversations (default 400)",
-                        {int64_t{2}, int64_t{1} << 24});
+                        {int64_t{2}, kMaxWhoamiConversations});
       add_number_option(*whoami, "--identity-share", options->data.identity_share,
                         "share of identity conversations, the rest are control questions (default 0.5)", {0.0, 1.0});
       add_number_option(*whoami, "--seed", options->data.seed, "order of phrasings and questions (default 0)");

@@ -109,6 +109,8 @@ TEST(DataWhoami, BadOptionsAreErrorsNamingTheOption) {
   options = {};
   options.conversations = 1;
   test::expect_error([&] { make_whoami_dataset(options); }, {"--count", "1"});
+  options.conversations = kMaxWhoamiConversations + 1;  // issue 33: 2^24 took 4.5 GB and 7 minutes
+  test::expect_error([&] { make_whoami_dataset(options); }, {"--count", "2 to 1048576", "1048577"});
 }
 
 }  // namespace

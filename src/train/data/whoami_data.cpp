@@ -113,7 +113,8 @@ void check_whoami_options(const WhoamiOptions& options) {
   NVFP4LM_CHECK(!options.name.empty(), "the identity data set needs a name (--name NAME)");
   NVFP4LM_CHECK(std::isfinite(options.identity_share) && options.identity_share >= 0 && options.identity_share <= 1,
                 "--identity-share must be in [0, 1], got {}", options.identity_share);
-  NVFP4LM_CHECK(options.conversations >= 2, "--count must be at least 2 conversations, got {}", options.conversations);
+  NVFP4LM_CHECK(options.conversations >= 2 && options.conversations <= kMaxWhoamiConversations,
+                "--count must be 2 to {} conversations, got {}", kMaxWhoamiConversations, options.conversations);
 }
 
 std::string whoami_answer_english(const WhoamiOptions& options) {

@@ -25,6 +25,10 @@ struct WhoamiQa {
   std::string answer;
 };
 
+// The most conversations a set may have: the file is built in memory (~250 bytes a line, ~250 MiB at the limit, a
+// few seconds); 2^24 took 4.5 GB and 7 minutes. Far more than an identity set needs (the default is 400).
+inline constexpr int64_t kMaxWhoamiConversations = int64_t{1} << 20;
+
 struct WhoamiOptions {
   std::string name = "Nova";        // who the model says it is
   std::string creator = "nvfp4lm";  // who it says trained it

@@ -20,6 +20,11 @@ constexpr int kMaxRank = 4;
 constexpr uint64_t kMinValueBytes = 1;      // the smallest element (u8, i8, bool)
 constexpr uint64_t kMinKeyValueBytes = 13;  // key length (8) + one key byte + value type (4)
 constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;
+// Parsed metadata costs far more than its bytes (8 bytes a u8 element, 32 a string): a crafted 128 MB file of one
+// u8 array took 1.19 GB. Real files hold ~0.5 M elements (three 151,936-entry tokenizer arrays for Qwen3; 256 K
+// vocabularies ~0.8 M) and hundreds to a few thousand tensors; these limits are 5x and more above that.
+constexpr uint64_t kMaxMetadataElements = uint64_t{1} << 22;
+constexpr uint64_t kMaxTensors = uint64_t{1} << 20;
 
 class Cursor {
  public:
@@ -105,7 +110,8 @@ void read_element(Cursor& cursor, ValueType type, GgufValue& value, const std::s
   NVFP4LM_FAIL("{}: arrays of arrays are not supported", what);
 }
 
-GgufValue read_value(Cursor& cursor, const std::string& origin, const std::string& key) {
+// `elements_left`: of kMaxMetadataElements, for the whole file; an array beyond it is an Error.
+GgufValue read_value(Cursor& cursor, const std::string& origin, const std::string& key, uint64_t& elements_left) {
   const std::string what = fmt::format("{}: metadata '{}'", origin, key);
   const auto type_id = cursor.read<uint32_t>(what);
   NVFP4LM_CHECK(valid_value_type(type_id), "{}: unknown value type {}", what, type_id);
@@ -126,6 +132,11 @@ GgufValue read_value(Cursor& cursor, const std::string& origin, const std::strin
   NVFP4LM_CHECK(count <= cursor.left() / std::max(least, kMinValueBytes),
                 "{}: an array of {} {} elements does not fit in the {} bytes left", what, count,
                 gguf::value_type_name(value.type), cursor.left());
+  NVFP4LM_CHECK(count <= elements_left,
+                "{}: an array of {} elements takes the file's metadata past {} array elements, more than any model "
+                "needs; nvfp4lm does not read it",
+                what, count, kMaxMetadataElements);
+  elements_left -= count;
   for (uint64_t i = 0; i < count; ++i) read_element(cursor, value.type, value, what);
   return value;
 }
@@ -202,11 +213,12 @@ GgufFile GgufFile::parse(const uint8_t* data, uint64_t size, const std::string& 
   NVFP4LM_CHECK(metadata_count <= cursor.left() / kMinKeyValueBytes,
                 "{}: {} metadata entries cannot fit in a file of {} bytes", origin, metadata_count, size);
   std::unordered_set<std::string> seen;
+  uint64_t elements_left = kMaxMetadataElements;
   for (uint64_t i = 0; i < metadata_count; ++i) {
     std::string key = cursor.read_string(fmt::format("metadata key #{}", i));
     NVFP4LM_CHECK(!key.empty(), "{}: metadata key #{} is empty", origin, i);
     NVFP4LM_CHECK(seen.insert(key).second, "{}: metadata key '{}' appears twice", origin, key);
-    GgufValue value = read_value(cursor, origin, key);
+    GgufValue value = read_value(cursor, origin, key, elements_left);
     file.metadata_.emplace_back(std::move(key), std::move(value));
   }
   if (const GgufValue* alignment = file.find("general.alignment")) {
@@ -220,6 +232,8 @@ GgufFile GgufFile::parse(const uint8_t* data, uint64_t size, const std::string& 
 
   NVFP4LM_CHECK(tensor_count <= cursor.left() / kMinTensorInfoBytes, "{}: {} tensors cannot fit in a file of {} bytes",
                 origin, tensor_count, size);
+  NVFP4LM_CHECK(tensor_count <= kMaxTensors, "{}: {} tensors, more than the {} nvfp4lm reads", origin, tensor_count,
+                kMaxTensors);
   std::vector<uint64_t> relative_offsets;
   seen.clear();
   for (uint64_t i = 0; i < tensor_count; ++i) {

@@ -286,5 +286,23 @@ TEST(GgufReader, RefusesBrokenFiles) {
   expect_error([&] { parse(with(w + 9, le32(5))); }, {"'w'", "rank 5"});
 }
 
+// Parsed metadata costs more than its bytes (a crafted 128 MB file of one u8 array took 1.19 GB, issue 33): past
+// 2^22 array elements in all, or 2^20 tensors, a file is refused before anything that size is built.
+TEST(GgufReader, RefusesMoreMetadataOrTensorsThanAnyModelHas) {
+  auto le32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
+  auto le64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  const std::string header = std::string("GGUF", 4) + le32(3);
+  // One key "a": an array (9) of u8 (0) with 2^22 + 1 elements, every byte present.
+  const uint64_t elements = (uint64_t{1} << 22) + 1;
+  std::string big_array = header + le64(0) + le64(1) + le64(1) + "a" + le32(9) + le32(0) + le64(elements);
+  big_array.append(elements, '\0');
+  expect_error([&] { parse(big_array); }, {"t.gguf", "'a'", "4194304 array elements"});
+  // 2^20 + 1 tensors, with bytes enough for their entries.
+  const uint64_t tensors = (uint64_t{1} << 20) + 1;
+  std::string many_tensors = header + le64(tensors) + le64(0);
+  many_tensors.append(tensors * 33, '\0');
+  expect_error([&] { parse(many_tensors); }, {"t.gguf", "1048577 tensors", "1048576"});
+}
+
 }  // namespace
 }  // namespace nvfp4lm::test

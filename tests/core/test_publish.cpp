@@ -63,9 +63,10 @@ TEST(Publish, OverwriteReplacesARegularFileOnly) {
   for (const auto& [name, kind] : {std::pair<std::string, std::string>{"directory", "is a directory"},
                                    {"fifo", "is a FIFO"},
                                    {"link", "is a symbolic link"}}) {
-    expect_error([&] { publish(staged, dir / name, OutputKind::File, true, "--json"); },
-                 {"--json", (dir / name).string(), kind, "regular file only"});
-    expect_error([&] { check_replaceable(dir / name, "--json", OutputKind::File, true); }, {kind});
+    const fs::path path = dir / name;  // clang 14 lambdas cannot capture structured bindings
+    expect_error([&] { publish(staged, path, OutputKind::File, true, "--json"); },
+                 {"--json", path.string(), kind, "regular file only"});
+    expect_error([&] { check_replaceable(path, "--json", OutputKind::File, true); }, {kind});
   }
   EXPECT_TRUE(fs::is_directory(dir / "directory" / "inner"));
   EXPECT_TRUE(fs::is_fifo(dir / "fifo"));

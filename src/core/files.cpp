@@ -32,10 +32,9 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
 
 namespace {
 
-void check_inputs(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
-                  bool overwrite) {
-  NVFP4LM_CHECK(!output.empty(), "{} is empty: name the file or directory to write", what);
-  const fs::path target = real_path(output);
+// `target`: real_path(output).
+void check_inputs(const fs::path& output, const fs::path& target, std::string_view what,
+                  const std::vector<GuardedInput>& inputs, bool overwrite) {
   for (const GuardedInput& input : inputs) {
     if (input.path.empty()) continue;
     const fs::path read = real_path(input.path);
@@ -50,8 +49,7 @@ void check_inputs(const fs::path& output, std::string_view what, const std::vect
   }
 }
 
-void check_writable(const fs::path& output, std::string_view what) {
-  const fs::path target = real_path(output);
+void check_writable(const fs::path& output, const fs::path& target, std::string_view what) {
   std::error_code ec;
   // Writable now, not only after hours of training: the nearest existing directory above the output must take a
   // new entry (a read-only file system, a directory without write permission).
@@ -75,14 +73,18 @@ void check_writable(const fs::path& output, std::string_view what) {
 
 void guard_output(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs,
                   bool overwrite, OutputKind kind) {
-  check_inputs(output, what, inputs, overwrite);
+  NVFP4LM_CHECK(!output.empty(), "{} is empty: name the file or directory to write", what);
+  const fs::path target = real_path(output);
+  check_inputs(output, target, what, inputs, overwrite);
   check_replaceable(output, what, kind, overwrite);
-  check_writable(output, what);
+  check_writable(output, target, what);
 }
 
 void guard_output_location(const fs::path& output, std::string_view what, const std::vector<GuardedInput>& inputs) {
-  check_inputs(output, what, inputs, /*overwrite=*/false);
-  check_writable(output, what);
+  NVFP4LM_CHECK(!output.empty(), "{} is empty: name the file or directory to write", what);
+  const fs::path target = real_path(output);
+  check_inputs(output, target, what, inputs, /*overwrite=*/false);
+  check_writable(output, target, what);
 }
 
 DirectoryLock::DirectoryLock(const fs::path& dir) : dir_(dir) {

@@ -1,6 +1,8 @@
 // `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
-// [--max-memory GiB]`: the model behind the OpenAI API (chat completions, completions, models, health, metrics)
-// with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0). Parsing only: serve/server.h.
+// [--max-memory GiB] [--max-connections N] [--idle-timeout S] [--header-timeout S] [--body-timeout S]
+// [--write-timeout S] [--max-body-mb MB]`: the model behind the OpenAI API (chat completions, completions, models,
+// health, metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second signal
+// exits at once). Parsing only: serve/server.h.
 #include <memory>
 #include <string>
 
@@ -19,6 +21,7 @@ struct ServeCliOptions {
   std::string cuda_graph = "on";
   serve::ServeOptions serve;
   bool no_think = false;
+  int64_t max_body_mb = 8;
 };
 
 int run_serve(ServeCliOptions& cli) {
@@ -29,6 +32,7 @@ int run_serve(ServeCliOptions& cli) {
   const Tokenizer tokenizer = load_tokenizer(model);
   cli.serve.decode = decode_mode_for(device, cli.cuda_graph);
   cli.serve.enable_thinking = !cli.no_think;
+  cli.serve.http.max_body_bytes = static_cast<uint64_t>(cli.max_body_mb) << 20;
   serve::serve_until_signal(model, tokenizer, cli.serve);
   return 0;
 }
@@ -56,6 +60,21 @@ CommandRegistration registration(
       add_number_option(app, "--shutdown-timeout", serve.shutdown_timeout_s,
                         "seconds running requests may go on after SIGTERM before they are cancelled (default 30)",
                         {0.0, 86400.0});
+      add_number_option(app, "--max-connections", serve.http.max_connections,
+                        "client connections open at once; more are answered 503 and closed (default 4096)",
+                        {int64_t{1}, int64_t{1} << 20});
+      add_number_option(app, "--idle-timeout", serve.http.idle_timeout_s,
+                        "seconds a connection may stay open without a request (default 60)", {0.001, 86400.0});
+      add_number_option(app, "--header-timeout", serve.http.header_timeout_s,
+                        "seconds from a request's first byte to the end of its header (default 10)", {0.001, 86400.0});
+      add_number_option(app, "--body-timeout", serve.http.body_timeout_s,
+                        "seconds from the end of a request's header to the end of its body (default 60)",
+                        {0.001, 86400.0});
+      add_number_option(app, "--write-timeout", serve.http.write_timeout_s,
+                        "seconds one write of an answer may wait for a client that does not read (default 30)",
+                        {0.001, 86400.0});
+      add_number_option(app, "--max-body-mb", options->max_body_mb,
+                        "largest request body in MiB, chunked bodies too (default 8)", {int64_t{1}, int64_t{1024}});
       add_sampling_flags(app, serve.sampling, /*seed_flag=*/false);  // defaults for what a request leaves out
       app.add_flag("--no-think", options->no_think,
                    "hybrid-thinking templates: ask for answers without a think block unless a request says otherwise");

@@ -60,6 +60,10 @@ void throw_json_field_type(std::string_view key, std::string_view expected, cons
                expected == "array" || expected == "object" ? "an" : "a", expected, json_excerpt(found));
 }
 
+std::string to_json_text(const json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
 std::string json_excerpt(const json& value, size_t max_chars) {
   // dump() of a value from parse_json is bounded in depth; its length is bounded by the input. Containers are
   // summarised first so a million-element array is not printed just to be cut.

@@ -66,6 +66,10 @@ T json_field_or(const nlohmann::json& object, std::string_view key, T fallback, 
   }
 }
 
+// Compact JSON text of `value` in which invalid UTF-8 inside strings becomes U+FFFD instead of an exception: for text
+// that quotes what a client or a model produced (nlohmann's dump() throws type_error 316 on such bytes).
+std::string to_json_text(const nlohmann::json& value);
+
 // A value for an error message: compact JSON cut to about `max_chars` ("[1,2,3,...] (array of 10^6)").
 std::string json_excerpt(const nlohmann::json& value, size_t max_chars = 80);
 

@@ -1,88 +1,157 @@
-// See http_server.h. cpp-httplib is included here only: the rest of serve/ never sees it.
+// See http_server.h. Boost.Asio / Beast are included by the serve/http_*.cpp files only: the rest of serve/ (and
+// everything that includes server.h) never sees them.
 #include "serve/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstring>
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <ctime>
 #include <mutex>
-#include <random>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/logging.h"
 #include "core/memory.h"
-#include "serve/api_error.h"
-#include "serve/openai_response.h"
+#include "serve/http_completion.h"
+#include "serve/http_connection.h"
 
 namespace nvfp4lm::serve {
 namespace {
 
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::ip::tcp;
 using nlohmann::json;
 
-constexpr auto kWaitSlice = std::chrono::milliseconds(50);
-constexpr int kListenBacklog = 1024;
+// Open files that are not client connections: the model's files, pipes, OpenMP and OpenBLAS, logs.
+constexpr rlim_t kOtherFiles = 256;
+// A failed accept (out of file descriptors) is retried after this pause rather than at once, in a loop.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
+// Log lines about closed connections: at most this many a second for each reason; the rest are counted and the
+// count is said in the next line (the metric counts every one).
+constexpr int kClosedLinesPerSecond = 5;
 
-void reply_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
+std::chrono::milliseconds milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
 }
 
-void reply_error(httplib::Response& res, const ApiError& error) { reply_json(res, error.status(), error.body()); }
+HttpReply json_reply(int status, const json& body) { return {status, "application/json", to_json_text(body), {}}; }
 
-// Counts a handler in flight (HttpServer::active_requests) for its whole life, the answer's writing included.
-class ActiveRequest {
- public:
-  explicit ActiveRequest(std::atomic<int64_t>& count) : count_(count) { ++count_; }
-  ~ActiveRequest() { --count_; }
-  ActiveRequest(const ActiveRequest&) = delete;
-  ActiveRequest& operator=(const ActiveRequest&) = delete;
+// The routes: which methods each path takes (405 with Allow lists them) and the label it has in /metrics.
+enum class Route { Health, Metrics, Models, Model, ChatCompletions, Completions, Unknown };
 
- private:
-  std::atomic<int64_t>& count_;
+struct RouteMatch {
+  Route route = Route::Unknown;
+  std::string model_id;  // Route::Model
+  const char* allow = "";
+  const char* label = "other";  // requests_total{endpoint}; /health and /metrics are not counted
 };
 
-// The state a chunked answer keeps between calls of its content provider.
-struct Answer {
-  std::shared_ptr<RequestChannel> channel;
-  CompletionResponse response;
-  std::shared_ptr<ActiveRequest> active;
-  bool complete = false;
-};
+// "%41" -> "A" in a path segment; nullopt when a '%' is not followed by two hex digits.
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(text[i + 2])))
+      return std::nullopt;
+    out += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
+    i += 2;
+  }
+  return out;
+}
+
+RouteMatch match_route(std::string_view path) {
+  constexpr std::string_view kModelPrefix = "/v1/models/";
+  if (path == "/health") return {Route::Health, {}, "GET, HEAD", ""};
+  if (path == "/metrics") return {Route::Metrics, {}, "GET, HEAD", ""};
+  if (path == "/v1/models") return {Route::Models, {}, "GET, HEAD", "/v1/models"};
+  if (path == "/v1/chat/completions") return {Route::ChatCompletions, {}, "POST", "/v1/chat/completions"};
+  if (path == "/v1/completions") return {Route::Completions, {}, "POST", "/v1/completions"};
+  if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix)
+    return {Route::Model, std::string(path.substr(kModelPrefix.size())), "GET, HEAD", "/v1/models/{id}"};
+  return {};
+}
+
+// A path for an error message, cut to a readable length.
+std::string excerpt(std::string_view text) {
+  constexpr size_t kMaxChars = 120;
+  return text.size() <= kMaxChars ? std::string(text) : std::string(text.substr(0, kMaxChars)) + "...";
+}
+
+bool method_allowed(const RouteMatch& match, http::verb method) {
+  if (std::string_view(match.allow) == "POST") return method == http::verb::post;
+  return method == http::verb::get || method == http::verb::head;
+}
 
 }  // namespace
 
-struct HttpServer::Impl {
-  HttpServer& owner;
+struct HttpServer::Impl final : HttpConnectionHost {
   Scheduler& scheduler;
   ServeMetrics& metrics;
   ServedModel model;
   HttpOptions options;
-  httplib::Server server;
+  HttpLimits limits;
+  int64_t max_connections = 0;
   int port = 0;
-  std::atomic<bool> draining{false};
-  std::atomic<bool> listen_returned{false};
   int64_t created = std::time(nullptr);
-  std::mutex random_mutex;
-  std::mt19937_64 random{std::random_device{}()};
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stopping{false};
 
-  Impl(HttpServer& owner, Scheduler& scheduler, ServeMetrics& metrics, ServedModel model, HttpOptions options)
-      : owner(owner), scheduler(scheduler), metrics(metrics), model(std::move(model)), options(std::move(options)) {}
+  // Open connections (the limit, /metrics, drain and stop reach them here). Declared before the io_context: the
+  // io_context's destruction destroys the last handlers, whose connections then unregister here.
+  mutable std::mutex connections_mutex;
+  std::unordered_map<const HttpConnection*, std::weak_ptr<HttpConnection>> connections;
 
-  uint64_t random_u64() {
-    const std::lock_guard<std::mutex> lock(random_mutex);
-    return random();
+  std::mutex log_mutex;
+  std::unordered_map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> log_window;  // per reason
+  std::unordered_map<std::string, int64_t> log_suppressed;
+
+  CompletionService completions;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};
+  std::vector<std::thread> threads;
+
+  Impl(Scheduler& scheduler, ServeMetrics& metrics, ServedModel model_in, HttpOptions options_in)
+      : scheduler(scheduler),
+        metrics(metrics),
+        model(std::move(model_in)),
+        options(std::move(options_in)),
+        completions(scheduler, metrics, model, options.model_name, options.prepare_threads) {
+    limits.idle = milliseconds(options.idle_timeout_s);
+    limits.header = milliseconds(options.header_timeout_s);
+    limits.body = milliseconds(options.body_timeout_s);
+    limits.write = milliseconds(options.write_timeout_s);
+    limits.max_body_bytes = options.max_body_bytes;
   }
 
-  std::string response_id(Endpoint endpoint) {
-    return fmt::format("{}-{:016x}{:08x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", random_u64(),
-                       static_cast<uint32_t>(random_u64()));
+  void bind();
+  void raise_file_limit();
+  void accept();
+  void accepted(tcp::socket socket);
+  void refuse_connection(tcp::socket& socket);
+  template <typename Fn>
+  void each_connection(Fn fn);
+  int64_t open_connections() const {
+    const std::lock_guard<std::mutex> lock(connections_mutex);
+    return static_cast<int64_t>(connections.size());
   }
-
+  bool authorized(const HttpRequest& request) const {
+    return options.api_key.empty() || request[http::field::authorization] == "Bearer " + options.api_key;
+  }
   json model_object() const {
     return {{"id", options.model_name},
             {"object", "model"},
@@ -90,228 +159,268 @@ struct HttpServer::Impl {
             {"owned_by", "nvfp4lm"},
             {"max_model_len", model.rules.context}};
   }
+  void log_closed(std::string_view reason, const std::string& line);
 
-  bool authorized(const httplib::Request& req) const {
-    return options.api_key.empty() || req.get_header_value("Authorization") == "Bearer " + options.api_key;
+  // HttpConnectionHost
+  void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest& request) override;
+  HttpReply unreadable_request(int status, const std::string& message) override {
+    metrics.count_request("other", std::to_string(status));
+    return api_error_reply(ApiError(status, "invalid_request_error", message));
   }
-
-  void routes();
-  void completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
-  void answer(httplib::Response& res, const CompletionRequest& request, std::shared_ptr<RequestChannel> channel,
-              std::shared_ptr<ActiveRequest> active);
-  void finish(Answer& answer, bool success, Endpoint endpoint);
+  void closed_by_limit(const HttpConnection& connection, std::string_view reason, const std::string& why) override {
+    metrics.count_connection_closed(reason);
+    log_closed(reason, fmt::format("serve: closed the connection from {}: {}", connection.peer(), why));
+  }
+  void ended(const HttpConnection* connection) override {
+    const std::lock_guard<std::mutex> lock(connections_mutex);
+    connections.erase(connection);
+  }
 };
 
-void HttpServer::Impl::routes() {
-  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path.rfind("/v1/", 0) == 0 && !authorized(req)) {
-      reply_error(res, ApiError(401, "invalid_request_error",
-                                "Incorrect API key provided: send the server's key as 'Authorization: Bearer KEY'", {},
-                                "invalid_api_key"));
-      metrics.count_request(req.path, "401");
-      return httplib::Server::HandlerResponse::Handled;
+void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest& request) {
+  const std::string_view target = request.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  const RouteMatch match = match_route(path);
+  auto answer = [&](const HttpReply& reply) {
+    if (*match.label != '\0') metrics.count_request(match.label, std::to_string(reply.status));
+    connection->reply(reply);
+  };
+  if (path.substr(0, 4) == "/v1/" && !authorized(request))
+    return answer(api_error_reply(
+        ApiError(401, "invalid_request_error",
+                 "Incorrect API key provided: send the server's key as 'Authorization: Bearer KEY'", {},
+                 "invalid_api_key")));
+  if (match.route == Route::Unknown)
+    return answer(api_error_reply(ApiError(
+        404, "invalid_request_error",
+        fmt::format("no route for {} {} (see GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
+                    std::string_view(request.method_string()), excerpt(path)))));
+  if (!method_allowed(match, request.method())) {
+    HttpReply reply = api_error_reply(
+        ApiError(405, "invalid_request_error",
+                 fmt::format("{} takes {}, not {}", excerpt(path), match.allow,
+                             std::string_view(request.method_string()))));
+    reply.headers.emplace_back("Allow", match.allow);
+    return answer(reply);
+  }
+  switch (match.route) {
+    case Route::Health:
+      return connection->reply(draining ? json_reply(503, {{"status", "shutting down"}})
+                                        : json_reply(200, {{"status", "ok"}}));
+    case Route::Metrics: {
+      MetricGauges gauges;
+      gauges.waiting = scheduler.waiting();
+      gauges.running = scheduler.running();
+      gauges.slots = model.slots;
+      gauges.context = model.rules.context;
+      gauges.device = model.device;
+      gauges.device_bytes = MemoryTracker::instance().current_bytes(Device::parse(model.device));
+      gauges.rss_bytes = current_rss_bytes();
+      gauges.connections = open_connections();
+      return connection->reply({200, "text/plain; version=0.0.4", metrics.render(gauges), {}});
     }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  // Errors httplib answers itself (unknown route, body too large, unreadable request) get an OpenAI error body.
-  server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    std::string message;
-    if (res.status == 404) {
-      message = fmt::format("no route for {} {} (see GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
-                            req.method, req.path);
-    } else if (res.status == 413) {
-      message = fmt::format("the request body is larger than this server's limit of {} bytes", options.max_body_bytes);
-    } else {
-      message = fmt::format("the request could not be read (HTTP status {})", res.status);
+    case Route::Models:
+      return answer(json_reply(200, {{"object", "list"}, {"data", json::array({model_object()})}}));
+    case Route::Model: {
+      const std::optional<std::string> id = percent_decoded(match.model_id);
+      if (id && *id == options.model_name) return answer(json_reply(200, model_object()));
+      return answer(api_error_reply(
+          ApiError(404, "invalid_request_error",
+                   fmt::format("The model '{}' does not exist; this server serves '{}'",
+                               excerpt(id ? *id : match.model_id), options.model_name),
+                   "model", "model_not_found")));
     }
-    reply_error(res, ApiError(res.status, res.status >= 500 ? "server_error" : "invalid_request_error", message));
-    metrics.count_request(req.path, std::to_string(res.status));
-  });
-  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    log::error("serve: {} {} failed: {}", req.method, req.path, what);
-    reply_error(res, ApiError(500, "server_error", fmt::format("internal error: {}", what)));
-  });
+    case Route::ChatCompletions:
+    case Route::Completions:
+      return completions.answer(
+          connection, match.route == Route::ChatCompletions ? Endpoint::ChatCompletions : Endpoint::Completions,
+          std::move(request.body()));
+    case Route::Unknown:
+      break;
+  }
+}
 
-  server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (draining) return reply_json(res, 503, {{"status", "shutting down"}});
-    reply_json(res, 200, {{"status", "ok"}});
-  });
-  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    MetricGauges gauges;
-    gauges.waiting = scheduler.waiting();
-    gauges.running = scheduler.running();
-    gauges.slots = model.slots;
-    gauges.context = model.rules.context;
-    gauges.device = model.device;
-    gauges.device_bytes = MemoryTracker::instance().current_bytes(Device::parse(model.device));
-    gauges.rss_bytes = current_rss_bytes();
-    res.set_content(metrics.render(gauges), "text/plain; version=0.0.4");
-  });
-  server.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-    reply_json(res, 200, {{"object", "list"}, {"data", json::array({model_object()})}});
-    metrics.count_request(req.path, "200");
-  });
-  server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != options.model_name) {
-      reply_error(res, ApiError(404, "invalid_request_error",
-                                fmt::format("The model '{}' does not exist; this server serves '{}'",
-                                            std::string(req.matches[1]), options.model_name),
-                                "model", "model_not_found"));
+void HttpServer::Impl::log_closed(std::string_view reason, const std::string& line) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::lock_guard<std::mutex> lock(log_mutex);
+  auto& [window_start, lines] = log_window[std::string(reason)];
+  if (now - window_start >= std::chrono::seconds(1)) {
+    window_start = now;
+    lines = 0;
+  }
+  int64_t& suppressed = log_suppressed[std::string(reason)];
+  if (lines++ >= kClosedLinesPerSecond) {
+    ++suppressed;
+    return;
+  }
+  if (suppressed > 0) {
+    log::info("{} (and {} more for {} before it)", line, suppressed, reason);
+    suppressed = 0;
+  } else {
+    log::info("{}", line);
+  }
+}
+
+void HttpServer::Impl::raise_file_limit() {
+  const auto needed = static_cast<rlim_t>(options.max_connections) + kOtherFiles;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < needed && limit.rlim_cur != RLIM_INFINITY) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  max_connections = options.max_connections;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
+    max_connections = std::max<int64_t>(1, static_cast<int64_t>(limit.rlim_cur) - static_cast<int64_t>(kOtherFiles));
+    log::warn("serve: the open-file limit ({}, ulimit -n) leaves room for {} connections, not --max-connections {}",
+              limit.rlim_cur, max_connections, options.max_connections);
+  }
+}
+
+void HttpServer::Impl::bind() {
+  const std::string& host = options.host;
+  auto fail = [&](const std::string& why) {
+    NVFP4LM_FAIL("serve: cannot listen on {}:{}: {} (is another server using the port? pick another with --port)",
+                 host, options.port, why);
+  };
+  boost::system::error_code error;
+  tcp::endpoint endpoint;
+  const asio::ip::address address = asio::ip::make_address(host, error);
+  if (!error) {
+    endpoint = tcp::endpoint(address, static_cast<uint16_t>(options.port));
+  } else {
+    tcp::resolver resolver(io);
+    const auto results = resolver.resolve(host, std::to_string(options.port), tcp::resolver::passive, error);
+    if (error || results.empty()) fail(error ? error.message() : "the host name has no address");
+    endpoint = results.begin()->endpoint();
+  }
+  // SO_REUSEADDR only: a restart may reuse a port in TIME_WAIT, but a second server may not share a port in use.
+  acceptor.open(endpoint.protocol(), error);
+  if (!error) acceptor.set_option(tcp::acceptor::reuse_address(true), error);
+  if (!error) acceptor.bind(endpoint, error);
+  if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
+  if (error) fail(error.message());
+  port = acceptor.local_endpoint().port();
+}
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](const boost::system::error_code& error, tcp::socket socket) {
+    if (stopping || error == asio::error::operation_aborted) return;
+    if (error) {
+      // Out of file descriptors (or a similar condition that passes): say so, and try again shortly.
+      log_closed("accept_failed", fmt::format("serve: cannot accept a connection: {}", error.message()));
+      accept_retry.expires_after(kAcceptRetry);
+      accept_retry.async_wait([this](const boost::system::error_code& wait_error) {
+        if (!wait_error && !stopping) accept();
+      });
       return;
     }
-    reply_json(res, 200, model_object());
-  });
-  server.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    completion(req, res, Endpoint::ChatCompletions);
-  });
-  server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    completion(req, res, Endpoint::Completions);
+    accepted(std::move(socket));
+    accept();
   });
 }
 
-void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
-  auto active = std::make_shared<ActiveRequest>(owner.active_);
-  try {
-    if (draining)
-      throw ApiError(503, "service_unavailable", "the server is shutting down; retry against another instance", {},
-                     "server_shutting_down");
-    JsonParseResult parsed = try_parse_json(req.body);
-    if (!parsed.ok()) throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
-    const CompletionRequest request = parse_completion_request(parsed.value, endpoint, model.defaults);
-    if (!request.ignored.empty())
-      log::debug("serve: {} ignores unknown field(s) {}", endpoint_path(endpoint), fmt::join(request.ignored, ", "));
-    if (!request.model.empty() && request.model != options.model_name)
-      throw ApiError(404, "invalid_request_error",
-                     fmt::format("The model '{}' does not exist; this server serves '{}' (GET /v1/models)",
-                                 request.model, options.model_name),
-                     "model", "model_not_found");
-    SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, random_u64());
-    answer(res, request, scheduler.submit(std::move(spec)), std::move(active));
-  } catch (const ApiError& error) {
-    reply_error(res, error);
-    metrics.count_request(endpoint_path(endpoint), std::to_string(error.status()));
+void HttpServer::Impl::accepted(tcp::socket socket) {
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);  // server-sent events are small writes that must go out at once
+  if (options.send_buffer_bytes > 0)
+    socket.set_option(asio::socket_base::send_buffer_size(options.send_buffer_bytes), ignored);
+  if (open_connections() >= max_connections) return refuse_connection(socket);
+  auto connection = std::make_shared<HttpConnection>(std::move(socket), *this, limits);
+  {
+    const std::lock_guard<std::mutex> lock(connections_mutex);
+    connections.emplace(connection.get(), connection);
   }
+  if (draining) connection->drain();
+  connection->start();
 }
 
-void HttpServer::Impl::finish(Answer& state, bool success, Endpoint endpoint) {
-  if (const auto error = state.channel->error()) {
-    metrics.count_request(endpoint_path(endpoint), std::to_string(error->status()));
-    return;
-  }
-  if (success && state.complete) {
-    metrics.count_request(endpoint_path(endpoint), "200");
-    return;
-  }
-  // The client went away (or a write failed): drop the sequence, free its slot.
-  state.channel->cancel();
-  scheduler.notify();
-  metrics.count_request(endpoint_path(endpoint), "cancelled");
+void HttpServer::Impl::refuse_connection(tcp::socket& socket) {
+  metrics.count_connection_closed("connection_limit");
+  boost::system::error_code error;
+  const auto remote = socket.remote_endpoint(error);
+  log_closed("connection_limit",
+             fmt::format("serve: refused the connection from {}: {} connections are open (--max-connections)",
+                         error ? "an unknown peer" : remote.address().to_string(), max_connections));
+  // One non-blocking write: the answer fits an empty socket buffer, and a client that is not reading loses it.
+  const ApiError busy(503, "service_unavailable",
+                      fmt::format("the server has {} open connections, its limit; retry later", max_connections), {},
+                      "too_many_connections");
+  const HttpReply reply = api_error_reply(busy);
+  std::string text = fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n");
+  for (const auto& [name, value] : reply.headers) text += fmt::format("{}: {}\r\n", name, value);
+  text += fmt::format("Content-Length: {}\r\nConnection: close\r\n\r\n{}", reply.body.size(), reply.body);
+  socket.non_blocking(true, error);
+  if (!error) socket.write_some(asio::buffer(text), error);
+  socket.shutdown(tcp::socket::shutdown_both, error);
+  socket.close(error);
 }
 
-void HttpServer::Impl::answer(httplib::Response& res, const CompletionRequest& request,
-                              std::shared_ptr<RequestChannel> channel, std::shared_ptr<ActiveRequest> active) {
-  const Endpoint endpoint = request.endpoint;
-  auto state = std::make_shared<Answer>(Answer{
-      std::move(channel),
-      CompletionResponse(request, model.tokenizer, response_id(endpoint), std::time(nullptr), options.model_name),
-      std::move(active)});
-  const bool stream = request.stream;
-  auto provider = [state, stream](size_t, httplib::DataSink& sink) {
-    std::vector<SequenceEvent> events;
-    const bool closed = state->channel->wait(events, kWaitSlice);
-    std::string out;
-    for (const SequenceEvent& event : events) out += state->response.add(event);
-    const std::optional<ApiError> error = closed ? state->channel->error() : std::nullopt;
-    if (closed) {
-      if (stream) {
-        out += error ? CompletionResponse::stream_error(*error) : state->response.stream_end();
-      } else if (error) {
-        // The status line went out already: end the connection without the last chunk.
-        log::error("serve: a request failed after its answer began: {}", error->what());
-        return false;
-      } else {
-        out = state->response.body().dump();
-      }
-    }
-    if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-    if (closed) {
-      state->complete = true;
-      sink.done();
-      return true;
-    }
-    return out.empty() ? sink.is_writable() : true;
-  };
-  if (stream) res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(stream ? "text/event-stream" : "application/json", provider,
-                                   [this, state, endpoint](bool success) { finish(*state, success, endpoint); });
+template <typename Fn>
+void HttpServer::Impl::each_connection(Fn fn) {
+  std::vector<std::shared_ptr<HttpConnection>> open;
+  {
+    const std::lock_guard<std::mutex> lock(connections_mutex);
+    for (const auto& [key, weak] : connections)
+      if (auto connection = weak.lock()) open.push_back(std::move(connection));
+  }
+  for (const auto& connection : open) fn(*connection);
 }
 
 HttpServer::HttpServer(Scheduler& scheduler, ServeMetrics& metrics, ServedModel model, HttpOptions options)
-    : impl_(std::make_unique<Impl>(*this, scheduler, metrics, std::move(model), std::move(options))) {
-  httplib::Server& server = impl_->server;
-  const int64_t threads = std::max<int64_t>(4, impl_->options.threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  server.set_payload_max_length(impl_->options.max_body_bytes);
-  server.set_keep_alive_max_count(1000);
-  // An idle keep-alive connection holds its thread until this passes, also when the server stops (0.11.4's wait
-  // for the next request does not look at the listener): short, so that shutdown is not held up by idle clients.
-  server.set_keep_alive_timeout(2);
-  server.set_read_timeout(30);
-  server.set_write_timeout(30);
-  impl_->routes();
-  // cpp-httplib's default socket options set SO_REUSEPORT, which lets a second server bind a port in use without an
-  // error; SO_REUSEADDR only (a restart may reuse a port in TIME_WAIT). The listening socket is kept to widen its
-  // backlog below.
-  int listening = -1;
-  server.set_socket_options([&listening](int sock) {
-    const int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listening = sock;
-  });
-  const std::string& host = impl_->options.host;
-  errno = 0;
-  if (impl_->options.port == 0) {
-    impl_->port = server.bind_to_any_port(host);
-  } else if (server.bind_to_port(host, impl_->options.port)) {
-    impl_->port = impl_->options.port;
-  } else {
-    impl_->port = -1;
-  }
-  NVFP4LM_CHECK(impl_->port > 0,
-                "serve: cannot listen on {}:{}: {} (is another server using the port? pick another with --port)", host,
-                impl_->options.port, errno != 0 ? std::strerror(errno) : "the address cannot be bound");
-  // 0.11.4 listens with a backlog of 5: a burst of clients on a busy machine would overflow it before the listener
-  // thread accepts them, and Linux then drops connections that the clients already count as open. Listening again
-  // on the same socket only changes the backlog.
-  NVFP4LM_CHECK(::listen(listening, kListenBacklog) == 0, "serve: cannot set the listen backlog on {}:{}: {}", host,
-                impl_->port, std::strerror(errno));
+    : impl_(std::make_unique<Impl>(scheduler, metrics, std::move(model), std::move(options))) {
+  const HttpOptions& checked = impl_->options;
+  NVFP4LM_CHECK(checked.max_connections >= 1, "--max-connections must be at least 1, got {}", checked.max_connections);
+  for (const double seconds :
+       {checked.idle_timeout_s, checked.header_timeout_s, checked.body_timeout_s, checked.write_timeout_s})
+    NVFP4LM_CHECK(seconds > 0, "serve: the connection timeouts must be positive, got {:g} s", seconds);
+  impl_->raise_file_limit();
+  impl_->bind();
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() { stop(std::chrono::steady_clock::now()); }
 
 int HttpServer::bound_port() const { return impl_->port; }
 
-void HttpServer::listen() {
-  impl_->server.listen_after_bind();
-  impl_->listen_returned = true;
+void HttpServer::start() {
+  if (!impl_->threads.empty() || impl_->stopping) return;
+  impl_->accept();
+  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
+    impl_->threads.emplace_back([this] { impl_->io.run(); });
 }
 
-void HttpServer::stop() {
-  // httplib's stop() does nothing before listen() has set the server running: wait for that (or for listen() to
-  // have returned), or a stop right after the start would leave the listener running forever.
-  while (!impl_->server.is_running() && !impl_->listen_returned)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  impl_->server.stop();
+void HttpServer::set_draining() {
+  impl_->draining = true;
+  impl_->completions.set_draining();
+  impl_->each_connection([](HttpConnection& connection) { connection.drain(); });
 }
 
-void HttpServer::set_draining() { impl_->draining = true; }
+void HttpServer::stop(std::chrono::steady_clock::time_point deadline) {
+  Impl& impl = *impl_;
+  if (impl.stopping.exchange(true)) return;
+  impl.draining = true;
+  impl.completions.set_draining();
+  asio::post(impl.io, [&impl] {
+    boost::system::error_code ignored;
+    impl.acceptor.close(ignored);
+    impl.accept_retry.cancel();
+  });
+  impl.each_connection([](HttpConnection& connection) { connection.drain(/*close_unanswered=*/true); });
+  while ((impl.completions.active() > 0 || impl.open_connections() > 0) && std::chrono::steady_clock::now() < deadline &&
+         !impl.threads.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  impl.each_connection([](HttpConnection& connection) { connection.close(); });
+  impl.completions.stop();
+  // Closed connections finish their last handlers; then nothing is left to run and the threads return.
+  const auto wait_end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (impl.open_connections() > 0 && std::chrono::steady_clock::now() < wait_end && !impl.threads.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  impl.io.stop();
+  for (std::thread& thread : impl.threads) thread.join();
+  impl.threads.clear();
+}
+
+int64_t HttpServer::active_requests() const { return impl_->completions.active(); }
 
 }  // namespace nvfp4lm::serve

@@ -1,22 +1,21 @@
-// The HTTP face of `nvfp4lm serve` (cpp-httplib, Debian's libcpp-httplib; docs/DESIGN.md says why):
+// The HTTP face of `nvfp4lm serve`, event-driven on Boost.Asio + Boost.Beast (docs/DESIGN.md §8 says why):
 //   POST /v1/chat/completions, POST /v1/completions   OpenAI API (openai_request.h / openai_response.h)
 //   GET  /v1/models, /v1/models/{id}                  the one served model
 //   GET  /health                                      200 {"status": "ok"}, 503 while shutting down
 //   GET  /metrics                                     Prometheus text (metrics.h)
 // With an API key, /v1/* needs "Authorization: Bearer KEY" (else 401). Every error is an OpenAI error object
-// (api_error.h): 400 bad JSON or fields, 401, 404 unknown route or model, 413 a body over max_body_bytes, 429 queue
-// full, 500, 503 shutting down.
+// (api_error.h): 400 bad HTTP, bad JSON (invalid UTF-8 included) or bad fields, 401, 404 unknown route or model, 405
+// a route's wrong method (with Allow), 413 a body over max_body_bytes (chunked too), 429 queue full and 503 shutting
+// down or too many connections (both with Retry-After), 431 a header over its limit, 500.
 //
-// Each connection is served by one thread of a pool (blocking I/O); a completion request waits on its
-// RequestChannel in 50 ms slices and checks its client in between, so a client that disconnects — streaming or
-// not — cancels its sequence within a token or 50 ms. Answers are written with chunked transfer encoding as they
-// come (server-sent events when stream = true; the whole JSON object at the end otherwise). The status line of a
-// non-streamed answer is therefore sent before the answer exists: should the model fail after its prefill (a NaN
-// logit, a CUDA error), the connection is closed without the last chunk, which every HTTP client reports as an
-// error (the failure is also logged and counted as 500).
+// Threads: io_threads (1) run every connection (http_connection.h: deadlines, pipelining, streaming), the
+// acceptor, /health, /metrics and /v1/models; none of them ever waits for the model or a client. Completion
+// requests are parsed, checked and tokenized on prepare_threads (2) — a long prompt takes a while to tokenize — and
+// submitted to the scheduler at once, so the queue bound (--max-queue, 429) sees every request that arrived. The
+// scheduler's events come back through the request's channel, which posts a wake-up to the connection's strand.
 #pragma once
 
-#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,7 +34,14 @@ struct HttpOptions {
   std::string api_key;
   std::string model_name;
   uint64_t max_body_bytes = uint64_t{8} << 20;
-  int64_t threads = 32;  // connections served at once
+  int64_t max_connections = 4096;  // open at once; more are answered 503 and closed
+  double idle_timeout_s = 60;      // no request on a connection (fresh or keep-alive)
+  double header_timeout_s = 10;    // from a request's first byte to the end of its header
+  double body_timeout_s = 60;      // from the end of the header to the end of the body
+  double write_timeout_s = 30;     // one write of an answer (a client that does not read)
+  int io_threads = 1;              // threads running the connections
+  int prepare_threads = 2;         // threads parsing and tokenizing completion requests
+  int send_buffer_bytes = 0;       // SO_SNDBUF of client connections; 0: the kernel's autotuning (tests make it small)
 };
 
 // What the HTTP layer needs to know about the model and the engine.
@@ -49,26 +55,28 @@ struct ServedModel {
 
 class HttpServer {
  public:
-  // Binds the port at once: Error (naming host:port and why) when it cannot.
+  // Binds the port at once: Error (naming host:port and why) when it cannot. Raises the open-file limit to what
+  // max_connections needs when the hard limit allows; else serves fewer connections and says so.
   HttpServer(Scheduler& scheduler, ServeMetrics& metrics, ServedModel model, HttpOptions options);
-  ~HttpServer();
+  ~HttpServer();  // stop() if still running
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   int bound_port() const;
-  // Serves until stop(); blocking.
-  void listen();
-  // Ends listen() (from another thread, once listen() was called).
-  void stop();
-  // New completion requests get 503 from now on (health says so too).
+  // Starts the threads; returns at once.
+  void start();
+  // Shutting down: new completion requests get 503 (health says so too), idle connections close, every answer
+  // from now on closes its connection.
   void set_draining();
-  // Completion requests whose answer is still being written.
-  int64_t active_requests() const { return active_; }
+  // Waits until every completion answer is written or `deadline` passes, then closes every connection and stops
+  // the threads (a client that reads slowly cannot hold up the exit beyond the deadline).
+  void stop(std::chrono::steady_clock::time_point deadline);
+  // Completion requests not answered to the end yet.
+  int64_t active_requests() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::atomic<int64_t> active_{0};
 };
 
 }  // namespace nvfp4lm::serve

@@ -57,6 +57,11 @@ void ServeMetrics::count_request(std::string_view endpoint, std::string_view sta
   ++requests_[{std::string(endpoint), std::string(status)}];
 }
 
+void ServeMetrics::count_connection_closed(std::string_view reason) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++connections_closed_[std::string(reason)];
+}
+
 void ServeMetrics::count_tokens(int64_t prompt, int64_t generated) {
   prompt_tokens_ += static_cast<uint64_t>(prompt);
   generation_tokens_ += static_cast<uint64_t>(generated);
@@ -86,6 +91,14 @@ std::string ServeMetrics::render(const MetricGauges& gauges) const {
   header(out, "memory_bytes", "Bytes of tensors allocated on the device (nvfp4lm's memory tracker)", "gauge");
   out += fmt::format("nvfp4lm_memory_bytes{{device=\"{}\"}} {}\n", gauges.device, gauges.device_bytes);
   gauge(out, "process_resident_memory_bytes", "Resident set size of the process", gauges.rss_bytes);
+  gauge(out, "http_connections", "Open client connections", gauges.connections);
+  header(out, "http_connections_closed_total",
+         "Connections the server closed because they passed a deadline or the connection limit, by reason", "counter");
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [reason, count] : connections_closed_)
+      out += fmt::format("nvfp4lm_http_connections_closed_total{{reason=\"{}\"}} {}\n", reason, count);
+  }
   return out;
 }
 

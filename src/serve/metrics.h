@@ -6,6 +6,9 @@
 //   decode_step_seconds                 histogram: one batched decode step (all running sequences, one token each)
 //   time_to_first_token_seconds, request_seconds, queue_seconds    histograms per request
 //   memory_bytes{device}, process_resident_memory_bytes            tracked tensor bytes and RSS
+//   http_connections                    open client connections (gauge)
+//   http_connections_closed_total{reason}   connections the server closed for a limit: idle_timeout,
+//                                       header_timeout, body_timeout, write_timeout, connection_limit
 // Counters and histograms are updated by the HTTP and scheduler threads; each has its own lock or is atomic.
 #pragma once
 
@@ -38,6 +41,7 @@ class Histogram {
 // Values read at scrape time.
 struct MetricGauges {
   int64_t waiting = 0, running = 0, slots = 0, context = 0;
+  int64_t connections = 0;  // open client connections
   std::string device;  // "cpu", "cuda:0"
   uint64_t device_bytes = 0, rss_bytes = 0;
 };
@@ -49,6 +53,8 @@ class ServeMetrics {
   // `status`: the HTTP status, or "cancelled" for a client that went away.
   void count_request(std::string_view endpoint, std::string_view status);
   void count_tokens(int64_t prompt, int64_t generated);
+  // A connection the server closed because it passed a limit (`reason`: "idle_timeout", "connection_limit", ...).
+  void count_connection_closed(std::string_view reason);
 
   Histogram batch_size;
   Histogram decode_step_seconds;
@@ -61,6 +67,7 @@ class ServeMetrics {
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, uint64_t> requests_;
+  std::map<std::string, uint64_t, std::less<>> connections_closed_;
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0};
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/json_text.h"
 #include "tokenizer/utf8.h"
 
 namespace nvfp4lm::serve {
@@ -16,7 +17,7 @@ constexpr double kLowestLogprob = -9999.0;
 
 double finite_logprob(double value) { return std::isfinite(value) ? value : kLowestLogprob; }
 
-std::string sse(const json& data) { return "data: " + data.dump() + "\n\n"; }
+std::string sse(const json& data) { return "data: " + to_json_text(data) + "\n\n"; }
 
 }  // namespace
 

@@ -1,13 +1,15 @@
-// RequestChannel: the way between the HTTP thread that answers one request and the scheduler thread that runs it
+// RequestChannel: the way between the HTTP layer that answers one request and the scheduler thread that runs it
 // (scheduler.h). The scheduler pushes the sequence's events and closes the channel when it finished or failed;
-// the HTTP thread waits for events in short slices (so it can check its client in between) and cancels the
-// channel when the client went away, which the scheduler notices at the next token boundary.
+// every push and the close call the channel's listener, which the HTTP layer sets to post a wake-up to the
+// connection's I/O thread (it never blocks there). The HTTP layer then takes the events, and cancels the channel
+// when the client went away, which the scheduler notices at the next token boundary.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -20,6 +22,9 @@ namespace nvfp4lm::serve {
 class RequestChannel {
  public:
   using Clock = std::chrono::steady_clock;
+  // Called on the scheduler's thread (or the caller of set_listener), without the channel's lock held: it must
+  // only hand the news on (post a wake-up), never take() or wait itself.
+  using Listener = std::function<void()>;
 
   explicit RequestChannel(SequenceSpec spec) : spec_(std::move(spec)), submitted_(Clock::now()) {}
 
@@ -28,9 +33,10 @@ class RequestChannel {
   void push(const SequenceEvent& event);  // closes the channel when the event finishes the sequence
   void fail(const ApiError& error);       // closes the channel with an error (no effect once closed)
   // ---- HTTP side
-  // Waits until events arrive, the channel closes or `timeout` passes; moves the events into `events`. Returns
-  // true once the channel is closed and everything was taken.
-  bool wait(std::vector<SequenceEvent>& events, std::chrono::milliseconds timeout);
+  // From now on every push and the close call `listener`; called at once when events or the close already wait.
+  void set_listener(Listener listener);
+  // Moves the events that arrived into `events`. Returns true once the channel is closed and everything was taken.
+  bool take(std::vector<SequenceEvent>& events);
   std::optional<ApiError> error() const;
   // The client went away: the scheduler drops the request (queued or running) at the next token boundary.
   void cancel() { cancelled_ = true; }
@@ -41,10 +47,12 @@ class RequestChannel {
   int64_t generated_tokens() const { return generated_; }
 
  private:
+  void notify(std::unique_lock<std::mutex>& lock);
+
   SequenceSpec spec_;
   Clock::time_point submitted_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  std::shared_ptr<const Listener> listener_;  // shared: called outside the lock while set_listener may replace it
   std::deque<SequenceEvent> events_;
   bool closed_ = false;
   std::optional<ApiError> error_;

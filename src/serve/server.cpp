@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -21,7 +22,8 @@ namespace nvfp4lm::serve {
 namespace {
 
 constexpr int64_t kDefaultContext = 4096;
-// After the scheduler is idle, answers may still be finishing their last writes.
+// After the scheduler is idle, answers may still be finishing their last writes; a client that reads slower than
+// that is cut off.
 constexpr auto kWriteGrace = std::chrono::seconds(5);
 
 // SIGTERM / SIGINT while the server runs: the handler (which may run on any thread: OpenMP and OpenBLAS start
@@ -51,12 +53,17 @@ class ShutdownSignals {
   ShutdownSignals(const ShutdownSignals&) = delete;
   ShutdownSignals& operator=(const ShutdownSignals&) = delete;
 
-  // Blocks until one of the signals arrives; returns its number.
+  // Blocks until one of the signals arrives or wake() is called; returns the signal's number (0 for wake()).
   int wait() {
     char byte = 0;
     while (::read(pipe_[0], &byte, 1) < 0 && errno == EINTR) {
     }
     return byte;
+  }
+  // Ends a wait() from an ordinary thread.
+  void wake() {
+    const char byte = 0;
+    [[maybe_unused]] const ssize_t written = ::write(pipe_[1], &byte, 1);
   }
 
  private:
@@ -101,7 +108,6 @@ Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions option
     const fs::path source = model.source();
     options_.http.model_name = (source.has_filename() ? source : source.parent_path()).filename().string();
   }
-  if (options_.http.threads <= 0) options_.http.threads = slots + options_.max_queue + 8;
 
   SchedulerOptions scheduler_options;
   scheduler_options.max_queue = options_.max_queue;
@@ -123,22 +129,19 @@ void Server::shutdown() {
 }
 
 void Server::run() {
-  std::thread listener([this] { http_->listen(); });
+  http_->start();
   {
     std::unique_lock<std::mutex> lock(mutex_);
     shutdown_requested_.wait(lock, [&] { return shutdown_; });
   }
-  log::info("serve: shutting down: new requests get 503; {} running request(s) may finish within {:g} s",
-            scheduler_->running(), options_.shutdown_timeout_s);
+  log::info("serve: shutting down: new requests get 503, {} waiting ones too; {} running request(s) may finish "
+            "within {:g} s",
+            scheduler_->waiting(), scheduler_->running(), options_.shutdown_timeout_s);
   http_->set_draining();
   const auto start = std::chrono::steady_clock::now();
   scheduler_->drain(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                 std::chrono::duration<double>(options_.shutdown_timeout_s)));
-  const auto grace_end = std::chrono::steady_clock::now() + kWriteGrace;
-  while (http_->active_requests() > 0 && std::chrono::steady_clock::now() < grace_end)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  http_->stop();
-  listener.join();
+  http_->stop(std::chrono::steady_clock::now() + kWriteGrace);
   log::info("serve: stopped after {:.2f} s of shutdown",
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
@@ -150,13 +153,20 @@ void serve_until_signal(const Qwen3Model& model, const Tokenizer& tokenizer, con
   log::info("serve: listening on http://{}:{} (model '{}', {} slots x {} tokens, decode {}, max queue {})",
             server.options().http.host, server.port(), server.options().http.model_name, engine.slots(),
             engine.context(), engine.decode_path(), server.options().max_queue);
-  // run() returns only after shutdown(), which only this watcher calls.
+  // run() returns only after shutdown(), which only this watcher calls. A second signal while the server drains
+  // ends the process at once (the user asked twice); once run() returned, wake() ends the watcher.
   std::thread watcher([&] {
     const int number = signals.wait();
     log::info("serve: {} received", number == SIGTERM ? "SIGTERM" : "SIGINT");
     server.shutdown();
+    const int second = signals.wait();
+    if (second == 0) return;
+    log::warn("serve: a second {} received: exiting now without finishing the running requests",
+              second == SIGTERM ? "SIGTERM" : "SIGINT");
+    std::_Exit(128 + second);
   });
   server.run();
+  signals.wake();
   watcher.join();
 }
 

@@ -2,7 +2,6 @@
 #include "tools/bench_serve.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "serve/http_client.h"
 
 namespace nvfp4lm {
 namespace {
@@ -74,41 +74,38 @@ ServeLoadResult run_serve_load(const Qwen3Model& model, const Tokenizer& tokeniz
   std::vector<std::thread> clients;
   for (int64_t c = 0; c < std::min(options.concurrency, options.requests); ++c) {
     clients.emplace_back([&] {
-      httplib::Client client("127.0.0.1", server.port());
-      client.set_read_timeout(3600);
+      serve::HttpClient client("127.0.0.1", server.port(), /*timeout_s=*/3600);
       for (int64_t r = next++; r < options.requests; r = next++) {
         const auto sent = Clock::now();
-        const httplib::Result response =
-            client.Post("/v1/completions", bodies[static_cast<size_t>(r)], "application/json");
+        const serve::HttpClientResponse response = client.post("/v1/completions", bodies[static_cast<size_t>(r)]);
         const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
         const std::lock_guard<std::mutex> lock(mutex);
-        if (!response || response->status != 200) {
+        if (response.status != 200) {
           if (result.failed++ == 0)
-            result.first_failure = response ? fmt::format("HTTP {}: {}", response->status, response->body)
-                                            : httplib::to_string(response.error());
+            result.first_failure =
+                response.ok() ? fmt::format("HTTP {}: {}", response.status, response.body) : response.error;
           continue;
         }
         latencies.push_back(seconds);
-        result.generated_tokens += json::parse(response->body)["usage"]["completion_tokens"].get<int64_t>();
+        result.generated_tokens += json::parse(response.body)["usage"]["completion_tokens"].get<int64_t>();
       }
     });
   }
   for (std::thread& client : clients) client.join();
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
-  httplib::Client client("127.0.0.1", server.port());
-  const httplib::Result metrics = client.Get("/metrics");
+  const serve::HttpClientResponse metrics = serve::HttpClient("127.0.0.1", server.port()).get("/metrics");
   server.shutdown();
   runner.join();
-  NVFP4LM_CHECK(metrics && metrics->status == 200, "bench serve: could not read the server's /metrics");
-  result.decode_tokens = scraped(metrics->body, "nvfp4lm_batch_size_sum");
-  result.decode_seconds = scraped(metrics->body, "nvfp4lm_decode_step_seconds_sum");
-  const double steps = scraped(metrics->body, "nvfp4lm_batch_size_count");
-  const double ttft_count = scraped(metrics->body, "nvfp4lm_time_to_first_token_seconds_count");
+  NVFP4LM_CHECK(metrics.status == 200, "bench serve: could not read the server's /metrics");
+  result.decode_tokens = scraped(metrics.body, "nvfp4lm_batch_size_sum");
+  result.decode_seconds = scraped(metrics.body, "nvfp4lm_decode_step_seconds_sum");
+  const double steps = scraped(metrics.body, "nvfp4lm_batch_size_count");
+  const double ttft_count = scraped(metrics.body, "nvfp4lm_time_to_first_token_seconds_count");
   result.mean_batch = steps > 0 ? result.decode_tokens / steps : 0;
   result.decode_tokens_per_second = result.decode_seconds > 0 ? result.decode_tokens / result.decode_seconds : 0;
   result.mean_time_to_first_token_seconds =
-      ttft_count > 0 ? scraped(metrics->body, "nvfp4lm_time_to_first_token_seconds_sum") / ttft_count : 0;
+      ttft_count > 0 ? scraped(metrics.body, "nvfp4lm_time_to_first_token_seconds_sum") / ttft_count : 0;
   result.tokens_per_second = result.generated_tokens / result.wall_seconds;
   result.requests_per_second = static_cast<double>(result.requests - result.failed) / result.wall_seconds;
   result.latency_p50_seconds = percentile(latencies, 0.5);

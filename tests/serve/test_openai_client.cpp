@@ -83,8 +83,8 @@ TEST(OpenAiClient, ChatStreamingCompletionsLogprobsAndErrors) {
   EXPECT_EQ(status, 0) << read_file(output) << "\nserver log:\n" << server.log();
 
   // Token for token: the server's completion token counts equal generate's.
-  httplib::Client client("127.0.0.1", port);
-  client.set_bearer_token_auth("test-key");
+  serve::HttpClient client("127.0.0.1", port);
+  client.set_bearer_token("test-key");
   const json chat = {
       {"messages", {{{"role", "user"}, {"content", question}}}}, {"max_tokens", kMaxTokens}, {"temperature", 0}};
   const HttpResult answer = post_json(client, "/v1/chat/completions", chat.dump());
@@ -116,7 +116,7 @@ TEST(ServeCli, SigtermFinishesTheRunningAnswerRefusesNewOnesAndExitsZero) {
   server.signal(SIGTERM);
   ASSERT_TRUE(eventually([&] { return server.log().find("SIGTERM received") != std::string::npos; }));
   // Draining: a new request is refused with 503 while the running one goes on.
-  httplib::Client client("127.0.0.1", port);
+  serve::HttpClient client("127.0.0.1", port);
   const HttpResult refused = post_json(client, "/v1/chat/completions", body.dump());
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_NE(refused.body.find("shutting down"), std::string::npos) << refused.body;

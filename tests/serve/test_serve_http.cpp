@@ -38,14 +38,6 @@ std::vector<int32_t> chat_prompt(const std::string& question) {
   return encode_prompt(tiny_serve_tokenizer(), question, format);
 }
 
-json chat_body(const std::string& question, int max_tokens, bool stream = false) {
-  return {{"model", kServedName},
-          {"messages", {{{"role", "user"}, {"content", question}}}},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"stream", stream}};
-}
-
 void expect_error(const HttpResult& result, int status, const std::string& part, const std::string& what) {
   EXPECT_EQ(result.status, status) << what << ": " << result.body;
   json body;
@@ -60,7 +52,7 @@ void expect_error(const HttpResult& result, int status, const std::string& part,
 
 TEST(ServeHttp, ModelsHealthAndMetrics) {
   TestServer server;
-  const httplib::Client client = server.client();
+  serve::HttpClient client = server.client();
   const HttpResult models = get(client, "/v1/models");
   ASSERT_EQ(models.status, 200) << models.body;
   EXPECT_EQ(models.json()["data"][0]["id"], kServedName);
@@ -89,7 +81,7 @@ TEST(ServeHttp, APortInUseIsAOneLineError) {
 
 TEST(ServeHttp, GreedyChatEqualsGeneratorStreamedOrNot) {
   TestServer server;
-  const httplib::Client client = server.client();
+  serve::HttpClient client = server.client();
   const std::string question = "Name three colours.";
   const GenerationResult expected = greedy_alone(chat_prompt(question), 12);
 
@@ -132,7 +124,7 @@ TEST(ServeHttp, GreedyChatEqualsGeneratorStreamedOrNot) {
 
 TEST(ServeHttp, CompletionsWithTextAndTokenIdsEqualGenerator) {
   TestServer server;
-  const httplib::Client client = server.client();
+  serve::HttpClient client = server.client();
   const std::vector<int32_t> ids = tiny_serve_tokenizer().encode("Once upon a time");
   const GenerationResult expected = greedy_alone(ids, 9);
   for (const json& prompt : {json("Once upon a time"), json(ids), json::array({json(ids)})}) {
@@ -151,7 +143,7 @@ TEST(ServeHttp, CompletionsWithTextAndTokenIdsEqualGenerator) {
 
 TEST(ServeHttp, LogprobsHaveTheApiShape) {
   TestServer server;
-  const httplib::Client client = server.client();
+  serve::HttpClient client = server.client();
   json body = chat_body("Hi", 3);
   body["logprobs"] = true;
   body["top_logprobs"] = 2;
@@ -181,7 +173,7 @@ TEST(ServeHttp, BadRequestsGetOpenAiErrors) {
   serve::ServeOptions options;
   options.context = 32;
   TestServer server(options);
-  const httplib::Client client = server.client();
+  serve::HttpClient client = server.client();
   expect_error(post_json(client, "/v1/chat/completions", "{\"messages\": [}"), 400, "not valid JSON", "malformed JSON");
   expect_error(post_json(client, "/v1/chat/completions", "[1, 2]"), 400, "must be a JSON object", "not an object");
   expect_error(post_json(client, "/v1/chat/completions", std::string(9u << 20, ' ')), 413, "larger than",
@@ -234,7 +226,7 @@ TEST(ServeHttp, ClientThatDisconnectsMidStreamIsCancelledAndMemoryReturnsToIdle)
   serve::ServeOptions options;
   options.max_batch = 2;
   TestServer server(options);
-  const httplib::Client client = server.client();
+  serve::HttpClient client = server.client();
   auto abandon_a_stream = [&] {
     RawConnection connection(server.port());
     ASSERT_TRUE(connection.connected());

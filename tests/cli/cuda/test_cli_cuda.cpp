@@ -80,8 +80,7 @@ TEST_F(CliCuda, ServeAndPromptFileAnswerAsGenerateAlone) {
   std::vector<std::string> texts(questions.size());
   for (size_t i = 0; i < questions.size(); ++i)
     clients.emplace_back([&, i] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_read_timeout(300);
+      serve::HttpClient client("127.0.0.1", port, /*timeout_s=*/300);
       const json body = {
           {"messages", {{{"role", "user"}, {"content", questions[i]}}}}, {"max_tokens", 6}, {"temperature", 0}};
       const HttpResult result = post_json(client, "/v1/chat/completions", body.dump());

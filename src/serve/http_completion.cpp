@@ -1,0 +1,207 @@
+// See http_completion.h.
+#include "serve/http_completion.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <ctime>
+#include <optional>
+#include <vector>
+
+#include "core/json_text.h"
+#include "core/logging.h"
+#include "serve/openai_response.h"
+
+namespace nvfp4lm::serve {
+namespace {
+
+// Seconds a client should wait before it retries: the queue moves within a few tokens; a server that shuts down
+// (or has no connection to spare) needs longer, or another instance.
+constexpr int kRetryAfterBusySeconds = 1;
+constexpr int kRetryAfterUnavailableSeconds = 5;
+
+ApiError shutting_down() {
+  return ApiError(503, "service_unavailable", "the server is shutting down; retry against another instance", {},
+                  "server_shutting_down");
+}
+
+}  // namespace
+
+HttpReply api_error_reply(const ApiError& error) {
+  HttpReply reply{error.status(), "application/json", to_json_text(error.body()), {}};
+  if (error.status() == 429) reply.headers.emplace_back("Retry-After", std::to_string(kRetryAfterBusySeconds));
+  if (error.status() == 503) reply.headers.emplace_back("Retry-After", std::to_string(kRetryAfterUnavailableSeconds));
+  return reply;
+}
+
+// One request's answer. Lives while the connection waits for it (the connection's on_gone holds it) and while a
+// wake-up is posted; the channel's listener holds it weakly.
+class CompletionAnswer : public std::enable_shared_from_this<CompletionAnswer> {
+ public:
+  CompletionAnswer(std::shared_ptr<HttpConnection> connection, CompletionService& service, Endpoint endpoint)
+      : connection_(std::move(connection)), service_(service), endpoint_(endpoint) {
+    ++service_.active_;
+  }
+  ~CompletionAnswer() {
+    if (!done_) --service_.active_;
+  }
+
+  // ---- preparation thread
+  void prepare(const std::string& body);
+  bool client_gone() const { return gone_; }
+
+  // ---- connection's strand
+  void refuse(const ApiError& error) {
+    if (done_ || gone_) return;
+    connection_->reply(api_error_reply(error));
+    finish(std::to_string(error.status()));
+  }
+  void gone();
+
+ private:
+  void started(const CompletionRequest& request, std::shared_ptr<RequestChannel> channel);
+  void wake();
+  void pump();
+  void finish(const std::string& status) {
+    if (done_) return;
+    done_ = true;
+    --service_.active_;
+    service_.metrics_.count_request(endpoint_path(endpoint_), status);
+  }
+
+  std::shared_ptr<HttpConnection> connection_;
+  CompletionService& service_;
+  Endpoint endpoint_;
+  std::atomic<bool> gone_{false};  // set on the strand, read by the preparation thread to skip the work
+  std::atomic<bool> wake_posted_{false};
+  // Strand only.
+  bool done_ = false;
+  bool stream_ = false;
+  bool head_sent_ = false;
+  std::shared_ptr<RequestChannel> channel_;
+  std::optional<CompletionResponse> response_;
+};
+
+void CompletionAnswer::prepare(const std::string& body) {
+  const ServedModel& model = service_.model_;
+  try {
+    if (service_.draining_) throw shutting_down();
+    JsonParseResult parsed = try_parse_json(body);
+    if (!parsed.ok()) throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
+    CompletionRequest request = parse_completion_request(parsed.value, endpoint_, model.defaults);
+    if (!request.ignored.empty())
+      log::debug("serve: {} ignores unknown field(s) {}", endpoint_path(endpoint_), fmt::join(request.ignored, ", "));
+    if (!request.model.empty() && request.model != service_.model_name_)
+      throw ApiError(404, "invalid_request_error",
+                     fmt::format("The model '{}' does not exist; this server serves '{}' (GET /v1/models)",
+                                 request.model, service_.model_name_),
+                     "model", "model_not_found");
+    SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, service_.random_u64());
+    std::shared_ptr<RequestChannel> channel = service_.scheduler_.submit(std::move(spec));
+    connection_->post([self = shared_from_this(), request = std::move(request), channel = std::move(channel)] {
+      self->started(request, channel);
+    });
+  } catch (const ApiError& error) {
+    connection_->post([self = shared_from_this(), error] { self->refuse(error); });
+  } catch (const std::exception& e) {
+    log::error("serve: {} failed: {}", endpoint_path(endpoint_), e.what());
+    const ApiError error(500, "server_error", fmt::format("internal error: {}", e.what()));
+    connection_->post([self = shared_from_this(), error] { self->refuse(error); });
+  }
+}
+
+void CompletionAnswer::started(const CompletionRequest& request, std::shared_ptr<RequestChannel> channel) {
+  channel_ = std::move(channel);
+  if (gone_ || done_) {
+    channel_->cancel();
+    service_.scheduler_.notify();
+    return;
+  }
+  stream_ = request.stream;
+  response_.emplace(request, service_.model_.tokenizer, service_.response_id(endpoint_), std::time(nullptr),
+                    service_.model_name_);
+  channel_->set_listener([weak = weak_from_this()] {
+    if (const auto self = weak.lock()) self->wake();
+  });
+}
+
+void CompletionAnswer::wake() {
+  if (wake_posted_.exchange(true)) return;  // one wake-up in flight takes every event that arrived meanwhile
+  connection_->post([self = shared_from_this()] {
+    self->wake_posted_ = false;
+    self->pump();
+  });
+}
+
+void CompletionAnswer::pump() {
+  if (done_ || gone_) return;
+  std::vector<SequenceEvent> events;
+  const bool closed = channel_->take(events);
+  std::string text;
+  for (const SequenceEvent& event : events) text += response_->add(event);
+  const std::optional<ApiError> error = closed ? channel_->error() : std::nullopt;
+  if (!stream_ || (!head_sent_ && error)) {
+    if (!closed) return;
+    if (error) return refuse(*error);
+    connection_->reply(HttpReply{200, "application/json", to_json_text(response_->body()), {}});
+    return finish("200");
+  }
+  if (!head_sent_) {
+    if (text.empty() && !closed) return;
+    connection_->begin_stream(HttpReply{200, "text/event-stream", {}, {{"Cache-Control", "no-cache"}}});
+    head_sent_ = true;
+  }
+  connection_->stream(text);
+  if (!closed) return;
+  if (error) log::error("serve: a request failed after its answer began: {}", error->what());
+  connection_->stream(error ? CompletionResponse::stream_error(*error) : response_->stream_end());
+  connection_->end_stream();
+  finish(error ? std::to_string(error->status()) : "200");
+}
+
+void CompletionAnswer::gone() {
+  gone_ = true;
+  if (channel_) {
+    channel_->cancel();
+    service_.scheduler_.notify();
+  }
+  if (!done_) finish("cancelled");
+}
+
+CompletionService::CompletionService(Scheduler& scheduler, ServeMetrics& metrics, const ServedModel& model,
+                                     const std::string& model_name, int prepare_threads)
+    : scheduler_(scheduler),
+      metrics_(metrics),
+      model_(model),
+      model_name_(model_name),
+      prepare_(std::make_unique<boost::asio::thread_pool>(static_cast<size_t>(std::max(1, prepare_threads)))) {}
+
+CompletionService::~CompletionService() { stop(); }
+
+void CompletionService::stop() {
+  draining_ = true;
+  prepare_->join();
+}
+
+void CompletionService::answer(const std::shared_ptr<HttpConnection>& connection, Endpoint endpoint,
+                               std::string body) {
+  auto answer = std::make_shared<CompletionAnswer>(connection, *this, endpoint);
+  connection->on_gone([answer] { answer->gone(); });
+  if (draining_) return answer->refuse(shutting_down());
+  boost::asio::post(*prepare_, [answer, body = std::move(body)] {
+    if (!answer->client_gone()) answer->prepare(body);
+  });
+}
+
+uint64_t CompletionService::random_u64() {
+  const std::lock_guard<std::mutex> lock(random_mutex_);
+  return random_();
+}
+
+std::string CompletionService::response_id(Endpoint endpoint) {
+  return fmt::format("{}-{:016x}{:08x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", random_u64(),
+                     static_cast<uint32_t>(random_u64()));
+}
+
+}  // namespace nvfp4lm::serve

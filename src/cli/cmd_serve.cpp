@@ -1,8 +1,8 @@
 // `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
 // [--max-memory GiB] [--max-connections N] [--idle-timeout S] [--header-timeout S] [--body-timeout S]
-// [--write-timeout S] [--max-body-mb MB]`: the model behind the OpenAI API (chat completions, completions, models,
-// health, metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second signal
-// exits at once). Parsing only: serve/server.h.
+// [--write-timeout S] [--max-body-mb MB] [--cors-origin ORIGIN]... [--no-access-log]`: the model behind the OpenAI API
+// (chat completions, completions, models, health, metrics) with continuous batching, until SIGTERM / SIGINT (then it
+// drains and exits 0; a second signal exits at once). Parsing only: serve/server.h.
 #include <memory>
 #include <string>
 
@@ -73,6 +73,12 @@ CommandRegistration registration(
       add_number_option(app, "--write-timeout", serve.http.write_timeout_s,
                         "seconds one write of an answer may wait for a client that does not read (default 30)",
                         {0.001, 86400.0});
+      app.add_option("--cors-origin", serve.http.cors_origins,
+                     "an origin browsers may call the API from (repeat for several; '*' for any); default none")
+          ->type_name("ORIGIN");
+      app.add_flag_function(
+          "--no-access-log", [&serve](int64_t) { serve.http.access_log = false; },
+          "no log line per request (method, path, status, bytes, seconds)");
       add_number_option(app, "--max-body-mb", options->max_body_mb,
                         "largest request body in MiB, chunked bodies too (default 8)", {int64_t{1}, int64_t{1024}});
       add_sampling_flags(app, serve.sampling, /*seed_flag=*/false);  // defaults for what a request leaves out

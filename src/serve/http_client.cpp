@@ -111,8 +111,7 @@ void HttpClient::set_timeout(double seconds) {
 
 HttpClientResponse HttpClient::get(const std::string& path) { return request("GET", path); }
 
-HttpClientResponse HttpClient::post(const std::string& path, const std::string& body,
-                                    const std::string& content_type) {
+HttpClientResponse HttpClient::post(const std::string& path, const std::string& body, const std::string& content_type) {
   return request("POST", path, body, {{"Content-Type", content_type}});
 }
 

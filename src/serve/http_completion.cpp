@@ -60,7 +60,8 @@ class CompletionAnswer : public std::enable_shared_from_this<CompletionAnswer> {
   void gone();
 
  private:
-  void started(const CompletionRequest& request, std::shared_ptr<RequestChannel> channel);
+  void started(const CompletionRequest& request, std::vector<std::shared_ptr<RequestChannel>> channels);
+  void cancel_channels();
   void wake();
   void pump();
   void finish(const std::string& status) {
@@ -79,7 +80,8 @@ class CompletionAnswer : public std::enable_shared_from_this<CompletionAnswer> {
   bool done_ = false;
   bool stream_ = false;
   bool head_sent_ = false;
-  std::shared_ptr<RequestChannel> channel_;
+  std::vector<std::shared_ptr<RequestChannel>> channels_;  // choice i's sequence
+  std::vector<bool> closed_;                               // choice i's channel is closed and taken
   std::optional<CompletionResponse> response_;
 };
 
@@ -97,10 +99,23 @@ void CompletionAnswer::prepare(const std::string& body) {
                      fmt::format("The model '{}' does not exist; this server serves '{}' (GET /v1/models)",
                                  request.model, service_.model_name_),
                      "model", "model_not_found");
-    SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, service_.random_u64());
-    std::shared_ptr<RequestChannel> channel = service_.scheduler_.submit(std::move(spec));
-    connection_->post([self = shared_from_this(), request = std::move(request), channel = std::move(channel)] {
-      self->started(request, channel);
+    const SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, service_.random_u64());
+    // n choices are n sequences, choice i sampled with seed + i (choice 0 is what n = 1 gives). All are queued or
+    // none: a 429 for a later one withdraws the earlier ones.
+    std::vector<std::shared_ptr<RequestChannel>> channels;
+    try {
+      for (int i = 0; i < request.n; ++i) {
+        SequenceSpec choice = spec;
+        choice.options.sampling.seed = spec.options.sampling.seed + static_cast<uint64_t>(i);
+        channels.push_back(service_.scheduler_.submit(std::move(choice)));
+      }
+    } catch (...) {
+      for (const auto& channel : channels) channel->cancel();
+      if (!channels.empty()) service_.scheduler_.notify();
+      throw;
+    }
+    connection_->post([self = shared_from_this(), request = std::move(request), channels = std::move(channels)] {
+      self->started(request, channels);
     });
   } catch (const ApiError& error) {
     connection_->post([self = shared_from_this(), error] { self->refuse(error); });
@@ -111,19 +126,23 @@ void CompletionAnswer::prepare(const std::string& body) {
   }
 }
 
-void CompletionAnswer::started(const CompletionRequest& request, std::shared_ptr<RequestChannel> channel) {
-  channel_ = std::move(channel);
-  if (gone_ || done_) {
-    channel_->cancel();
-    service_.scheduler_.notify();
-    return;
-  }
+void CompletionAnswer::started(const CompletionRequest& request,
+                               std::vector<std::shared_ptr<RequestChannel>> channels) {
+  channels_ = std::move(channels);
+  closed_.assign(channels_.size(), false);
+  if (gone_ || done_) return cancel_channels();
   stream_ = request.stream;
   response_.emplace(request, service_.model_.tokenizer, service_.response_id(endpoint_), std::time(nullptr),
                     service_.model_name_);
-  channel_->set_listener([weak = weak_from_this()] {
-    if (const auto self = weak.lock()) self->wake();
-  });
+  for (const auto& channel : channels_)
+    channel->set_listener([weak = weak_from_this()] {
+      if (const auto self = weak.lock()) self->wake();
+    });
+}
+
+void CompletionAnswer::cancel_channels() {
+  for (const auto& channel : channels_) channel->cancel();
+  if (!channels_.empty()) service_.scheduler_.notify();
 }
 
 void CompletionAnswer::wake() {
@@ -135,25 +154,33 @@ void CompletionAnswer::wake() {
 }
 
 void CompletionAnswer::pump() {
-  if (done_ || gone_) return;
-  std::vector<SequenceEvent> events;
-  const bool closed = channel_->take(events);
+  if (done_ || gone_ || !response_) return;
   std::string text;
-  for (const SequenceEvent& event : events) text += response_->add(event);
-  const std::optional<ApiError> error = closed ? channel_->error() : std::nullopt;
+  std::optional<ApiError> error;
+  bool all_closed = true;
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    if (closed_[i]) continue;
+    std::vector<SequenceEvent> events;
+    closed_[i] = channels_[i]->take(events);
+    for (const SequenceEvent& event : events) text += response_->add(event, static_cast<int>(i));
+    if (closed_[i] && !error) error = channels_[i]->error();
+    all_closed = all_closed && closed_[i];
+  }
+  // One choice failing fails the answer: the other choices stop too.
+  if (error) cancel_channels();
   if (!stream_ || (!head_sent_ && error)) {
-    if (!closed) return;
     if (error) return refuse(*error);
+    if (!all_closed) return;
     connection_->reply(HttpReply{200, "application/json", to_json_text(response_->body()), {}});
     return finish("200");
   }
   if (!head_sent_) {
-    if (text.empty() && !closed) return;
+    if (text.empty() && !all_closed) return;
     connection_->begin_stream(HttpReply{200, "text/event-stream", {}, {{"Cache-Control", "no-cache"}}});
     head_sent_ = true;
   }
   connection_->stream(text);
-  if (!closed) return;
+  if (!all_closed && !error) return;
   if (error) log::error("serve: a request failed after its answer began: {}", error->what());
   connection_->stream(error ? CompletionResponse::stream_error(*error) : response_->stream_end());
   connection_->end_stream();
@@ -162,10 +189,7 @@ void CompletionAnswer::pump() {
 
 void CompletionAnswer::gone() {
   gone_ = true;
-  if (channel_) {
-    channel_->cancel();
-    service_.scheduler_.notify();
-  }
+  cancel_channels();
   if (!done_) finish("cancelled");
 }
 
@@ -184,13 +208,29 @@ void CompletionService::stop() {
   prepare_->join();
 }
 
-void CompletionService::answer(const std::shared_ptr<HttpConnection>& connection, Endpoint endpoint,
-                               std::string body) {
+void CompletionService::answer(const std::shared_ptr<HttpConnection>& connection, Endpoint endpoint, std::string body) {
   auto answer = std::make_shared<CompletionAnswer>(connection, *this, endpoint);
   connection->on_gone([answer] { answer->gone(); });
   if (draining_) return answer->refuse(shutting_down());
   boost::asio::post(*prepare_, [answer, body = std::move(body)] {
     if (!answer->client_gone()) answer->prepare(body);
+  });
+}
+
+void CompletionService::answer_json(const std::shared_ptr<HttpConnection>& connection, std::string label,
+                                    std::function<nlohmann::json()> work) {
+  boost::asio::post(*prepare_, [this, connection, label = std::move(label), work = std::move(work)] {
+    HttpReply reply;
+    try {
+      reply = HttpReply{200, "application/json", to_json_text(work()), {}};
+    } catch (const ApiError& error) {
+      reply = api_error_reply(error);
+    } catch (const std::exception& e) {
+      log::error("serve: {} failed: {}", label, e.what());
+      reply = api_error_reply(ApiError(500, "server_error", fmt::format("internal error: {}", e.what())));
+    }
+    metrics_.count_request(label, std::to_string(reply.status));
+    connection->post([connection, reply = std::move(reply)]() mutable { connection->reply(std::move(reply)); });
   });
 }
 

@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -41,6 +43,11 @@ class CompletionService {
 
   // On the connection's strand, for its current request.
   void answer(const std::shared_ptr<HttpConnection>& connection, Endpoint endpoint, std::string body);
+  // Runs `work` (parsing and tokenizing a body: /tokenize, /detokenize) on a preparation thread, not the
+  // connection's, and answers 200 with the JSON it returns, or the ApiError it throws (500 for anything else).
+  // `label` is the endpoint in /metrics.
+  void answer_json(const std::shared_ptr<HttpConnection>& connection, std::string label,
+                   std::function<nlohmann::json()> work);
   // New requests get 503 from now on.
   void set_draining() { draining_ = true; }
   // Waits for the preparation threads' work (requests prepared from now on get 503).

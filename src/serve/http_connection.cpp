@@ -69,10 +69,9 @@ void HttpConnection::read() {
   if (reading_ || state_ == State::Closed) return;
   if (state_ == State::Answering && buffer_.size() >= kReadAheadBytes) return;
   reading_ = true;
-  socket_.async_read_some(buffer_.prepare(kReadChunkBytes),
-                          [self = shared_from_this()](const error_code& error, size_t bytes) {
-                            self->on_read(error, bytes);
-                          });
+  socket_.async_read_some(
+      buffer_.prepare(kReadChunkBytes),
+      [self = shared_from_this()](const error_code& error, size_t bytes) { self->on_read(error, bytes); });
 }
 
 void HttpConnection::on_read(const error_code& error, size_t bytes) {
@@ -112,6 +111,7 @@ void HttpConnection::on_read(const error_code& error, size_t bytes) {
 
 void HttpConnection::begin_request() {
   state_ = State::Header;
+  request_start_ = std::chrono::steady_clock::now();
   arm(limits_.header);
   parser_.emplace();
   parser_->header_limit(limits_.max_header_bytes);
@@ -148,12 +148,20 @@ void HttpConnection::refuse_unreadable(const error_code& error) {
     message = fmt::format("the request body is larger than this server's limit of {} bytes", limits_.max_body_bytes);
   } else if (error == http::error::header_limit) {
     status = 431;
-    message = fmt::format("the request header is larger than this server's limit of {} bytes", limits_.max_header_bytes);
+    message =
+        fmt::format("the request header is larger than this server's limit of {} bytes", limits_.max_header_bytes);
   }
   // The rest of the request is not read, so the connection cannot carry another one.
   state_ = State::Answering;
   disarm();
   version_ = parser_->is_header_done() ? parser_->get().version() : 11;
+  request_line_ = parser_->is_header_done()
+                      ? fmt::format("{} {} HTTP/{}.{}", std::string_view(parser_->get().method_string()),
+                                    std::string_view(parser_->get().target()), version_ / 10, version_ % 10)
+                      : "-";
+  status_ = 0;
+  body_bytes_ = 0;
+  answer_headers_.clear();
   head_only_ = false;
   close_after_ = true;
   streaming_ = false;
@@ -181,6 +189,11 @@ void HttpConnection::dispatch() {
   HttpRequest request = parser_->release();
   parser_.reset();
   version_ = request.version() == 10 ? 10 : 11;
+  request_line_ = fmt::format("{} {} HTTP/{}.{}", std::string_view(request.method_string()),
+                              std::string_view(request.target()), request.version() / 10, request.version() % 10);
+  status_ = 0;
+  body_bytes_ = 0;
+  answer_headers_.clear();
   head_only_ = request.method() == http::verb::head;
   close_after_ = !request.keep_alive() || draining_;
   streaming_ = false;
@@ -196,8 +209,10 @@ void HttpConnection::dispatch() {
 std::string HttpConnection::head(const HttpReply& reply, std::optional<uint64_t> content_length, bool chunked) {
   const auto status = static_cast<http::status>(reply.status);
   std::string text = fmt::format("HTTP/1.1 {} {}\r\n", reply.status, std::string_view(http::obsolete_reason(status)));
+  status_ = reply.status;
   if (!reply.content_type.empty()) text += fmt::format("Content-Type: {}\r\n", reply.content_type);
   for (const auto& [name, value] : reply.headers) text += fmt::format("{}: {}\r\n", name, value);
+  for (const auto& [name, value] : answer_headers_) text += fmt::format("{}: {}\r\n", name, value);
   if (content_length) text += fmt::format("Content-Length: {}\r\n", *content_length);
   if (chunked) text += "Transfer-Encoding: chunked\r\n";
   if (close_after_ || draining_) {
@@ -213,6 +228,7 @@ void HttpConnection::reply(HttpReply reply) {
   if (state_ != State::Answering || streaming_ || answer_ended_) return;
   pending_ += head(reply, reply.body.size(), /*chunked=*/false);
   if (!head_only_) pending_ += reply.body;
+  body_bytes_ = head_only_ ? 0 : reply.body.size();
   answer_ended_ = true;
   flush();
 }
@@ -229,6 +245,7 @@ void HttpConnection::begin_stream(HttpReply reply) {
 
 void HttpConnection::stream(std::string_view data) {
   if (state_ != State::Answering || !streaming_ || answer_ended_ || data.empty()) return;
+  body_bytes_ += data.size();
   if (chunked_) {
     pending_ += fmt::format("{:x}\r\n", data.size());
     pending_ += data;
@@ -244,6 +261,17 @@ void HttpConnection::end_stream() {
   if (chunked_) pending_ += "0\r\n\r\n";
   answer_ended_ = true;
   flush();
+}
+
+void HttpConnection::add_answer_headers(std::vector<std::pair<std::string, std::string>> headers) {
+  for (auto& header : headers) answer_headers_.push_back(std::move(header));
+}
+
+void HttpConnection::log_answer(bool completed) {
+  if (request_line_.empty()) return;
+  host_.answered(*this, request_line_, status_, body_bytes_,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - request_start_).count(), completed);
+  request_line_.clear();
 }
 
 void HttpConnection::on_gone(std::function<void()> callback) {
@@ -278,6 +306,7 @@ void HttpConnection::on_written(const error_code& error) {
 }
 
 void HttpConnection::answer_done() {
+  log_answer(/*completed=*/true);
   on_gone_ = nullptr;
   streaming_ = false;
   if (close_after_ || draining_) return start_closing();
@@ -352,6 +381,7 @@ void HttpConnection::close_now() {
   socket_.close(ignored);
   parser_.reset();
   pending_.clear();
+  log_answer(/*completed=*/false);
   if (!answer_ended_ && on_gone_) {
     std::function<void()> gone = std::move(on_gone_);
     on_gone_ = nullptr;

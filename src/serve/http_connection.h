@@ -63,6 +63,10 @@ class HttpConnectionHost {
   virtual void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest& request) = 0;
   // The answer to a request that could not be read as HTTP (400, 413 body too large, 431 header too large).
   virtual HttpReply unreadable_request(int status, const std::string& message) = 0;
+  // An answer ended: written whole (`completed`), or cut short because the client went away or the connection
+  // closed. For the access log: the request line, the status sent (0: none), body bytes written, seconds taken.
+  virtual void answered(const HttpConnection& connection, const std::string& request_line, int status, uint64_t bytes,
+                        double seconds, bool completed) = 0;
   // The connection is being closed because it passed a limit; `reason` is the metric label ("idle_timeout", ...).
   virtual void closed_by_limit(const HttpConnection& connection, std::string_view reason, const std::string& why) = 0;
   // The connection object is going away.
@@ -95,6 +99,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void begin_stream(HttpReply head);
   void stream(std::string_view data);
   void end_stream();
+  // Headers every answer to the current request carries (CORS), set before reply() / begin_stream().
+  void add_answer_headers(std::vector<std::pair<std::string, std::string>> headers);
   // Runs once if the client goes away, a write fails or passes its deadline, or the server closes the connection
   // before the answer ended.
   void on_gone(std::function<void()> callback);
@@ -132,8 +138,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   State state_ = State::Idle;
   boost::beast::flat_buffer buffer_;  // read, not yet parsed (the rest of a request, pipelined ones)
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  bool reading_ = false;              // an async_read_some is pending
-  bool writing_ = false;              // an async_write is pending
+  bool reading_ = false;  // an async_read_some is pending
+  bool writing_ = false;  // an async_write is pending
   bool draining_ = false;
   std::string out_;      // being written
   std::string pending_;  // to write once out_ is written
@@ -146,6 +152,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool chunked_ = false;
   bool answer_ended_ = false;  // everything of the answer is in out_ / pending_
   std::function<void()> on_gone_;
+  std::vector<std::pair<std::string, std::string>> answer_headers_;
+  // For the access log.
+  std::string request_line_;  // "POST /v1/completions HTTP/1.1"
+  int status_ = 0;            // sent; 0 before the head went out
+  uint64_t body_bytes_ = 0;   // of the answer's body, as queued
+  std::chrono::steady_clock::time_point request_start_{};
+  void log_answer(bool completed);
 };
 
 }  // namespace nvfp4lm::serve

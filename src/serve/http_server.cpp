@@ -5,14 +5,14 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cctype>
-#include <optional>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <cctype>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +23,7 @@
 #include "core/memory.h"
 #include "serve/http_completion.h"
 #include "serve/http_connection.h"
+#include "serve/tokenize_endpoint.h"
 
 namespace nvfp4lm::serve {
 namespace {
@@ -47,7 +48,7 @@ std::chrono::milliseconds milliseconds(double seconds) {
 HttpReply json_reply(int status, const json& body) { return {status, "application/json", to_json_text(body), {}}; }
 
 // The routes: which methods each path takes (405 with Allow lists them) and the label it has in /metrics.
-enum class Route { Health, Metrics, Models, Model, ChatCompletions, Completions, Unknown };
+enum class Route { Health, Metrics, Models, Model, ChatCompletions, Completions, Tokenize, Detokenize, Unknown };
 
 struct RouteMatch {
   Route route = Route::Unknown;
@@ -80,6 +81,8 @@ RouteMatch match_route(std::string_view path) {
   if (path == "/v1/models") return {Route::Models, {}, "GET, HEAD", "/v1/models"};
   if (path == "/v1/chat/completions") return {Route::ChatCompletions, {}, "POST", "/v1/chat/completions"};
   if (path == "/v1/completions") return {Route::Completions, {}, "POST", "/v1/completions"};
+  if (path == "/tokenize") return {Route::Tokenize, {}, "POST", "/tokenize"};
+  if (path == "/detokenize") return {Route::Detokenize, {}, "POST", "/detokenize"};
   if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix)
     return {Route::Model, std::string(path.substr(kModelPrefix.size())), "GET, HEAD", "/v1/models/{id}"};
   return {};
@@ -149,6 +152,18 @@ struct HttpServer::Impl final : HttpConnectionHost {
     const std::lock_guard<std::mutex> lock(connections_mutex);
     return static_cast<int64_t>(connections.size());
   }
+  // The API key guards what reads or runs the model: /v1/*, /tokenize, /detokenize (not /health, /metrics).
+  static bool guarded(std::string_view path) {
+    return path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize";
+  }
+  // The CORS headers for a request from `origin` ("" when it sent none): empty unless the origin is allowed.
+  std::vector<std::pair<std::string, std::string>> cors_headers(std::string_view origin) const {
+    if (origin.empty() || options.cors_origins.empty()) return {};
+    for (const std::string& allowed : options.cors_origins)
+      if (allowed == "*" || allowed == origin)
+        return {{"Access-Control-Allow-Origin", allowed == "*" ? "*" : std::string(origin)}, {"Vary", "Origin"}};
+    return {};
+  }
   bool authorized(const HttpRequest& request) const {
     return options.api_key.empty() || request[http::field::authorization] == "Bearer " + options.api_key;
   }
@@ -163,6 +178,13 @@ struct HttpServer::Impl final : HttpConnectionHost {
 
   // HttpConnectionHost
   void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest& request) override;
+  void answered(const HttpConnection& connection, const std::string& request_line, int status, uint64_t bytes,
+                double seconds, bool completed) override {
+    if (!options.access_log) return;
+    log::info("serve: {} \"{}\" {} {} bytes {:.3f} s{}", connection.peer(), request_line,
+              status == 0 ? std::string("-") : std::to_string(status), bytes, seconds,
+              completed ? "" : " (cut short: the connection closed)");
+  }
   HttpReply unreadable_request(int status, const std::string& message) override {
     metrics.count_request("other", std::to_string(status));
     return api_error_reply(ApiError(status, "invalid_request_error", message));
@@ -185,22 +207,35 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
     if (*match.label != '\0') metrics.count_request(match.label, std::to_string(reply.status));
     connection->reply(reply);
   };
-  if (path.substr(0, 4) == "/v1/" && !authorized(request))
-    return answer(api_error_reply(
-        ApiError(401, "invalid_request_error",
-                 "Incorrect API key provided: send the server's key as 'Authorization: Bearer KEY'", {},
-                 "invalid_api_key")));
-  if (match.route == Route::Unknown)
+  const auto origin = request[http::field::origin];
+  connection->add_answer_headers(cors_headers(std::string_view(origin.data(), origin.size())));
+  if (request.method() == http::verb::options && match.route != Route::Unknown) {
+    // A CORS preflight (or a client asking what a route takes): no API key, as browsers send none here.
+    HttpReply reply{204, "", "", {{"Allow", fmt::format("{}, OPTIONS", match.allow)}}};
+    if (!cors_headers(std::string_view(origin.data(), origin.size())).empty()) {
+      reply.headers.emplace_back("Access-Control-Allow-Methods", fmt::format("{}, OPTIONS", match.allow));
+      const auto wanted = request[http::field::access_control_request_headers];
+      reply.headers.emplace_back("Access-Control-Allow-Headers", wanted.empty()
+                                                                     ? std::string("Authorization, Content-Type")
+                                                                     : std::string(wanted.data(), wanted.size()));
+      reply.headers.emplace_back("Access-Control-Max-Age", "600");
+    }
+    return connection->reply(reply);
+  }
+  if (guarded(path) && !authorized(request))
     return answer(api_error_reply(ApiError(
-        404, "invalid_request_error",
-        fmt::format("no route for {} {} (see GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
-                    std::string_view(request.method_string()), excerpt(path)))));
+        401, "invalid_request_error",
+        "Incorrect API key provided: send the server's key as 'Authorization: Bearer KEY'", {}, "invalid_api_key")));
+  if (match.route == Route::Unknown)
+    return answer(api_error_reply(
+        ApiError(404, "invalid_request_error",
+                 fmt::format("no route for {} {} (see GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
+                             std::string_view(request.method_string()), excerpt(path)))));
   if (!method_allowed(match, request.method())) {
-    HttpReply reply = api_error_reply(
-        ApiError(405, "invalid_request_error",
-                 fmt::format("{} takes {}, not {}", excerpt(path), match.allow,
-                             std::string_view(request.method_string()))));
-    reply.headers.emplace_back("Allow", match.allow);
+    HttpReply reply = api_error_reply(ApiError(
+        405, "invalid_request_error",
+        fmt::format("{} takes {}, not {}", excerpt(path), match.allow, std::string_view(request.method_string()))));
+    reply.headers.emplace_back("Allow", fmt::format("{}, OPTIONS", match.allow));
     return answer(reply);
   }
   switch (match.route) {
@@ -224,17 +259,28 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
     case Route::Model: {
       const std::optional<std::string> id = percent_decoded(match.model_id);
       if (id && *id == options.model_name) return answer(json_reply(200, model_object()));
-      return answer(api_error_reply(
-          ApiError(404, "invalid_request_error",
-                   fmt::format("The model '{}' does not exist; this server serves '{}'",
-                               excerpt(id ? *id : match.model_id), options.model_name),
-                   "model", "model_not_found")));
+      return answer(api_error_reply(ApiError(404, "invalid_request_error",
+                                             fmt::format("The model '{}' does not exist; this server serves '{}'",
+                                                         excerpt(id ? *id : match.model_id), options.model_name),
+                                             "model", "model_not_found")));
     }
     case Route::ChatCompletions:
     case Route::Completions:
       return completions.answer(
           connection, match.route == Route::ChatCompletions ? Endpoint::ChatCompletions : Endpoint::Completions,
           std::move(request.body()));
+    case Route::Tokenize:
+    case Route::Detokenize: {
+      const bool tokenize = match.route == Route::Tokenize;
+      return completions.answer_json(
+          connection, match.label, [this, tokenize, body = std::move(request.body())]() -> json {
+            JsonParseResult parsed = try_parse_json(body);
+            if (!parsed.ok())
+              throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
+            return tokenize ? tokenize_answer(parsed.value, model.tokenizer, model.rules, model.defaults)
+                            : detokenize_answer(parsed.value, model.tokenizer, model.rules);
+          });
+    }
     case Route::Unknown:
       break;
   }
@@ -281,8 +327,8 @@ void HttpServer::Impl::raise_file_limit() {
 void HttpServer::Impl::bind() {
   const std::string& host = options.host;
   auto fail = [&](const std::string& why) {
-    NVFP4LM_FAIL("serve: cannot listen on {}:{}: {} (is another server using the port? pick another with --port)",
-                 host, options.port, why);
+    NVFP4LM_FAIL("serve: cannot listen on {}:{}: {} (is another server using the port? pick another with --port)", host,
+                 options.port, why);
   };
   boost::system::error_code error;
   tcp::endpoint endpoint;
@@ -407,8 +453,8 @@ void HttpServer::stop(std::chrono::steady_clock::time_point deadline) {
     impl.accept_retry.cancel();
   });
   impl.each_connection([](HttpConnection& connection) { connection.drain(/*close_unanswered=*/true); });
-  while ((impl.completions.active() > 0 || impl.open_connections() > 0) && std::chrono::steady_clock::now() < deadline &&
-         !impl.threads.empty())
+  while ((impl.completions.active() > 0 || impl.open_connections() > 0) &&
+         std::chrono::steady_clock::now() < deadline && !impl.threads.empty())
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   impl.each_connection([](HttpConnection& connection) { connection.close(); });
   impl.completions.stop();

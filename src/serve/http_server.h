@@ -3,6 +3,8 @@
 //   GET  /v1/models, /v1/models/{id}                  the one served model
 //   GET  /health                                      200 {"status": "ok"}, 503 while shutting down
 //   GET  /metrics                                     Prometheus text (metrics.h)
+//   POST /tokenize, /detokenize                       text or chat messages <-> token ids (tokenize_endpoint.h)
+//   OPTIONS on any route                              204 with Allow (a CORS preflight with --cors-origin)
 // With an API key, /v1/* needs "Authorization: Bearer KEY" (else 401). Every error is an OpenAI error object
 // (api_error.h): 400 bad HTTP, bad JSON (invalid UTF-8 included) or bad fields, 401, 404 unknown route or model, 405
 // a route's wrong method (with Allow), 413 a body over max_body_bytes (chunked too), 429 queue full and 503 shutting
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
@@ -42,6 +45,10 @@ struct HttpOptions {
   int io_threads = 1;              // threads running the connections
   int prepare_threads = 2;         // threads parsing and tokenizing completion requests
   int send_buffer_bytes = 0;       // SO_SNDBUF of client connections; 0: the kernel's autotuning (tests make it small)
+  // Origins browsers may call the API from (CORS): an answer to a request whose Origin is listed (or any, with
+  // "*") carries Access-Control-Allow-Origin, and preflights (OPTIONS) are answered. Empty: no CORS headers.
+  std::vector<std::string> cors_origins;
+  bool access_log = true;  // a log line per answered request (method, target, status, bytes, seconds)
 };
 
 // What the HTTP layer needs to know about the model and the engine.

@@ -42,7 +42,7 @@ class Histogram {
 struct MetricGauges {
   int64_t waiting = 0, running = 0, slots = 0, context = 0;
   int64_t connections = 0;  // open client connections
-  std::string device;  // "cpu", "cuda:0"
+  std::string device;       // "cpu", "cuda:0"
   uint64_t device_bytes = 0, rss_bytes = 0;
 };
 

@@ -19,6 +19,8 @@ using nlohmann::json;
 
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStrings = 16;
+// Choices a request may ask for (n): each is a sequence of its own, taking a slot or a queue place.
+constexpr int64_t kMaxChoices = 16;
 
 // The value of `key`, or null when absent or JSON null (the clients send null for "not set").
 const json* field(const json& body, const char* key) {
@@ -185,9 +187,8 @@ void read_logprobs(const json& body, Endpoint endpoint, CompletionRequest& reque
 }
 
 void read_unsupported(const json& body, Endpoint endpoint) {
-  if (const auto n = read_integer(body, "n", 1, 128))
-    refuse_unless(*n == 1, "n", "one choice per request (send several requests)");
-  if (const auto best_of = read_integer(body, "best_of", 1, 128)) refuse_unless(*best_of == 1, "best_of", "n = 1");
+  if (const auto best_of = read_integer(body, "best_of", 1, 128))
+    refuse_unless(*best_of == 1, "best_of", "no ranking of choices (n gives several)");
   refuse_unless(!read_bool(body, "echo", false), "echo", "the answer does not repeat the prompt");
   refuse_unless(field(body, "suffix") == nullptr, "suffix", "no insertion mode");
   for (const char* key : {"presence_penalty", "frequency_penalty"}) {
@@ -285,6 +286,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     request.seed = static_cast<uint64_t>(*seed);
   request.stop = read_stop(body);
   read_logprobs(body, endpoint, request);
+  if (const auto n = read_integer(body, "n", 1, kMaxChoices)) request.n = static_cast<int>(*n);
   read_unsupported(body, endpoint);
   if (endpoint == Endpoint::ChatCompletions) {
     if (const json* kwargs = field(body, "chat_template_kwargs")) {

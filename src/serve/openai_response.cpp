@@ -19,6 +19,12 @@ double finite_logprob(double value) { return std::isfinite(value) ? value : kLow
 
 std::string sse(const json& data) { return "data: " + to_json_text(data) + "\n\n"; }
 
+// Code points in valid UTF-8 text: the bytes that do not continue a character.
+int64_t code_points(std::string_view text) {
+  return std::count_if(text.begin(), text.end(),
+                       [](char byte) { return (static_cast<unsigned char>(byte) & 0xC0) != 0x80; });
+}
+
 }  // namespace
 
 const char* finish_reason(StopReason reason) {
@@ -42,13 +48,25 @@ CompletionResponse::CompletionResponse(const CompletionRequest& request, const T
       tokenizer_(tokenizer),
       id_(std::move(id)),
       created_(created),
-      model_(std::move(model)) {
+      model_(std::move(model)),
+      choices_(static_cast<size_t>(std::max(1, request.n))) {
   if (top_logprobs_ >= 0)
-    logprobs_ = chat_ ? json{{"content", json::array()}}
-                      : json{{"tokens", json::array()},
-                             {"token_logprobs", json::array()},
-                             {"top_logprobs", json::array()},
-                             {"text_offset", json::array()}};
+    for (Choice& choice : choices_)
+      choice.logprobs = chat_ ? json{{"content", json::array()}}
+                              : json{{"tokens", json::array()},
+                                     {"token_logprobs", json::array()},
+                                     {"top_logprobs", json::array()},
+                                     {"text_offset", json::array()}};
+}
+
+bool CompletionResponse::finished() const {
+  return std::all_of(choices_.begin(), choices_.end(), [](const Choice& choice) { return choice.finished; });
+}
+
+int64_t CompletionResponse::completion_tokens() const {
+  int64_t tokens = 0;
+  for (const Choice& choice : choices_) tokens += choice.completion_tokens;
+  return tokens;
 }
 
 json CompletionResponse::chunk(json choice) const {
@@ -61,9 +79,10 @@ json CompletionResponse::chunk(json choice) const {
 }
 
 json CompletionResponse::usage() const {
+  const int64_t completion = completion_tokens();
   return {{"prompt_tokens", prompt_tokens_},
-          {"completion_tokens", completion_tokens_},
-          {"total_tokens", prompt_tokens_ + completion_tokens_}};
+          {"completion_tokens", completion},
+          {"total_tokens", prompt_tokens_ + completion}};
 }
 
 json CompletionResponse::chat_logprob(const NextTokenLogprobs& logprobs) const {
@@ -82,13 +101,8 @@ json CompletionResponse::chat_logprob(const NextTokenLogprobs& logprobs) const {
   return result;
 }
 
-void CompletionResponse::add_completion_logprob(const NextTokenLogprobs& logprobs, json& target) const {
-  const std::string token = tokenizer::to_valid_utf8(tokenizer_.token_bytes(logprobs.chosen.id));
-  int64_t offset = 0;
-  if (!target["text_offset"].empty())
-    offset = target["text_offset"].back().get<int64_t>() +
-             static_cast<int64_t>(target["tokens"].back().get_ref<const std::string&>().size());
-  target["tokens"].push_back(token);
+void CompletionResponse::add_completion_logprob(const NextTokenLogprobs& logprobs, int64_t offset, json& target) const {
+  target["tokens"].push_back(tokenizer::to_valid_utf8(tokenizer_.token_bytes(logprobs.chosen.id)));
   target["token_logprobs"].push_back(finite_logprob(logprobs.chosen.logprob));
   json top = json::object();
   for (const TokenLogprob& alternative : logprobs.top)
@@ -97,49 +111,50 @@ void CompletionResponse::add_completion_logprob(const NextTokenLogprobs& logprob
   target["text_offset"].push_back(offset);
 }
 
-std::string CompletionResponse::add(const SequenceEvent& event) {
+std::string CompletionResponse::add(const SequenceEvent& event, int index) {
+  Choice& state = choices_.at(static_cast<size_t>(index));
   prompt_tokens_ = event.prompt_tokens;
-  completion_tokens_ = event.generated_tokens;
-  text_ += event.text;
+  state.completion_tokens = event.generated_tokens;
+  // The token's text offset: the characters of the answer before the text this token made final.
+  const int64_t offset = state.text_chars;
+  state.text += event.text;
+  state.text_chars += code_points(event.text);
   if (event.finished) {
-    finished_ = true;
-    finish_reason_ = finish_reason(event.stop_reason);
+    state.finished = true;
+    state.finish_reason = finish_reason(event.stop_reason);
   }
   if (!stream_) {
     if (event.logprobs) {
       if (chat_) {
-        logprobs_["content"].push_back(chat_logprob(*event.logprobs));
+        state.logprobs["content"].push_back(chat_logprob(*event.logprobs));
       } else {
-        add_completion_logprob(*event.logprobs, logprobs_);
+        add_completion_logprob(*event.logprobs, offset, state.logprobs);
       }
     }
     return {};
   }
 
   std::string out;
-  if (chat_ && !started_)
-    out += sse(chunk({{"index", 0},
+  if (chat_ && !state.started)
+    out += sse(chunk({{"index", index},
                       {"delta", {{"role", "assistant"}, {"content", ""}}},
                       {"logprobs", nullptr},
                       {"finish_reason", nullptr}}));
-  started_ = true;
+  state.started = true;
   if (!event.text.empty() || event.logprobs) {
     json logprobs = nullptr;
     if (event.logprobs) {
       if (chat_) {
         logprobs = {{"content", json::array({chat_logprob(*event.logprobs)})}};
       } else {
-        // Offsets continue from the text before this chunk.
-        json position = {{"tokens", json::array()},
-                         {"token_logprobs", json::array()},
-                         {"top_logprobs", json::array()},
-                         {"text_offset", json::array()}};
-        add_completion_logprob(*event.logprobs, position);
-        position["text_offset"][0] = static_cast<int64_t>(text_.size() - event.text.size());
-        logprobs = std::move(position);
+        logprobs = {{"tokens", json::array()},
+                    {"token_logprobs", json::array()},
+                    {"top_logprobs", json::array()},
+                    {"text_offset", json::array()}};
+        add_completion_logprob(*event.logprobs, offset, logprobs);
       }
     }
-    json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
+    json choice = {{"index", index}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
     if (chat_) {
       choice["delta"] = {{"content", event.text}};
     } else {
@@ -148,7 +163,7 @@ std::string CompletionResponse::add(const SequenceEvent& event) {
     out += sse(chunk(std::move(choice)));
   }
   if (event.finished) {
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason_}};
+    json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", state.finish_reason}};
     if (chat_) {
       choice["delta"] = json::object();
     } else {
@@ -173,18 +188,24 @@ std::string CompletionResponse::stream_end() const {
 std::string CompletionResponse::stream_error(const ApiError& error) { return sse(error.body()) + "data: [DONE]\n\n"; }
 
 json CompletionResponse::body() const {
-  json choice = {
-      {"index", 0}, {"logprobs", top_logprobs_ >= 0 ? logprobs_ : json(nullptr)}, {"finish_reason", finish_reason_}};
-  if (chat_) {
-    choice["message"] = {{"role", "assistant"}, {"content", text_}};
-  } else {
-    choice["text"] = text_;
+  json choices = json::array();
+  for (size_t index = 0; index < choices_.size(); ++index) {
+    const Choice& state = choices_[index];
+    json choice = {{"index", index},
+                   {"logprobs", top_logprobs_ >= 0 ? state.logprobs : json(nullptr)},
+                   {"finish_reason", state.finish_reason}};
+    if (chat_) {
+      choice["message"] = {{"role", "assistant"}, {"content", state.text}};
+    } else {
+      choice["text"] = state.text;
+    }
+    choices.push_back(std::move(choice));
   }
   return {{"id", id_},
           {"object", chat_ ? "chat.completion" : "text_completion"},
           {"created", created_},
           {"model", model_},
-          {"choices", json::array({std::move(choice)})},
+          {"choices", std::move(choices)},
           {"usage", usage()}};
 }
 

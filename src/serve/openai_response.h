@@ -1,6 +1,6 @@
 // What a client receives for one chat completion or completion, built from the batch engine's events
 // (infer/batch_engine.h SequenceEvent), in the OpenAI API's shapes:
-//  - stream = false: one object, "chat.completion" (choices[0].message) or "text_completion" (choices[0].text),
+//  - stream = false: one object, "chat.completion" (choices[i].message) or "text_completion" (choices[i].text),
 //    with finish_reason ("stop" for an end-of-sequence token or a stop string, "length" for max_tokens or the
 //    context), usage, and logprobs when asked (chat: {"content": [{token, logprob, bytes, top_logprobs}]},
 //    completions: the legacy {tokens, token_logprobs, top_logprobs, text_offset});
@@ -8,8 +8,11 @@
 //    token that shows text (or carries logprobs), a last chunk with finish_reason, a usage chunk (choices []) when
 //    stream_options.include_usage — then "data: [DONE]\n\n". An error after the stream began is sent as a
 //    "data: {\"error\": ...}" event before [DONE], as vLLM does.
-// Token strings are their UTF-8 text (a token that ends inside a character shows U+FFFD) and, in chat logprobs,
-// their raw bytes.
+// With n > 1 the request runs as n sequences, choice i being sequence i: the body holds n choices, stream chunks carry
+// their choice's index (each choice has its own role chunk and last chunk, as OpenAI sends them), and usage counts
+// the prompt once and the tokens of every choice. Token strings are their UTF-8 text (a token that ends inside a
+// character shows U+FFFD) and, in chat logprobs, their raw bytes; completions' text_offset counts characters (code
+// points) of the text before the token, as OpenAI's and vLLM's do.
 #pragma once
 
 #include <cstdint>
@@ -33,25 +36,37 @@ class CompletionResponse {
   CompletionResponse(const CompletionRequest& request, const Tokenizer& tokenizer, std::string id, int64_t created,
                      std::string model);
 
-  // Adds the next event of the sequence; returns the SSE text it adds when streaming (else "").
-  std::string add(const SequenceEvent& event);
+  // Adds the next event of choice `index`'s sequence; returns the SSE text it adds when streaming (else "").
+  std::string add(const SequenceEvent& event, int index = 0);
   // Streaming: the closing events (usage when asked, then [DONE]).
   std::string stream_end() const;
   // Streaming: an error after the stream began, then [DONE].
   static std::string stream_error(const ApiError& error);
-  // The whole response object (stream = false), once the sequence finished.
+  // The whole response object (stream = false), once every choice finished.
   nlohmann::json body() const;
 
-  bool finished() const { return finished_; }
+  int choices() const { return static_cast<int>(choices_.size()); }
+  bool finished() const;
   int64_t prompt_tokens() const { return prompt_tokens_; }
-  int64_t completion_tokens() const { return completion_tokens_; }
+  int64_t completion_tokens() const;
 
  private:
+  struct Choice {
+    bool started = false;  // the role chunk was sent (chat stream)
+    bool finished = false;
+    std::string text;
+    int64_t text_chars = 0;  // code points in text
+    std::string finish_reason = "length";
+    int64_t completion_tokens = 0;
+    nlohmann::json logprobs;  // accumulated (stream = false)
+  };
+
   nlohmann::json chunk(nlohmann::json choice) const;
   nlohmann::json usage() const;
-  // The logprobs of one token in this endpoint's format (chat: one "content" entry; completions: one position).
+  // The logprobs of one token in this endpoint's format (chat: one "content" entry; completions: one position at
+  // character offset `offset`).
   nlohmann::json chat_logprob(const NextTokenLogprobs& logprobs) const;
-  void add_completion_logprob(const NextTokenLogprobs& logprobs, nlohmann::json& target) const;
+  void add_completion_logprob(const NextTokenLogprobs& logprobs, int64_t offset, nlohmann::json& target) const;
 
   bool chat_;
   bool stream_;
@@ -62,12 +77,8 @@ class CompletionResponse {
   int64_t created_;
   std::string model_;
 
-  bool started_ = false;  // the role chunk was sent (chat stream)
-  bool finished_ = false;
-  std::string text_;
-  std::string finish_reason_ = "length";
-  int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
-  nlohmann::json logprobs_;  // accumulated (stream = false)
+  int64_t prompt_tokens_ = 0;
+  std::vector<Choice> choices_;
 };
 
 }  // namespace nvfp4lm::serve

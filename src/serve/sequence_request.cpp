@@ -13,6 +13,8 @@ namespace {
 
 constexpr int64_t kCompletionDefaultTokens = 16;
 
+}  // namespace
+
 std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Tokenizer& tokenizer,
                                    const PromptRules& rules) {
   const char* param = request.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
@@ -34,8 +36,6 @@ std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Token
                             "prompt");
   return request.prompt_ids;
 }
-
-}  // namespace
 
 SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,
                               uint64_t seed) {

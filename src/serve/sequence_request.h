@@ -26,6 +26,11 @@ struct PromptRules {
   int64_t vocab_size = 0;        // ids a token-id prompt may use: the tokenizer's, within the model's
 };
 
+// The request's prompt as token ids (no length check): chat messages rendered with the template and a generation
+// prompt, text encoded, ids checked against the vocabulary. ApiError 400 when it cannot be tokenized.
+std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Tokenizer& tokenizer,
+                                   const PromptRules& rules);
+
 // ApiError 400 when the prompt is empty, holds an id outside the vocabulary, or does not fit the context with
 // max_tokens. `seed` is used when the request has none.
 SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,

@@ -109,7 +109,7 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
   expect_refused(with("stop", 3), "stop", "a string or a list");
   expect_refused(with("top_logprobs", 3), "top_logprobs", "needs 'logprobs'");
   expect_refused(with("top_logprobs", 21), "top_logprobs", "from 0 to 20");
-  expect_refused(with("n", 3), "n", "not supported");
+  expect_refused(with("n", 17), "n", "from 1 to 16");
   expect_refused(with("presence_penalty", 0.5), "presence_penalty", "repetition_penalty");
   expect_refused(with("logit_bias", {{"5", 1}}), "logit_bias", "not supported");
   expect_refused(with("response_format", {{"type", "json_object"}}), "response_format", "plain text");

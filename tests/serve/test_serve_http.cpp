@@ -187,8 +187,8 @@ TEST(ServeHttp, BadRequestsGetOpenAiErrors) {
   expect_error(post_json(client, "/v1/chat/completions", unknown_model.dump()), 404, "'gpt-9' does not exist",
                "unknown model");
   json two = chat_body("Hi", 2);
-  two["n"] = 2;
-  expect_error(post_json(client, "/v1/chat/completions", two.dump()), 400, "'n' is not supported", "n = 2");
+  two["n"] = 17;
+  expect_error(post_json(client, "/v1/chat/completions", two.dump()), 400, "from 1 to 16", "n = 17");
   json hot = chat_body("Hi", 2);
   hot["temperature"] = "hot";
   expect_error(post_json(client, "/v1/chat/completions", hot.dump()), 400, "'temperature' must be a number", "type");

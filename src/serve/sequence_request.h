@@ -26,8 +26,8 @@ struct PromptRules {
   int64_t vocab_size = 0;        // ids a token-id prompt may use: the tokenizer's, within the model's
 };
 
-// ApiError 400 when the prompt is empty, holds an id outside the vocabulary, or does not fit the context with
-// max_tokens. `seed` is used when the request has none.
+// ApiError 400 when the prompt or logit_bias holds an id outside the vocabulary, the prompt is empty, or it does not
+// fit the context with max_tokens. `seed` is used when the request has none.
 SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,
                               uint64_t seed);
 

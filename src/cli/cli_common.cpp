@@ -175,6 +175,13 @@ void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag)
   add_number_option(app, "--repetition-penalty", options.repetition_penalty,
                     "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)",
                     {1e-4f, 1e4f});
+  add_number_option(app, "--presence-penalty", options.presence_penalty,
+                    "subtract from the logit of every token the answer already has (OpenAI's); 0 = off (default 0)",
+                    {-2.0f, 2.0f});
+  add_number_option(app, "--frequency-penalty", options.frequency_penalty,
+                    "subtract this x how often the answer already has a token from its logit (OpenAI's); 0 = off "
+                    "(default 0)",
+                    {-2.0f, 2.0f});
   if (seed_flag) add_number_option(app, "--seed", options.seed, "random seed for sampling (default 0)");
 }
 

@@ -92,7 +92,8 @@ void add_cuda_graph_flag(CLI::App& app, std::string& value);
 std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda_graph);
 
 // ---- sampling -----------------------------------------------------------------------------------------------
-// --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --seed, with the defaults of SamplingOptions.
+// --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --presence-penalty, --frequency-penalty, --seed,
+// with the defaults of SamplingOptions (logit bias is the server's only: a request's logit_bias).
 // Without seed_flag no --seed (serve draws a seed per request that names none).
 void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag = true);
 

@@ -7,7 +7,7 @@
 // --json: stdout gets one JSON object instead (nothing streamed): the prompt's token ids, per generated token its id,
 // text piece, bytes and logprob, with --logprobs K the K most likely alternatives, the answer text, the stop reason
 // and the timing. Logprobs are infer/logprobs.h's: log_softmax of the model's raw logits over the tokenizer's ids,
-// before temperature, top-k/top-p/min-p and repetition penalty (as OpenAI reports them). --prompt-ids feeds token
+// before logit bias, penalties, temperature, top-k/top-p and min-p (as OpenAI reports them). --prompt-ids feeds token
 // ids directly ("1,2,3" or "[1,2,3]"), skipping the tokenizer and the chat template.
 //
 // `generate --prompts FILE.jsonl --out FILE.jsonl`: every line's prompt through the batch engine (continuous
@@ -217,8 +217,8 @@ nlohmann::json generation_json(const Qwen3Model& model, const Tokenizer& tokeniz
           {"compute_path", model.compute_path()},
           {"sampling", cli.sampling.describe()},
           {"logprobs",
-           "log_softmax of the raw logits over the tokenizer's ids, before temperature, top-k, top-p, "
-           "min-p and repetition penalty"},
+           "log_softmax of the raw logits over the tokenizer's ids, before logit bias, penalties, temperature, "
+           "top-k, top-p and min-p"},
           {"prompt_ids", prompt},
           {"tokens", std::move(tokens)},
           {"text", result.text},

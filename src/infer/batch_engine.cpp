@@ -16,7 +16,8 @@ struct BatchEngine::Sequence {
   int32_t slot = 0;
   int64_t prompt_tokens = 0;
   int64_t cached = 0;            // tokens in the slot's cache
-  std::vector<int32_t> history;  // prompt + chosen tokens (what the repetition penalty sees)
+  std::vector<int32_t> history;  // prompt + chosen tokens (the repetition penalty sees all, presence and frequency
+                                 // penalties the chosen ones)
   int top_logprobs = -1;
   Sampler sampler;
   AnswerStream answer;
@@ -102,11 +103,12 @@ void BatchEngine::check(const SequenceSpec& spec) const {
                 "top logprobs must be between 0 and {}, got {}", kMaxTopLogprobs, spec.top_logprobs);
   spec.options.sampling.validate();
   for (const auto& stop : spec.options.stop_strings) NVFP4LM_CHECK(!stop.empty(), "a stop string must not be empty");
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = std::min<int64_t>(model_.config().vocab_size, static_cast<int64_t>(tokenizer_.vocab_size()));
   for (int32_t id : spec.prompt)
-    NVFP4LM_CHECK(id >= 0 && id < vocab && static_cast<size_t>(id) < tokenizer_.vocab_size(),
-                  "prompt token id {} is outside the vocabulary [0, {})", id,
-                  std::min<int64_t>(vocab, static_cast<int64_t>(tokenizer_.vocab_size())));
+    NVFP4LM_CHECK(id >= 0 && id < vocab, "prompt token id {} is outside the vocabulary [0, {})", id, vocab);
+  // Checked here, not at the first step: a bad id would end the sequence mid-answer.
+  for (const auto& entry : spec.options.sampling.logit_bias)
+    NVFP4LM_CHECK(entry.first < vocab, "logit_bias token id {} is outside the vocabulary [0, {})", entry.first, vocab);
 }
 
 int64_t BatchEngine::start(SequenceSpec spec, const SequenceEventSink& sink) {
@@ -173,7 +175,9 @@ void BatchEngine::choose(Sequence& sequence, std::span<const float> logits, cons
   const size_t decodable = std::min(logits.size(), tokenizer_.vocab_size());
   SequenceEvent event;
   event.sequence = sequence.id;
-  event.token = sequence.sampler.sample_decodable(logits, decodable, sequence.history);
+  const std::span<const int32_t> history(sequence.history);
+  event.token = sequence.sampler.sample_decodable(logits, decodable, history,
+                                                  history.subspan(static_cast<size_t>(sequence.prompt_tokens)));
   if (sequence.top_logprobs >= 0)
     event.logprobs = next_token_logprobs(logits, static_cast<int64_t>(decodable), event.token, sequence.top_logprobs);
   event.text = sequence.answer.push(event.token);

@@ -89,7 +89,8 @@ class BatchEngine {
   std::string decode_path() const;
 
   // Error (one line, naming the numbers) when `spec` cannot run: empty prompt, more tokens than the context,
-  // sampling options out of range, empty stop string, top_logprobs outside [-1, 20].
+  // sampling options out of range (logit_bias ids outside the vocabulary too), empty stop string, top_logprobs
+  // outside [-1, 20].
   void check(const SequenceSpec& spec) const;
   // Prefills the prompt into a free slot and chooses the first token (its event goes to `sink`; a sequence may
   // finish right there). Returns the sequence id. Error when check() fails or no slot is free.

@@ -42,13 +42,14 @@ std::string format_generation_stats(const GenerationStats& stats, Device device)
 Generator::Generator(CachedLm& lm, Tokenizer tokenizer, GenerationOptions options)
     : lm_(lm), tokenizer_(std::move(tokenizer)), options_(std::move(options)), sampler_(options_.sampling) {}
 
-int32_t Generator::next_token(std::span<const float> logits) {
-  return sampler_.sample_decodable(logits, tokenizer_.vocab_size(), lm_.tokens());
+int32_t Generator::next_token(std::span<const float> logits, std::span<const int32_t> generated) {
+  return sampler_.sample_decodable(logits, tokenizer_.vocab_size(), lm_.tokens(), generated);
 }
 
 bool Generator::choose_in_model() const {
   const SamplingOptions& sampling = options_.sampling;
-  const bool settings_allow = sampling.repetition_penalty == 1.0f && sampling.min_p == 0.0f;
+  // The model's sampler has temperature, top-k and top-p only.
+  const bool settings_allow = !sampling.modifies_logits() && sampling.min_p == 0.0f;
   switch (options_.token_choice) {
     case TokenChoicePlace::Host:
       return false;
@@ -58,7 +59,8 @@ bool Generator::choose_in_model() const {
                     "choosing tokens in the model: the logits stay there, but a token callback (logprobs) needs them "
                     "on the host");
       NVFP4LM_CHECK(settings_allow,
-                    "choosing tokens in the model: --repetition-penalty and --min-p need the host sampler");
+                    "choosing tokens in the model: --repetition-penalty, --presence-penalty, --frequency-penalty, "
+                    "logit bias and --min-p need the host sampler");
       return true;
     case TokenChoicePlace::Auto:
       return lm_.prefers_choosing() && settings_allow && !options_.on_token;
@@ -128,7 +130,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
   MemoryPhase phase("decode");
   auto step_start = Clock::now();
   for (;;) {
-    const int32_t token = in_model ? chosen : next_token(logits);
+    const int32_t token = in_model ? chosen : next_token(logits, result.tokens);
     result.tokens.push_back(token);
     if (result.tokens.size() == 1) {
       stats.time_to_first_token_seconds = seconds_since(start);

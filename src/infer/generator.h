@@ -29,7 +29,8 @@ namespace nvfp4lm {
 
 // Where the next token is chosen. Host: Sampler (sampler.h) on a CPU copy of the logits — Hugging Face semantics,
 // every option. Model: CachedLm::append_choose where the logits live (ops/sampling.h: the same distribution, not
-// draw for draw; no repetition penalty or min-p) — an Error when the model or the settings do not allow it.
+// draw for draw; no logit bias, repetition / presence / frequency penalty or min-p) — an Error when the model or the
+// settings do not allow it.
 // Auto: Model when the model runs on CUDA and the settings allow it, else Host.
 enum class TokenChoicePlace { Auto, Host, Model };
 
@@ -94,7 +95,9 @@ class Generator {
   GenerationOptions& options() { return options_; }
 
  private:
-  int32_t next_token(std::span<const float> logits);
+  // `generated`: this call's tokens so far (the presence and frequency penalties count them; the cache's tokens are
+  // the repetition penalty's history).
+  int32_t next_token(std::span<const float> logits, std::span<const int32_t> generated);
   // Whether this call chooses tokens with CachedLm::append_choose (resolves TokenChoicePlace; Error for Model when
   // it cannot).
   bool choose_in_model() const;

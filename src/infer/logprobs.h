@@ -1,6 +1,6 @@
 // Log-probabilities of next tokens, for `generate --json --logprobs K` (and any caller that reports them, e.g. a
 // server's "logprobs" field). They describe the model's own distribution, before sampling modifiers, as OpenAI's
-// API reports them: log_softmax of the raw logits (temperature 1; no repetition penalty, top-k, top-p or min-p),
+// API reports them: log_softmax of the raw logits (temperature 1; no logit bias, penalties, top-k, top-p or min-p),
 // so a greedy and a sampled run report the same numbers for the same context.
 //
 // Only ids [0, candidates) count: the tokens the tokenizer can decode. A model's embedding table is often padded

@@ -38,6 +38,19 @@ void SamplingOptions::validate() const {
   NVFP4LM_CHECK(min_p >= 0.0f && min_p < 1.0f, "--min-p must be in [0, 1) (0 = off), got {}", min_p);
   NVFP4LM_CHECK(std::isfinite(repetition_penalty) && repetition_penalty > 0.0f,
                 "--repetition-penalty must be > 0 (1 = off), got {}", repetition_penalty);
+  // The OpenAI API's ranges: a larger penalty or bias only hides a mistake.
+  NVFP4LM_CHECK(presence_penalty >= -2.0f && presence_penalty <= 2.0f,
+                "--presence-penalty must be in [-2, 2] (0 = off), got {}", presence_penalty);
+  NVFP4LM_CHECK(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f,
+                "--frequency-penalty must be in [-2, 2] (0 = off), got {}", frequency_penalty);
+  for (size_t i = 0; i < logit_bias.size(); ++i) {
+    const auto [id, bias] = logit_bias[i];
+    NVFP4LM_CHECK(id >= 0, "logit_bias: token id {} is negative", id);
+    NVFP4LM_CHECK(bias >= -100.0f && bias <= 100.0f, "logit_bias: the bias of token {} must be in [-100, 100], got {}",
+                  id, bias);
+    NVFP4LM_CHECK(i == 0 || logit_bias[i - 1].first < id,
+                  "logit_bias: token ids must be sorted and distinct, got {} after {}", id, logit_bias[i - 1].first);
+  }
 }
 
 std::string SamplingOptions::describe() const {
@@ -48,8 +61,20 @@ std::string SamplingOptions::describe() const {
     if (min_p > 0.0f) text += fmt::format(", min-p {:g}", min_p);
   }
   if (repetition_penalty != 1.0f) text += fmt::format(", repetition penalty {:g}", repetition_penalty);
+  if (presence_penalty != 0.0f) text += fmt::format(", presence penalty {:g}", presence_penalty);
+  if (frequency_penalty != 0.0f) text += fmt::format(", frequency penalty {:g}", frequency_penalty);
+  if (!logit_bias.empty())
+    text += fmt::format(", logit bias on {} token{}", logit_bias.size(), logit_bias.size() == 1 ? "" : "s");
   if (!greedy()) text += fmt::format(", seed {}", seed);
   return text;
+}
+
+void apply_logit_bias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias) {
+  for (const auto& [id, value] : bias) {
+    NVFP4LM_CHECK(id >= 0 && static_cast<size_t>(id) < logits.size(),
+                  "logit_bias: token id {} is outside the vocabulary [0, {})", id, logits.size());
+    logits[static_cast<size_t>(id)] += value;
+  }
 }
 
 void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> seen, float penalty) {
@@ -61,6 +86,23 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> 
     done[static_cast<size_t>(id)] = true;
     float& logit = logits[static_cast<size_t>(id)];
     logit = logit > 0.0f ? logit / penalty : logit * penalty;
+  }
+}
+
+void apply_presence_frequency_penalties(std::span<float> logits, std::span<const int32_t> generated, float presence,
+                                        float frequency) {
+  if ((presence == 0.0f && frequency == 0.0f) || generated.empty()) return;
+  // Sorted, equal ids are adjacent: each run is one token and its count. An answer is at most a context long, so
+  // sorting it per step is cheaper than clearing a count per vocabulary entry.
+  std::vector<int32_t> ids(generated.begin(), generated.end());
+  std::sort(ids.begin(), ids.end());
+  for (size_t run = 0; run < ids.size();) {
+    size_t end = run + 1;
+    while (end < ids.size() && ids[end] == ids[run]) ++end;
+    const int32_t id = ids[run];
+    NVFP4LM_ASSERT(id >= 0 && static_cast<size_t>(id) < logits.size(), "token id {} outside the vocabulary", id);
+    logits[static_cast<size_t>(id)] -= frequency * static_cast<float>(end - run) + presence;
+    run = end;
   }
 }
 
@@ -133,11 +175,14 @@ std::vector<TokenProbability> sampling_distribution(std::span<const float> logit
 
 Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) { options_.validate(); }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> seen) {
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> seen,
+                        std::span<const int32_t> generated) {
   std::span<const float> row = logits;
-  if (options_.repetition_penalty != 1.0f && !seen.empty()) {
+  if (options_.modifies_logits()) {
     scratch_.assign(logits.begin(), logits.end());
+    apply_logit_bias(scratch_, options_.logit_bias);
     apply_repetition_penalty(scratch_, seen, options_.repetition_penalty);
+    apply_presence_frequency_penalties(scratch_, generated, options_.presence_penalty, options_.frequency_penalty);
     row = scratch_;
   }
   if (options_.greedy()) return argmax_logit(row);
@@ -152,12 +197,13 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   return candidates.back().id;  // u within rounding of 1
 }
 
-int32_t Sampler::sample_decodable(std::span<const float> logits, size_t decodable, std::span<const int32_t> seen) {
-  if (decodable >= logits.size()) return sample(logits, seen);
+int32_t Sampler::sample_decodable(std::span<const float> logits, size_t decodable, std::span<const int32_t> seen,
+                                  std::span<const int32_t> generated) {
+  if (decodable >= logits.size()) return sample(logits, seen, generated);
   decodable_row_.assign(logits.begin(), logits.end());
   std::fill(decodable_row_.begin() + static_cast<std::ptrdiff_t>(decodable), decodable_row_.end(),
             -std::numeric_limits<float>::infinity());
-  return sample(decodable_row_, seen);
+  return sample(decodable_row_, seen, generated);
 }
 
 }  // namespace nvfp4lm

@@ -21,6 +21,8 @@ constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStrings = 16;
 // Choices a request may ask for (n): each is a sequence of its own, taking a slot or a queue place.
 constexpr int64_t kMaxChoices = 16;
+constexpr size_t kMaxLogitBias = 1024;  // bounds the per-token work one request adds to every decode step
+constexpr double kMaxBias = 100.0;      // OpenAI's range, [-100, 100]
 
 // The value of `key`, or null when absent or JSON null (the clients send null for "not set").
 const json* field(const json& body, const char* key) {
@@ -186,17 +188,48 @@ void read_logprobs(const json& body, Endpoint endpoint, CompletionRequest& reque
   if (wanted) request.top_logprobs = top ? static_cast<int>(*top) : 0;
 }
 
+// logit_bias: {"token id": bias, ...}, sorted by id. Ids are checked against the vocabulary in to_sequence_spec.
+std::vector<std::pair<int32_t, float>> read_logit_bias(const json& body) {
+  const json* bias = field(body, "logit_bias");
+  if (bias == nullptr) return {};
+  if (!bias->is_object()) bad_type("logit_bias", "an object mapping token ids to biases from -100 to 100", *bias);
+  if (bias->size() > kMaxLogitBias)
+    throw invalid_request(
+        fmt::format("'logit_bias' has {} entries; at most {} are allowed", bias->size(), kMaxLogitBias), "logit_bias");
+  std::vector<std::pair<int32_t, float>> result;
+  for (const auto& [key, value] : bias->items()) {
+    const std::string shown = json_excerpt(json(key), 40);
+    // Decimal digits only (no sign, space or exponent), at most what an int32 holds.
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > INT32_MAX)
+      throw invalid_request(
+          fmt::format("'logit_bias' key {} is not a token id: keys must be token ids as decimal strings, e.g. \"1234\"",
+                      shown),
+          "logit_bias");
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -kMaxBias ||
+        value.get<double>() > kMaxBias)
+      throw invalid_request(fmt::format("'logit_bias' value for token {} must be a number from -100 to 100, got {}",
+                                        shown, json_excerpt(value, 40)),
+                            "logit_bias");
+    result.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.get<double>()));
+  }
+  std::sort(result.begin(), result.end());
+  for (size_t i = 1; i < result.size(); ++i)
+    if (result[i].first == result[i - 1].first)
+      throw invalid_request(
+          fmt::format("'logit_bias' names token {} more than once (keys with leading zeros are the same id)",
+                      result[i].first),
+          "logit_bias");
+  return result;
+}
+
 void read_unsupported(const json& body, Endpoint endpoint) {
   if (const auto best_of = read_integer(body, "best_of", 1, 128))
     refuse_unless(*best_of == 1, "best_of", "no ranking of choices (n gives several)");
   refuse_unless(!read_bool(body, "echo", false), "echo", "the answer does not repeat the prompt");
   refuse_unless(field(body, "suffix") == nullptr, "suffix", "no insertion mode");
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    const auto value = read_number(body, key, -2.0, 2.0, "from -2 to 2");
-    refuse_unless(!value || *value == 0.0, key, "use repetition_penalty");
-  }
-  if (const json* bias = field(body, "logit_bias"))
-    refuse_unless(bias->is_object() && bias->empty(), "logit_bias", "no logit bias");
   for (const char* key : {"tools", "functions"}) {
     const json* value = field(body, key);
     refuse_unless(value == nullptr || (value->is_array() && value->empty()), key, "no tool calling");
@@ -282,6 +315,11 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   }
   if (const auto value = read_number(body, "repetition_penalty", 1e-4, 1e4, "from 0.0001 to 10000"))
     sampling.repetition_penalty = static_cast<float>(*value);
+  if (const auto value = read_number(body, "presence_penalty", -2.0, 2.0, "from -2 to 2"))
+    sampling.presence_penalty = static_cast<float>(*value);
+  if (const auto value = read_number(body, "frequency_penalty", -2.0, 2.0, "from -2 to 2"))
+    sampling.frequency_penalty = static_cast<float>(*value);
+  sampling.logit_bias = read_logit_bias(body);
   if (const auto seed = read_integer(body, "seed", std::numeric_limits<int64_t>::min(), INT64_MAX))
     request.seed = static_cast<uint64_t>(*seed);
   request.stop = read_stop(body);

@@ -4,13 +4,15 @@
 // Supported: model, messages (string content, or a list of {"type": "text"} parts; roles system / developer (read
 // as system) / user / assistant / tool), prompt (text, token ids, or a one-element list of either), stream,
 // stream_options.include_usage, max_tokens / max_completion_tokens, temperature, top_p, top_k, min_p,
-// repetition_penalty, seed, stop (a string or up to 16), n (1 to 16 choices), logprobs / top_logprobs (chat: bool +
-// 0..20; completions: 0..20), chat_template_kwargs.enable_thinking (as vLLM), and the inert OpenAI fields user,
-// metadata, store, service_tier, parallel_tool_calls. OpenAI features this server does not have are refused when they
-// would change the answer (best_of > 1, echo, suffix, presence / frequency penalties, logit_bias, tools, functions, a
-// tool_choice other than "none", a response_format other than text, several prompts). Fields the API does not define
-// are ignored, as vLLM and llama.cpp's server do (the official clients send extra fields of newer API versions);
-// `ignored` lists them for the log.
+// repetition_penalty, presence_penalty / frequency_penalty (-2..2), logit_bias (up to 1024 token ids as decimal
+// strings, each to a bias of -100..100; the ids are checked against the vocabulary in to_sequence_spec), seed, stop
+// (a string or up to 16), n (1 to 16 choices), logprobs / top_logprobs (chat: bool + 0..20; completions: 0..20),
+// chat_template_kwargs.enable_thinking (as vLLM), and the inert OpenAI fields user, metadata, store, service_tier,
+// parallel_tool_calls. OpenAI features this server does not have are refused when they would change the answer
+// (best_of > 1, echo, suffix, tools, functions, a tool_choice other than "none", a response_format other than text,
+// several prompts).
+// Fields the API does not define are ignored, as vLLM and llama.cpp's server do (the official clients send
+// extra fields of newer API versions); `ignored` lists them for the log.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ struct CompletionRequest {
   std::vector<int32_t> prompt_ids;    // completions with a token-id prompt
   bool prompt_is_ids = false;
   std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
-  SamplingOptions sampling;           // defaults, then the request's values; seed below
+  SamplingOptions sampling;           // defaults, then the request's values (logit_bias sorted); seed below
   std::optional<uint64_t> seed;
   int n = 1;  // choices: n sequences, choice i sampled with seed + i
   std::vector<std::string> stop;

@@ -60,6 +60,11 @@ SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer&
         "max_tokens", "context_length_exceeded");
   const int64_t fallback = request.endpoint == Endpoint::Completions ? std::min(kCompletionDefaultTokens, room) : room;
   spec.options.max_new_tokens = request.max_tokens.value_or(fallback);
+  for (const auto& [id, bias] : request.sampling.logit_bias)
+    if (id >= rules.vocab_size)
+      throw invalid_request(fmt::format("'logit_bias' key \"{}\": token id {} is outside the vocabulary [0, {})", id,
+                                        id, rules.vocab_size),
+                            "logit_bias");
   spec.options.sampling = request.sampling;
   spec.options.sampling.seed = request.seed.value_or(seed);
   spec.options.eos_ids = rules.eos_ids;

@@ -31,8 +31,8 @@ struct PromptRules {
 std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Tokenizer& tokenizer,
                                    const PromptRules& rules);
 
-// ApiError 400 when the prompt is empty, holds an id outside the vocabulary, or does not fit the context with
-// max_tokens. `seed` is used when the request has none.
+// ApiError 400 when the prompt or logit_bias holds an id outside the vocabulary, the prompt is empty, or it does not
+// fit the context with max_tokens. `seed` is used when the request has none.
 SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,
                               uint64_t seed);
 

@@ -83,14 +83,16 @@ TEST_F(CliGenerate, GreedyIsDeterministicAndEqualsAManualLoop) {
 }
 
 TEST_F(CliGenerate, RawPromptSamplingAndStopStrings) {
-  const CliResult raw = run_cli("generate " + model_flag() +
-                                " --raw --prompt 'Once upon a time' --max-tokens 6 --seed 3 --temperature 1.2 "
-                                "--top-k 0 --top-p 0.95 --min-p 0.01 --repetition-penalty 1.1");
+  const CliResult raw = run_cli(
+      "generate " + model_flag() +
+      " --raw --prompt 'Once upon a time' --max-tokens 6 --seed 3 --temperature 1.2 "
+      "--top-k 0 --top-p 0.95 --min-p 0.01 --repetition-penalty 1.1 --presence-penalty 0.5 --frequency-penalty 0.3");
   ASSERT_EQ(raw.exit_code, 0) << raw.err;
   EXPECT_NE(last_line(raw.err).find("prompt 4 tokens"), std::string::npos) << raw.err;  // no template
-  const CliResult again = run_cli("generate " + model_flag() +
-                                  " --raw --prompt 'Once upon a time' --max-tokens 6 --seed 3 --temperature 1.2 "
-                                  "--top-k 0 --top-p 0.95 --min-p 0.01 --repetition-penalty 1.1");
+  const CliResult again = run_cli(
+      "generate " + model_flag() +
+      " --raw --prompt 'Once upon a time' --max-tokens 6 --seed 3 --temperature 1.2 "
+      "--top-k 0 --top-p 0.95 --min-p 0.01 --repetition-penalty 1.1 --presence-penalty 0.5 --frequency-penalty 0.3");
   EXPECT_EQ(raw.out, again.out) << "same seed, same text";
 
   // A stop string made of the greedy answer's second half: the output is cut before it.
@@ -163,6 +165,8 @@ TEST_F(CliGenerate, BadFlagsAreClearErrors) {
   expect_one_line_error(run_cli(generate + "--top-p 1.5"), {"--top-p"});
   expect_one_line_error(run_cli(generate + "--min-p 1"), {"--min-p"});
   expect_one_line_error(run_cli(generate + "--repetition-penalty 0"), {"--repetition-penalty"});
+  expect_one_line_error(run_cli(generate + "--presence-penalty 2.5"), {"--presence-penalty"});
+  expect_one_line_error(run_cli(generate + "--frequency-penalty -3"), {"--frequency-penalty"});
   expect_one_line_error(run_cli(generate + "--max-tokens 0"), {"--max-tokens"});
   expect_one_line_error(run_cli(generate + "--stop ''"), {"--stop"});
   expect_one_line_error(run_cli(generate + "--device tpu"), {"tpu"});

@@ -1,8 +1,9 @@
 // BatchEngine (infer/batch_engine.h) on the CPU with real tiny models (dense and NVFP4): sequences decoded together
 // get exactly the tokens they get alone from Generator — greedy and sampled, 8 requests of different lengths joining
 // at different steps, 10 at once (past the 8 rows of one kernel call), stop strings and end-of-sequence ids —
-// cancelling frees a slot without disturbing the others, specs that cannot run are one-line Errors, and the
-// log-probabilities are the log-softmax of the logits.
+// penalties and logit bias as Generator's (counting the answer's tokens only), cancelling frees a slot without
+// disturbing the others, specs that cannot run are one-line Errors, and the log-probabilities are the log-softmax of
+// the logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -148,6 +149,30 @@ TEST(BatchEngine, SampledBatchedEqualsOneAtATime) {
   expect_like_alone(dense_model(), eight_requests(0.8f), kJoins, 8, "dense sampled");
 }
 
+// Presence and frequency penalties count the answer's tokens only, as Generator's do; a bias applies each step.
+TEST(BatchEngine, PenaltiesAndBiasBatchedEqualsOneAtATime) {
+  std::vector<SequenceSpec> specs = eight_requests(0.8f);
+  specs.resize(4);  // four joining at steps 0, 0, 1, 3 keep it fast
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SamplingOptions& sampling = specs[i].options.sampling;
+    sampling.presence_penalty = i % 2 == 0 ? 1.5f : 0.0f;
+    sampling.frequency_penalty = i % 3 == 0 ? 0.0f : 2.0f;
+    sampling.logit_bias = {{static_cast<int32_t>(100 + i), 5.0f}};
+  }
+  specs[0].options.sampling.temperature = 0.f;  // greedy too
+  expect_like_alone(dense_model(), specs, {0, 0, 1, 3}, 4, "dense, penalties and bias");
+}
+
+TEST(BatchEngine, LogitBiasForcesTheGreedyToken) {
+  const int32_t forced = qwen3_tokenizer().encode(" sea")[0];
+  SequenceSpec spec = spec_for("The capital of France is", 6, 0.f, 0);
+  spec.options.sampling.logit_bias = {{forced, 100.0f}};
+  BatchEngine engine = make_engine(dense_model(), 2, 32);
+  const std::vector<Collected> runs = run_schedule(engine, {spec, spec_for("Hello", 6, 0.f, 0)}, {0, 0});
+  EXPECT_EQ(runs[0].tokens, std::vector<int32_t>(6, forced));
+  EXPECT_NE(runs[1].tokens, std::vector<int32_t>(6, forced)) << "the bias belongs to one sequence";
+}
+
 TEST(BatchEngine, MoreRowsThanOneKernelCallTakes) {
   std::vector<SequenceSpec> specs = eight_requests(0.f);
   specs.push_back(spec_for("Ten rows", 6, 0.f, 0));
@@ -204,6 +229,9 @@ TEST(BatchEngine, SpecsThatCannotRunAreErrors) {
   SequenceSpec bad_sampling = spec;
   bad_sampling.options.sampling.top_p = 0.f;
   expect_error([&] { engine.check(bad_sampling); }, {"--top-p"});
+  SequenceSpec bad_bias = spec;
+  bad_bias.options.sampling.logit_bias = {{200000, 1.0f}};
+  expect_error([&] { engine.check(bad_bias); }, {"logit_bias", "token id 200000"});
   SequenceSpec bad_top = spec;
   bad_top.top_logprobs = 21;
   expect_error([&] { engine.check(bad_top); }, {"top logprobs"});

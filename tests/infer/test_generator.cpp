@@ -1,6 +1,6 @@
 // The generation loop on a fake model with scripted logits: streamed text equals the decoded tokens, EOS and stop
 // strings end it without being shown, the token budget and the context guard, padded vocabulary rows never drawn,
-// and the statistics it reports.
+// the statistics it reports, and which history the penalties see.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -163,6 +163,23 @@ TEST(Generation, RepetitionPenaltySeesPromptAndAnswer) {
   options.sampling.repetition_penalty = 2.0f;
   const Streamed run = generate(lm, {1000}, options);
   EXPECT_EQ(run.result.tokens, (std::vector<int32_t>{1001, 1002, 1003}));
+}
+
+TEST(Generation, FrequencyPenaltyCountsOnlyThisAnswer) {
+  // 1000 leads 1001 by 0.5: a frequency penalty of 0.3 lets 1000 win until it occurs twice in the answer. The prompt
+  // holds 1000 four times, which would make 1001 win at once if it counted; a second turn (the first answer now in
+  // the cache, i.e. prompt) starts counting afresh, so it repeats the first answer.
+  FakeLm lm(kVocab, 64, [](std::span<const int32_t>, std::span<float> row) {
+    row[1000] = 3.0f;
+    row[1001] = 2.5f;
+  });
+  GenerationOptions options = greedy_options(5);
+  options.sampling.frequency_penalty = 0.3f;
+  Generator generator(lm, qwen3_tokenizer(), options);
+  const std::vector<int32_t> first = generator.generate(std::vector<int32_t>{1000, 1000, 1000, 1000}).tokens;
+  // 1000: 3.0, 2.7, 2.4 | 1001: 2.5, 2.2 -> 1000 1000 1001 1000 1001
+  EXPECT_EQ(first, (std::vector<int32_t>{1000, 1000, 1001, 1000, 1001}));
+  EXPECT_EQ(generator.generate(std::vector<int32_t>{7}).tokens, first);
 }
 
 }  // namespace

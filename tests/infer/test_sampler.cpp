@@ -1,5 +1,6 @@
-// Sampler: each logits transform against its direct formula (HF semantics), greedy equivalences, determinism for
-// a seed, and the drawn tokens' frequencies against the distribution (chi-square).
+// Sampler: each logits transform against its direct formula (HF semantics; OpenAI's for logit bias and the presence
+// and frequency penalties, in vLLM's order), greedy equivalences, determinism for a seed, and the drawn tokens'
+// frequencies against the distribution (chi-square).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -89,6 +90,114 @@ TEST(Sampler, RepetitionPenaltyIsHfFormula) {
   std::vector<float> unchanged = {1.0f, -1.0f};
   apply_repetition_penalty(unchanged, std::vector<int32_t>{0, 1}, 1.0f);
   EXPECT_EQ(unchanged, (std::vector<float>{1.0f, -1.0f}));
+}
+
+TEST(Sampler, LogitBiasIsAddedToTheRawLogits) {
+  std::vector<float> logits = {2.0f, -1.0f, 0.0f, 3.0f};
+  const std::vector<std::pair<int32_t, float>> bias = {{0, -0.5f}, {2, 1.25f}, {3, -100.0f}};
+  apply_logit_bias(logits, bias);
+  EXPECT_EQ(logits, (std::vector<float>{1.5f, -1.0f, 1.25f, -97.0f}));
+  const std::vector<std::pair<int32_t, float>> outside = {{4, 1.0f}};
+  expect_error([&] { apply_logit_bias(logits, outside); }, {"logit_bias", "token id 4", "[0, 4)"});
+}
+
+TEST(Sampler, PresenceAndFrequencyPenaltiesAreOpenAiFormula) {
+  std::vector<float> logits = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  // Token 1 three times, token 3 once: logit -= 0.25 * count + 0.5 * (count > 0).
+  const std::vector<int32_t> generated = {1, 3, 1, 1};
+  apply_presence_frequency_penalties(logits, generated, 0.5f, 0.25f);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, 0.75f, 3.0f, 3.25f, 5.0f}));
+  // Negative values encourage repetition.
+  std::vector<float> encouraged = {1.0f, 2.0f};
+  apply_presence_frequency_penalties(encouraged, std::vector<int32_t>{0, 0}, -1.0f, -0.5f);
+  EXPECT_EQ(encouraged, (std::vector<float>{3.0f, 2.0f}));
+  std::vector<float> unchanged = {1.0f, 2.0f};
+  apply_presence_frequency_penalties(unchanged, std::vector<int32_t>{0, 1}, 0.0f, 0.0f);
+  EXPECT_EQ(unchanged, (std::vector<float>{1.0f, 2.0f}));
+}
+
+TEST(Sampler, GreedyFollowsBiasAndPenalties) {
+  const std::vector<float> logits = {3.0f, 2.5f, -1.0f};
+  auto greedy = [&](auto change, std::span<const int32_t> seen, std::span<const int32_t> generated) {
+    SamplingOptions options;
+    options.temperature = 0;
+    change(options);
+    Sampler sampler(options);
+    return sampler.sample(logits, seen, generated);
+  };
+  const std::vector<int32_t> none, once = {0}, twice = {0, 0}, four = {0, 0, 0, 0};
+  EXPECT_EQ(greedy([](SamplingOptions&) {}, none, none), 0);
+  // A bias of 1 lifts token 1 to 3.5; one of 0.4 leaves it at 2.9.
+  EXPECT_EQ(greedy([](SamplingOptions& o) { o.logit_bias = {{1, 1.0f}}; }, none, none), 1);
+  EXPECT_EQ(greedy([](SamplingOptions& o) { o.logit_bias = {{1, 0.4f}}; }, none, none), 0);
+  // Frequency 0.3: one 0 generated leaves it at 2.7 (> 2.5), two bring it to 2.4.
+  auto frequency = [](SamplingOptions& o) { o.frequency_penalty = 0.3f; };
+  EXPECT_EQ(greedy(frequency, once, once), 0);
+  EXPECT_EQ(greedy(frequency, twice, twice), 1);
+  // Only generated tokens count: four 0s in the prompt (seen, not generated) change nothing.
+  EXPECT_EQ(greedy(frequency, four, none), 0);
+  // Presence 0.4 counts a token once: four 0s leave it at 2.6; presence 0.6 brings it to 2.4.
+  EXPECT_EQ(greedy([](SamplingOptions& o) { o.presence_penalty = 0.4f; }, four, four), 0);
+  EXPECT_EQ(greedy([](SamplingOptions& o) { o.presence_penalty = 0.6f; }, once, once), 1);
+}
+
+TEST(Sampler, BiasThenRepetitionThenPresenceAsVllm) {
+  // Token 0: 2 + 2 (bias) = 4, / 2 (repetition) = 2, - 1.5 (presence) = 0.5 < 1 -> token 1 wins. Presence before
+  // the repetition penalty would give (4 - 1.5) / 2 = 1.25 and keep token 0.
+  SamplingOptions options;
+  options.temperature = 0;
+  options.logit_bias = {{0, 2.0f}};
+  options.repetition_penalty = 2.0f;
+  options.presence_penalty = 1.5f;
+  Sampler sampler(options);
+  const std::vector<int32_t> history = {0};
+  EXPECT_EQ(sampler.sample(std::vector<float>{2.0f, 1.0f}, history, history), 1);
+}
+
+TEST(Sampler, LogitBiasBansAndForcesTokensWhenSampling) {
+  SamplingOptions options;
+  options.temperature = 1.0f;
+  options.top_k = 0;
+  options.top_p = 1.0f;
+  options.seed = 3;
+  const std::vector<float> flat(6, 0.0f);
+  options.logit_bias = {{2, -100.0f}};
+  Sampler banned(options);
+  std::set<int32_t> drawn;
+  for (int i = 0; i < 2000; ++i) drawn.insert(banned.sample(flat));
+  EXPECT_EQ(drawn, (std::set<int32_t>{0, 1, 3, 4, 5}));
+  options.logit_bias = {{4, 100.0f}};
+  Sampler forced(options);
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(forced.sample(flat), 4);
+  // Through sample_decodable: a bias cannot bring back a padded row.
+  options.logit_bias = {{5, 100.0f}};
+  Sampler padded(options);
+  for (int i = 0; i < 200; ++i) ASSERT_LT(padded.sample_decodable(flat, 5), 5);
+}
+
+TEST(Sampler, OffOptionsLeaveTheTokensAsBefore) {
+  // With no bias and zero penalties the row is used as given: the same seed draws the same tokens whatever history
+  // is passed, and those of a sampler that is given none (the call every earlier caller made).
+  Rng rng(8);
+  std::vector<std::vector<float>> rows;
+  for (int i = 0; i < 200; ++i) rows.push_back(random_logits(64, rng, 1.0f));
+  SamplingOptions options;
+  options.seed = 5;
+  EXPECT_FALSE(options.modifies_logits());
+  Sampler plain(options), with_history(options);
+  std::vector<int32_t> history;
+  for (const auto& row : rows) {
+    const int32_t token = plain.sample(row);
+    ASSERT_EQ(with_history.sample(row, history, history), token);
+    history.push_back(token);
+  }
+  // A penalty or bias that is present but changes nothing still draws the same tokens (the copied row is equal).
+  options.logit_bias = {{3, 0.0f}};
+  EXPECT_TRUE(options.modifies_logits());
+  SamplingOptions off;
+  off.seed = 5;
+  Sampler neutral(options), reference(off);
+  for (const auto& row : rows) ASSERT_EQ(neutral.sample(row, history, history), reference.sample(row));
 }
 
 TEST(Sampler, GreedyIsArgmaxOfPenalizedLogits) {
@@ -264,11 +373,23 @@ TEST(Sampler, RejectsBadOptions) {
   bad([](SamplingOptions& o) { o.top_p = 1.5f; }, "--top-p");
   bad([](SamplingOptions& o) { o.min_p = 1; }, "--min-p");
   bad([](SamplingOptions& o) { o.repetition_penalty = 0; }, "--repetition-penalty");
+  bad([](SamplingOptions& o) { o.presence_penalty = 2.5f; }, "--presence-penalty");
+  bad([](SamplingOptions& o) { o.presence_penalty = NAN; }, "--presence-penalty");
+  bad([](SamplingOptions& o) { o.frequency_penalty = -2.1f; }, "--frequency-penalty");
+  bad([](SamplingOptions& o) { o.logit_bias = {{5, 101.0f}}; }, "logit_bias");
+  bad([](SamplingOptions& o) { o.logit_bias = {{-1, 1.0f}}; }, "logit_bias");
+  bad([](SamplingOptions& o) { o.logit_bias = {{5, 1.0f}, {3, 1.0f}}; }, "logit_bias");
+  bad([](SamplingOptions& o) { o.logit_bias = {{5, 1.0f}, {5, 2.0f}}; }, "logit_bias");
   SamplingOptions fine;
   EXPECT_NO_THROW(fine.validate());
   EXPECT_EQ(fine.describe(), "temperature 0.7, top-k 20, top-p 0.8, seed 0");
   fine.temperature = 0;
   EXPECT_EQ(fine.describe(), "greedy");
+  fine.presence_penalty = -2.0f;
+  fine.frequency_penalty = 2.0f;
+  fine.logit_bias = {{1, -100.0f}, {7, 100.0f}};
+  EXPECT_NO_THROW(fine.validate());
+  EXPECT_EQ(fine.describe(), "greedy, presence penalty -2, frequency penalty 2, logit bias on 2 tokens");
 }
 
 }  // namespace

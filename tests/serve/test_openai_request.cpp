@@ -110,8 +110,6 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
   expect_refused(with("top_logprobs", 3), "top_logprobs", "needs 'logprobs'");
   expect_refused(with("top_logprobs", 21), "top_logprobs", "from 0 to 20");
   expect_refused(with("n", 17), "n", "from 1 to 16");
-  expect_refused(with("presence_penalty", 0.5), "presence_penalty", "repetition_penalty");
-  expect_refused(with("logit_bias", {{"5", 1}}), "logit_bias", "not supported");
   expect_refused(with("response_format", {{"type", "json_object"}}), "response_format", "plain text");
   expect_refused(with("stream_options", {{"include_usage", true}}), "stream_options", "'stream': true");
   expect_refused(json{{"prompt", {"a", "b"}}}, "prompt", "2 prompts", Endpoint::Completions);
@@ -119,11 +117,76 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
   expect_refused(json{{"prompt", "x"}, {"echo", true}}, "echo", "not supported", Endpoint::Completions);
   expect_refused(json{{"prompt", "x"}, {"logprobs", 30}}, "logprobs", "from 0 to 20", Endpoint::Completions);
   // Neutral values of unsupported features pass.
-  EXPECT_NO_THROW(parse(with("presence_penalty", 0)));
   EXPECT_NO_THROW(parse(with("tool_choice", "none")));
   EXPECT_NO_THROW(parse(with("response_format", {{"type", "text"}})));
   EXPECT_NO_THROW(
       parse(with("messages", {{{"role", "developer"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}})));
+}
+
+TEST(OpenAiRequest, PenaltiesAndLogitBias) {
+  const json bias = {{"42", 100}, {"7", -100}, {"1000", 2.5}, {"0", 0}};
+  for (const Endpoint endpoint : {Endpoint::ChatCompletions, Endpoint::Completions}) {
+    json body = {{"presence_penalty", 0.5}, {"frequency_penalty", -1.25}, {"logit_bias", bias}};
+    body[endpoint == Endpoint::ChatCompletions ? "messages" : "prompt"] =
+        endpoint == Endpoint::ChatCompletions ? kMessages : json("Once");
+    const CompletionRequest request = parse(body, endpoint);
+    EXPECT_FLOAT_EQ(request.sampling.presence_penalty, 0.5f);
+    EXPECT_FLOAT_EQ(request.sampling.frequency_penalty, -1.25f);
+    const std::vector<std::pair<int32_t, float>> sorted = {{0, 0.0f}, {7, -100.0f}, {42, 100.0f}, {1000, 2.5f}};
+    EXPECT_EQ(request.sampling.logit_bias, sorted);
+    EXPECT_TRUE(request.ignored.empty());
+  }
+  // Absent, null or empty: off.
+  const CompletionRequest plain =
+      parse({{"messages", kMessages}, {"logit_bias", json::object()}, {"presence_penalty", nullptr}});
+  EXPECT_TRUE(plain.sampling.logit_bias.empty());
+  EXPECT_EQ(plain.sampling.presence_penalty, 0.0f);
+  EXPECT_EQ(plain.sampling.frequency_penalty, 0.0f);
+  EXPECT_FALSE(plain.sampling.modifies_logits());
+
+  const json base = {{"messages", kMessages}};
+  auto with = [&](const std::string& key, const json& value) {
+    json body = base;
+    body[key] = value;
+    return body;
+  };
+  expect_refused(with("presence_penalty", 2.5), "presence_penalty", "'presence_penalty' must be a number from -2 to 2");
+  expect_refused(with("frequency_penalty", -3), "frequency_penalty", "from -2 to 2, got -3");
+  expect_refused(with("frequency_penalty", "high"), "frequency_penalty", "must be a number");
+  expect_refused(with("logit_bias", json::array({1, 2})), "logit_bias", "an object mapping token ids");
+  expect_refused(with("logit_bias", {{"abc", 1}}), "logit_bias", "key \"abc\" is not a token id");
+  expect_refused(with("logit_bias", {{"-1", 1}}), "logit_bias", "key \"-1\" is not a token id");
+  expect_refused(with("logit_bias", {{"1.5", 1}}), "logit_bias", "key \"1.5\" is not a token id");
+  expect_refused(with("logit_bias", {{"", 1}}), "logit_bias", "is not a token id");
+  expect_refused(with("logit_bias", {{"99999999999", 1}}), "logit_bias", "key \"99999999999\" is not a token id");
+  expect_refused(with("logit_bias", {{"5", 101}}), "logit_bias",
+                 "value for token \"5\" must be a number from -100 to 100");
+  expect_refused(with("logit_bias", {{"5", "up"}}), "logit_bias", "value for token \"5\"");
+  expect_refused(with("logit_bias", {{"7", 1}, {"007", 2}}), "logit_bias", "token 7 more than once");
+  json many = json::object();
+  for (int id = 0; id < 1025; ++id) many[std::to_string(id)] = 1;
+  expect_refused(with("logit_bias", many), "logit_bias", "1025 entries; at most 1024");
+  many.erase("0");
+  EXPECT_EQ(parse(with("logit_bias", many)).sampling.logit_bias.size(), 1024u);
+
+  // The vocabulary is known when the request becomes a spec.
+  const Tokenizer& tokenizer = tiny_serve_tokenizer();
+  serve::PromptRules rules;
+  rules.context = 40;
+  rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
+  const SequenceSpec spec = serve::to_sequence_spec(parse(with("logit_bias", bias)), tokenizer, rules, 0);
+  EXPECT_EQ(spec.options.sampling.logit_bias.size(), 4u);
+  const std::string outside = std::to_string(rules.vocab_size);
+  try {
+    serve::to_sequence_spec(parse(with("logit_bias", {{"5", 1}, {outside, 1}})), tokenizer, rules, 0);
+    ADD_FAILURE() << "accepted a logit_bias id outside the vocabulary";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.status(), 400);
+    EXPECT_EQ(error.param(), "logit_bias");
+    EXPECT_NE(std::string(error.what()).find("'logit_bias' key \"" + outside + "\""), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("outside the vocabulary"), std::string::npos) << error.what();
+  }
 }
 
 TEST(OpenAiRequest, SpecsCheckTheContextAndFillTheBudget) {

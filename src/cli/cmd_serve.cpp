@@ -1,8 +1,9 @@
 // `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
-// [--max-memory GiB] [--max-connections N] [--idle-timeout S] [--header-timeout S] [--body-timeout S]
-// [--write-timeout S] [--max-body-mb MB] [--cors-origin ORIGIN]... [--no-access-log]`: the model behind the OpenAI API
-// (chat completions, completions, models, health, metrics) with continuous batching, until SIGTERM / SIGINT (then it
-// drains and exits 0; a second signal exits at once). Parsing only: serve/server.h.
+// [--max-memory GiB] [--prefill-chunk N] [--prefix-cache on|off] [--max-connections N] [--idle-timeout S]
+// [--header-timeout S] [--body-timeout S] [--write-timeout S] [--max-body-mb MB] [--cors-origin ORIGIN]...
+// [--no-access-log]`: the model behind the OpenAI API (chat completions, completions, models, tokenize, health,
+// metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second signal exits at
+// once). Parsing only: serve/server.h.
 #include <memory>
 #include <string>
 
@@ -19,6 +20,7 @@ struct ServeCliOptions {
   ModelFlags model;
   DeviceFlags device;
   std::string cuda_graph = "on";
+  std::string prefix_cache = "on";
   serve::ServeOptions serve;
   bool no_think = false;
   int64_t max_body_mb = 8;
@@ -33,6 +35,7 @@ int run_serve(ServeCliOptions& cli) {
   cli.serve.decode = decode_mode_for(device, cli.cuda_graph);
   cli.serve.enable_thinking = !cli.no_think;
   cli.serve.http.max_body_bytes = static_cast<uint64_t>(cli.max_body_mb) << 20;
+  cli.serve.prefix_cache = cli.prefix_cache == "on";
   serve::serve_until_signal(model, tokenizer, cli.serve);
   return 0;
 }
@@ -57,6 +60,14 @@ CommandRegistration registration(
       add_number_option(app, "--max-queue", serve.max_queue,
                         "requests waiting for a slot before new ones get 429 (default 64)",
                         {int64_t{0}, int64_t{1} << 20});
+      add_number_option(app, "--prefill-chunk", serve.prefill_chunk,
+                        "prompt tokens prefilled between two decode steps, so running answers go on while a long "
+                        "prompt joins (default 256; 0 = each prompt at once)",
+                        {int64_t{0}, int64_t{1} << 24});
+      app.add_option("--prefix-cache", options->prefix_cache,
+                     "on: a prompt reuses the KV cache a free slot kept of its prefix from an earlier request "
+                     "(default on)")
+          ->check(CLI::IsMember({"on", "off"}));
       add_number_option(app, "--shutdown-timeout", serve.shutdown_timeout_s,
                         "seconds running requests may go on after SIGTERM before they are cancelled (default 30)",
                         {0.0, 86400.0});

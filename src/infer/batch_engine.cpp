@@ -15,7 +15,7 @@ struct BatchEngine::Sequence {
   int64_t id = 0;
   int32_t slot = 0;
   int64_t prompt_tokens = 0;
-  int64_t cached = 0;            // tokens in the slot's cache
+  int64_t cached = 0;            // tokens in the slot's cache: the first `cached` of history
   std::vector<int32_t> history;  // prompt + chosen tokens (the repetition penalty sees all, presence and frequency
                                  // penalties the chosen ones)
   int top_logprobs = -1;
@@ -28,6 +28,8 @@ struct BatchEngine::Sequence {
         top_logprobs(spec.top_logprobs),
         sampler(spec.options.sampling),
         answer(tokenizer, spec.options, max_new, context_bound) {}
+
+  bool prefilling() const { return cached < prompt_tokens; }
 };
 
 namespace {
@@ -38,6 +40,12 @@ constexpr int kMaxTopLogprobs = 20;  // the OpenAI API's limit
 // so context - prompt + 1 new tokens fit (as Generator caps it).
 int64_t room_for(int64_t context, int64_t prompt) { return context - prompt + 1; }
 
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  return std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())), b.begin())
+             .first -
+         a.begin();
+}
+
 }  // namespace
 
 BatchEngine::BatchEngine(const Qwen3Model& model, Tokenizer tokenizer, BatchEngineOptions options)
@@ -46,7 +54,7 @@ BatchEngine::BatchEngine(const Qwen3Model& model, Tokenizer tokenizer, BatchEngi
   NVFP4LM_CHECK(options_.context >= 2, "the context per sequence must be at least 2 tokens, got {}", options_.context);
   const bool graphs = options_.decode == DecodeMode::Graph;
   pool_ = model_.make_cache(options_.slots + (graphs ? 1 : 0), options_.context);
-  slot_used_.assign(static_cast<size_t>(options_.slots), false);
+  slot_state_.resize(static_cast<size_t>(options_.slots));
 }
 
 BatchEngine::~BatchEngine() = default;
@@ -111,7 +119,37 @@ void BatchEngine::check(const SequenceSpec& spec) const {
     NVFP4LM_CHECK(entry.first < vocab, "logit_bias token id {} is outside the vocabulary [0, {})", entry.first, vocab);
 }
 
-int64_t BatchEngine::start(SequenceSpec spec, const SequenceEventSink& sink) {
+int64_t BatchEngine::prefilling() const {
+  return std::count_if(sequences_.begin(), sequences_.end(),
+                       [](const auto& sequence) { return sequence->prefilling(); });
+}
+
+int64_t BatchEngine::cached_tokens() const {
+  int64_t tokens = 0;
+  for (const auto& sequence : sequences_) tokens += sequence->cached;
+  return tokens;
+}
+
+std::pair<int32_t, int64_t> BatchEngine::choose_slot(const std::vector<int32_t>& prompt) const {
+  int32_t best = -1;
+  int64_t best_common = -1;
+  for (size_t i = 0; i < slot_state_.size(); ++i) {
+    const Slot& slot = slot_state_[i];
+    if (slot.used) continue;
+    if (!options_.prefix_cache) return {static_cast<int32_t>(i), 0};  // the first free one
+    const int64_t common = common_prefix(slot.tokens, prompt);
+    if (common > best_common ||
+        (common == best_common && slot.released_at < slot_state_[static_cast<size_t>(best)].released_at)) {
+      best = static_cast<int32_t>(i);
+      best_common = common;
+    }
+  }
+  NVFP4LM_ASSERT(best >= 0, "no free KV-cache slot");
+  // The last prompt token is computed even when the slot holds it: its logits choose the first token.
+  return {best, std::min(best_common, static_cast<int64_t>(prompt.size()) - 1)};
+}
+
+int64_t BatchEngine::begin(SequenceSpec spec) {
   check(spec);
   NVFP4LM_CHECK(has_free_slot(), "all {} KV-cache slots are busy", slots());
   const auto prompt = static_cast<int64_t>(spec.prompt.size());
@@ -119,25 +157,56 @@ int64_t BatchEngine::start(SequenceSpec spec, const SequenceEventSink& sink) {
   const bool context_bound = spec.options.max_new_tokens > room;
   auto sequence =
       std::make_unique<Sequence>(tokenizer_, spec, std::min(spec.options.max_new_tokens, room), context_bound);
-  const auto slot = static_cast<int32_t>(std::find(slot_used_.begin(), slot_used_.end(), false) - slot_used_.begin());
+  const auto [slot, reused] = choose_slot(spec.prompt);
   sequence->id = next_id_++;
   sequence->slot = slot;
-
-  KVCache view = pool_.row_view(slot);
-  const Tensor ids = Tensor::from_ints(spec.prompt, Shape{1, prompt});
-  const Tensor logits = model_.forward_cached(ids, view).to(Device::cpu()).contiguous();
-  sequence->cached = prompt;
-  slot_used_[static_cast<size_t>(slot)] = true;
+  sequence->cached = reused;
+  Slot& state = slot_state_[static_cast<size_t>(slot)];
+  state.used = true;
+  state.tokens.clear();  // rewritten from `reused` on; release() says what it holds then
+  last_reused_tokens_ = reused;
   sequences_.push_back(std::move(sequence));
-  const int64_t id = sequences_.back()->id;
+  return sequences_.back()->id;
+}
+
+int64_t BatchEngine::start(SequenceSpec spec, const SequenceEventSink& sink) {
+  const int64_t id = begin(std::move(spec));
+  prefill_chunk(sequences_.size() - 1, 0, sink);
+  return id;
+}
+
+int64_t BatchEngine::next_prefill() const {
+  for (const auto& sequence : sequences_)
+    if (sequence->prefilling()) return sequence->id;
+  return 0;
+}
+
+int64_t BatchEngine::prefill(int64_t max_tokens, const SequenceEventSink& sink) {
+  for (size_t i = 0; i < sequences_.size(); ++i)
+    if (sequences_[i]->prefilling()) return prefill_chunk(i, max_tokens, sink);
+  return 0;
+}
+
+int64_t BatchEngine::prefill_chunk(size_t index, int64_t max_tokens, const SequenceEventSink& sink) {
+  Sequence& sequence = *sequences_[index];
+  const int64_t rest = sequence.prompt_tokens - sequence.cached;
+  const int64_t tokens = max_tokens > 0 ? std::min(max_tokens, rest) : rest;
   try {
-    choose(*sequences_.back(), {logits.data<float>(), static_cast<size_t>(logits.numel())}, sink);
+    KVCache view = pool_.row_view(sequence.slot);
+    view.set_length(sequence.cached);  // forward_cached appends here, at positions from here on
+    const auto first = sequence.history.begin() + static_cast<std::ptrdiff_t>(sequence.cached);
+    const Tensor ids = Tensor::from_ints(std::vector<int32_t>(first, first + tokens), Shape{1, tokens});
+    Tensor logits = model_.forward_cached(ids, view);
+    sequence.cached += tokens;
+    if (sequence.prefilling()) return tokens;
+    logits = logits.to(Device::cpu()).contiguous();
+    choose(sequence, {logits.data<float>(), static_cast<size_t>(logits.numel())}, sink);
   } catch (...) {
-    release(sequences_.size() - 1);
+    release(index, /*keep_cache=*/false);
     throw;
   }
-  if (sequences_.back()->answer.finished()) release(sequences_.size() - 1);
-  return id;
+  if (sequence.answer.finished()) release(index);
+  return tokens;
 }
 
 Qwen3DecodeStep& BatchEngine::decode_step(int64_t rows) {
@@ -147,12 +216,15 @@ Qwen3DecodeStep& BatchEngine::decode_step(int64_t rows) {
 }
 
 void BatchEngine::step(const SequenceEventSink& sink) {
-  const int64_t running = this->running();
+  std::vector<Sequence*> decoding;  // the rows, in start order
+  for (const auto& sequence : sequences_)
+    if (!sequence->prefilling()) decoding.push_back(sequence.get());
+  const auto running = static_cast<int64_t>(decoding.size());
   if (running == 0) return;
   const int64_t bucket = bucket_for(running);
   std::vector<DecodeRow> rows(static_cast<size_t>(bucket));
   for (int64_t i = 0; i < running; ++i) {
-    const Sequence& sequence = *sequences_[static_cast<size_t>(i)];
+    const Sequence& sequence = *decoding[static_cast<size_t>(i)];
     rows[static_cast<size_t>(i)] = {sequence.history.back(), static_cast<int32_t>(sequence.cached), sequence.slot};
   }
   // Padding rows (graph buckets) write the spare slot, at distinct positions while the context has room (their
@@ -163,7 +235,7 @@ void BatchEngine::step(const SequenceEventSink& sink) {
   const Tensor logits = decode_step(bucket).run_rows(rows).narrow(0, 0, running).to(Device::cpu()).contiguous();
   const auto vocab = static_cast<size_t>(logits.dim(1));
   for (int64_t i = 0; i < running; ++i) {
-    Sequence& sequence = *sequences_[static_cast<size_t>(i)];
+    Sequence& sequence = *decoding[static_cast<size_t>(i)];
     ++sequence.cached;
     choose(sequence, {logits.data<float>() + static_cast<size_t>(i) * vocab, vocab}, sink);
   }
@@ -190,8 +262,15 @@ void BatchEngine::choose(Sequence& sequence, std::span<const float> logits, cons
   if (sink) sink(event);
 }
 
-void BatchEngine::release(size_t index) {
-  slot_used_[static_cast<size_t>(sequences_[index]->slot)] = false;
+void BatchEngine::release(size_t index, bool keep_cache) {
+  const Sequence& sequence = *sequences_[index];
+  Slot& slot = slot_state_[static_cast<size_t>(sequence.slot)];
+  slot.used = false;
+  slot.released_at = ++releases_;
+  slot.tokens.clear();
+  if (options_.prefix_cache && keep_cache)
+    slot.tokens.assign(sequence.history.begin(),
+                       sequence.history.begin() + static_cast<std::ptrdiff_t>(sequence.cached));
   sequences_.erase(sequences_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 

@@ -1,15 +1,30 @@
 // BatchEngine: continuous batching over one Qwen3Model, driven by one thread (the serve scheduler, or
 // `generate --prompts`). A fixed pool of KV-cache slots holds one sequence each, up to context() tokens;
 // sequences join (start: the prompt is prefilled into a free slot and the first token chosen) and leave (they
-// finish, or are cancelled) between steps; step() runs one decode step for all running sequences together — B rows
+// finish, or are cancelled) between steps; step() runs one decode step for all decoding sequences together — B rows
 // in one forward, each at its own position in its own slot (Qwen3DecodeStep::run_rows) — then chooses each
 // sequence's next token with its own sampler.
 //
+// Chunked prefill (the server's path): begin() only takes a slot; the sequence is prefilling until its prompt is in
+// the cache. Each prefill(max_tokens) call computes the next chunk of the oldest prefilling sequence (forward_cached
+// appends to the slot at its length, positions following it) and, with the prompt's last chunk, chooses the first
+// token. A caller alternates prefill() and step() so that running sequences keep getting tokens while a long prompt
+// joins; step() leaves prefilling sequences alone. start() is begin() plus the whole prompt at once.
+//
+// Prefix caching (BatchEngineOptions::prefix_cache): a slot keeps the K/V of its last sequence after it ends
+// (the prompt and the generated tokens that were fed back), and remembers those tokens. begin() takes the free
+// slot whose remembered tokens share the longest prefix with the new prompt (ties and no match: the least recently
+// used one, so hot prefixes survive), keeps min(shared, prompt - 1) tokens (the last prompt token is always computed,
+// for its logits) and prefills only the rest. Nothing is copied: the new sequence continues in the same slot.
+//
 // Each sequence gets exactly the tokens it would get alone from Generator (generator.h) with the same options and
-// seed: the prefill is the same forward_cached call; the decode step computes every row on its own (the linears
+// seed when its prompt is prefilled at once without reuse (start(), prefix caching off): the prefill is the same
+// forward_cached call; the decode step computes every row on its own (the linears
 // with ops/gemm.h LinearRows::Independent, attention per row); tokens are chosen from a host copy of the logits by
 // the same Sampler and ended by the same AnswerStream. tests/infer/test_batch_engine.cpp checks it token for
-// token, with sequences of different lengths joining at different steps.
+// token, with sequences of different lengths joining at different steps. A chunked prefill or a reused prefix is
+// the same computation split differently (the K/V of reused generated tokens come from decode steps): equal up to
+// rounding (on the CPU, fp32 logits within ~1e-5 on the tiny test models), not bit for bit.
 //
 // Decode steps: one per batch size, created when first needed and kept (their buffers too). Eager (the CPU, or
 // --cuda-graph off) uses the exact number of running sequences. With DecodeMode::Graph (CUDA) each step is a
@@ -23,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "infer/answer_stream.h"
@@ -40,6 +56,7 @@ struct BatchEngineOptions {
   int64_t slots = 8;                 // sequences at once (KV-cache slots)
   int64_t context = 4096;            // tokens per slot: prompt + generated
   std::optional<DecodeMode> decode;  // none: eager steps; Graph (CUDA): a captured graph per bucket
+  bool prefix_cache = false;         // reuse the K/V a free slot holds of a prompt's prefix (see the top)
 };
 
 struct SequenceSpec {
@@ -74,8 +91,15 @@ class BatchEngine {
 
   int64_t slots() const { return options_.slots; }
   int64_t context() const { return options_.context; }
+  // Sequences holding a slot: prefilling ones and decoding ones.
   int64_t running() const { return static_cast<int64_t>(sequences_.size()); }
+  int64_t prefilling() const;
+  int64_t decoding() const { return running() - prefilling(); }  // the rows of the next step()
   bool has_free_slot() const { return running() < slots(); }
+  // Tokens in the cache of running sequences (of slots() * context()).
+  int64_t cached_tokens() const;
+  // Prompt tokens the last begin() / start() took from a slot's cache instead of computing them (0: a miss).
+  int64_t last_reused_tokens() const { return last_reused_tokens_; }
   const Qwen3Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   // Bytes of one slot of `context` tokens: K and V of every layer.
@@ -95,27 +119,50 @@ class BatchEngine {
   // Prefills the prompt into a free slot and chooses the first token (its event goes to `sink`; a sequence may
   // finish right there). Returns the sequence id. Error when check() fails or no slot is free.
   int64_t start(SequenceSpec spec, const SequenceEventSink& sink);
-  // One decode step of every running sequence; one event each. Finished sequences leave and free their slots.
+  // Takes a free slot for the sequence (reusing a cached prefix when prefix caching is on) and leaves it
+  // prefilling: nothing is computed yet. Returns the sequence id. Error when check() fails or no slot is free.
+  int64_t begin(SequenceSpec spec);
+  // The oldest prefilling sequence's id, or 0 when none is prefilling.
+  int64_t next_prefill() const;
+  // Computes the next chunk, at most `max_tokens` tokens (<= 0: all the rest), of the oldest prefilling sequence's
+  // prompt; with its last chunk the first token is chosen (its event goes to `sink`; the sequence may finish right
+  // there). Returns the tokens computed (0: nothing was prefilling). On an Error the sequence is ended (its slot
+  // freed) and the Error goes on.
+  int64_t prefill(int64_t max_tokens, const SequenceEventSink& sink);
+  // One decode step of every decoding sequence; one event each. Finished sequences leave and free their slots.
   void step(const SequenceEventSink& sink);
-  // Ends a running sequence now and frees its slot (no event); unknown or finished ids are ignored.
+  // Ends a running (or prefilling) sequence now and frees its slot (no event); unknown or finished ids are ignored.
   void cancel(int64_t sequence);
 
  private:
   struct Sequence;
+  // A KV-cache slot: whether a sequence holds it, and (prefix caching) the tokens whose K/V it kept from the last
+  // one, and when that one ended.
+  struct Slot {
+    bool used = false;
+    std::vector<int32_t> tokens;
+    uint64_t released_at = 0;
+  };
   // Chooses the next token of `sequence` from its logits row and reports it.
   void choose(Sequence& sequence, std::span<const float> logits, const SequenceEventSink& sink);
+  // The free slot for `prompt` and how many of its tokens it holds; see the top of this file.
+  std::pair<int32_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
+  int64_t prefill_chunk(size_t index, int64_t max_tokens, const SequenceEventSink& sink);
   Qwen3DecodeStep& decode_step(int64_t rows);
   int64_t bucket_for(int64_t running) const;
-  void release(size_t index);
+  // Frees the sequence's slot; the slot remembers the sequence's cached tokens when `keep_cache`.
+  void release(size_t index, bool keep_cache = true);
 
   const Qwen3Model& model_;
   Tokenizer tokenizer_;
   BatchEngineOptions options_;
   KVCache pool_;  // slots rows (+ one spare for graph padding rows)
-  std::vector<bool> slot_used_;
+  std::vector<Slot> slot_state_;
   std::vector<std::unique_ptr<Sequence>> sequences_;           // running, in start order
   std::map<int64_t, std::unique_ptr<Qwen3DecodeStep>> steps_;  // by rows; refer to pool_
   int64_t next_id_ = 1;
+  uint64_t releases_ = 0;  // the clock of Slot::released_at
+  int64_t last_reused_tokens_ = 0;
 };
 
 }  // namespace nvfp4lm

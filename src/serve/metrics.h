@@ -5,6 +5,11 @@
 //   batch_size                          histogram: sequences per decode step
 //   decode_step_seconds                 histogram: one batched decode step (all running sequences, one token each)
 //   time_to_first_token_seconds, request_seconds, queue_seconds    histograms per request
+//   inter_token_latency_seconds         histogram: time between two tokens of one sequence
+//   prefix_cache_hits_total, prefix_cache_reused_tokens_total      requests that reused a cached prompt prefix, and
+//                                       the prompt tokens they did not compute
+//   kv_cache_tokens, kv_cache_usage_ratio    tokens in the KV cache of running sequences, and of slots x context
+//                                       (gauges, set by the scheduler at each iteration)
 //   memory_bytes{device}, process_resident_memory_bytes            tracked tensor bytes and RSS
 //   http_connections                    open client connections (gauge)
 //   http_connections_closed_total{reason}   connections the server closed for a limit: idle_timeout,
@@ -55,12 +60,16 @@ class ServeMetrics {
   void count_tokens(int64_t prompt, int64_t generated);
   // A connection the server closed because it passed a limit (`reason`: "idle_timeout", "connection_limit", ...).
   void count_connection_closed(std::string_view reason);
+  // A request started with `reused` prompt tokens from the prefix cache (0: a miss).
+  void count_prefix_cache(int64_t reused);
+  void set_kv_cache_tokens(int64_t used, int64_t capacity);
 
   Histogram batch_size;
   Histogram decode_step_seconds;
   Histogram time_to_first_token_seconds;
   Histogram request_seconds;
   Histogram queue_seconds;
+  Histogram inter_token_seconds;
 
   std::string render(const MetricGauges& gauges) const;
 
@@ -69,6 +78,8 @@ class ServeMetrics {
   std::map<std::pair<std::string, std::string>, uint64_t> requests_;
   std::map<std::string, uint64_t, std::less<>> connections_closed_;
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0};
+  std::atomic<uint64_t> prefix_cache_hits_{0}, prefix_cache_reused_tokens_{0};
+  std::atomic<int64_t> kv_cache_tokens_{0}, kv_cache_capacity_{0};
 };
 
 }  // namespace nvfp4lm::serve

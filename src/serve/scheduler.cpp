@@ -26,6 +26,7 @@ ApiError shutting_down() {
 Scheduler::Scheduler(BatchEngine& engine, ServeMetrics& metrics, SchedulerOptions options)
     : engine_(engine), metrics_(metrics), options_(options) {
   NVFP4LM_CHECK(options_.max_queue >= 0, "--max-queue must be >= 0, got {}", options_.max_queue);
+  NVFP4LM_CHECK(options_.prefill_chunk >= 0, "--prefill-chunk must be >= 0, got {}", options_.prefill_chunk);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -94,10 +95,14 @@ void Scheduler::deliver(const SequenceEvent& event) {
   const Clock::time_point now = Clock::now();
   if (event.generated_tokens == 1)
     metrics_.time_to_first_token_seconds.observe(seconds_between(channel.submitted(), now));
+  else if (const auto last = last_token_.find(event.sequence); last != last_token_.end())
+    metrics_.inter_token_seconds.observe(seconds_between(last->second, now));
+  last_token_[event.sequence] = now;
   channel.push(event);
   if (event.finished) {
     metrics_.request_seconds.observe(seconds_between(channel.submitted(), now));
     metrics_.count_tokens(event.prompt_tokens, event.generated_tokens);
+    last_token_.erase(event.sequence);
     running_.erase(it);
   }
 }
@@ -108,6 +113,7 @@ void Scheduler::fail_running(const ApiError& error) {
     channel->fail(error);
   }
   running_.clear();
+  last_token_.clear();
   std::deque<std::shared_ptr<RequestChannel>> waiting;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -118,9 +124,38 @@ void Scheduler::fail_running(const ApiError& error) {
   idle_.notify_all();
 }
 
+void Scheduler::admit(const std::shared_ptr<RequestChannel>& channel) {
+  if (channel->cancelled()) return;
+  metrics_.queue_seconds.observe(seconds_between(channel->submitted(), Clock::now()));
+  try {
+    const int64_t sequence = engine_.begin(channel->spec());
+    running_[sequence] = channel;
+    metrics_.count_prefix_cache(engine_.last_reused_tokens());
+  } catch (const Error& e) {
+    log::error("serve: a request could not start: {}", e.what());
+    channel->fail(ApiError(500, "server_error", fmt::format("the request could not start: {}", e.what())));
+  }
+}
+
+void Scheduler::prefill() {
+  const int64_t chunk = options_.prefill_chunk;
+  int64_t budget = chunk;
+  while (const int64_t sequence = engine_.next_prefill()) {
+    try {
+      budget -= engine_.prefill(chunk > 0 ? budget : 0, [&](const SequenceEvent& event) { deliver(event); });
+    } catch (const Error& e) {  // the engine ended the sequence
+      log::error("serve: a request failed in its prefill: {}", e.what());
+      if (const auto it = running_.find(sequence); it != running_.end()) {
+        it->second->fail(ApiError(500, "server_error", fmt::format("the prefill failed: {}", e.what())));
+        running_.erase(it);
+      }
+    }
+    if (chunk == 0 || budget <= 0) break;
+  }
+}
+
 bool Scheduler::iterate() {
-  std::shared_ptr<RequestChannel> admitted;
-  std::vector<std::shared_ptr<RequestChannel>> refused;
+  std::vector<std::shared_ptr<RequestChannel>> admitted, refused;
   bool cancel_running = false, stop = false;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -131,10 +166,14 @@ bool Scheduler::iterate() {
       waiting_.clear();
       cancel_running = stopping_ || Clock::now() >= deadline_;
       stop = stopping_;
-    } else if (engine_.has_free_slot() && !waiting_.empty()) {
-      admitted = waiting_.front();
-      waiting_.pop_front();
-      ++running_count_;  // counted from here, so drain() cannot miss it
+    } else {
+      // Slots of running requests whose clients went away free below, before anything runs; they admit others next
+      // time round.
+      for (int64_t free = engine_.slots() - engine_.running(); free > 0 && !waiting_.empty(); --free) {
+        admitted.push_back(waiting_.front());
+        waiting_.pop_front();
+        ++running_count_;  // counted from here, so drain() cannot miss it
+      }
     }
   }
   for (auto& channel : refused) channel->fail(shutting_down());
@@ -148,29 +187,19 @@ bool Scheduler::iterate() {
     if (it->second->cancelled()) {
       engine_.cancel(it->first);
       metrics_.count_tokens(static_cast<int64_t>(it->second->spec().prompt.size()), it->second->generated_tokens());
+      last_token_.erase(it->first);
       it = running_.erase(it);
     } else {
       ++it;
     }
   }
 
-  if (admitted && !admitted->cancelled()) {
-    metrics_.queue_seconds.observe(seconds_between(admitted->submitted(), Clock::now()));
-    try {
-      std::shared_ptr<RequestChannel> channel = admitted;
-      SequenceEvent first;
-      const int64_t sequence = engine_.start(channel->spec(), [&](const SequenceEvent& event) { first = event; });
-      running_[sequence] = channel;
-      deliver(first);
-    } catch (const Error& e) {
-      log::error("serve: a request failed in its prefill: {}", e.what());
-      admitted->fail(ApiError(500, "server_error", fmt::format("the prefill failed: {}", e.what())));
-    }
-  }
+  for (const auto& channel : admitted) admit(channel);
+  prefill();
 
-  if (engine_.running() > 0) {
+  if (engine_.decoding() > 0) {
     const Clock::time_point start = Clock::now();
-    const int64_t batch = engine_.running();
+    const int64_t batch = engine_.decoding();
     try {
       engine_.step([&](const SequenceEvent& event) { deliver(event); });
       metrics_.decode_step_seconds.observe(seconds_between(start, Clock::now()));
@@ -180,6 +209,7 @@ bool Scheduler::iterate() {
       fail_running(ApiError(500, "server_error", fmt::format("the decode step failed: {}", e.what())));
     }
   }
+  metrics_.set_kv_cache_tokens(engine_.cached_tokens(), engine_.slots() * engine_.context());
 
   {
     const std::lock_guard<std::mutex> lock(mutex_);

@@ -2,9 +2,13 @@
 // batching. HTTP threads submit() requests and read their events from a RequestChannel; the scheduler loop, at
 // every token boundary:
 //   1. drops requests whose client went away (queued, or running: their slots free at once);
-//   2. admits the oldest waiting request when a slot is free: its prompt is prefilled and its first token chosen
-//      (one prefill per iteration, so running sequences keep getting tokens while new ones join);
-//   3. runs one batched decode step for every running sequence and hands each its token.
+//   2. admits waiting requests, oldest first, while slots are free (BatchEngine::begin: a slot, with the prefix its
+//      cache holds when prefix caching is on; nothing computed yet);
+//   3. prefills one chunk: at most prefill_chunk prompt tokens of the prefilling sequences, oldest first (0: the
+//      whole prompt of the oldest one); a sequence whose prompt is complete gets its first token;
+//   4. runs one batched decode step for every decoding sequence and hands each its token.
+// So running streams get a token between two chunks of a long prompt: the gap a joining prompt causes is about one
+// chunk's prefill, not the whole prompt's.
 // Waiting requests are bounded: past max_queue requests beyond the free slots, submit() answers 429. drain() stops
 // taking requests (503), lets running ones finish until a deadline and then cancels what is left (their clients get a
 // 503 error).
@@ -26,7 +30,8 @@
 namespace nvfp4lm::serve {
 
 struct SchedulerOptions {
-  int64_t max_queue = 64;  // requests waiting for a slot; more are answered 429
+  int64_t max_queue = 64;       // requests waiting for a slot; more are answered 429
+  int64_t prefill_chunk = 256;  // prompt tokens prefilled per iteration; 0: one whole prompt per iteration
 };
 
 class Scheduler {
@@ -53,8 +58,10 @@ class Scheduler {
 
  private:
   void loop();
-  // One pass of the loop (steps 1-3 above); returns false when the loop should end.
+  // One pass of the loop (steps 1-4 above); returns false when the loop should end.
   bool iterate();
+  void admit(const std::shared_ptr<RequestChannel>& channel);
+  void prefill();
   void fail_running(const ApiError& error);
   void deliver(const SequenceEvent& event);
 
@@ -73,7 +80,7 @@ class Scheduler {
 
   // Scheduler thread only.
   std::map<int64_t, std::shared_ptr<RequestChannel>> running_;  // by sequence id
-  std::map<const RequestChannel*, Clock::time_point> first_token_pending_;
+  std::map<int64_t, Clock::time_point> last_token_;             // by sequence id: when it got its last token
   std::thread thread_;
 };
 

@@ -93,6 +93,7 @@ Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions option
   engine_options.slots = slots;
   engine_options.context = options_.context;
   engine_options.decode = options_.decode;
+  engine_options.prefix_cache = options_.prefix_cache;
   engine_ = std::make_unique<BatchEngine>(model, tokenizer, engine_options);
 
   ServedModel served{tokenizer, PromptRules{}, RequestDefaults{}, slots, model.device().str()};
@@ -111,6 +112,7 @@ Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions option
 
   SchedulerOptions scheduler_options;
   scheduler_options.max_queue = options_.max_queue;
+  scheduler_options.prefill_chunk = options_.prefill_chunk;
   scheduler_ = std::make_unique<Scheduler>(*engine_, metrics_, scheduler_options);
   http_ = std::make_unique<HttpServer>(*scheduler_, metrics_, std::move(served), options_.http);
 }
@@ -151,9 +153,13 @@ void serve_until_signal(const Qwen3Model& model, const Tokenizer& tokenizer, con
   Server server(model, tokenizer, options);
   const BatchEngine& engine = server.engine();
   ShutdownSignals signals;  // from here on SIGTERM / SIGINT only wake the watcher below
-  log::info("serve: listening on http://{}:{} (model '{}', {} slots x {} tokens, decode {}, max queue {})",
-            server.options().http.host, server.port(), server.options().http.model_name, engine.slots(),
-            engine.context(), engine.decode_path(), server.options().max_queue);
+  const ServeOptions& served = server.options();
+  log::info(
+      "serve: listening on http://{}:{} (model '{}', {} slots x {} tokens, decode {}, max queue {}, prefill chunk {}, "
+      "prefix cache {})",
+      served.http.host, server.port(), served.http.model_name, engine.slots(), engine.context(), engine.decode_path(),
+      served.max_queue, served.prefill_chunk > 0 ? std::to_string(served.prefill_chunk) : "off (whole prompts)",
+      served.prefix_cache ? "on" : "off");
   // run() returns only after shutdown(), which only this watcher calls. A second signal while the server drains
   // ends the process at once (the user asked twice); once run() returned, wake() ends the watcher.
   std::thread watcher([&] {

@@ -1,7 +1,8 @@
 // BatchEngine on CUDA (the emulated device without a GPU): sequences decoded together in captured graphs per batch
 // bucket (padding rows in the spare slot) and eagerly get exactly the tokens `generate` gives each alone on CUDA
 // (Generator over Qwen3CachedLm with its decode graph, tokens chosen on the device), for a dense and an NVFP4 tiny
-// model, with sequences joining and leaving between steps.
+// model, with sequences joining and leaving between steps; a prompt prefilled in chunks while another sequence
+// decodes, and one continuing a cached prefix, get the same greedy tokens too.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -83,6 +84,44 @@ TEST(BatchEngineCuda, BatchedGreedyEqualsGenerateAlone) {
   ASSERT_EQ(nvfp4.compute_path(), "cuda/nvfp4-w4a16");
   expect_batched_like_alone(nvfp4, DecodeMode::Graph, "NVFP4, graphs");
   expect_batched_like_alone(nvfp4, DecodeMode::Eager, "NVFP4, eager");
+}
+
+// Chunks of 8 tokens appended at the slot's length (attention from a query offset on the device), steps of a
+// running sequence in between, then the same prompt from the prefix cache (its last token computed alone).
+TEST(BatchEngineCuda, ChunkedPrefillAndPrefixHitEqualGenerateAlone) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const Qwen3Model dense = Qwen3Model::load(tiny_dir(), on_gpu());
+  BatchEngineOptions options;
+  options.slots = 2;
+  options.context = kContext;
+  options.decode = DecodeMode::Graph;
+  options.prefix_cache = true;
+  BatchEngine engine(dense, tokenizer(), options);
+  SequenceSpec running, joining;
+  running.prompt = tokenizer().encode("Hello");
+  joining.prompt = tokenizer().encode("Once upon a time, in a land far away, there lived a king who had three sons");
+  running.options.max_new_tokens = 8;
+  joining.options.max_new_tokens = 3;
+  running.options.sampling.temperature = joining.options.sampling.temperature = 0;
+  ASSERT_GT(joining.prompt.size(), 16u);
+  std::vector<int32_t> running_tokens, joining_tokens;
+  const int64_t running_id =
+      engine.start(running, [&](const SequenceEvent& event) { running_tokens.push_back(event.token); });
+  engine.begin(joining);
+  auto sink = [&](const SequenceEvent& event) {
+    (event.sequence == running_id ? running_tokens : joining_tokens).push_back(event.token);
+  };
+  while (engine.running() > 0) {
+    engine.prefill(8, sink);
+    engine.step(sink);
+  }
+  EXPECT_EQ(running_tokens, alone(dense, running));
+  EXPECT_EQ(joining_tokens, alone(dense, joining));
+  std::vector<int32_t> again;
+  engine.start(joining, [&](const SequenceEvent& event) { again.push_back(event.token); });
+  EXPECT_EQ(engine.last_reused_tokens(), static_cast<int64_t>(joining.prompt.size()) - 1);
+  while (engine.running() > 0) engine.step([&](const SequenceEvent& event) { again.push_back(event.token); });
+  EXPECT_EQ(again, joining_tokens);
 }
 
 }  // namespace

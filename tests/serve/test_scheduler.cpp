@@ -3,6 +3,8 @@
 // the metrics count the prefix-cache hit and the reused tokens, the time between tokens and the KV-cache use.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -49,8 +51,7 @@ std::vector<int32_t> alone(const SequenceSpec& spec) {
 
 std::vector<int32_t> tokens_of(serve::RequestChannel& channel) {
   std::vector<SequenceEvent> events;
-  while (!channel.wait(events, std::chrono::milliseconds(100))) {
-  }
+  while (!channel.take(events)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_FALSE(channel.error().has_value()) << channel.error()->what();
   std::vector<int32_t> tokens;
   for (const SequenceEvent& event : events) tokens.push_back(event.token);

@@ -7,7 +7,7 @@
 #                                    [bench-train] [torch] [profile-decode]  # with `.device` carried
 #
 # unpack (the default when .device/build-gpu.tar.xz is there): the binaries built here by pack-device-build.sh,
-# with the Debian runtime libraries they link (fmt, OpenBLAS, cpp-httplib, ...) put first on LD_LIBRARY_PATH;
+# with the Debian runtime libraries they link (fmt, OpenBLAS, ...) put first on LD_LIBRARY_PATH;
 # building on the device needs -dev packages its image may not have. build: configure and build there. Steps named
 # without unpack or build (`bench-train torch`) get the default of the two first.
 # Every step has a time cap and the whole run a deadline (DEVICE_CHECK_SECONDS, default 540), so one hang costs

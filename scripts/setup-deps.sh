@@ -2,9 +2,10 @@
 # Installs nvfp4lm's build and test dependencies from Debian 12 packages. Idempotent: does nothing (and
 # needs no network) when everything is already installed. The CUDA toolkit is optional and not installed
 # here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built too, for a GPU or, without one, for the
-# emulated CUDA device (Boost.Context gives it its fibers). cpp-httplib is `serve`'s HTTP server. The test of `serve`
-# with the official `openai` npm client needs Node.js and npm (not installed here; it installs the client into the
-# build directory itself and skips when npm or its registry cannot be reached).
+# emulated CUDA device (Boost.Context gives it its fibers). Boost.Asio + Beast (libboost1.74-dev, header-only) are
+# `serve`'s HTTP layer. The test of `serve` with the official `openai` npm client needs Node.js and npm (not
+# installed here; it installs the client into the build directory itself and skips when npm or its registry cannot
+# be reached).
 #   scripts/setup-deps.sh        the build and test dependencies
 #   scripts/setup-deps.sh fuzz   those plus clang, its sanitizer/libFuzzer runtimes, LLVM's OpenMP and lld, for the
 #                                sanitizer and fuzzing builds (make test-asan, make fuzz)
@@ -16,8 +17,7 @@ packages=(
   build-essential cmake pkg-config
   libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost-context-dev
-  libcpp-httplib-dev
+  libboost-context-dev libboost1.74-dev
 )
 case "${1:-}" in
   "") ;;

@@ -161,10 +161,12 @@ bool Scheduler::iterate() {
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [&] { return stopping_ || !running_.empty() || !waiting_.empty(); });
     std::erase_if(waiting_, [](const auto& channel) { return channel->cancelled(); });
-    if (stopping_ || draining_) {
+    // Draining, requests already accepted (running or waiting) still run until the deadline; then the waiting ones
+    // get 503 and the running ones are cancelled.
+    if (stopping_ || (draining_ && Clock::now() >= deadline_)) {
       refused.assign(waiting_.begin(), waiting_.end());
       waiting_.clear();
-      cancel_running = stopping_ || Clock::now() >= deadline_;
+      cancel_running = true;
       stop = stopping_;
     } else {
       // Slots of running requests whose clients went away free below, before anything runs; they admit others next

@@ -10,8 +10,9 @@
 // So running streams get a token between two chunks of a long prompt: the gap a joining prompt causes is about one
 // chunk's prefill, not the whole prompt's.
 // Waiting requests are bounded: past max_queue requests beyond the free slots, submit() answers 429. drain() stops
-// taking requests (503), lets running ones finish until a deadline and then cancels what is left (their clients get a
-// 503 error).
+// taking new requests (503) but runs the ones already accepted — running and waiting — until a deadline; then the
+// waiting ones get a 503 and the running ones are cancelled (their clients get a 503 error, or an error event on a
+// stream that began).
 #pragma once
 
 #include <chrono>
@@ -49,7 +50,7 @@ class Scheduler {
   // Wakes the loop (a channel was cancelled).
   void notify();
 
-  // Stops admitting requests (new and waiting ones get 503), lets running ones finish until `deadline`, then
+  // Stops taking new requests (503), runs the accepted ones until `deadline`, then refuses the waiting ones and
   // cancels the rest; returns when nothing runs.
   void drain(Clock::time_point deadline);
 

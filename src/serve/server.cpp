@@ -137,9 +137,9 @@ void Server::run() {
     shutdown_requested_.wait(lock, [&] { return shutdown_; });
   }
   log::info(
-      "serve: shutting down: new requests get 503, {} waiting ones too; {} running request(s) may finish "
-      "within {:g} s",
-      scheduler_->waiting(), scheduler_->running(), options_.shutdown_timeout_s);
+      "serve: shutting down: new requests get 503; the {} running and {} waiting request(s) may finish within {:g} s "
+      "(--shutdown-timeout), what is left then gets 503",
+      scheduler_->running(), scheduler_->waiting(), options_.shutdown_timeout_s);
   http_->set_draining();
   const auto start = std::chrono::steady_clock::now();
   scheduler_->drain(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

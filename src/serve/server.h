@@ -4,8 +4,9 @@
 //          + HttpServer (the connections, http_server.h) + ServeMetrics.
 // The pool has min(--max-batch, what --max-memory leaves after the weights) slots of --context tokens each, all
 // allocated at start, so serving never allocates KV memory per request and memory goes back to the idle level
-// between bursts. run() serves until shutdown(): then new requests and the waiting ones (not admitted to a slot yet)
-// get a 503, running ones finish until the shutdown timeout and the rest are cancelled, answers still being written
+// between bursts. run() serves until shutdown(): then new requests get a 503, the accepted ones (running, or waiting
+// for a slot) run until the shutdown timeout, and what is left then gets a 503 (or, on a stream that began, an
+// error event); answers still being written
 // get a few seconds more (a client that reads slowly cannot hold up the exit longer), and run() returns.
 // serve_until_signal() wires SIGTERM / SIGINT to that, for the CLI; a second signal exits at once.
 #pragma once

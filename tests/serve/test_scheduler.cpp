@@ -3,10 +3,9 @@
 // the metrics count the prefix-cache hit and the reused tokens, the time between tokens and the KV-cache use.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/test_util.h"

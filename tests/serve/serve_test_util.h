@@ -18,10 +18,10 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <optional>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -252,6 +252,14 @@ class RawConnection {
       consumed_ = received_.size();
     }
     return response;
+  }
+  // One read of what has arrived (waiting up to the timeout); false when the peer closed or nothing came.
+  bool read_more() {
+    char buffer[16384];
+    const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+    if (n <= 0) return false;
+    received_.append(buffer, static_cast<size_t>(n));
+    return true;
   }
   // True when the server closed the connection within the timeout (bytes that arrive first are kept).
   bool closed_by_server() { return read_to_end(); }

@@ -1,10 +1,14 @@
 // The server's API beyond one completion (issue 33's expected features), over loopback HTTP with the tiny model:
 // n > 1 choices (each sampled with seed + i, so choice 0 is the n = 1 answer; streamed with their indexes);
 // /tokenize and /detokenize in vLLM's and llama-server's shapes; CORS answers and preflights; an access-log line per
-// request; and completions' text_offset counted in characters, not bytes.
+// request; completions' text_offset counted in characters, not bytes; logit_bias and the penalties over HTTP; a
+// prefix-cache hit's time to first token; and running streams' gaps while a long prompt is prefilled in chunks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "serve/openai_response.h"
 #include "serve_test_util.h"
@@ -237,6 +241,97 @@ TEST(ServeApi, CompletionTextOffsetsCountCharacters) {
     }
     EXPECT_EQ(offsets, (std::vector<int64_t>{0, 1, 3})) << (stream ? "streamed" : "whole");
   }
+}
+
+TEST(ServeApi, LogitBiasAndPenaltiesOverHttp) {
+  TestServer server;
+  serve::HttpClient client = server.client();
+  const Tokenizer& tokenizer = tiny_serve_tokenizer();
+  const int32_t sky = tokenizer.encode(" sky").front();
+  json body = {{"prompt", "Once"}, {"max_tokens", 3}, {"temperature", 0}};
+  body["logit_bias"] = {{std::to_string(sky), 100}};
+  const HttpResult forced = post_json(client, "/v1/completions", body.dump());
+  ASSERT_EQ(forced.status, 200) << forced.body;
+  EXPECT_EQ(forced.json()["choices"][0]["text"], tokenizer.decode(std::vector<int32_t>{sky, sky, sky}));
+  // A frequency penalty of 2 against a bias of 3: the second token is another one.
+  body["logit_bias"] = {{std::to_string(sky), 3}};
+  body["frequency_penalty"] = 2.0;
+  body["max_tokens"] = 8;
+  body["logprobs"] = 0;
+  const HttpResult penalized = post_json(client, "/v1/completions", body.dump());
+  ASSERT_EQ(penalized.status, 200) << penalized.body;
+  const json tokens = penalized.json()["choices"][0]["logprobs"]["tokens"];
+  EXPECT_LT(std::count(tokens.begin(), tokens.end(), json(" sky")), 8) << penalized.body;
+  const HttpResult out_of_range =
+      post_json(client, "/v1/completions", json{{"prompt", "x"}, {"logit_bias", {{"99999999", 1}}}}.dump());
+  EXPECT_EQ(out_of_range.status, 400) << out_of_range.body;
+}
+
+// Seconds from sending `body` (a stream) to its first content event.
+double time_to_first_token(int port, const json& body) {
+  RawConnection connection(port, 60);
+  const std::string text = body.dump();
+  const auto start = std::chrono::steady_clock::now();
+  connection.send_post("/v1/completions", text);
+  EXPECT_TRUE(connection.read_until("\"text\"")) << connection.received();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  connection.read_until("[DONE]");
+  return seconds;
+}
+
+TEST(ServeApi, APrefixCacheHitCutsTheTimeToFirstToken) {
+  serve::ServeOptions options;
+  options.context = 4096;
+  options.max_batch = 2;
+  TestServer server(options);
+  // 1,895 prompt tokens, as the issue's repeated prompt; token ids, so no tokenizing time is measured.
+  std::vector<int32_t> prompt(1895);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + (i * 7919) % 50000);
+  const json body = {{"prompt", prompt}, {"max_tokens", 2}, {"temperature", 0}, {"stream", true}};
+  const double first = time_to_first_token(server.port(), body);
+  double hit = 1e9;
+  for (int i = 0; i < 3; ++i) hit = std::min(hit, time_to_first_token(server.port(), body));
+  const std::string metrics = get(server.client(), "/metrics").body;
+  EXPECT_GE(metric(metrics, "nvfp4lm_prefix_cache_hits_total"), 3) << metrics;
+  EXPECT_GE(metric(metrics, "nvfp4lm_prefix_cache_reused_tokens_total"), 3 * 1894) << metrics;
+  EXPECT_LT(hit, 0.1 * first) << "first " << first << " s, with the cached prefix " << hit << " s";
+}
+
+TEST(ServeApi, RunningStreamsKeepTheirPaceWhileALongPromptIsPrefilled) {
+  serve::ServeOptions options;
+  options.context = 4096;
+  options.max_batch = 2;
+  TestServer server(options);
+  RawConnection running(server.port(), 60);
+  running.send_post("/v1/completions",
+                    json{{"prompt", "Once"}, {"max_tokens", 600}, {"temperature", 0}, {"stream", true}}.dump());
+  ASSERT_TRUE(running.read_until("\"text\"")) << running.received();
+  // Timestamps of the stream's events, read on a thread while a 3,000-token prompt joins.
+  std::vector<double> arrivals;
+  std::thread reader([&] {
+    size_t seen = 0;
+    const auto start = std::chrono::steady_clock::now();
+    while (true) {
+      size_t count = 0;
+      for (size_t at = running.received().find("data: "); at != std::string::npos;
+           at = running.received().find("data: ", at + 1))
+        ++count;
+      for (; seen < count; ++seen)
+        arrivals.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (running.received().find("[DONE]") != std::string::npos) break;
+      if (!running.read_more()) break;
+    }
+  });
+  std::vector<int32_t> prompt(3000);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + (i * 104729) % 50000);
+  const HttpResult long_prompt = post_json(server.client(), "/v1/completions",
+                                           json{{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}}.dump());
+  reader.join();
+  ASSERT_EQ(long_prompt.status, 200) << long_prompt.body;
+  ASSERT_GT(arrivals.size(), 10u);
+  double longest = 0;
+  for (size_t i = 1; i < arrivals.size(); ++i) longest = std::max(longest, arrivals[i] - arrivals[i - 1]);
+  EXPECT_LT(longest, 0.5) << "the running stream waited " << longest << " s for a token";
 }
 
 }  // namespace

@@ -57,7 +57,9 @@ TEST(ServeShutdown, SigtermFinishesTheAcceptedRequestsRunningOrWaiting) {
   // New requests are refused at once...
   const serve::HttpClientResponse late =
       serve::HttpClient("127.0.0.1", port).post("/v1/chat/completions", chat_body("Too late.", 4).dump());
-  if (late.ok()) EXPECT_EQ(late.status, 503) << late.body;  // (or the listener is closed already)
+  if (late.ok()) {
+    EXPECT_EQ(late.status, 503) << late.body;  // (or the listener is closed already)
+  }
   // ...while every accepted one is answered whole: the running stream, then the two that waited for its slot.
   const std::optional<RawResponse> answer = scene.running.read_response();
   ASSERT_TRUE(answer) << scene.running.received();

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/text_excerpt.h"
 #include "train/data/dataset_records.h"
 
 namespace nvfp4lm {
@@ -229,10 +230,10 @@ DataFormat detect_data_format(const std::filesystem::path& path, DataFormat requ
   if (extension == ".tsv") return DataFormat::Tsv;
   if (extension == ".txt") return DataFormat::Text;
   NVFP4LM_FAIL(
-      "dataset {}: cannot tell the format from the extension \"{}\"; known: .jsonl/.json (JSON lines with "
+      "dataset {}: cannot tell the format from the extension {}; known: .jsonl/.json (JSON lines with "
       "\"messages\" or \"prompt\"/\"completion\"), .tsv (prompt<TAB>target), .txt (plain text); or name it with "
       "--data-format jsonl|tsv|text",
-      path.string(), extension);
+      path.string(), quoted_excerpt(extension));
 }
 
 DataFormat parse_data_format(std::string_view name) {
@@ -240,19 +241,19 @@ DataFormat parse_data_format(std::string_view name) {
   if (name == "jsonl") return DataFormat::Jsonl;
   if (name == "tsv") return DataFormat::Tsv;
   if (name == "text") return DataFormat::Text;
-  NVFP4LM_FAIL("unknown data format \"{}\"; use auto, jsonl, tsv or text", name);
+  NVFP4LM_FAIL("unknown data format {}; use auto, jsonl, tsv or text", quoted_excerpt(name));
 }
 
 PairTemplate parse_pair_template(std::string_view name) {
   if (name == "chat") return PairTemplate::Chat;
   if (name == "raw") return PairTemplate::Raw;
-  NVFP4LM_FAIL("unknown data template \"{}\"; use chat or raw", name);
+  NVFP4LM_FAIL("unknown data template {}; use chat or raw", quoted_excerpt(name));
 }
 
 TextSplit parse_text_split(std::string_view name) {
   if (name == "whole-file") return TextSplit::WholeFile;
   if (name == "blank-lines") return TextSplit::BlankLines;
-  NVFP4LM_FAIL("unknown text split \"{}\"; use whole-file or blank-lines", name);
+  NVFP4LM_FAIL("unknown text split {}; use whole-file or blank-lines", quoted_excerpt(name));
 }
 
 std::string_view data_format_name(DataFormat format) {

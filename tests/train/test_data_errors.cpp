@@ -59,7 +59,7 @@ std::vector<BadCase> bad_cases() {
       {"e.jsonl",
        "{\"messages\": [{\"role\": \"" + std::string(500, 'r') + "\", \"content\": \"q\"}]}\n",
        "line 1",
-       {"rrr...\" (500 bytes)"}},
+       {"rrr\"... (500 bytes)"}},
       {"d.jsonl",
        "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n",
        "",

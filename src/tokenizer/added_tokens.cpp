@@ -43,9 +43,14 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
 }
 
 void AddedTokenMatcher::find(std::string_view text, bool split_special, std::vector<AddedMatch>& out) const {
-  if (tokens_.empty()) return;
-  size_t covered = 0;  // end of the previous accepted match
-  size_t pos = 0;
+  MatchCursor cursor;
+  while (const std::optional<AddedMatch> match = find_next(text, split_special, cursor)) out.push_back(*match);
+}
+
+std::optional<AddedMatch> AddedTokenMatcher::find_next(std::string_view text, bool split_special,
+                                                       MatchCursor& cursor) const {
+  if (tokens_.empty()) return std::nullopt;
+  size_t& pos = cursor.pos;
   while (pos < text.size()) {
     const auto& bucket = by_first_byte_[static_cast<unsigned char>(text[pos])];
     const AddedToken* hit = nullptr;
@@ -72,7 +77,7 @@ void AddedTokenMatcher::find(std::string_view text, bool split_special, std::vec
       if (word_before || word_after) continue;
     }
     if (hit->lstrip) {
-      while (begin > covered) {
+      while (begin > cursor.covered) {
         size_t start = 0;
         if (!is_white_space(code_point_before(text, begin, start))) break;
         begin = start;
@@ -86,9 +91,10 @@ void AddedTokenMatcher::find(std::string_view text, bool split_special, std::vec
       }
       pos = end;
     }
-    out.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(end), hit->id});
-    covered = end;
+    cursor.covered = end;
+    return AddedMatch{static_cast<uint32_t>(begin), static_cast<uint32_t>(end), hit->id};
   }
+  return std::nullopt;
 }
 
 }  // namespace nvfp4lm::tokenizer

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,14 @@ class AddedTokenMatcher {
 
   // Appends the accepted matches in `text` (valid UTF-8), in order and non-overlapping.
   void find(std::string_view text, bool split_special, std::vector<AddedMatch>& out) const;
+
+  // Where a scan of one text stands: find_next continues from it, so the matches come one at a time (each
+  // costs the bytes scanned up to it, nothing is stored) and are the same as find's.
+  struct MatchCursor {
+    size_t pos = 0;      // the next byte to try
+    size_t covered = 0;  // end of the previous accepted match (lstrip stops there)
+  };
+  std::optional<AddedMatch> find_next(std::string_view text, bool split_special, MatchCursor& cursor) const;
 
  private:
   std::vector<AddedToken> tokens_;                    // sorted by content length, longest first

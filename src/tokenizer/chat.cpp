@@ -3,6 +3,7 @@
 #include "tokenizer/chat.h"
 
 #include "core/error.h"
+#include "core/text_excerpt.h"
 
 namespace nvfp4lm {
 namespace {
@@ -41,7 +42,7 @@ Rendered render(std::span<const ChatMessage> messages, const ChatOptions& option
   for (size_t i = 0; i < count; ++i) {
     const std::string& role = messages[i].role;
     NVFP4LM_CHECK(role == "system" || role == "user" || role == "assistant" || role == "tool",
-                  "chat message {}: role \"{}\" is not one of system, user, assistant, tool", i, role);
+                  "chat message {}: role {} is not one of system, user, assistant, tool", i, quoted_excerpt(role));
   }
   // Index of the last user message that is a real query (not a wrapped tool response); the templates
   // start from count - 1 when there is none.

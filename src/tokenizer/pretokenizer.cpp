@@ -74,7 +74,7 @@ RegexSplitter::RegexSplitter(std::string_view pattern, const std::string& origin
   NVFP4LM_CHECK(code != nullptr, "{}: regex {} does not compile with PCRE2 at offset {}: {}", origin, pattern,
                 error_offset, pcre2_message(error_code));
   code_ = code;
-  int rc = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  int rc = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);
   jit_ = rc == 0;
   if (!jit_) log::debug("tokenizer: PCRE2 JIT unavailable ({}); using the PCRE2 interpreter", pcre2_message(rc));
 }
@@ -113,6 +113,56 @@ void RegexSplitter::split(std::string_view text, std::vector<Piece>& pieces) con
   }
   if (gap < text.size()) pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(text.size())});
   pcre2_match_data_free(match);
+}
+
+size_t RegexSplitter::split_certain(std::string_view text, size_t from, bool more_follows, size_t max_pieces,
+                                    std::vector<Piece>& pieces, size_t& open_match) const {
+  NVFP4LM_ASSERT(text.size() < (1ull << 32), "text too long for 32-bit offsets");
+  open_match = SIZE_MAX;
+  if (from >= text.size() || max_pieces == 0) return from;
+  pcre2_match_data* match = pcre2_match_data_create_from_pattern(as_code(code_), nullptr);
+  NVFP4LM_CHECK(match != nullptr, "out of memory creating PCRE2 match data");
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  const uint32_t options = PCRE2_NO_UTF_CHECK | (more_follows ? PCRE2_PARTIAL_HARD : 0);
+  const size_t first = pieces.size();
+  size_t pos = from, gap = from, done = from;  // `done`: end of the last appended piece
+  bool no_match_left = false;
+  while (pos < text.size() && pieces.size() - first < max_pieces) {
+    int rc = pcre2_match(as_code(code_), subject, text.size(), pos, options, match, nullptr);
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
+    if (rc == PCRE2_ERROR_PARTIAL) {
+      open_match = ovector[0];
+      break;
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      no_match_left = true;
+      break;
+    }
+    if (rc < 0) {
+      pcre2_match_data_free(match);
+      NVFP4LM_FAIL("tokenizer: PCRE2 match failed at byte {}: {}", pos, pcre2_message(rc));
+    }
+    size_t begin = ovector[0], end = ovector[1];
+    if (begin > gap) pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(begin)});
+    if (end > begin) {
+      pieces.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
+      pos = end;
+    } else {
+      // As in split(). A later call from `done` (== gap) searches again from there and steps the same way.
+      pos = end + 1;
+      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+      end = begin;
+    }
+    gap = end;
+    done = end;
+  }
+  // The text after the last match is one piece, known only when nothing follows the window.
+  if (!more_follows && (no_match_left || pos >= text.size()) && gap < text.size()) {
+    pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(text.size())});
+    done = text.size();
+  }
+  pcre2_match_data_free(match);
+  return done;
 }
 
 }  // namespace nvfp4lm::tokenizer

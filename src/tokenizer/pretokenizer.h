@@ -31,6 +31,14 @@ class RegexSplitter {
   // Appends the pieces of `text` (valid UTF-8, < 4 GiB) to `pieces`, in order, covering all of it.
   void split(std::string_view text, std::vector<Piece>& pieces) const;
 
+  // For encoding a prefix of a text that is read window by window: appends, from byte `from` (a piece
+  // boundary) on, the pieces of `text` that no text after it could change, and at most `max_pieces` of them.
+  // With more_follows=false the window is the whole text and the pieces reach its end. PCRE2 runs in
+  // partial-hard mode, so a match that looked at the window's end is not taken. Returns where the appended
+  // pieces end; `open_match` is set to where such an unfinished match starts (SIZE_MAX when none).
+  size_t split_certain(std::string_view text, size_t from, bool more_follows, size_t max_pieces,
+                       std::vector<Piece>& pieces, size_t& open_match) const;
+
   bool jit() const { return jit_; }
 
  private:

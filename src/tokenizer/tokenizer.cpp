@@ -40,6 +40,26 @@ void WordCache::insert(std::string_view word, const int32_t* ids, size_t count) 
   shard.words.emplace(std::string(word), std::vector<int32_t>(ids, ids + count));
 }
 
+void check_encodable(std::string_view text) {
+  NVFP4LM_CHECK(text.size() < (1ull << 32), "encode: text of {} bytes is too long (limit 4 GiB)", text.size());
+  size_t bad = find_invalid_utf8(text);
+  NVFP4LM_CHECK(bad == text.size(),
+                "encode: text is not valid UTF-8 at byte {} (byte 0x{:02X}); convert it with to_valid_utf8() first",
+                bad, static_cast<unsigned char>(text[bad]));
+}
+
+void TokenizerData::encode_piece(std::string_view word, std::vector<int32_t>& ids) const {
+  const size_t first = ids.size();
+  if (word.size() <= WordCache::kMaxWordBytes) {
+    if (!cache.lookup(word, ids)) {
+      merges->encode_word(word, ids);
+      cache.insert(word, ids.data() + first, ids.size() - first);
+    }
+  } else {
+    merges->encode_word(word, ids);
+  }
+}
+
 }  // namespace tokenizer
 
 namespace {
@@ -162,11 +182,7 @@ EncodedText Tokenizer::encode_with_offsets(std::string_view text, bool allow_spe
 
 void Tokenizer::encode_impl(std::string_view text, bool allow_special, std::vector<int32_t>& ids,
                             std::vector<std::pair<uint32_t, uint32_t>>* offsets) const {
-  NVFP4LM_CHECK(text.size() < (1ull << 32), "encode: text of {} bytes is too long (limit 4 GiB)", text.size());
-  size_t bad = tokenizer::find_invalid_utf8(text);
-  NVFP4LM_CHECK(bad == text.size(),
-                "encode: text is not valid UTF-8 at byte {} (byte 0x{:02X}); convert it with to_valid_utf8() first",
-                bad, static_cast<unsigned char>(text[bad]));
+  tokenizer::check_encodable(text);
   std::vector<tokenizer::AddedMatch> matches;
   data_->raw_added.find(text, !allow_special, matches);
   uint32_t cursor = 0;
@@ -246,16 +262,8 @@ void Tokenizer::encode_normalized(std::string_view text, std::vector<int32_t>& i
     pieces.push_back({0, static_cast<uint32_t>(text.size())});
   }
   for (const tokenizer::Piece& piece : pieces) {
-    std::string_view word = text.substr(piece.begin, piece.end - piece.begin);
     const size_t first = ids.size();
-    if (word.size() <= tokenizer::WordCache::kMaxWordBytes) {
-      if (!data_->cache.lookup(word, ids)) {
-        data_->merges->encode_word(word, ids);
-        data_->cache.insert(word, ids.data() + first, ids.size() - first);
-      }
-    } else {
-      data_->merges->encode_word(word, ids);
-    }
+    data_->encode_piece(text.substr(piece.begin, piece.end - piece.begin), ids);
     if (token_ends) {
       uint32_t end = piece.begin;
       for (size_t i = first; i < ids.size(); ++i) {

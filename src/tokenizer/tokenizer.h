@@ -74,6 +74,14 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool allow_special = true) const;
   // Appends to `ids` (no reallocation of a caller's buffer per call).
   void encode_append(std::string_view text, std::vector<int32_t>& ids, bool allow_special = true) const;
+  // The first tokens of encode(text, allow_special), at most max_tokens of them, appended to `ids`; returns
+  // true when the text has more tokens than that. Work and memory grow with the tokens produced, not with the
+  // text (a 7 MB prompt checked against a 4,096-token context stops after 4,097 tokens): the text is
+  // normalised and pre-tokenized window by window, and a piece longer than a few KiB (64 MB of NUL bytes is one)
+  // is byte-pair encoded window by window too (tokenizer_prefix.cpp says why the result is still a prefix).
+  // Only the UTF-8 check and the scan for the next added token read ahead, without copying.
+  bool encode_prefix(std::string_view text, size_t max_tokens, std::vector<int32_t>& ids,
+                     bool allow_special = true) const;
   // The same ids plus each token's source byte range (used for training masks; see chat.h).
   EncodedText encode_with_offsets(std::string_view text, bool allow_special = true) const;
 
@@ -110,6 +118,7 @@ class Tokenizer {
   void encode_segment(std::string_view text, uint32_t base, bool allow_special, std::vector<int32_t>& ids,
                       std::vector<std::pair<uint32_t, uint32_t>>* offsets) const;
   void encode_normalized(std::string_view text, std::vector<int32_t>& ids, std::vector<uint32_t>* token_ends) const;
+  bool encode_segment_prefix(std::string_view text, bool allow_special, size_t limit, std::vector<int32_t>& ids) const;
 
   std::shared_ptr<const tokenizer::TokenizerData> data_;
 };

@@ -55,6 +55,7 @@ struct TokenizerData {
   std::vector<uint32_t> bytes_offsets;
   enum Flag : uint8_t { kUsed = 1, kAdded = 2, kSpecial = 4 };
   std::vector<uint8_t> flags;
+  size_t max_token_bytes = 0;  // the longest token's bytes (bounds how far BPE merges reach; tokenizer_prefix.cpp)
 
   // HF token string -> id: open addressing over ids (-1 = empty slot).
   std::vector<int32_t> id_slots;
@@ -83,7 +84,12 @@ struct TokenizerData {
                 bytes_offsets[static_cast<size_t>(id) + 1] - bytes_offsets[static_cast<size_t>(id)]);
   }
   int32_t find_id(std::string_view token_text) const;
+  // Appends the byte-pair encoding of one pre-tokenizer piece, through the word cache for short ones.
+  void encode_piece(std::string_view word, std::vector<int32_t>& ids) const;
 };
+
+// Error unless `text` is valid UTF-8 under 4 GiB (what every encode requires).
+void check_encodable(std::string_view text);
 
 std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokenizer_json,
                                                          std::string_view tokenizer_config_json,

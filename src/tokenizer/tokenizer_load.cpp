@@ -236,6 +236,7 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
     } else {
       data->bytes_pool.append(texts[id]);
     }
+    data->max_token_bytes = std::max(data->max_token_bytes, data->bytes_pool.size() - data->bytes_offsets[id]);
   }
   data->text_offsets[vocab_size] = static_cast<uint32_t>(data->text_pool.size());
   data->bytes_offsets[vocab_size] = static_cast<uint32_t>(data->bytes_pool.size());

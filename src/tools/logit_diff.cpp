@@ -68,40 +68,41 @@ std::string LogitTolerances::describe() const {
   return text;
 }
 
+void LogitDiffAccumulator::add_row(const float* logits, const float* reference, int64_t vocab, int64_t candidates) {
+  NVFP4LM_ASSERT(candidates >= 1 && candidates <= vocab, "compare_logits: {} candidates of {}", candidates, vocab);
+  const int64_t t = diff_.positions++;
+  for (int64_t v = 0; v < vocab; ++v) {
+    if (!std::isfinite(logits[v]) || !std::isfinite(reference[v])) {
+      diff_.non_finite = true;
+      continue;
+    }
+    const double delta = std::fabs(static_cast<double>(logits[v]) - reference[v]);
+    if (delta > diff_.max_abs_diff) {
+      diff_.max_abs_diff = delta;
+      diff_.max_diff_position = t;
+    }
+    diff_.max_abs_reference = std::max(diff_.max_abs_reference, std::fabs(static_cast<double>(reference[v])));
+  }
+  const int32_t token = row_argmax(logits, candidates), reference_token = row_argmax(reference, candidates);
+  if (token == reference_token) {
+    ++diff_.top1_agree;
+  } else if (diff_.first_divergence < 0) {
+    diff_.first_divergence = t;
+    diff_.token = token;
+    diff_.reference_token = reference_token;
+  }
+}
+
 LogitDiff compare_logits(const Tensor& logits, const Tensor& reference, int64_t candidates) {
   NVFP4LM_ASSERT(logits.rank() == 2 && logits.shape() == reference.shape() && logits.dtype() == DType::F32 &&
                      reference.dtype() == DType::F32,
                  "compare_logits: {} vs {}", logits.str(), reference.str());
   const Tensor a = logits.to(Device::cpu()).contiguous(), b = reference.to(Device::cpu()).contiguous();
   const int64_t positions = a.dim(0), vocab = a.dim(1);
-  NVFP4LM_ASSERT(candidates >= 1 && candidates <= vocab, "compare_logits: {} candidates of {}", candidates, vocab);
-  LogitDiff diff;
-  diff.positions = positions;
-  for (int64_t t = 0; t < positions; ++t) {
-    const float* x = a.data<float>() + t * vocab;
-    const float* y = b.data<float>() + t * vocab;
-    for (int64_t v = 0; v < vocab; ++v) {
-      if (!std::isfinite(x[v]) || !std::isfinite(y[v])) {
-        diff.non_finite = true;
-        continue;
-      }
-      const double delta = std::fabs(static_cast<double>(x[v]) - y[v]);
-      if (delta > diff.max_abs_diff) {
-        diff.max_abs_diff = delta;
-        diff.max_diff_position = t;
-      }
-      diff.max_abs_reference = std::max(diff.max_abs_reference, std::fabs(static_cast<double>(y[v])));
-    }
-    const int32_t token = row_argmax(x, candidates), reference_token = row_argmax(y, candidates);
-    if (token == reference_token) {
-      ++diff.top1_agree;
-    } else if (diff.first_divergence < 0) {
-      diff.first_divergence = t;
-      diff.token = token;
-      diff.reference_token = reference_token;
-    }
-  }
-  return diff;
+  LogitDiffAccumulator accumulator;
+  for (int64_t t = 0; t < positions; ++t)
+    accumulator.add_row(a.data<float>() + t * vocab, b.data<float>() + t * vocab, vocab, candidates);
+  return accumulator.diff();
 }
 
 }  // namespace nvfp4lm

@@ -63,6 +63,17 @@ struct LogitDiff {
   bool within(double tolerance) const { return !non_finite && max_abs_diff <= bound(tolerance); }
 };
 
+// The same measure taken one position at a time, so that logits can be compared as they are produced and dropped:
+// after rows 0..T-1 (position = row index) it equals compare_logits of the [T, V] tensors.
+class LogitDiffAccumulator {
+ public:
+  void add_row(const float* logits, const float* reference, int64_t vocab, int64_t candidates);
+  const LogitDiff& diff() const { return diff_; }
+
+ private:
+  LogitDiff diff_;
+};
+
 // logits and reference: F32 [T, V] (any device; compared on the CPU). Argmaxes look at ids [0, candidates) only
 // (the tokenizer's ids; the lowest id wins a tie). Positions are row indices.
 LogitDiff compare_logits(const Tensor& logits, const Tensor& reference, int64_t candidates);

@@ -42,6 +42,7 @@ struct PathSpec {
   ModelKey model;
   SequenceRunner runner = SequenceRunner::Full;
   std::optional<ModelFormat> copy;  // written to the scratch directory first
+  bool copied = false;              // ... and it has been
   std::string against;              // "" for the reference
   ToleranceClass tolerance_class = ToleranceClass::Fp32;
 };
@@ -167,6 +168,13 @@ ParityPrompt make_sequence(const Qwen3Model& reference, const Tokenizer& tokeniz
   return prompt;
 }
 
+// The position in `paths` of the path a failure line names (its first word).
+size_t failure_path_rank(const std::vector<PathSpec>& paths, const std::string& failure) {
+  const std::string name = failure.substr(0, failure.find(' '));
+  const auto it = std::find_if(paths.begin(), paths.end(), [&](const PathSpec& p) { return p.info.name == name; });
+  return static_cast<size_t>(it - paths.begin());
+}
+
 std::string decode_one(const Tokenizer& tokenizer, int32_t id) {
   const int32_t ids[1] = {id};
   return tokenizer.decode(ids);
@@ -176,6 +184,22 @@ std::string decode_one(const Tokenizer& tokenizer, int32_t id) {
 
 std::vector<std::string> default_parity_prompts() {
   return {"Who are you? Answer in one sentence.", "請用一句話介紹你自己。"};
+}
+
+std::vector<ParityPromptGroup> parity_prompt_groups(const std::vector<int64_t>& prompt_tokens, int64_t vocab,
+                                                    int64_t max_logit_bytes) {
+  std::vector<ParityPromptGroup> groups;
+  int64_t bytes = 0;
+  for (size_t p = 0; p < prompt_tokens.size(); ++p) {
+    const int64_t prompt_bytes = prompt_tokens[p] * vocab * static_cast<int64_t>(sizeof(float));
+    if (groups.empty() || bytes + prompt_bytes > max_logit_bytes) {
+      groups.push_back({p, p});
+      bytes = 0;
+    }
+    groups.back().end = p + 1;
+    bytes += prompt_bytes;
+  }
+  return groups;
 }
 
 ParityReport run_parity(const ParityOptions& options) {
@@ -229,61 +253,78 @@ ParityReport run_parity(const ParityOptions& options) {
       report.prompts.push_back(make_sequence(reference, tokenizer, texts[i], options.new_tokens, candidates, eos, i));
   }
 
-  // Logits per path and prompt, kept while a later path is judged against them.
-  std::map<std::string, std::vector<Tensor>> logits;
-  for (size_t index = 0; index < paths.size(); ++index) {
-    PathSpec& spec = paths[index];
-    if (!spec.info.skipped.empty()) continue;
-    const auto start = Clock::now();
-    if (spec.copy) {
-      if (!scratch) scratch = std::make_unique<ScratchDirectory>("parity", options.temp_dir);
-      const fs::path out = scratch->path() / spec.model.path;
-      log::info("parity: writing {} as {} to {}", options.model.string(), model_format_name(*spec.copy), out.string());
-      write_model_copy(*files, out, *spec.copy);
-      spec.model.path = out;
-    }
-    const Qwen3Model& path_model = load(spec.model);
-    spec.info.compute_path = path_model.compute_path();
-    spec.info.precision = path_model.precision();
-    std::vector<Tensor>& path_logits = logits[spec.info.name];
-    for (const ParityPrompt& prompt : report.prompts)
-      path_logits.push_back(teacher_forced_logits(path_model, spec.runner, prompt.ids, prompt.prompt_tokens));
-    spec.info.seconds = seconds_since(start);
-    log::info("parity: {} ({}, {}) ran {} prompts in {:.2f} s", spec.info.name, spec.info.device,
-              spec.info.compute_path, report.prompts.size(), spec.info.seconds);
+  // The prompts run in groups whose logits fit options.max_logit_bytes (one path's), path by path within a group
+  // (the models load again for each group): memory is bounded by a group's logits times the paths kept for a later
+  // comparison, whatever the number of prompts (300 prompts used to hold every logit of every path: 5.8 GB).
+  std::vector<int64_t> prompt_tokens;
+  for (const ParityPrompt& prompt : report.prompts) prompt_tokens.push_back(static_cast<int64_t>(prompt.ids.size()));
+  const std::vector<ParityPromptGroup> groups = parity_prompt_groups(prompt_tokens, vocab, options.max_logit_bytes);
+  for (const ParityPromptGroup& group : groups) {
+    // Logits per path for the group's prompts, kept while a later path is judged against them.
+    std::map<std::string, std::vector<Tensor>> logits;
+    for (size_t index = 0; index < paths.size(); ++index) {
+      PathSpec& spec = paths[index];
+      if (!spec.info.skipped.empty()) continue;
+      const auto start = Clock::now();
+      if (spec.copy && !spec.copied) {
+        if (!scratch) scratch = std::make_unique<ScratchDirectory>("parity", options.temp_dir);
+        const fs::path out = scratch->path() / spec.model.path;
+        log::info("parity: writing {} as {} to {}", options.model.string(), model_format_name(*spec.copy),
+                  out.string());
+        write_model_copy(*files, out, *spec.copy);
+        spec.model.path = out;
+        spec.copied = true;
+      }
+      const Qwen3Model& path_model = load(spec.model);
+      spec.info.compute_path = path_model.compute_path();
+      spec.info.precision = path_model.precision();
+      std::vector<Tensor>& path_logits = logits[spec.info.name];
+      for (size_t p = group.begin; p < group.end; ++p) {
+        const ParityPrompt& prompt = report.prompts[p];
+        path_logits.push_back(teacher_forced_logits(path_model, spec.runner, prompt.ids, prompt.prompt_tokens));
+      }
+      const double seconds = seconds_since(start);
+      spec.info.seconds += seconds;
+      log::info("parity: {} ({}, {}) ran prompts {}-{} of {} in {:.2f} s", spec.info.name, spec.info.device,
+                spec.info.compute_path, group.begin + 1, group.end, report.prompts.size(), seconds);
 
-    if (!spec.against.empty()) {
-      const std::vector<Tensor>& reference_logits = logits.at(spec.against);
-      const double tolerance = options.tolerances.of(spec.tolerance_class);
-      for (size_t p = 0; p < report.prompts.size(); ++p) {
-        ParityPair pair;
-        pair.path = spec.info.name;
-        pair.against = spec.against;
-        pair.tolerance_class = spec.tolerance_class;
-        pair.tolerance = tolerance;
-        pair.diff = compare_logits(path_logits[p], reference_logits[p], candidates);
-        if (pair.diff.first_divergence >= 0) {
-          pair.token_text = decode_one(tokenizer, pair.diff.token);
-          pair.reference_token_text = decode_one(tokenizer, pair.diff.reference_token);
+      if (!spec.against.empty()) {
+        const std::vector<Tensor>& reference_logits = logits.at(spec.against);
+        const double tolerance = options.tolerances.of(spec.tolerance_class);
+        for (size_t p = group.begin; p < group.end; ++p) {
+          ParityPair pair;
+          pair.path = spec.info.name;
+          pair.against = spec.against;
+          pair.tolerance_class = spec.tolerance_class;
+          pair.tolerance = tolerance;
+          pair.diff = compare_logits(path_logits[p - group.begin], reference_logits[p - group.begin], candidates);
+          if (pair.diff.first_divergence >= 0) {
+            pair.token_text = decode_one(tokenizer, pair.diff.token);
+            pair.reference_token_text = decode_one(tokenizer, pair.diff.reference_token);
+          }
+          if (!pair.pass()) {
+            report.failures.push_back(
+                pair.diff.non_finite
+                    ? fmt::format("{} vs {} (prompt {}): NaN or inf logits", pair.path, pair.against, p + 1)
+                    : fmt::format("{} vs {} ({}, prompt {}): max |Δlogit| {:.3g} > bound {:.3g}", pair.path,
+                                  pair.against, tolerance_class_name(pair.tolerance_class), p + 1,
+                                  pair.diff.max_abs_diff, pair.diff.bound(tolerance)));
+          }
+          report.prompts[p].pairs.push_back(std::move(pair));
         }
-        if (!pair.pass()) {
-          report.failures.push_back(
-              pair.diff.non_finite
-                  ? fmt::format("{} vs {} (prompt {}): NaN or inf logits", pair.path, pair.against, p + 1)
-                  : fmt::format("{} vs {} ({}, prompt {}): max |Δlogit| {:.3g} > bound {:.3g}", pair.path, pair.against,
-                                tolerance_class_name(pair.tolerance_class), p + 1, pair.diff.max_abs_diff,
-                                pair.diff.bound(tolerance)));
-        }
-        report.prompts[p].pairs.push_back(std::move(pair));
+      }
+      // Drop the logits no later path is judged against.
+      for (auto it = logits.begin(); it != logits.end();) {
+        const bool needed = std::any_of(paths.begin() + static_cast<std::ptrdiff_t>(index) + 1, paths.end(),
+                                        [&](const PathSpec& later) { return later.against == it->first; });
+        it = needed ? std::next(it) : logits.erase(it);
       }
     }
-    // Drop the logits no later path is judged against.
-    for (auto it = logits.begin(); it != logits.end();) {
-      const bool needed = std::any_of(paths.begin() + static_cast<std::ptrdiff_t>(index) + 1, paths.end(),
-                                      [&](const PathSpec& later) { return later.against == it->first; });
-      it = needed ? std::next(it) : logits.erase(it);
-    }
   }
+  // Failures in the order of an ungrouped run: by path, then by prompt.
+  std::stable_sort(report.failures.begin(), report.failures.end(), [&](const std::string& a, const std::string& b) {
+    return failure_path_rank(paths, a) < failure_path_rank(paths, b);
+  });
   for (const PathSpec& spec : paths) report.paths.push_back(spec.info);
   return report;
 }

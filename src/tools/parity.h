@@ -25,8 +25,9 @@
 //   other          --other M2 on the CPU, full forward                            vs reference         other
 // The tolerance classes and the measure are tools/logit_diff.h's. A path's logits with a NaN or inf fail its pair.
 //
-// Memory: one model is loaded at a time, and a path's logits ([T, V] F32 per prompt) are dropped once no pair
-// needs them. The copies take the model's size (BF16: ~2 bytes a parameter) in the temporary directory.
+// Memory: one model is loaded at a time, the prompts run in groups of bounded logit size (max_logit_bytes), and a
+// path's logits ([T, V] F32 per prompt) are dropped once no pair needs them. The copies take the model's size (BF16: ~2
+// bytes a parameter) in the temporary directory.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,18 @@ struct ParityOptions {
   std::optional<Device> cuda;  // the CUDA device whose paths run; nullopt: none
   std::string no_cuda_reason;  // why not, for the report ("--device cpu", "not built with CUDA", ...)
   fs::path temp_dir;           // parent of the copies' scratch directory; empty: the system's
+  // The logits one path holds at a time: the prompts run in groups of about this size (at least one prompt each),
+  // each group loading the models again. Peak memory is a few times this, whatever the number of prompts.
+  int64_t max_logit_bytes = int64_t{256} << 20;
 };
+
+// Consecutive prompts [begin, end) whose logits ([tokens, vocab] F32 each) together fit max_logit_bytes, or one
+// prompt alone when it does not fit by itself; the groups cover every prompt, in order.
+struct ParityPromptGroup {
+  size_t begin = 0, end = 0;
+};
+std::vector<ParityPromptGroup> parity_prompt_groups(const std::vector<int64_t>& prompt_tokens, int64_t vocab,
+                                                    int64_t max_logit_bytes);
 
 // English and Chinese questions.
 std::vector<std::string> default_parity_prompts();

@@ -21,6 +21,7 @@ ActivationCalibration calibrate_activations(Qwen3Trainable& model, const Tokeniz
   data_options.train_on_everything = true;
   data_options.max_tokens = std::max<int64_t>(2, std::min(options.seq_len, model.config().max_position_embeddings));
   data_options.goal = "calibrate with";
+  data_options.token_budget = options.max_tokens;  // tokenize only what runs
   Dataset dataset = read_dataset(options.data, tokenizer, data_options);
 
   // The samples that fill max_tokens, the last one cut.

@@ -1,7 +1,8 @@
 // Fuzz target: encoding arbitrary bytes with the bundled Qwen3 tokenizer (models/qwen3-tokenizer, loaded once).
 // The input is the text. Invalid UTF-8 must be an Error (valid UTF-8 never); the input made valid
 // (tokenizer::to_valid_utf8) must round-trip through encode/decode (tokenizer_checks.h) with and without special
-// tokens, and render and encode as a chat in both templates with ids equal to encoding the rendered text.
+// tokens, give its first ids to encode_prefix for any budget, and render and encode as a chat in both templates
+// with ids equal to encoding the rendered text.
 #include "fuzz_util.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +23,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(tokenizer::is_valid_utf8(text), "to_valid_utf8 returned invalid UTF-8");
   fuzz::check_round_trip(qwen3, text, /*allow_special=*/true);
   fuzz::check_round_trip(qwen3, text, /*allow_special=*/false);
+
+  // encode_prefix with any budget gives the first ids of encode and says whether more exist.
+  const std::vector<int32_t> all = qwen3.encode(text);
+  for (const size_t budget : {size_t{0}, size_t{1}, all.size() / 2, all.size() > 0 ? all.size() - 1 : 0, all.size()}) {
+    std::vector<int32_t> prefix;
+    const bool more = qwen3.encode_prefix(text, budget, prefix);
+    FUZZ_CHECK(prefix.size() == std::min(budget, all.size()) && std::equal(prefix.begin(), prefix.end(), all.begin()),
+               "encode_prefix with budget {} is not the first ids of encode ({} of {})", budget, prefix.size(),
+               all.size());
+    FUZZ_CHECK(more == (all.size() > budget), "encode_prefix with budget {} of {} says more={}", budget, all.size(),
+               more);
+  }
 
   const ChatMessage conversation[] = {{"user", text}, {"assistant", text}};
   for (ChatTemplate style : {ChatTemplate::Instruct2507, ChatTemplate::HybridThinking}) {

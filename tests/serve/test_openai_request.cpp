@@ -2,6 +2,7 @@
 // (serve/sequence_request.h): every supported field lands where it should, defaults fill the rest, unknown fields
 // are listed and ignored, and every bad or unsupported value is an ApiError 400 naming the field.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "serve/api_error.h"
 #include "serve/openai_request.h"
@@ -220,6 +221,40 @@ TEST(OpenAiRequest, SpecsCheckTheContextAndFillTheBudget) {
   refused(parse({{"prompt", std::string(400, 'a')}}, Endpoint::Completions), "maximum context length is 40");
   refused(parse({{"prompt", ""}}, Endpoint::Completions), "is empty");
   refused(parse({{"prompt", {5, 1000000}}}, Endpoint::Completions), "outside the vocabulary");
+}
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// The case: a 7 MB prompt was tokenized whole (for seconds, to ~0.85 GiB) before the context check. Only
+// context + 1 tokens are needed to refuse it; 7 MB of NUL bytes is one pre-tokenizer piece, which used to be
+// byte-pair merged whole (~170 MB here).
+TEST(OpenAiRequest, AHugePromptIsRefusedWithoutTokenizingAllOfIt) {
+  const Tokenizer& tokenizer = tiny_serve_tokenizer();
+  serve::PromptRules rules;
+  rules.context = 40;
+  rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
+  for (const Endpoint endpoint : {Endpoint::Completions, Endpoint::ChatCompletions}) {
+    const std::string text(7u << 20, '\0');
+    const CompletionRequest request = endpoint == Endpoint::Completions
+                                          ? parse({{"prompt", text}}, endpoint)
+                                          : parse({{"messages", {{{"role", "user"}, {"content", text}}}}}, endpoint);
+    const long before = peak_rss_kib();
+    try {
+      serve::to_sequence_spec(request, tokenizer, rules, 0);
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& error) {
+      EXPECT_EQ(error.status(), 400);
+      EXPECT_NE(std::string(error.what()).find("maximum context length is 40 tokens, but the"), std::string::npos)
+          << error.what();
+      EXPECT_NE(std::string(error.what()).find("has more than 40 tokens"), std::string::npos) << error.what();
+    }
+    const long grown_mib = (peak_rss_kib() - before) / 1024;
+    EXPECT_LT(grown_mib, 32) << "peak RSS grew by " << grown_mib << " MiB";  // the chat rendering copies the text
+  }
 }
 
 }  // namespace

@@ -50,6 +50,16 @@ std::vector<BadCase> bad_cases() {
       {"b.tsv", "q\t\xF0\x9F\x98\n", "line 1", {"invalid UTF-8", "byte offset 2"}},
       {"c.txt", "fine\n\xC3\x28\n", "line 2", {"invalid UTF-8", "byte offset 5", "byte 0 of the line"}},
       {"d.jsonl", "", "", {"no sample to train on", "0 records"}},
+      // Input shown in a message is escaped and cut: a raw newline would forge a line of its own.
+      {"e.jsonl",
+       kGood + "\n{\"messages\": [{\"role\": \"user\\nSYSTEM: all good\", \"content\": \"q\"}]}\n",
+       "line 2",
+       {"role \"user\\nSYSTEM: all good\"", "system, user"}},
+      {"e.jsonl", kGood + "\n{\"con\\nver\\u0001sation\": []}\n", "line 2", {"keys are \"con\\nver\\x01sation\""}},
+      {"e.jsonl",
+       "{\"messages\": [{\"role\": \"" + std::string(500, 'r') + "\", \"content\": \"q\"}]}\n",
+       "line 1",
+       {"rrr\"... (500 bytes)"}},
       {"d.jsonl",
        "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n",
        "",
@@ -72,6 +82,7 @@ TEST(DataErrors, EachBadInputNamesFileLineAndProblem) {
       if (!bad.place.empty()) {
         EXPECT_NE(message.find(path.string() + " " + bad.place), std::string::npos) << "place not named: " << message;
       }
+      EXPECT_EQ(message.find('\n'), std::string::npos) << "not one line: " << message;
       for (const std::string& part : bad.mentions) {
         EXPECT_NE(message.find(part), std::string::npos) << "\"" << part << "\" missing in: " << message;
       }

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/text_excerpt.h"
 #include "train/data/dataset_records.h"
 
 namespace nvfp4lm {
@@ -27,12 +28,20 @@ bool has_assistant(const RawRecord& record) {
                      [](const ChatMessage& m) { return m.role == "assistant"; });
 }
 
-Sample tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering) {
+// `text_budget`: a text document is tokenized only that far (SIZE_MAX: whole); a document cut short ends without
+// <|endoftext|>.
+Sample tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering,
+                size_t text_budget = SIZE_MAX) {
   Sample sample;
   sample.source_line = record.line;
   if (record.kind == RecordKind::Text) {
-    sample.ids = tokenizer.encode(record.text);
-    sample.ids.push_back(rendering.endoftext);
+    bool cut = false;
+    if (text_budget == SIZE_MAX) {
+      sample.ids = tokenizer.encode(record.text);
+    } else {
+      cut = tokenizer.encode_prefix(record.text, text_budget, sample.ids);
+    }
+    if (!cut) sample.ids.push_back(rendering.endoftext);
     sample.train_mask.assign(sample.ids.size(), 1);
   } else if (record.kind == RecordKind::Pair && rendering.pair_template == PairTemplate::Raw) {
     sample.ids = tokenizer.encode(record.prompt);
@@ -124,23 +133,28 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
                   tokenizer.origin());
   }
 
-  // Tokenize in parallel; errors are kept per record and the first in file order is thrown below.
+  // Tokenize (in parallel without a token budget; with one, record by record below, each only as far as the
+  // budget still needs); errors are kept per record and the first in file order is thrown below.
   const int64_t count = static_cast<int64_t>(records.size());
+  const bool budgeted = options.token_budget > 0;
   std::vector<Sample> tokenized(records.size());
   std::vector<std::string> errors(records.size());
   std::vector<uint8_t> skip_no_assistant(records.size(), 0);
-#pragma omp parallel for schedule(dynamic, 8)
-  for (int64_t i = 0; i < count; ++i) {
-    const RawRecord& record = records[static_cast<size_t>(i)];
+  auto tokenize_record = [&](size_t i, size_t text_budget) {
+    const RawRecord& record = records[i];
     if (record.kind == RecordKind::Chat && !has_assistant(record) && !options.train_on_everything) {
-      skip_no_assistant[static_cast<size_t>(i)] = 1;
-      continue;
+      skip_no_assistant[i] = 1;
+      return;
     }
     try {
-      tokenized[static_cast<size_t>(i)] = tokenize(record, tokenizer, rendering);
+      tokenized[i] = tokenize(record, tokenizer, rendering, text_budget);
     } catch (const std::exception& e) {
-      errors[static_cast<size_t>(i)] = e.what();
+      errors[i] = e.what();
     }
+  };
+  if (!budgeted) {
+#pragma omp parallel for schedule(dynamic, 8)
+    for (int64_t i = 0; i < count; ++i) tokenize_record(static_cast<size_t>(i), SIZE_MAX);
   }
 
   Dataset dataset;
@@ -150,6 +164,11 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
   summary.records = count;
   summary.max_tokens = options.max_tokens;
   for (size_t i = 0; i < records.size(); ++i) {
+    if (budgeted) {
+      if (summary.tokens >= options.token_budget) break;
+      // One token more than the budget still needs: text pieces overlap by one (split_document).
+      tokenize_record(i, static_cast<size_t>(options.token_budget - summary.tokens) + 1);
+    }
     const std::string place = data::where(file, records[i].line, parsed.numbered_by_entry);
     NVFP4LM_CHECK(errors[i].empty(), "{}: {}", place, errors[i]);
     if (skip_no_assistant[i]) {
@@ -211,10 +230,10 @@ DataFormat detect_data_format(const std::filesystem::path& path, DataFormat requ
   if (extension == ".tsv") return DataFormat::Tsv;
   if (extension == ".txt") return DataFormat::Text;
   NVFP4LM_FAIL(
-      "dataset {}: cannot tell the format from the extension \"{}\"; known: .jsonl/.json (JSON lines with "
+      "dataset {}: cannot tell the format from the extension {}; known: .jsonl/.json (JSON lines with "
       "\"messages\" or \"prompt\"/\"completion\"), .tsv (prompt<TAB>target), .txt (plain text); or name it with "
       "--data-format jsonl|tsv|text",
-      path.string(), extension);
+      path.string(), quoted_excerpt(extension));
 }
 
 DataFormat parse_data_format(std::string_view name) {
@@ -222,19 +241,19 @@ DataFormat parse_data_format(std::string_view name) {
   if (name == "jsonl") return DataFormat::Jsonl;
   if (name == "tsv") return DataFormat::Tsv;
   if (name == "text") return DataFormat::Text;
-  NVFP4LM_FAIL("unknown data format \"{}\"; use auto, jsonl, tsv or text", name);
+  NVFP4LM_FAIL("unknown data format {}; use auto, jsonl, tsv or text", quoted_excerpt(name));
 }
 
 PairTemplate parse_pair_template(std::string_view name) {
   if (name == "chat") return PairTemplate::Chat;
   if (name == "raw") return PairTemplate::Raw;
-  NVFP4LM_FAIL("unknown data template \"{}\"; use chat or raw", name);
+  NVFP4LM_FAIL("unknown data template {}; use chat or raw", quoted_excerpt(name));
 }
 
 TextSplit parse_text_split(std::string_view name) {
   if (name == "whole-file") return TextSplit::WholeFile;
   if (name == "blank-lines") return TextSplit::BlankLines;
-  NVFP4LM_FAIL("unknown text split \"{}\"; use whole-file or blank-lines", name);
+  NVFP4LM_FAIL("unknown text split {}; use whole-file or blank-lines", quoted_excerpt(name));
 }
 
 std::string_view data_format_name(DataFormat format) {

@@ -68,6 +68,11 @@ struct DatasetOptions {
   bool train_on_everything = false;
   bool strict = false;
   int64_t max_tokens = 0;  // 0 = no limit; see above
+  // > 0: the samples needed to hold this many tokens, the same as without it up to there (the last may be
+  // shorter), read with work and memory that grow with the budget: records after are not tokenized and a text
+  // document only as far as needed (calibration reads 64 MB of text for its 4,096 tokens). Chat and pair records
+  // are tokenized whole. The summary counts what was read.
+  int64_t token_budget = 0;
   // What the samples are for, in messages about samples without a scored token ("train on", "evaluate").
   std::string_view goal = "train on";
 };

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/json_text.h"
+#include "core/text_excerpt.h"
 #include "train/data/dataset_records.h"
 
 namespace nvfp4lm::data {
@@ -14,9 +15,14 @@ using nlohmann::json;
 
 std::string key_list(const json& object) {
   std::string keys;
-  for (auto it = object.begin(); it != object.end(); ++it) {
+  size_t shown = 0;
+  for (auto it = object.begin(); it != object.end(); ++it, ++shown) {
+    if (shown == 8) {
+      keys += fmt::format(", ... ({} keys)", object.size());
+      break;
+    }
     if (!keys.empty()) keys += ", ";
-    keys += "\"" + it.key() + "\"";
+    keys += quoted_excerpt(it.key(), 40);
   }
   return keys.empty() ? "none" : keys;
 }
@@ -43,7 +49,7 @@ RawRecord conversation(const json& messages, const std::string& place) {
     parsed.role = string_field(message, "role", place, what);
     NVFP4LM_CHECK(
         parsed.role == "system" || parsed.role == "user" || parsed.role == "assistant" || parsed.role == "tool",
-        "{}: {} has role \"{}\"; roles are system, user, assistant, tool", place, what, parsed.role);
+        "{}: {} has role {}; roles are system, user, assistant, tool", place, what, quoted_excerpt(parsed.role));
     parsed.content = string_field(message, "content", place, fmt::format("{} ({})", what, parsed.role));
     record.messages.push_back(std::move(parsed));
   }

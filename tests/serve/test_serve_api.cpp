@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -294,6 +295,7 @@ TEST(ServeApi, APrefixCacheHitCutsTheTimeToFirstToken) {
   const std::string metrics = get(server.client(), "/metrics").body;
   EXPECT_GE(metric(metrics, "nvfp4lm_prefix_cache_hits_total"), 3) << metrics;
   EXPECT_GE(metric(metrics, "nvfp4lm_prefix_cache_reused_tokens_total"), 3 * 1894) << metrics;
+  std::cout << "time to first token: " << first << " s, with the cached prefix " << hit << " s\n";
   EXPECT_LT(hit, 0.1 * first) << "first " << first << " s, with the cached prefix " << hit << " s";
 }
 
@@ -331,6 +333,8 @@ TEST(ServeApi, RunningStreamsKeepTheirPaceWhileALongPromptIsPrefilled) {
   ASSERT_GT(arrivals.size(), 10u);
   double longest = 0;
   for (size_t i = 1; i < arrivals.size(); ++i) longest = std::max(longest, arrivals[i] - arrivals[i - 1]);
+  std::cout << "longest gap between the running stream's events: " << longest << " s (" << arrivals.size()
+            << " events)\n";
   EXPECT_LT(longest, 0.5) << "the running stream waited " << longest << " s for a token";
 }
 

@@ -325,7 +325,7 @@ TEST(ServeConnections, AWrongMethodIs405WithAllow) {
     const std::optional<RawResponse> response = connection.read_response();
     ASSERT_TRUE(response) << method << " " << path;
     expect_error_object(*response, 405, path + " takes " + allow);
-    EXPECT_EQ(response->header("Allow"), allow) << method << " " << path;
+    EXPECT_EQ(response->header("Allow"), allow + ", OPTIONS") << method << " " << path;
   }
   // HEAD: the head of the GET answer, no body.
   ASSERT_TRUE(connection.send("HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\n\r\n"));

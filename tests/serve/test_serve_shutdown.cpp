@@ -54,7 +54,11 @@ TEST(ServeShutdown, SigtermFinishesTheAcceptedRequestsRunningOrWaiting) {
   ASSERT_TRUE(scene.waited) << server.log();
 
   server.signal(SIGTERM);
-  // New requests are refused at once...
+  // New requests are refused once the signal is seen (/health says so)...
+  EXPECT_TRUE(eventually([&] {
+    const serve::HttpClientResponse health = serve::HttpClient("127.0.0.1", port).get("/health");
+    return !health.ok() || health.status == 503;
+  }));
   const serve::HttpClientResponse late =
       serve::HttpClient("127.0.0.1", port).post("/v1/chat/completions", chat_body("Too late.", 4).dump());
   if (late.ok()) {

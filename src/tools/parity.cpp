@@ -18,6 +18,7 @@
 #include "model/qwen3_model.h"
 #include "tokenizer/chat_template_choice.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/kept_logits.h"
 #include "tools/teacher_forced.h"
 #include "train/train_options.h"
 
@@ -259,16 +260,20 @@ ParityReport run_parity(const ParityOptions& options) {
   std::vector<int64_t> prompt_tokens;
   for (const ParityPrompt& prompt : report.prompts) prompt_tokens.push_back(static_cast<int64_t>(prompt.ids.size()));
   const std::vector<ParityPromptGroup> groups = parity_prompt_groups(prompt_tokens, vocab, options.max_logit_bytes);
+  auto scratch_dir = [&]() -> fs::path {
+    if (!scratch) scratch = std::make_unique<ScratchDirectory>("parity", options.temp_dir);
+    return scratch->path();
+  };
   for (const ParityPromptGroup& group : groups) {
-    // Logits per path for the group's prompts, kept while a later path is judged against them.
-    std::map<std::string, std::vector<Tensor>> logits;
+    // Logits per path for the group's prompts, kept while a later path is judged against them: in memory up to
+    // max_logit_bytes in all, the rest in the scratch directory (a single long prompt can exceed it: kept_logits.h).
+    std::map<std::string, KeptLogits> kept;
     for (size_t index = 0; index < paths.size(); ++index) {
       PathSpec& spec = paths[index];
       if (!spec.info.skipped.empty()) continue;
       const auto start = Clock::now();
       if (spec.copy && !spec.copied) {
-        if (!scratch) scratch = std::make_unique<ScratchDirectory>("parity", options.temp_dir);
-        const fs::path out = scratch->path() / spec.model.path;
+        const fs::path out = scratch_dir() / spec.model.path;
         log::info("parity: writing {} as {} to {}", options.model.string(), model_format_name(*spec.copy),
                   out.string());
         write_model_copy(*files, out, *spec.copy);
@@ -278,26 +283,32 @@ ParityReport run_parity(const ParityOptions& options) {
       const Qwen3Model& path_model = load(spec.model);
       spec.info.compute_path = path_model.compute_path();
       spec.info.precision = path_model.precision();
-      std::vector<Tensor>& path_logits = logits[spec.info.name];
+      const bool needed_later = std::any_of(paths.begin() + static_cast<std::ptrdiff_t>(index) + 1, paths.end(),
+                                            [&](const PathSpec& later) { return later.against == spec.info.name; });
+      // A group's logits fit max_logit_bytes unless it is one prompt that alone does not: only then do they go to
+      // the scratch directory.
+      KeptLogits* keep =
+          needed_later ? &kept.emplace(spec.info.name, KeptLogits(options.max_logit_bytes, scratch_dir)).first->second
+                       : nullptr;
+      const double tolerance = options.tolerances.of(spec.tolerance_class);
       for (size_t p = group.begin; p < group.end; ++p) {
         const ParityPrompt& prompt = report.prompts[p];
-        path_logits.push_back(teacher_forced_logits(path_model, spec.runner, prompt.ids, prompt.prompt_tokens));
-      }
-      const double seconds = seconds_since(start);
-      spec.info.seconds += seconds;
-      log::info("parity: {} ({}, {}) ran prompts {}-{} of {} in {:.2f} s", spec.info.name, spec.info.device,
-                spec.info.compute_path, group.begin + 1, group.end, report.prompts.size(), seconds);
-
-      if (!spec.against.empty()) {
-        const std::vector<Tensor>& reference_logits = logits.at(spec.against);
-        const double tolerance = options.tolerances.of(spec.tolerance_class);
-        for (size_t p = group.begin; p < group.end; ++p) {
+        // Compared and kept as the path produces them: the path holds one block of rows, not the prompt's [T, V].
+        const KeptLogits* reference = spec.against.empty() ? nullptr : &kept.at(spec.against);
+        LogitDiffAccumulator diff;
+        if (keep) keep->begin(static_cast<int64_t>(prompt.ids.size()), vocab);
+        teacher_forced_logits(path_model, spec.runner, prompt.ids, prompt.prompt_tokens,
+                              [&](int64_t row, const Tensor& rows) {
+                                if (reference) reference->compare(p - group.begin, row, rows, candidates, diff);
+                                if (keep) keep->append(row, rows);
+                              });
+        if (reference) {
           ParityPair pair;
           pair.path = spec.info.name;
           pair.against = spec.against;
           pair.tolerance_class = spec.tolerance_class;
           pair.tolerance = tolerance;
-          pair.diff = compare_logits(path_logits[p - group.begin], reference_logits[p - group.begin], candidates);
+          pair.diff = diff.diff();
           if (pair.diff.first_divergence >= 0) {
             pair.token_text = decode_one(tokenizer, pair.diff.token);
             pair.reference_token_text = decode_one(tokenizer, pair.diff.reference_token);
@@ -313,11 +324,15 @@ ParityReport run_parity(const ParityOptions& options) {
           report.prompts[p].pairs.push_back(std::move(pair));
         }
       }
+      const double seconds = seconds_since(start);
+      spec.info.seconds += seconds;
+      log::info("parity: {} ({}, {}) ran prompts {}-{} of {} in {:.2f} s", spec.info.name, spec.info.device,
+                spec.info.compute_path, group.begin + 1, group.end, report.prompts.size(), seconds);
       // Drop the logits no later path is judged against.
-      for (auto it = logits.begin(); it != logits.end();) {
+      for (auto it = kept.begin(); it != kept.end();) {
         const bool needed = std::any_of(paths.begin() + static_cast<std::ptrdiff_t>(index) + 1, paths.end(),
                                         [&](const PathSpec& later) { return later.against == it->first; });
-        it = needed ? std::next(it) : logits.erase(it);
+        it = needed ? std::next(it) : kept.erase(it);
       }
     }
   }

@@ -25,8 +25,10 @@
 //   other          --other M2 on the CPU, full forward                            vs reference         other
 // The tolerance classes and the measure are tools/logit_diff.h's. A path's logits with a NaN or inf fail its pair.
 //
-// Memory: one model is loaded at a time, the prompts run in groups of bounded logit size (max_logit_bytes), and a
-// path's logits ([T, V] F32 per prompt) are dropped once no pair needs them. The copies take the model's size (BF16: ~2
+// Memory: one model is loaded at a time, the prompts run in groups of bounded logit size (max_logit_bytes), each path
+// compares its logits ([T, V] F32 per prompt) as they are produced, and the logits a later path is judged against
+// are kept in memory up to max_logit_bytes a path, beyond that (one prompt longer than the budget) in the scratch
+// directory (tools/kept_logits.h); they are dropped once no pair needs them. The copies take the model's size (BF16: ~2
 // bytes a parameter) in the temporary directory.
 #pragma once
 

@@ -8,19 +8,22 @@
 
 namespace nvfp4lm {
 
-Tensor teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
-                             int64_t prompt_tokens) {
+void teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
+                           int64_t prompt_tokens, const LogitRowSink& sink) {
   const auto tokens = static_cast<int64_t>(ids.size());
   const int64_t vocab = model.config().vocab_size;
   NVFP4LM_ASSERT(prompt_tokens >= 1 && prompt_tokens <= tokens, "{} prompt tokens of {}", prompt_tokens, tokens);
   const Device device = model.device();
   const Tensor all = Tensor::from_ints(ids, Shape{1, tokens});
-  if (runner == SequenceRunner::Full) return model.forward(all.to(device)).to(Device::cpu()).reshape({tokens, vocab});
-
-  Tensor out = Tensor::empty({tokens, vocab}, DType::F32);
+  if (runner == SequenceRunner::Full) {
+    sink(0, model.forward(all.to(device)).to(Device::cpu()).contiguous().reshape({tokens, vocab}));
+    return;
+  }
   KVCache cache = model.make_cache(1, tokens);
-  const Tensor prefill = model.forward_cached(all.narrow(1, 0, prompt_tokens).contiguous().to(device), cache, true);
-  out.narrow(0, 0, prompt_tokens).copy_from(prefill.to(Device::cpu()).reshape({prompt_tokens, vocab}));
+  sink(0, model.forward_cached(all.narrow(1, 0, prompt_tokens).contiguous().to(device), cache, true)
+              .to(Device::cpu())
+              .contiguous()
+              .reshape({prompt_tokens, vocab}));
   std::unique_ptr<Qwen3DecodeStep> step;
   if (runner != SequenceRunner::Cached)
     step = std::make_unique<Qwen3DecodeStep>(
@@ -30,8 +33,16 @@ Tensor teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, con
     const Tensor row =
         step ? step->run(id).to(Device::cpu())
              : model.forward_cached(Tensor::from_ints({id[0]}, Shape{1, 1}).to(device), cache).to(Device::cpu());
-    out.select(0, t).copy_from(row.reshape({vocab}));
+    sink(t, row.contiguous().reshape({1, vocab}));
   }
+}
+
+Tensor teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
+                             int64_t prompt_tokens) {
+  const auto tokens = static_cast<int64_t>(ids.size());
+  Tensor out = Tensor::empty({tokens, model.config().vocab_size}, DType::F32);
+  teacher_forced_logits(model, runner, ids, prompt_tokens,
+                        [&](int64_t row, const Tensor& rows) { out.narrow(0, row, rows.dim(0)).copy_from(rows); });
   return out;
 }
 

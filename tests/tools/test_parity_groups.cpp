@@ -1,12 +1,14 @@
 // parity's bounded memory (tools/parity.h): prompts run in groups whose logits fit max_logit_bytes, so the logits
 // held never grow with the number of prompts (300 prompts held every logit of every path: 5.8 GB), and a grouped run
-// reports exactly what an ungrouped one does. Also LogitDiffAccumulator (tools/logit_diff.h) against compare_logits.
+// reports exactly what an ungrouped one does (with every kept logit spilled to disk, as for a prompt longer than the
+// budget). Also LogitDiffAccumulator (tools/logit_diff.h) against compare_logits, and KeptLogits' spilled entries.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 
 #include "io/model_copy.h"
+#include "tools/kept_logits.h"
 #include "tools/parity.h"
 #include "tools/tools_test_util.h"
 
@@ -59,6 +61,46 @@ TEST(LogitDiffAccumulator, RowByRowEqualsTheWholeComparison) {
   EXPECT_EQ(rows.reference_token, whole.reference_token);
   EXPECT_TRUE(whole.non_finite);
   EXPECT_GE(whole.first_divergence, 0);
+}
+
+TEST(KeptLogits, PastTheBudgetTheyGoToDiskAndCompareTheSame) {
+  std::mt19937 random(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int64_t positions = 41, vocab = 64;  // 41 rows: two whole slices of 16 read back and a partial one
+  auto random_logits = [&] {
+    std::vector<float> values(positions * vocab);
+    for (float& x : values) x = normal(random);
+    return Tensor::from_floats(values, Shape{positions, vocab});
+  };
+  const Tensor first = random_logits(), second = random_logits(), path = random_logits();
+  TempDir dir;
+  int scratch_calls = 0;
+  std::filesystem::path spilled_file;
+  {
+    // Room for one entry in memory: the second goes to the scratch directory.
+    KeptLogits kept(positions * vocab * 4, [&] {
+      ++scratch_calls;
+      return dir.path();
+    });
+    kept.keep(first);
+    kept.keep(second);
+    EXPECT_FALSE(kept.spilled(0));
+    ASSERT_TRUE(kept.spilled(1));
+    EXPECT_EQ(scratch_calls, 1);
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) spilled_file = entry.path();
+    ASSERT_FALSE(spilled_file.empty());
+    EXPECT_EQ(std::filesystem::file_size(spilled_file), static_cast<uintmax_t>(positions * vocab * 4));
+    for (const auto& [index, reference] : {std::pair<size_t, const Tensor*>{0, &first}, {1, &second}}) {
+      const LogitDiff kept_diff = kept.compare(path, index, 50);
+      const LogitDiff whole = compare_logits(path, *reference, 50);
+      EXPECT_EQ(kept_diff.max_abs_diff, whole.max_abs_diff) << index;
+      EXPECT_EQ(kept_diff.max_diff_position, whole.max_diff_position) << index;
+      EXPECT_EQ(kept_diff.max_abs_reference, whole.max_abs_reference) << index;
+      EXPECT_EQ(kept_diff.top1_agree, whole.top1_agree) << index;
+      EXPECT_EQ(kept_diff.first_divergence, whole.first_divergence) << index;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(spilled_file)) << "the spilled logits outlive their store";
 }
 
 nlohmann::json without_seconds(nlohmann::json report) {

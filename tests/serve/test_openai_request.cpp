@@ -253,7 +253,8 @@ TEST(OpenAiRequest, AHugePromptIsRefusedWithoutTokenizingAllOfIt) {
       EXPECT_NE(std::string(error.what()).find("has more than 40 tokens"), std::string::npos) << error.what();
     }
     const long grown_mib = (peak_rss_kib() - before) / 1024;
-    EXPECT_LT(grown_mib, 32) << "peak RSS grew by " << grown_mib << " MiB";  // the chat rendering copies the text
+    // The chat rendering copies the text; ASan's redzones and quarantine hold more of it.
+    EXPECT_LT(grown_mib, kSanitizerBuild ? 96 : 32) << "peak RSS grew by " << grown_mib << " MiB";
   }
 }
 

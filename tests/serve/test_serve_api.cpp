@@ -296,10 +296,13 @@ TEST(ServeApi, APrefixCacheHitCutsTheTimeToFirstToken) {
   EXPECT_GE(metric(metrics, "nvfp4lm_prefix_cache_hits_total"), 3) << metrics;
   EXPECT_GE(metric(metrics, "nvfp4lm_prefix_cache_reused_tokens_total"), 3 * 1894) << metrics;
   std::cout << "time to first token: " << first << " s, with the cached prefix " << hit << " s\n";
-  EXPECT_LT(hit, 0.1 * first) << "first " << first << " s, with the cached prefix " << hit << " s";
+  if (!kSanitizerBuild) {
+    EXPECT_LT(hit, 0.1 * first) << "first " << first << " s, with the cached prefix " << hit << " s";
+  }
 }
 
 TEST(ServeApi, RunningStreamsKeepTheirPaceWhileALongPromptIsPrefilled) {
+  if (kSanitizerBuild) GTEST_SKIP() << "a timing judgement: the sanitizer build runs the model 20x slower";
   serve::ServeOptions options;
   options.context = 4096;
   options.max_batch = 2;

@@ -107,7 +107,7 @@ TEST(EncodePrefix, AHugePieceCostsWhatItsTokensCost) {
   std::vector<int32_t> expected = tokenizer.encode(std::string(100000, '\0'));
   expected.resize(64);
   EXPECT_EQ(ids, expected);
-  EXPECT_LT(grown_mib, 16) << "peak RSS grew by " << grown_mib << " MiB for 64 tokens";
+  EXPECT_LT(grown_mib, test::kSanitizerBuild ? 64 : 16) << "peak RSS grew by " << grown_mib << " MiB for 64 tokens";
 }
 
 }  // namespace

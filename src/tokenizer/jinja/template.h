@@ -1,0 +1,33 @@
+// A Jinja2 interpreter for Hugging Face chat templates: parse a tokenizer_config.json "chat_template" once,
+// render it with a context (messages, tools, add_generation_prompt, enable_thinking, any extra kwargs) as
+// transformers' apply_chat_template does (trim_blocks and lstrip_blocks on, default Undefined, loop controls,
+// `tojson` as json.dumps with ensure_ascii=False, `raise_exception`, `strftime_now`, {% generation %}).
+//
+// Supported: {% if/elif/else %}, {% for %} (tuple targets, `if` filter, else, loop.*), {% set %} (also
+// tuple, namespace attribute and block forms), {% macro %} and calls, break/continue; the filters, tests,
+// string/dict methods and globals listed in builtins.h; Python operators, slicing and literals.
+// Anything else (e.g. {% call %}, {% include %}, an unknown filter) is an nvfp4lm::Error whose one-line
+// message names the construct and the template line, at parse time where possible; there is no fallback.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "tokenizer/jinja/ast.h"
+
+namespace nvfp4lm::jinja {
+
+class Template {
+ public:
+  explicit Template(std::string_view source);  // throws Error on syntax the interpreter does not run
+
+  // `context` must be a JSON object; its keys become template variables, in their order.
+  std::string render(const nlohmann::ordered_json& context) const;
+
+ private:
+  std::shared_ptr<const Body> body_;
+};
+
+}  // namespace nvfp4lm::jinja

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/json_dump.h"
 #include "tokenizer/jinja/template.h"
 
@@ -105,6 +106,7 @@ TEST(Jinja, ForLoops) {
                    "{% endif %}{{ x }}{% endfor %}"),
             "02");
   EXPECT_EQ(render("{% for x in missing %}x{% endfor %}ok"), "ok");
+  EXPECT_EQ(render("{% for x in 'abc' %}{{ loop.cycle('o', 'e') }}{{ x }}{% endfor %}"), "oaeboc");
 }
 
 TEST(Jinja, SetScopingAndNamespace) {
@@ -194,6 +196,7 @@ TEST(Jinja, Tests) {
              context),
       "TrueFalseFalseTrueFalseTrue");
   EXPECT_EQ(render("{{ s is equalto 'x' }}{{ s is eq('y') }}{{ not s is defined }}", context), "TrueFalseFalse");
+  EXPECT_EQ(render("{{ b is sameas false }}{{ 0 is sameas false }}{{ n is sameas none }}", context), "TrueFalseTrue");
 }
 
 TEST(Jinja, StringAndDictMethods) {
@@ -214,7 +217,40 @@ TEST(Jinja, StringAndDictMethods) {
   EXPECT_EQ(render("{{ '-'.join(['a', 'b']) }} {{ 'xx'.strip('x') }}|{{ 'hello'.find('l') }}"), "a-b |2");
 }
 
+// Every name the parser accepts is one the evaluator runs: applying it never reports it as unsupported.
+TEST(Jinja, KnownFilterAndTestNamesAreImplemented) {
+  for (const std::string name :
+       {"abs",  "capitalize", "count",      "d",       "default", "dictsort", "first",  "float",  "indent",
+        "int",  "items",      "join",       "last",    "length",  "list",     "lower",  "map",    "max",
+        "min",  "reject",     "rejectattr", "replace", "reverse", "round",    "safe",   "select", "selectattr",
+        "sort", "string",     "sum",        "title",   "tojson",  "trim",     "unique", "upper",  "wordcount"}) {
+    EXPECT_TRUE(is_known_filter(name)) << name;
+    CallArgs args;
+    try {
+      apply_filter(name, Value(List{Value(1)}), args, 1);
+    } catch (const Error& error) {
+      EXPECT_EQ(std::string(error.what()).find("unsupported filter"), std::string::npos) << error.what();
+    }
+  }
+  for (const std::string name :
+       {"boolean", "callable", "defined", "divisibleby", "eq",     "equalto", "even",      "false",   "float", "ge",
+        "gt",      "in",       "integer", "iterable",    "le",     "lower",   "lt",        "mapping", "ne",    "none",
+        "number",  "odd",      "sameas",  "sequence",    "string", "true",    "undefined", "upper"}) {
+    EXPECT_TRUE(is_known_test(name)) << name;
+    try {
+      apply_test(name, Value(2), {Value(2)}, 1);
+    } catch (const Error& error) {
+      EXPECT_EQ(std::string(error.what()).find("unsupported test"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_FALSE(is_known_filter("frobnicate"));
+  EXPECT_FALSE(is_known_test("frobnicated"));
+}
+
 TEST(Jinja, ErrorsNameTheConstruct) {
+  // Found when parsing, even in a branch that is never taken.
+  EXPECT_NE(error_of("{% if false %}{{ x|frobnicate }}{% endif %}").find("line 1: unsupported filter 'frobnicate'"),
+            std::string::npos);
   EXPECT_EQ(error_of("{{ raise_exception('bad role') }}"), "chat template line 1: raise_exception: bad role");
   EXPECT_NE(error_of("x\n{% include 'a' %}").find("line 2: unsupported statement {% include %}"), std::string::npos)
       << error_of("x\n{% include 'a' %}");

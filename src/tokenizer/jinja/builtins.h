@@ -1,12 +1,12 @@
 // The filters, tests, methods and global functions templates can call, and Jinja2's attribute / item lookup.
 //
-// Filters: abs capitalize count d default dictsort first float int items join last length list lower map max
-//   min replace reject rejectattr reverse round safe select selectattr sort string sum title tojson trim
-//   unique upper wordcount indent.
+// Filters: abs capitalize count d default dictsort first float indent int items join last length list lower map
+//   max min replace reject rejectattr reverse round safe select selectattr sort string sum title tojson trim
+//   unique upper wordcount.
 // Tests: boolean callable defined divisibleby eq equalto even false float ge gt in integer iterable le lower
 //   lt mapping ne none number odd sameas sequence string true undefined upper.
-// str methods: capitalize count endswith find format? (no) isdigit join lower lstrip replace rfind rstrip split
-//   startswith strip title upper; dict methods: get items keys values.
+// str methods: capitalize count endswith find isdigit join lower lstrip replace rfind rstrip split startswith
+//   strip title upper; dict methods: get items keys values. Lists have none (see methods.cpp).
 // Globals: dict namespace raise_exception range strftime_now.
 #pragma once
 
@@ -16,6 +16,10 @@
 #include "tokenizer/jinja/value.h"
 
 namespace nvfp4lm::jinja {
+
+// Whether apply_filter / apply_test know `name` (the parser rejects unknown ones up front).
+bool is_known_filter(const std::string& name);
+bool is_known_test(const std::string& name);
 
 Value apply_filter(const std::string& name, const Value& subject, CallArgs& args, int line);
 bool apply_test(const std::string& name, const Value& subject, const std::vector<Value>& args, int line);

@@ -3,6 +3,7 @@
 // separators=separators, sort_keys=sort_keys).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "tokenizer/jinja/builtins.h"
@@ -57,6 +58,8 @@ bool less_than(const Value& a, const Value& b, bool case_sensitive, int line) {
 
 Value attribute_path(const Value& object, const Value& attribute, int line) {
   if (attribute.is_int()) return get_item(object, attribute, line);
+  NVFP4LM_CHECK(attribute.is_string(), "chat template line {}: the attribute argument must be a string, not {}", line,
+                type_name(attribute));
   Value value = object;
   const std::string& path = attribute.as_string();
   for (size_t start = 0; start <= path.size();) {
@@ -72,6 +75,8 @@ Value select(const Value& subject, const CallArgs& args, bool by_attribute, bool
   const size_t test_position = by_attribute ? 1 : 0;
   const Value attribute = by_attribute ? argument(args, 0, "attribute") : Value();
   const Value test = argument(args, test_position, "test");
+  NVFP4LM_CHECK(test.is_undefined() || test.is_string(), "chat template line {}: the test argument must be a test name",
+                line);
   const std::vector<Value> test_args(args.positional.begin() + std::min(args.positional.size(), test_position + 1),
                                      args.positional.end());
   List out;
@@ -84,6 +89,24 @@ Value select(const Value& subject, const CallArgs& args, bool by_attribute, bool
 }
 
 }  // namespace
+
+bool is_known_filter(const std::string& name) {
+  static const std::set<std::string> names = {
+      "abs",     "capitalize", "count",       "d",      "default", "dictsort",   "e",        "escape",
+      "first",   "float",      "forceescape", "indent", "int",     "items",      "join",     "last",
+      "length",  "list",       "lower",       "map",    "max",     "min",        "reject",   "rejectattr",
+      "replace", "reverse",    "round",       "safe",   "select",  "selectattr", "sort",     "string",
+      "sum",     "title",      "tojson",      "trim",   "unique",  "upper",      "wordcount"};
+  return names.count(name) > 0;
+}
+
+bool is_known_test(const std::string& name) {
+  static const std::set<std::string> names = {
+      "boolean", "callable", "defined", "divisibleby", "eq",     "equalto", "even",      "false",   "float", "ge",
+      "gt",      "in",       "integer", "iterable",    "le",     "lower",   "lt",        "mapping", "ne",    "none",
+      "number",  "odd",      "sameas",  "sequence",    "string", "true",    "undefined", "upper",   "==",    "!="};
+  return names.count(name) > 0;
+}
 
 Value apply_filter(const std::string& name, const Value& subject, CallArgs& args, int line) {
   if (name == "tojson") return to_json(subject, args, line);
@@ -173,7 +196,9 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
   }
   if (name == "round") {
     NVFP4LM_CHECK(subject.is_number(), "chat template line {}: filter round needs a number", line);
-    const double scale = std::pow(10.0, static_cast<double>(argument(args, 0, "precision", Value(0)).as_int()));
+    const Value precision = argument(args, 0, "precision", Value(0));
+    NVFP4LM_CHECK(precision.is_int(), "chat template line {}: round precision must be an integer", line);
+    const double scale = std::pow(10.0, static_cast<double>(precision.as_int()));
     const std::string method = to_output(argument(args, 1, "method", Value("common")));
     const double x = subject.as_number() * scale;
     const double rounded = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::round(x);
@@ -257,6 +282,8 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
   if (name == "wordcount") return Value(static_cast<int64_t>(split_whitespace(to_output(subject), -1).size()));
   if (name == "indent") {
     const Value width = argument(args, 0, "width", Value(4));
+    NVFP4LM_CHECK(width.is_string() || (width.is_int() && width.as_int() >= 0),
+                  "chat template line {}: indent width must be a count or a string", line);
     const std::string pad =
         width.is_string() ? width.as_string() : std::string(static_cast<size_t>(width.as_int()), ' ');
     return Value(indent(to_output(subject), pad, truthy(argument(args, 1, "first", Value(false))),
@@ -287,7 +314,9 @@ bool apply_test(const std::string& name, const Value& subject, const std::vector
   if (name == "true") return subject.is_bool() && subject.as_bool();
   if (name == "false") return subject.is_bool() && !subject.as_bool();
   if (name == "callable") return subject.is_callable();
-  if (name == "equalto" || name == "eq" || name == "==" || name == "sameas") return equals(subject, arg());
+  if (name == "equalto" || name == "eq" || name == "==") return equals(subject, arg());
+  // Python's `is`: for the values a template can name, the same type and value (so 1 is not sameas true).
+  if (name == "sameas") return std::string(type_name(subject)) == type_name(arg()) && equals(subject, arg());
   if (name == "ne" || name == "!=") return !equals(subject, arg());
   if (name == "lower") return subject.is_string() && lower(subject.as_string()) == subject.as_string();
   if (name == "upper") return subject.is_string() && upper(subject.as_string()) == subject.as_string();

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/lexer.h"
 
 namespace nvfp4lm::jinja {
@@ -342,6 +343,8 @@ class Parser {
         next();
         auto filter = make_expr(Expr::Kind::Filter);
         filter->name = expect_identifier();
+        NVFP4LM_CHECK(is_known_filter(filter->name), "chat template line {}: unsupported filter '{}'", filter->line,
+                      filter->name);
         filter->children.push_back(std::move(node));
         if (peek_operator("(")) {
           next();
@@ -356,6 +359,8 @@ class Parser {
           test->negated = true;
         }
         test->name = expect_identifier();
+        NVFP4LM_CHECK(is_known_test(test->name), "chat template line {}: unsupported test '{}'", test->line,
+                      test->name);
         test->children.push_back(std::move(node));
         if (peek_operator("(")) {
           next();

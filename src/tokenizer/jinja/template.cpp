@@ -130,6 +130,10 @@ class Evaluator {
       loop.set("length", Value(length));
       loop.set("previtem", i > 0 ? items[i - 1] : Value());
       loop.set("nextitem", i + 1 < length ? items[i + 1] : Value());
+      loop.set("cycle", Value(Function([i](CallArgs& args) {
+                 NVFP4LM_CHECK(!args.positional.empty(), "loop.cycle() needs at least one value");
+                 return args.positional[static_cast<size_t>(i) % args.positional.size()];
+               })));
       iteration.variables["loop"] = Value(std::move(loop));
       assign(stmt.targets, items[i], stmt.line);
       const Flow flow = render(stmt.body);
@@ -406,7 +410,14 @@ std::string Template::render(const nlohmann::ordered_json& context) const {
   for (auto& [name, function] : global_functions().items) globals.variables[name] = function;
   for (const auto& [key, value] : context.items()) globals.variables[key] = from_json(value);
   std::string out;
-  Evaluator(globals, out).render(*body_);
+  try {
+    Evaluator(globals, out).render(*body_);
+  } catch (const std::bad_variant_access&) {
+    // A value of an unexpected type reached code that did not check it: a gap in the interpreter's checks.
+    NVFP4LM_FAIL(
+        "chat template: a value of an unexpected type reached a filter or method without a check (an "
+        "interpreter bug; please report it with the template)");
+  }
   return out;
 }
 

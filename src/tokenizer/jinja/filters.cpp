@@ -161,7 +161,7 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
                   "chat template line {}: filter items needs a dict, not a {}", line, type_name(subject));
     List pairs;
     if (subject.is_dict()) {
-      for (const auto& [key, value] : subject.as_dict().items) pairs.emplace_back(List{Value(key), value});
+      for (const auto& [key, value] : subject.as_dict().items) pairs.push_back(make_tuple(List{Value(key), value}));
     }
     return Value(std::move(pairs));
   }
@@ -271,7 +271,7 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
     const bool by_value = to_output(argument(args, 1, "by", Value("key"))) == "value";
     const bool reverse = truthy(argument(args, 2, "reverse", Value(false)));
     List pairs;
-    for (const auto& [key, value] : subject.as_dict().items) pairs.emplace_back(List{Value(key), value});
+    for (const auto& [key, value] : subject.as_dict().items) pairs.push_back(make_tuple(List{Value(key), value}));
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
       const Value& x = a.as_list()[by_value ? 1 : 0];
       const Value& y = b.as_list()[by_value ? 1 : 0];
@@ -297,6 +297,11 @@ bool apply_test(const std::string& name, const Value& subject, const std::vector
     NVFP4LM_CHECK(!args.empty(), "chat template line {}: test {} needs an argument", line, name);
     return args[0];
   };
+  static const std::set<std::string> with_argument = {
+      "divisibleby", "eq", "equalto", "==", "ne", "!=", "sameas", "in", "gt", "lt", "ge", "le"};
+  NVFP4LM_CHECK(args.size() <= (with_argument.count(name) ? 1u : 0u),
+                "chat template line {}: test {} takes {} argument", line, name,
+                with_argument.count(name) ? "one" : "no");
   if (name == "defined") return !subject.is_undefined();
   if (name == "undefined") return subject.is_undefined();
   if (name == "none") return subject.is_none();

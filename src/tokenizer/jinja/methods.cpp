@@ -101,7 +101,7 @@ std::optional<Value> string_method(const std::string& text, const std::string& n
 std::optional<Value> dict_method(const Dict& dict, const std::string& name, CallArgs& args) {
   if (name == "items") {
     List pairs;
-    for (const auto& [key, value] : dict.items) pairs.emplace_back(List{Value(key), value});
+    for (const auto& [key, value] : dict.items) pairs.push_back(make_tuple(List{Value(key), value}));
     return Value(std::move(pairs));
   }
   if (name == "keys" || name == "values") {

@@ -198,7 +198,7 @@ class Evaluator {
       case Expr::Kind::Tuple: {
         List list;
         for (const ExprPtr& child : expr.children) list.push_back(evaluate(*child));
-        return Value(std::move(list));
+        return expr.kind == Expr::Kind::Tuple ? make_tuple(std::move(list)) : Value(std::move(list));
       }
       case Expr::Kind::Dict: {
         Dict dict;

@@ -24,6 +24,12 @@ void Dict::set(const std::string& key, Value value) {
   items.emplace_back(key, std::move(value));
 }
 
+Value make_tuple(List items) {
+  Value tuple(std::move(items));
+  tuple.is_tuple = true;
+  return tuple;
+}
+
 const char* type_name(const Value& value) {
   if (value.is_undefined()) return "undefined";
   if (value.is_none()) return "none";
@@ -31,7 +37,7 @@ const char* type_name(const Value& value) {
   if (value.is_int()) return "int";
   if (value.is_float()) return "float";
   if (value.is_string()) return "str";
-  if (value.is_list()) return "list";
+  if (value.is_list()) return value.is_tuple ? "tuple" : "list";
   if (value.is_dict()) return value.is_namespace ? "namespace" : "dict";
   return "callable";
 }
@@ -84,9 +90,10 @@ std::string to_output(const Value& value) {
   if (value.is_float()) return python_float_repr(value.as_number());
   if (value.is_string()) return value.as_string();
   if (value.is_list()) {
-    std::string out = "[";
+    std::string out = value.is_tuple ? "(" : "[";
     const List& list = value.as_list();
     for (size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + python_repr(list[i]);
+    if (value.is_tuple) return out + (list.size() == 1 ? ",)" : ")");
     return out + "]";
   }
   if (value.is_dict()) {
@@ -112,6 +119,7 @@ bool equals(const Value& a, const Value& b) {
   if (a.is_none() && b.is_none()) return true;
   if (a.is_undefined() && b.is_undefined()) return true;
   if (a.is_list() && b.is_list()) {
+    if (a.is_tuple != b.is_tuple) return false;
     const List &x = a.as_list(), &y = b.as_list();
     if (x.size() != y.size()) return false;
     for (size_t i = 0; i < x.size(); ++i) {

@@ -47,6 +47,7 @@ struct Value {
                std::shared_ptr<Function>>
       data;
   bool is_namespace = false;  // a namespace(...) object: the only dict whose attributes `set` may assign
+  bool is_tuple = false;      // a list that Python would hold as a tuple: printed (a, b), never equal to a list
 
   Value() = default;
   Value(None) : data(None{}) {}
@@ -94,6 +95,9 @@ std::string python_repr(const Value& value);
 
 // Python's == (1 == 1.0 and True == 1 hold; lists and dicts compare element-wise).
 bool equals(const Value& a, const Value& b);
+
+// A Python tuple: a list flagged to print as one.
+Value make_tuple(List items);
 
 // JSON (parsed with nlohmann::ordered_json, so object keys keep their order) -> Value.
 Value from_json(const nlohmann::ordered_json& json);

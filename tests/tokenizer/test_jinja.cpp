@@ -42,6 +42,11 @@ TEST(Jinja, WhitespaceControlMatchesTrimAndLstripBlocks) {
   EXPECT_EQ(render("{% if true %}\n  {% if true %}\nx\n  {% endif %}\n{% endif %}\n"), "x\n");
   EXPECT_EQ(render("a\n{#- c -#}\nb"), "ab");
   EXPECT_EQ(render("{%- if true -%}\n\n  x  \n\n{%- endif -%}"), "x");
+  // {% raw %}: no trim_blocks after its own %} (as in Jinja2), the usual control at {% endraw %}.
+  EXPECT_EQ(render("{% raw %}\n{{ not evaluated }}{% if %}\n{% endraw %}\nafter"),
+            "\n{{ not evaluated }}{% if %}\nafter");
+  EXPECT_EQ(render("a\n  {%- raw -%}  x  {%- endraw %}\nb"), "axb");
+  EXPECT_EQ(render("  {% raw %}x\n  {% endraw %}\ny"), "x\ny");
 }
 
 TEST(Jinja, Literals) {

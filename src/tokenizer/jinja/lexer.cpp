@@ -39,6 +39,7 @@ class Lexer {
         line_starting = skip_comment();
       } else {
         line_starting = lex_tag_body(kind == '{');
+        if (opens_raw_block()) line_starting = lex_raw_block();
       }
     }
     tokens_.push_back({TokenKind::End, "", line_});
@@ -90,6 +91,43 @@ class Lexer {
     return ended_line;
   }
 
+  // The tokens just lexed are {% raw %}.
+  bool opens_raw_block() const {
+    const size_t n = tokens_.size();
+    return n >= 3 && tokens_[n - 3].kind == TokenKind::StmtBegin && tokens_[n - 2].kind == TokenKind::Name &&
+           tokens_[n - 2].text == "raw" && tokens_[n - 1].kind == TokenKind::StmtEnd;
+  }
+
+  // The text up to {% endraw %}, verbatim (whitespace control applies at its two ends as for any tag).
+  bool lex_raw_block() {
+    const int start_line = tokens_.back().line;
+    tokens_.resize(tokens_.size() - 3);
+    for (size_t at = pos_;; ++at) {
+      at = source_.find("{%", at);
+      NVFP4LM_CHECK(at != std::string_view::npos,
+                    "chat template line {}: {{% raw %}} is never closed; add {{% endraw %}}", start_line);
+      size_t cursor = at + 2;
+      const char modifier = cursor < source_.size() ? source_[cursor] : '\0';
+      if (modifier == '-' || modifier == '+') ++cursor;
+      while (cursor < source_.size() && is_space(source_[cursor])) ++cursor;
+      if (source_.substr(cursor, 6) != "endraw") continue;
+      cursor += 6;
+      while (cursor < source_.size() && is_space(source_[cursor])) ++cursor;
+      const bool strip_after = cursor < source_.size() && source_[cursor] == '-';
+      if (strip_after) ++cursor;
+      if (source_.substr(cursor, 2) != "%}") continue;
+      std::string text(source_.substr(pos_, at - pos_));
+      if (modifier == '-') {
+        while (!text.empty() && is_space(text.back())) text.pop_back();
+      } else if (modifier != '+') {
+        strip_line_indent(text, false);
+      }
+      push_text(std::move(text), line_);
+      advance_to(cursor + 2);
+      return after_close(strip_after, true);
+    }
+  }
+
   bool skip_comment() {
     const int start_line = line_;
     const size_t close = source_.find("#}", pos_);
@@ -112,9 +150,13 @@ class Lexer {
       const std::string_view close = expression ? "}}" : "%}";
       if (depth == 0 && (rest.starts_with(close) || (rest[0] == '-' && rest.substr(1).starts_with(close)))) {
         const bool strip = rest[0] == '-';
+        // Jinja2 applies trim_blocks to every %} except the one of {% raw %}.
+        const size_t n = tokens_.size();
+        const bool opens_raw = !expression && tokens_[n - 2].kind == TokenKind::StmtBegin &&
+                               tokens_[n - 1].kind == TokenKind::Name && tokens_[n - 1].text == "raw";
         advance_to(pos_ + close.size() + (strip ? 1 : 0));
         tokens_.push_back({expression ? TokenKind::ExprEnd : TokenKind::StmtEnd, "", line_});
-        return after_close(strip, !expression);
+        return after_close(strip, !expression && !opens_raw);
       }
       lex_one(depth);
     }

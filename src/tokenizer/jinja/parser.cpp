@@ -84,7 +84,7 @@ class Parser {
     }
     NVFP4LM_FAIL(
         "chat template line {}: unsupported statement {{% {} %}}; the interpreter runs if, for, set, macro, "
-        "break, continue and generation",
+        "break, continue, raw and generation",
         keyword.line, name);
   }
 

@@ -5,8 +5,8 @@
 //
 // Supported: {% if/elif/else %}; {% for %} with tuple targets, an `if` filter, else and loop.index, index0,
 // revindex, revindex0, first, last, length, previtem, nextitem, cycle; {% set %} (plain, tuple, namespace
-// attribute and block forms); {% macro %} and calls; break/continue; the filters, tests, string/dict methods
-// and globals listed in builtins.h; Python operators, slicing and literals.
+// attribute and block forms); {% macro %} and calls; break/continue; {% raw %}; the filters, tests,
+// string/dict methods and globals listed in builtins.h; Python operators, slicing and literals.
 // Anything else (e.g. {% call %}, {% include %}, an unknown filter or test) is an nvfp4lm::Error whose one-line
 // message names the construct and the template line. Statements, filter and test names are checked when the
 // template is parsed (so a branch the conversation never takes cannot hide one); a method or an operation a

@@ -68,6 +68,7 @@ TEST(Jinja, Arithmetic) {
             "1024 1.5 2.0 -3 0.30000000000000004");
   EXPECT_EQ(render("{{ 'a' + 'b' }} {{ 'ab' * 2 }} {{ [1] + [2] }} {{ 1 ~ 'x' ~ none }}"), "ab abab [1, 2] 1xNone");
   EXPECT_EQ(render("{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 2 * 3 ~ 4 }}"), "7 9 64");
+  EXPECT_EQ(render("{{ -3|abs }} {{ -(x|length) }} {{ [1, 2]|length - 1 }}", R"({"x": "ab"})"), "3 -2 1");
 }
 
 TEST(Jinja, ComparisonsAndLogic) {
@@ -206,6 +207,7 @@ TEST(Jinja, Tests) {
 }
 
 TEST(Jinja, StringAndDictMethods) {
+  EXPECT_EQ(render("{{ ' a b  c '.split(none, 1) }}"), "['a', 'b  c ']");
   const std::string context = R"({"s": "\n<think>a</think>\n\nanswer ", "d": {"a": 1, "b": 2}})";
   EXPECT_EQ(render("[{{ s.strip() }}][{{ s.lstrip('\\n') }}][{{ s.rstrip() }}]", context),
             "[<think>a</think>\n\nanswer][<think>a</think>\n\nanswer ][\n<think>a</think>\n\nanswer]");

@@ -309,17 +309,19 @@ class Parser {
     return left;
   }
 
-  ExprPtr parse_unary() {
+  // As Jinja2's parse_unary: a sign binds tighter than a filter, so `-3|abs` is (-3)|abs = 3.
+  ExprPtr parse_unary(bool with_filter = true) {
     if (peek_operator("-") || peek_operator("+")) {
       auto unary = make_expr(Expr::Kind::Unary);
       unary->name = next().text;
-      unary->children.push_back(parse_unary());
-      return unary;
+      unary->children.push_back(parse_unary(false));
+      return parse_postfix(std::move(unary), with_filter);
     }
-    return parse_postfix(parse_primary());
+    return parse_postfix(parse_primary(), with_filter);
   }
 
-  ExprPtr parse_postfix(ExprPtr node) {
+  // .attr [index] (call), and with_filter also |filter and `is` tests.
+  ExprPtr parse_postfix(ExprPtr node, bool with_filter) {
     while (true) {
       if (peek_operator(".")) {
         next();
@@ -339,7 +341,7 @@ class Parser {
         call->children.push_back(std::move(node));
         parse_call_args(*call);
         node = std::move(call);
-      } else if (peek_operator("|")) {
+      } else if (with_filter && peek_operator("|")) {
         next();
         auto filter = make_expr(Expr::Kind::Filter);
         filter->name = expect_identifier();
@@ -351,7 +353,7 @@ class Parser {
           parse_call_args(*filter);
         }
         node = std::move(filter);
-      } else if (peek_name("is")) {
+      } else if (with_filter && peek_name("is")) {
         next();
         auto test = make_expr(Expr::Kind::Test);
         if (peek_name("not")) {
@@ -366,7 +368,7 @@ class Parser {
           next();
           parse_call_args(*test);
         } else if (starts_test_argument()) {
-          test->children.push_back(parse_postfix(parse_primary()));
+          test->children.push_back(parse_postfix(parse_primary(), false));
         }
         node = std::move(test);
       } else {

@@ -132,10 +132,10 @@ std::vector<std::string> split_whitespace(const std::string& text, int64_t max_s
   const std::vector<std::string_view> cps = code_points(text);
   for (size_t i = 0; i < cps.size(); ++i) {
     if (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split && !in_word && !is_python_space(cps[i])) {
-      // The last item is the rest of the string with leading whitespace removed, trailing kept stripped.
+      // The last item is the rest of the string, its trailing whitespace kept (as Python does).
       std::string rest;
       for (size_t j = i; j < cps.size(); ++j) rest += cps[j];
-      out.push_back(strip(rest, nullptr, false, true));
+      out.push_back(std::move(rest));
       return out;
     }
     if (is_python_space(cps[i])) {

@@ -17,7 +17,7 @@
 
 namespace nvfp4lm::jinja {
 
-// Whether apply_filter / apply_test know `name` (the parser rejects unknown ones up front).
+// Whether apply_filter / apply_test know `name` (for checking a template up front, e.g. when it is loaded).
 bool is_known_filter(const std::string& name);
 bool is_known_test(const std::string& name);
 

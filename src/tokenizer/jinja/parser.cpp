@@ -8,7 +8,6 @@
 #include <set>
 
 #include "core/error.h"
-#include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/lexer.h"
 
 namespace nvfp4lm::jinja {
@@ -345,8 +344,6 @@ class Parser {
         next();
         auto filter = make_expr(Expr::Kind::Filter);
         filter->name = expect_identifier();
-        NVFP4LM_CHECK(is_known_filter(filter->name), "chat template line {}: unsupported filter '{}'", filter->line,
-                      filter->name);
         filter->children.push_back(std::move(node));
         if (peek_operator("(")) {
           next();
@@ -361,8 +358,6 @@ class Parser {
           test->negated = true;
         }
         test->name = expect_identifier();
-        NVFP4LM_CHECK(is_known_test(test->name), "chat template line {}: unsupported test '{}'", test->line,
-                      test->name);
         test->children.push_back(std::move(node));
         if (peek_operator("(")) {
           next();

@@ -8,9 +8,9 @@
 // attribute and block forms); {% macro %} and calls; break/continue; {% raw %}; the filters, tests,
 // string/dict methods and globals listed in builtins.h; Python operators, slicing and literals.
 // Anything else (e.g. {% call %}, {% include %}, an unknown filter or test) is an nvfp4lm::Error whose one-line
-// message names the construct and the template line. Statements, filter and test names are checked when the
-// template is parsed (so a branch the conversation never takes cannot hide one); a method or an operation a
-// value does not support is reported when it runs. There is no fallback.
+// message names the construct and the template line. Statements are checked when the template is parsed;
+// filters, tests, methods and operations when they run, as jinja2 does (it renders a template whose untaken
+// branch names an unknown filter, and so does this). There is no fallback.
 #pragma once
 
 #include <memory>

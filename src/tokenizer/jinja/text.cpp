@@ -8,9 +8,68 @@
 namespace nvfp4lm::jinja {
 namespace {
 
-bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char to_upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; }
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+// Simple case mapping of ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (what Python's str.upper/lower
+// do there, apart from the few letters that expand, like "ß" -> "SS", which stay as they are).
+uint32_t upper_of(uint32_t c) {
+  if (c == 0x130 || c == 0x131) return c;  // Turkish dotted / dotless i: Python maps them outside the pair rule
+  if ((c >= 'a' && c <= 'z') || (c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c & ~1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
+  if (c >= 0x3B1 && c <= 0x3C9) return c == 0x3C2 ? 0x3A3 : c - 32;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  return c;
+}
+
+uint32_t lower_of(uint32_t c) {
+  if (c == 0x130 || c == 0x131) return c;
+  if ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7)) return c + 32;
+  if (c == 0x178) return 0xFF;
+  if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c | 1u;
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  return c;
+}
+
+bool is_cased(uint32_t c) { return upper_of(c) != c || lower_of(c) != c; }
+
+std::vector<uint32_t> decode(const std::string& text) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t length = byte < 0x80 ? 1 : byte < 0xE0 ? 2 : byte < 0xF0 ? 3 : 4;
+    uint32_t c = length == 1 ? byte : byte & (0x3F >> (length - 1));
+    for (size_t k = 1; k < length && i + k < text.size(); ++k) c = (c << 6) | (text[i + k] & 0x3F);
+    out.push_back(c);
+    i += length;
+  }
+  return out;
+}
+
+std::string encode(const std::vector<uint32_t>& cps) {
+  std::string out;
+  for (const uint32_t c : cps) {
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+      out += static_cast<char>(0xE0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (c >> 18));
+      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  return out;
+}
 
 // The code points Python's str.isspace() accepts, as UTF-8.
 bool is_python_space(std::string_view cp) {
@@ -50,35 +109,39 @@ std::vector<std::string_view> code_points(const std::string& text) {
 }  // namespace
 
 std::string upper(const std::string& text) {
-  std::string out = text;
-  std::transform(out.begin(), out.end(), out.begin(), to_upper);
-  return out;
+  std::vector<uint32_t> cps;
+  for (const uint32_t c : decode(text)) {
+    if (c == 0xDF) {  // "ß" -> "SS", the one expansion in these scripts
+      cps.insert(cps.end(), {'S', 'S'});
+    } else {
+      cps.push_back(upper_of(c));
+    }
+  }
+  return encode(cps);
 }
 
 std::string lower(const std::string& text) {
-  std::string out = text;
-  std::transform(out.begin(), out.end(), out.begin(), to_lower);
-  return out;
+  std::vector<uint32_t> cps = decode(text);
+  for (uint32_t& c : cps) c = lower_of(c);
+  return encode(cps);
 }
 
 std::string capitalize(const std::string& text) {
-  std::string out = lower(text);
-  if (!out.empty()) out[0] = to_upper(out[0]);
-  return out;
+  std::vector<uint32_t> cps = decode(text);
+  for (size_t i = 0; i < cps.size(); ++i) cps[i] = i == 0 ? upper_of(cps[i]) : lower_of(cps[i]);
+  return encode(cps);
 }
 
+// A cased letter after a cased letter is lowered, any other is raised (Python's rule).
 std::string title(const std::string& text) {
-  std::string out = text;
+  std::vector<uint32_t> cps = decode(text);
   bool previous_cased = false;
-  for (char& c : out) {
-    if (is_ascii_letter(c)) {
-      c = previous_cased ? to_lower(c) : to_upper(c);
-      previous_cased = true;
-    } else {
-      previous_cased = (static_cast<unsigned char>(c) & 0x80) != 0 && previous_cased;
-    }
+  for (uint32_t& c : cps) {
+    const bool cased = is_cased(c);
+    if (cased) c = previous_cased ? lower_of(c) : upper_of(c);
+    previous_cased = cased;
   }
-  return out;
+  return encode(cps);
 }
 
 std::string strip(const std::string& text, const std::string* chars, bool left, bool right) {

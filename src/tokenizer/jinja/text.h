@@ -1,7 +1,7 @@
 // Python str operations on UTF-8 text, for the template's string methods and filters. Stripping and
 // splitting work on code points and treat as whitespace what Python's str.isspace() does. Case mapping
-// (upper, lower, capitalize, title) changes ASCII letters only; other letters pass through unchanged, where
-// Python would also map e.g. "é" -> "É".
+// (upper, lower, capitalize, title) covers ASCII, Latin-1 (with upper("ß") = "SS"), Latin Extended-A, Greek
+// and Cyrillic; other scripts pass through unchanged, where Python would map some of them.
 #pragma once
 
 #include <cstdint>

@@ -126,6 +126,12 @@ TEST(Jinja, SetScopingAndNamespace) {
   EXPECT_EQ(render("{% if true %}{% set x = 5 %}{% endif %}{{ x }}"), "5");
 }
 
+// transformers' extensions: {% generation %} marks assistant text (rendered as is) and strftime_now is a global.
+TEST(Jinja, TransformersExtensions) {
+  EXPECT_EQ(render("a{% generation %}b{{ 1 }}{% endgeneration %}c"), "ab1c");
+  EXPECT_EQ(render("{{ strftime_now('%Y')|length }} {{ strftime_now is defined }}"), "4 True");
+}
+
 TEST(Jinja, Macros) {
   EXPECT_EQ(render("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}"
                    "{{ greet('A') }} {{ greet('B', '?') }} {{ greet(name='C', punct='.') }}"),

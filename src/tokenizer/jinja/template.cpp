@@ -1,0 +1,424 @@
+// See template.h. The evaluator walks the syntax tree; variables live in a chain of scopes (the globals,
+// then one scope per for-loop iteration and per macro call), so that a {% set %} inside a loop does not leak
+// out of it, as in Jinja2 (which is why templates use namespace() to carry state across iterations).
+#include "tokenizer/jinja/template.h"
+
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/parser.h"
+
+namespace nvfp4lm::jinja {
+namespace {
+
+struct Scope {
+  std::map<std::string, Value> variables;
+  Scope* parent = nullptr;
+};
+
+enum class Flow { Normal, Break, Continue };
+
+class Evaluator {
+ public:
+  Evaluator(Scope& globals, std::string& out) : globals_(globals), scope_(&globals), out_(&out) {}
+
+  Flow render(const Body& body) {
+    for (const StmtPtr& stmt : body) {
+      const Flow flow = execute(*stmt);
+      if (flow != Flow::Normal) return flow;
+    }
+    return Flow::Normal;
+  }
+
+ private:
+  Flow execute(const Stmt& stmt) {
+    switch (stmt.kind) {
+      case Stmt::Kind::Text:
+        *out_ += stmt.text;
+        break;
+      case Stmt::Kind::Output:
+        *out_ += to_output(evaluate(*stmt.expr));
+        break;
+      case Stmt::Kind::If:
+        for (const auto& [condition, body] : stmt.branches) {
+          if (!condition || truthy(evaluate(*condition))) return render(body);
+        }
+        break;
+      case Stmt::Kind::For:
+        execute_for(stmt);
+        break;
+      case Stmt::Kind::Set:
+        execute_set(stmt);
+        break;
+      case Stmt::Kind::SetBlock: {
+        std::string captured;
+        std::string* saved = out_;
+        out_ = &captured;
+        render(stmt.body);
+        out_ = saved;
+        scope_->variables[stmt.targets[0]] = Value(std::move(captured));
+        break;
+      }
+      case Stmt::Kind::Macro:
+        scope_->variables[stmt.name] = make_macro(stmt);
+        break;
+      case Stmt::Kind::Break:
+        return Flow::Break;
+      case Stmt::Kind::Continue:
+        return Flow::Continue;
+      case Stmt::Kind::Block:
+        return render(stmt.body);
+    }
+    return Flow::Normal;
+  }
+
+  void assign(const std::vector<std::string>& targets, const Value& value, int line) {
+    if (targets.size() == 1) {
+      scope_->variables[targets[0]] = value;
+      return;
+    }
+    NVFP4LM_CHECK(value.is_list() && value.as_list().size() == targets.size(),
+                  "chat template line {}: cannot unpack a {} into {} names", line, type_name(value), targets.size());
+    for (size_t i = 0; i < targets.size(); ++i) scope_->variables[targets[i]] = value.as_list()[i];
+  }
+
+  void execute_set(const Stmt& stmt) {
+    Value value = evaluate(*stmt.expr);
+    if (stmt.attribute.empty()) {
+      assign(stmt.targets, value, stmt.line);
+      return;
+    }
+    const Value target = lookup(stmt.targets[0]);
+    NVFP4LM_CHECK(target.is_dict() && target.is_namespace,
+                  "chat template line {}: {{% set {}.{} %}} needs {} to be a namespace(), not a {}", stmt.line,
+                  stmt.targets[0], stmt.attribute, stmt.targets[0], type_name(target));
+    target.as_dict().set(stmt.attribute, std::move(value));
+  }
+
+  void execute_for(const Stmt& stmt) {
+    List items;
+    for (Value& item : iterate(evaluate(*stmt.expr), stmt.line)) {
+      if (stmt.condition) {
+        Scope filter_scope{{}, scope_};
+        Scope* saved = scope_;
+        scope_ = &filter_scope;
+        assign(stmt.targets, item, stmt.line);
+        const bool keep = truthy(evaluate(*stmt.condition));
+        scope_ = saved;
+        if (!keep) continue;
+      }
+      items.push_back(std::move(item));
+    }
+    if (items.empty()) {
+      render(stmt.else_body);
+      return;
+    }
+    const auto length = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < length; ++i) {
+      Scope iteration{{}, scope_};
+      Scope* saved = scope_;
+      scope_ = &iteration;
+      Dict loop;
+      loop.set("index", Value(i + 1));
+      loop.set("index0", Value(i));
+      loop.set("revindex", Value(length - i));
+      loop.set("revindex0", Value(length - i - 1));
+      loop.set("first", Value(i == 0));
+      loop.set("last", Value(i == length - 1));
+      loop.set("length", Value(length));
+      loop.set("previtem", i > 0 ? items[i - 1] : Value());
+      loop.set("nextitem", i + 1 < length ? items[i + 1] : Value());
+      loop.set("cycle", Value(Function([i](CallArgs& args) {
+                 NVFP4LM_CHECK(!args.positional.empty(), "loop.cycle() needs at least one value");
+                 return args.positional[static_cast<size_t>(i) % args.positional.size()];
+               })));
+      iteration.variables["loop"] = Value(std::move(loop));
+      assign(stmt.targets, items[i], stmt.line);
+      const Flow flow = render(stmt.body);
+      scope_ = saved;
+      if (flow == Flow::Break) break;
+    }
+  }
+
+  Value make_macro(const Stmt& stmt) {
+    const Stmt* macro = &stmt;
+    return Value(Function([this, macro](CallArgs& args) {
+      Scope call_scope{{}, &globals_};
+      NVFP4LM_CHECK(args.positional.size() <= macro->params.size(),
+                    "chat template line {}: macro {} takes {} arguments, {} given", macro->line, macro->name,
+                    macro->params.size(), args.positional.size());
+      Scope* saved_scope = scope_;
+      scope_ = &call_scope;  // defaults are evaluated in the macro's scope, after the earlier parameters
+      for (size_t i = 0; i < macro->params.size(); ++i) {
+        const auto& [param, default_value] = macro->params[i];
+        Value value;
+        if (i < args.positional.size()) {
+          value = args.positional[i];
+        } else {
+          bool found = false;
+          for (const auto& [name, keyword_value] : args.keyword) {
+            if (name == param) {
+              value = keyword_value;
+              found = true;
+            }
+          }
+          if (!found && default_value) value = evaluate(*default_value);
+        }
+        call_scope.variables[param] = std::move(value);
+      }
+      std::string rendered;
+      std::string* saved_out = out_;
+      out_ = &rendered;
+      render(macro->body);
+      out_ = saved_out;
+      scope_ = saved_scope;
+      return Value(std::move(rendered));
+    }));
+  }
+
+  Value lookup(const std::string& name) const {
+    for (const Scope* scope = scope_; scope != nullptr; scope = scope->parent) {
+      const auto found = scope->variables.find(name);
+      if (found != scope->variables.end()) return found->second;
+    }
+    return Value();
+  }
+
+  // ---- expressions ----
+
+  Value evaluate(const Expr& expr) {
+    switch (expr.kind) {
+      case Expr::Kind::Literal:
+        return expr.literal;
+      case Expr::Kind::Name:
+        return lookup(expr.name);
+      case Expr::Kind::List:
+      case Expr::Kind::Tuple: {
+        List list;
+        for (const ExprPtr& child : expr.children) list.push_back(evaluate(*child));
+        return expr.kind == Expr::Kind::Tuple ? make_tuple(std::move(list)) : Value(std::move(list));
+      }
+      case Expr::Kind::Dict: {
+        Dict dict;
+        for (size_t i = 0; i < expr.children.size(); i += 2) {
+          const Value key = evaluate(*expr.children[i]);
+          NVFP4LM_CHECK(key.is_string(), "chat template line {}: dict keys must be strings, not {}", expr.line,
+                        type_name(key));
+          dict.set(key.as_string(), evaluate(*expr.children[i + 1]));
+        }
+        return Value(std::move(dict));
+      }
+      case Expr::Kind::Attribute:
+        return get_attribute(evaluate(*expr.children[0]), expr.name, expr.line);
+      case Expr::Kind::Index:
+        return get_item(evaluate(*expr.children[0]), evaluate(*expr.children[1]), expr.line);
+      case Expr::Kind::Slice: {
+        const auto part = [&](size_t i) { return expr.children[i] ? evaluate(*expr.children[i]) : Value(); };
+        return slice(part(0), part(1), part(2), part(3), expr.line);
+      }
+      case Expr::Kind::Call:
+        return evaluate_call(expr);
+      case Expr::Kind::Filter: {
+        const Value subject = evaluate(*expr.children[0]);
+        CallArgs args = evaluate_args(expr);
+        return apply_filter(expr.name, subject, args, expr.line);
+      }
+      case Expr::Kind::Test: {
+        const Value subject = evaluate(*expr.children[0]);
+        CallArgs args = evaluate_args(expr);
+        return Value(apply_test(expr.name, subject, args.positional, expr.line) != expr.negated);
+      }
+      case Expr::Kind::Unary: {
+        const Value operand = evaluate(*expr.children[0]);
+        if (expr.name == "not") return Value(!truthy(operand));
+        NVFP4LM_CHECK(operand.is_number() || operand.is_bool(), "chat template line {}: unary {} on a {}", expr.line,
+                      expr.name, type_name(operand));
+        if (expr.name == "+") return operand;
+        if (operand.is_float()) return Value(-operand.as_number());
+        return Value(-(operand.is_bool() ? int64_t{operand.as_bool()} : operand.as_int()));
+      }
+      case Expr::Kind::And: {
+        Value left = evaluate(*expr.children[0]);
+        return truthy(left) ? evaluate(*expr.children[1]) : left;
+      }
+      case Expr::Kind::Or: {
+        Value left = evaluate(*expr.children[0]);
+        return truthy(left) ? left : evaluate(*expr.children[1]);
+      }
+      case Expr::Kind::Conditional:
+        if (truthy(evaluate(*expr.children[1]))) return evaluate(*expr.children[0]);
+        return expr.children[2] ? evaluate(*expr.children[2]) : Value();
+      case Expr::Kind::Binary:
+        return binary(expr.name, evaluate(*expr.children[0]), evaluate(*expr.children[1]), expr.line);
+    }
+    return Value();
+  }
+
+  // Arguments after children[0] (the subject or callee).
+  CallArgs evaluate_args(const Expr& expr) {
+    CallArgs args;
+    for (size_t i = 1; i < expr.children.size(); ++i) args.positional.push_back(evaluate(*expr.children[i]));
+    for (const auto& [name, value] : expr.kwargs) args.keyword.emplace_back(name, evaluate(*value));
+    return args;
+  }
+
+  Value evaluate_call(const Expr& expr) {
+    const Expr& callee = *expr.children[0];
+    CallArgs args = evaluate_args(expr);
+    if (callee.kind == Expr::Kind::Attribute) {
+      const Value object = evaluate(*callee.children[0]);
+      if (std::optional<Value> result = call_method(object, callee.name, args, expr.line)) return *result;
+      const Value function = get_attribute(object, callee.name, expr.line);
+      NVFP4LM_CHECK(function.is_callable(), "chat template line {}: {} has no method {}()", expr.line,
+                    type_name(object), callee.name);
+      return function.as_callable()(args);
+    }
+    const Value function = evaluate(callee);
+    NVFP4LM_CHECK(function.is_callable(), "chat template line {}: {} is not a function (it is {})", expr.line,
+                  callee.kind == Expr::Kind::Name ? callee.name : std::string("the called value"),
+                  function.is_undefined() ? "undefined" : type_name(function));
+    try {
+      return function.as_callable()(args);
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      if (message.starts_with("chat template line")) throw;
+      NVFP4LM_FAIL("chat template line {}: {}", expr.line, message);
+    }
+  }
+
+  static Value binary(const std::string& op, const Value& left, const Value& right, int line);
+
+  Scope& globals_;
+  Scope* scope_;
+  std::string* out_;
+};
+
+int64_t as_integer(const Value& value) { return value.is_bool() ? int64_t{value.as_bool()} : value.as_int(); }
+bool is_integral(const Value& value) { return value.is_int() || value.is_bool(); }
+bool is_numeric(const Value& value) { return value.is_number() || value.is_bool(); }
+double as_double(const Value& value) { return value.is_bool() ? (value.as_bool() ? 1.0 : 0.0) : value.as_number(); }
+
+Value repeat(const Value& sequence, int64_t count) {
+  if (sequence.is_string()) {
+    std::string out;
+    for (int64_t i = 0; i < count; ++i) out += sequence.as_string();
+    return Value(std::move(out));
+  }
+  List out;
+  for (int64_t i = 0; i < count; ++i) out.insert(out.end(), sequence.as_list().begin(), sequence.as_list().end());
+  return Value(std::move(out));
+}
+
+bool contains(const Value& container, const Value& item, int line) {
+  if (container.is_string()) {
+    NVFP4LM_CHECK(item.is_string(), "chat template line {}: 'in <string>' needs a string on the left, not a {}", line,
+                  type_name(item));
+    return container.as_string().find(item.as_string()) != std::string::npos;
+  }
+  if (container.is_dict()) return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+  if (container.is_list()) {
+    for (const Value& element : container.as_list()) {
+      if (equals(element, item)) return true;
+    }
+    return false;
+  }
+  if (container.is_undefined()) return false;
+  NVFP4LM_FAIL("chat template line {}: 'in' needs a string, list or dict on the right, not a {}", line,
+               type_name(container));
+}
+
+Value Evaluator::binary(const std::string& op, const Value& left, const Value& right, int line) {
+  if (op == "==") return Value(equals(left, right));
+  if (op == "!=") return Value(!equals(left, right));
+  if (op == "in") return Value(contains(right, left, line));
+  if (op == "not in") return Value(!contains(right, left, line));
+  if (op == "~") return Value(to_output(left) + to_output(right));
+  const auto fail = [&]() -> Value {
+    NVFP4LM_FAIL("chat template line {}: unsupported operand types for {}: {} and {}", line, op, type_name(left),
+                 type_name(right));
+  };
+  if (op == "<" || op == "<=" || op == ">" || op == ">=") {
+    int order = 0;
+    if (is_numeric(left) && is_numeric(right)) {
+      order = as_double(left) < as_double(right) ? -1 : as_double(left) > as_double(right) ? 1 : 0;
+    } else if (left.is_string() && right.is_string()) {
+      order = left.as_string().compare(right.as_string());
+    } else {
+      return fail();
+    }
+    if (op == "<") return Value(order < 0);
+    if (op == "<=") return Value(order <= 0);
+    if (op == ">") return Value(order > 0);
+    return Value(order >= 0);
+  }
+  if (op == "+") {
+    if (left.is_string() && right.is_string()) return Value(left.as_string() + right.as_string());
+    if (left.is_list() && right.is_list()) {
+      List sum = left.as_list();
+      sum.insert(sum.end(), right.as_list().begin(), right.as_list().end());
+      return Value(std::move(sum));
+    }
+  }
+  if (op == "*") {
+    if ((left.is_string() || left.is_list()) && is_integral(right)) return repeat(left, as_integer(right));
+    if ((right.is_string() || right.is_list()) && is_integral(left)) return repeat(right, as_integer(left));
+  }
+  if (!is_numeric(left) || !is_numeric(right)) return fail();
+  const bool integers = is_integral(left) && is_integral(right);
+  const double x = as_double(left), y = as_double(right);
+  if (op == "/") {
+    NVFP4LM_CHECK(y != 0.0, "chat template line {}: division by zero", line);
+    return Value(x / y);
+  }
+  if (integers) {
+    const int64_t a = as_integer(left), b = as_integer(right);
+    if (op == "+") return Value(a + b);
+    if (op == "-") return Value(a - b);
+    if (op == "*") return Value(a * b);
+    if (op == "//" || op == "%") {
+      NVFP4LM_CHECK(b != 0, "chat template line {}: integer division or modulo by zero", line);
+      int64_t quotient = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;  // Python floors
+      return Value(op == "//" ? quotient : a - quotient * b);
+    }
+    if (op == "**" && b >= 0) {
+      int64_t power = 1;
+      for (int64_t i = 0; i < b; ++i) power *= a;
+      return Value(power);
+    }
+  }
+  if (op == "+") return Value(x + y);
+  if (op == "-") return Value(x - y);
+  if (op == "*") return Value(x * y);
+  if (op == "**") return Value(std::pow(x, y));
+  NVFP4LM_CHECK(y != 0.0, "chat template line {}: float division or modulo by zero", line);
+  if (op == "//") return Value(std::floor(x / y));
+  if (op == "%") return Value(x - std::floor(x / y) * y);
+  return fail();
+}
+
+}  // namespace
+
+Template::Template(std::string_view source) : body_(std::make_shared<const Body>(parse_template(source))) {}
+
+std::string Template::render(const nlohmann::ordered_json& context) const {
+  NVFP4LM_CHECK(context.is_object(), "chat template: the render context must be a JSON object, not {}",
+                context.type_name());
+  Scope globals;
+  for (auto& [name, function] : global_functions().items) globals.variables[name] = function;
+  for (const auto& [key, value] : context.items()) globals.variables[key] = from_json(value);
+  std::string out;
+  try {
+    Evaluator(globals, out).render(*body_);
+  } catch (const std::bad_variant_access&) {
+    // A value of an unexpected type reached code that did not check it: a gap in the interpreter's checks.
+    NVFP4LM_FAIL(
+        "chat template: a value of an unexpected type reached a filter or method without a check (an "
+        "interpreter bug; please report it with the template)");
+  }
+  return out;
+}
+
+}  // namespace nvfp4lm::jinja

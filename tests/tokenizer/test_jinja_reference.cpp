@@ -1,0 +1,114 @@
+// The Jinja interpreter against @huggingface/jinja (npm; installed on demand into <build>/npm-jinja, skipped only
+// when npm or its registry is unavailable): the Qwen3 templates (the bundled hybrid-thinking one and Instruct-2507)
+// over the conversations of tests/fixtures/tokenizer/jinja_conversations.json (system/user/assistant/tool turns,
+// tool calls with nested JSON arguments, reasoning_content, <think> in content, multi-turn, unicode), with and
+// without the generation prompt, tools and enable_thinking, compared byte for byte.
+//
+// Only whole chat templates are compared: on some constructs @huggingface/jinja differs from Python's Jinja2 (which
+// transformers runs, and which this interpreter follows): {{ [1, 'a'] }} prints JSON there ([1, "a"]), None prints
+// as "" and True as "true", and -7 % 3 is -1. The Qwen3 templates use none of these.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "common/test_util.h"
+#include "tokenizer/jinja/template.h"
+#include "tokenizer_test_util.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kJinjaPackage = "@huggingface/jinja@0.5.11";
+
+bool shell_ok(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
+
+// <build>/npm-jinja with @huggingface/jinja in it; an empty path (and the reason) when npm cannot provide it.
+fs::path reference_dir(std::string& skip_reason) {
+  if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
+    skip_reason = "npm / node not found";
+    return {};
+  }
+  const fs::path dir = fs::path(NVFP4LM_BINARY_PATH).parent_path() / "npm-jinja";
+  if (!fs::exists(dir / "node_modules" / "@huggingface" / "jinja" / "package.json")) {
+    if (!shell_ok("timeout 60 npm ping")) {
+      skip_reason = "the npm registry cannot be reached (npm ping failed)";
+      return {};
+    }
+    fs::create_directories(dir);
+    const fs::path log = dir / "install.log";
+    const int status =
+        std::system(("timeout 600 npm install --prefix " + quoted(dir) + " --no-audit --no-fund --loglevel=error " +
+                     kJinjaPackage + " >" + quoted(log) + " 2>&1")
+                        .c_str());
+    EXPECT_EQ(status, 0) << "npm install " << kJinjaPackage
+                         << " failed although the registry answers: " << read_file(log);
+    if (status != 0) return {};
+  }
+  return dir;
+}
+
+// Every (template, context) pair of the corpus: 2 templates x conversations x generation prompt x 5 option sets.
+std::vector<json> corpus() {
+  const json fixture = json::parse(read_file(fixture_path("tokenizer/jinja_conversations.json")));
+  const std::string templates[] = {qwen3_tokenizer().chat_template_source(),
+                                   read_file(fixture_path("tokenizer/instruct2507_template.jinja"))};
+  const json option_sets = json::array({json::object(),
+                                        {{"enable_thinking", false}},
+                                        {{"enable_thinking", true}},
+                                        {{"tools", fixture["tools"]}},
+                                        {{"tools", fixture["tools"]}, {"enable_thinking", false}}});
+  std::vector<json> rows;
+  for (const std::string& source : templates) {
+    for (const json& messages : fixture["conversations"]) {
+      for (const bool add_generation_prompt : {false, true}) {
+        for (const json& options : option_sets) {
+          json context = {{"messages", messages}, {"add_generation_prompt", add_generation_prompt}};
+          for (const auto& [key, value] : options.items()) context[key] = value;
+          rows.push_back({{"template", source}, {"context", std::move(context)}});
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+TEST(JinjaReference, QwenTemplates160CasesMatchHuggingFaceJinja) {
+  std::string skip_reason;
+  const fs::path npm_dir = reference_dir(skip_reason);
+  if (npm_dir.empty() && !skip_reason.empty()) GTEST_SKIP() << skip_reason;
+  ASSERT_FALSE(npm_dir.empty());
+  fs::copy_file(source_path("tests/tokenizer/jinja_reference.mjs"), npm_dir / "jinja_reference.mjs",
+                fs::copy_options::overwrite_existing);
+
+  const std::vector<json> rows = corpus();
+  ASSERT_EQ(rows.size(), 160u) << "the test name states the case count; update both";
+  const fs::path input = npm_dir / "corpus.jsonl", output = npm_dir / "rendered.jsonl";
+  {
+    std::ofstream out(input, std::ios::binary);
+    for (const json& row : rows) out << row.dump() << "\n";
+  }
+  const int status = std::system(("cd " + quoted(npm_dir) + " && timeout 120 node jinja_reference.mjs <" +
+                                  quoted(input) + " >" + quoted(output) + " 2>&1")
+                                     .c_str());
+  ASSERT_EQ(status, 0) << read_file(output);
+
+  std::ifstream reference(output, std::ios::binary);
+  std::string line;
+  size_t index = 0, matching = 0;
+  for (; index < rows.size() && std::getline(reference, line); ++index) {
+    const json expected = json::parse(line);
+    ASSERT_TRUE(expected.contains("text")) << "case " << index << ": @huggingface/jinja failed: " << expected["error"];
+    const std::string ours = jinja::Template(rows[index]["template"].get<std::string>()).render(rows[index]["context"]);
+    EXPECT_EQ(ours, expected["text"].get<std::string>())
+        << "case " << index << ", context " << rows[index]["context"].dump();
+    matching += ours == expected["text"].get<std::string>();
+  }
+  EXPECT_EQ(index, rows.size()) << "the reference renderer stopped early";
+  EXPECT_EQ(matching, rows.size());
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

@@ -208,11 +208,13 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
     connection->reply(reply);
   };
   const auto origin = request[http::field::origin];
-  connection->add_answer_headers(cors_headers(std::string_view(origin.data(), origin.size())));
+  std::vector<std::pair<std::string, std::string>> cors = cors_headers(std::string_view(origin.data(), origin.size()));
+  const bool cors_allowed = !cors.empty();
+  connection->add_answer_headers(std::move(cors));
   if (request.method() == http::verb::options && match.route != Route::Unknown) {
     // A CORS preflight (or a client asking what a route takes): no API key, as browsers send none here.
     HttpReply reply{204, "", "", {{"Allow", fmt::format("{}, OPTIONS", match.allow)}}};
-    if (!cors_headers(std::string_view(origin.data(), origin.size())).empty()) {
+    if (cors_allowed) {
       reply.headers.emplace_back("Access-Control-Allow-Methods", fmt::format("{}, OPTIONS", match.allow));
       const auto wanted = request[http::field::access_control_request_headers];
       reply.headers.emplace_back("Access-Control-Allow-Headers", wanted.empty()

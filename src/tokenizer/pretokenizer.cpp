@@ -22,6 +22,22 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buffer);
 }
 
+// One match [begin, end) found at or after `pos`: the text between `gap` and the match is a piece, then the match;
+// `pos` moves past it and `gap` to its end. An empty match (not possible with the Qwen/GPT-2 patterns) steps over one
+// character, which stays in the gap and joins the next gap piece, as HF does.
+void take_match(std::string_view text, size_t begin, size_t end, size_t& pos, size_t& gap, std::vector<Piece>& pieces) {
+  if (begin > gap) pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(begin)});
+  if (end > begin) {
+    pieces.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
+    pos = end;
+  } else {
+    pos = end + 1;
+    while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+    end = begin;
+  }
+  gap = end;
+}
+
 }  // namespace
 
 std::string rewrite_whitespace_classes(std::string_view pattern) {
@@ -97,19 +113,7 @@ void RegexSplitter::split(std::string_view text, std::vector<Piece>& pieces) con
       NVFP4LM_FAIL("tokenizer: PCRE2 match failed at byte {}: {}", pos, pcre2_message(rc));
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
-    size_t begin = ovector[0], end = ovector[1];
-    if (begin > gap) pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(begin)});
-    if (end > begin) {
-      pieces.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
-      pos = end;
-    } else {
-      // Empty match (not possible with the Qwen/GPT-2 patterns): step over one character.
-      pos = end + 1;
-      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
-      // The skipped character stays in the gap and joins the next gap piece, as HF does.
-      end = begin;
-    }
-    gap = end;
+    take_match(text, ovector[0], ovector[1], pos, gap, pieces);
   }
   if (gap < text.size()) pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(text.size())});
   pcre2_match_data_free(match);
@@ -142,19 +146,9 @@ size_t RegexSplitter::split_certain(std::string_view text, size_t from, bool mor
       pcre2_match_data_free(match);
       NVFP4LM_FAIL("tokenizer: PCRE2 match failed at byte {}: {}", pos, pcre2_message(rc));
     }
-    size_t begin = ovector[0], end = ovector[1];
-    if (begin > gap) pieces.push_back({static_cast<uint32_t>(gap), static_cast<uint32_t>(begin)});
-    if (end > begin) {
-      pieces.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
-      pos = end;
-    } else {
-      // As in split(). A later call from `done` (== gap) searches again from there and steps the same way.
-      pos = end + 1;
-      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
-      end = begin;
-    }
-    gap = end;
-    done = end;
+    // An empty match steps as in split(); a later call from `done` (== gap) searches again and steps the same way.
+    take_match(text, ovector[0], ovector[1], pos, gap, pieces);
+    done = gap;
   }
   // The text after the last match is one piece, known only when nothing follows the window.
   if (!more_follows && (no_match_left || pos >= text.size()) && gap < text.size()) {

@@ -98,15 +98,4 @@ void KeptLogits::compare(size_t index, int64_t row, const Tensor& block, int64_t
   }
 }
 
-LogitDiff KeptLogits::compare(const Tensor& logits, size_t index, int64_t candidates) const {
-  LogitDiffAccumulator diff;
-  compare(index, 0, logits, candidates, diff);
-  return diff.diff();
-}
-
-void KeptLogits::keep(const Tensor& logits) {
-  begin(logits.dim(0), logits.dim(1));
-  append(0, logits);
-}
-
 }  // namespace nvfp4lm

@@ -30,10 +30,6 @@ class KeptLogits {
   void append(int64_t row, const Tensor& block);
   // Feeds rows [row, row + block.dim(0)) of `block` against the same rows of entry `index` to `diff`, in order.
   void compare(size_t index, int64_t row, const Tensor& block, int64_t candidates, LogitDiffAccumulator& diff) const;
-  // Both at once, for a whole [T, V] tensor: compare_logits(logits, entry `index`, candidates).
-  LogitDiff compare(const Tensor& logits, size_t index, int64_t candidates) const;
-  // Keeps a whole [T, V] tensor as the next entry.
-  void keep(const Tensor& logits);
 
   size_t size() const { return entries_.size(); }
   bool spilled(size_t index) const { return !entries_.at(index).file.empty(); }

@@ -37,13 +37,4 @@ void teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const
   }
 }
 
-Tensor teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
-                             int64_t prompt_tokens) {
-  const auto tokens = static_cast<int64_t>(ids.size());
-  Tensor out = Tensor::empty({tokens, model.config().vocab_size}, DType::F32);
-  teacher_forced_logits(model, runner, ids, prompt_tokens,
-                        [&](int64_t row, const Tensor& rows) { out.narrow(0, row, rows.dim(0)).copy_from(rows); });
-  return out;
-}
-
 }  // namespace nvfp4lm

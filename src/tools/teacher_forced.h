@@ -19,13 +19,10 @@ namespace nvfp4lm {
 
 enum class SequenceRunner { Full, Cached, CachedEager, CachedGraph };
 
-// Logits F32 [T, V] on the CPU for ids (T tokens); 1 <= prompt_tokens <= T.
-Tensor teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
-                             int64_t prompt_tokens);
-
-// The same logits handed to `sink` in order, a block of rows at a time (F32 [rows, V] on the CPU whose first row is
-// position `row`): the full forward or the prefill is one block, each later token one row. A caller that compares
-// and drops them holds one block, not [T, V] (parity: a 1,000-token prompt is 608 MB of logits at Qwen3's vocabulary).
+// The logits F32 [T, V] of ids (T tokens; 1 <= prompt_tokens <= T) handed to `sink` in order, a block of rows at a
+// time (F32 [rows, V] on the CPU whose first row is position `row`): the full forward or the prefill is one block, each
+// later token one row. A caller that compares and drops them holds one block, not [T, V] (parity: a 1,000-token prompt
+// is 608 MB of logits at Qwen3's vocabulary).
 using LogitRowSink = std::function<void(int64_t row, const Tensor& rows)>;
 void teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const std::vector<int32_t>& ids,
                            int64_t prompt_tokens, const LogitRowSink& sink);

@@ -19,6 +19,7 @@
 #include "io/quantize_model.h"
 #include "io/synth_model.h"
 #include "ops/cpu_backend.h"
+#include "tokenizer/chat_template.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm::cli {
@@ -27,6 +28,22 @@ void add_device_flags(CLI::App& app, DeviceFlags& flags) {
   app.add_option("--device", flags.device, "cpu (default), cuda or cuda:N");
   add_number_option(app, "--max-memory", flags.max_memory_gib,
                     "fail instead of allocating more than this many GiB on the device (default: no limit)", {0.0, 1e6});
+}
+
+void add_chat_template_flag(CLI::App& app, std::string& value) {
+  std::string names;
+  for (std::string_view name : bundled_chat_template_names()) names += fmt::format(", {}", name);
+  app.add_option(
+         "--chat-template", value,
+         fmt::format("the chat template: auto (the tokenizer's own Jinja template, default){} or a Jinja file", names))
+      ->check([](const std::string& text) {
+        try {
+          check_chat_template_flag(text);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      });
 }
 
 void add_cuda_graph_flag(CLI::App& app, std::string& value) {

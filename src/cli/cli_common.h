@@ -88,6 +88,10 @@ Tokenizer load_tokenizer(const Qwen3Model& model);
 // --cuda-graph on|off (generate, chat, bench infer): on CUDA, single-token decode steps replay one captured CUDA
 // graph (model/qwen3_decode_step.h) unless off; the CPU always runs forward_cached (the flag is ignored there).
 void add_cuda_graph_flag(CLI::App& app, std::string& value);
+
+// --chat-template VALUE (tokenizer/chat_template.h): auto (the tokenizer's own), a bundled name or a Jinja file,
+// checked when the command line is parsed.
+void add_chat_template_flag(CLI::App& app, std::string& value);
 // The decode mode Qwen3CachedLm gets for `device`, or none (forward_cached).
 std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda_graph);
 

@@ -30,6 +30,7 @@ struct ChatCliOptions {
   std::string cuda_graph = "on";
   std::string system;
   bool no_think = false;
+  std::string chat_template = "auto";
   int64_t max_tokens = 1024;
   int64_t context = 8192;
   SamplingOptions sampling;
@@ -60,8 +61,8 @@ int run_chat(const ChatCliOptions& cli) {
   options.generation.stop_strings = cli.stops;
   options.generation.eos_ids =
       end_of_sequence_ids(model.config(), find_generation_config(model.source()), tokenizer, model.config().vocab_size);
-  options.chat.style = detect_chat_template(tokenizer.chat_template_source());
-  options.chat.enable_thinking = !cli.no_think;
+  options.chat_template.emplace(ChatTemplate::resolve(tokenizer, cli.chat_template));
+  if (cli.no_think) options.enable_thinking = false;
   options.system_prompt = cli.system;
   log::info("sampling: {}; context {} tokens; max {} new tokens per turn", cli.sampling.describe(), context,
             cli.max_tokens);
@@ -79,8 +80,10 @@ CommandRegistration registration(
       add_model_flags(app, options->model);
       add_cpu_matmul_flag(app, options->model, "int8");
       app.add_option("--system", options->system, "system prompt");
+      add_chat_template_flag(app, options->chat_template);
       app.add_flag("--no-think", options->no_think,
-                   "hybrid-thinking templates: ask for answers without a think block (enable_thinking=false)");
+                   "pass enable_thinking=false to the chat template (the hybrid Qwen3 template then asks for answers "
+                   "without a think block)");
       add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens per answer (default 1024)",
                         {1, int64_t{1} << 24});
       add_number_option(app, "--context", options->context,

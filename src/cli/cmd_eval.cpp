@@ -11,7 +11,7 @@
 #include "cli/number_flags.h"
 #include "cli/progress_bar.h"
 #include "core/logging.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat_template.h"
 #include "tools/eval.h"
 #include "train/metrics.h"
 #include "train/train_options.h"
@@ -39,7 +39,7 @@ int run_eval(const EvalCliOptions& cli) {
   options.data = cli.data;
   options.data_format = parse_flag_value("--data-format", cli.data_format, parse_data_format);
   options.data_template = parse_flag_value("--data-template", cli.data_template, parse_pair_template);
-  options.chat_template = parse_flag_value("--chat-template", cli.chat_template, parse_chat_template_flag);
+  options.chat_template = cli.chat_template;
   options.score_everything = cli.all_tokens;
   options.seq_len = cli.seq_len;
   options.stride = cli.stride;
@@ -94,8 +94,7 @@ CommandRegistration registration(
                         {int64_t{0}, int64_t{1} << 40});
       app.add_option("--data-format", cli->data_format, "auto (by extension, default), jsonl, tsv, text");
       app.add_option("--data-template", cli->data_template, "prompt/target pairs: chat (default) or raw");
-      app.add_option("--chat-template", cli->chat_template,
-                     "auto (the tokenizer's own, default), instruct-2507 or hybrid-thinking");
+      add_chat_template_flag(app, cli->chat_template);
       app.add_flag("--all-tokens", cli->all_tokens,
                    "score every token, prompts included (default: what training scores, e.g. assistant tokens)");
       add_device_flags(app, cli->device);

@@ -56,6 +56,7 @@ struct GenerateCliOptions {
   std::string system;
   bool raw = false;
   bool no_think = false;
+  std::string chat_template = "auto";
   int64_t max_tokens = 512;
   SamplingOptions sampling;
   std::vector<std::string> stops;
@@ -68,8 +69,8 @@ PromptFormat prompt_format(const GenerateCliOptions& cli, const Tokenizer& token
   PromptFormat format;
   format.raw = cli.raw;
   format.system = cli.system;
-  format.style = detect_chat_template(tokenizer.chat_template_source());
-  format.enable_thinking = !cli.no_think;
+  if (!cli.raw) format.chat_template.emplace(ChatTemplate::resolve(tokenizer, cli.chat_template));
+  if (cli.no_think) format.enable_thinking = false;
   return format;
 }
 
@@ -312,8 +313,11 @@ CommandRegistration registration(
                         "with --prompts: most sequences decoded together (default 8)", {int64_t{1}, int64_t{1024}});
       app.add_option("--system", options->system, "system prompt (chat template only)");
       app.add_flag("--raw", options->raw, "use the prompt as-is, without the chat template");
+      add_chat_template_flag(app, options->chat_template);
       app.add_flag("--no-think", options->no_think,
-                   "hybrid-thinking templates: ask for an answer without a think block (enable_thinking=false)");
+                   "pass enable_thinking=false to the chat template (the hybrid Qwen3 template then asks for an answer "
+                   "without a "
+                   "think block)");
       add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens to generate (default 512)",
                         {1, kMaxGenerateTokens});
       add_sampling_flags(app, options->sampling);

@@ -33,7 +33,7 @@ int run_serve(ServeCliOptions& cli) {
   const Qwen3Model model = load_model("serve", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
   cli.serve.decode = decode_mode_for(device, cli.cuda_graph);
-  cli.serve.enable_thinking = !cli.no_think;
+  if (cli.no_think) cli.serve.enable_thinking = false;
   cli.serve.http.max_body_bytes = static_cast<uint64_t>(cli.max_body_mb) << 20;
   cli.serve.prefix_cache = cli.prefix_cache == "on";
   serve::serve_until_signal(model, tokenizer, cli.serve);
@@ -94,7 +94,9 @@ CommandRegistration registration(
                         "largest request body in MiB, chunked bodies too (default 8)", {int64_t{1}, int64_t{1024}});
       add_sampling_flags(app, serve.sampling, /*seed_flag=*/false);  // defaults for what a request leaves out
       app.add_flag("--no-think", options->no_think,
-                   "hybrid-thinking templates: ask for answers without a think block unless a request says otherwise");
+                   "pass enable_thinking=false to the chat template unless a request's chat_template_kwargs say "
+                   "otherwise (the hybrid Qwen3 template then asks for answers without a think block)");
+      add_chat_template_flag(app, serve.chat_template);
       add_cpu_matmul_flag(app, options->model, "int8");
       add_device_flags(app, options->device);
       add_cuda_graph_flag(app, options->cuda_graph);

@@ -6,9 +6,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_common.h"
 #include "cli/command.h"
 #include "core/error.h"
-#include "tokenizer/chat.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nvfp4lm::cli {
@@ -20,6 +21,7 @@ struct TokenizeOptions {
   bool tokens = false;
   bool chat = false;
   bool no_special = false;
+  std::string chat_template = "auto";
 };
 
 int run_tokenize(const TokenizeOptions& options) {
@@ -30,8 +32,10 @@ int run_tokenize(const TokenizeOptions& options) {
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   NVFP4LM_CHECK(!std::cin.bad(), "tokenize: reading standard input failed");
   if (options.chat) {
-    std::vector<ChatMessage> messages = {{"user", text}};
-    text = render_chat(messages, /*add_generation_prompt=*/true);
+    const ChatMessage question("user", text);
+    ChatRenderOptions render;
+    render.add_generation_prompt = true;
+    text = ChatTemplate::resolve(tokenizer, options.chat_template).render({&question, 1}, render);
   }
   std::vector<int32_t> ids = tokenizer.encode(text, /*allow_special=*/!options.no_special);
   nlohmann::json out = nlohmann::json::array();
@@ -54,8 +58,10 @@ CommandRegistration registration(
       app.add_option("--model", options->model, "model path (HF dir, ModelOpt dir or .dat); its tokenizer is used");
       app.add_option("--tokenizer", options->tokenizer_dir, "directory with tokenizer.json (overrides --model)");
       app.add_flag("--tokens", options->tokens, "print token strings (HF form, e.g. \"Ġworld\") instead of ids");
-      app.add_flag("--chat", options->chat,
-                   "render stdin as one user message with the ChatML template and generation prompt first");
+      app.add_flag(
+          "--chat", options->chat,
+          "render stdin as one user message with the chat template (--chat-template) and generation prompt first");
+      add_chat_template_flag(app, options->chat_template);
       app.add_flag("--no-special", options->no_special, "encode special tokens written in the text as plain text");
       return [options] { return run_tokenize(*options); };
     },

@@ -25,26 +25,40 @@ std::string short_reason(std::string_view message) {
 
 }  // namespace
 
-JsonParseResult try_parse_json(std::string_view text, const json::parser_callback_t& also) {
-  JsonParseResult result;
+namespace {
+
+// try_parse_json for either JSON type (Result: JsonParseResult or OrderedJsonParseResult).
+template <typename Result, typename Json = decltype(Result::value)>
+Result parse_limited(std::string_view text, const typename Json::parser_callback_t& also) {
+  Result result;
   // nlohmann reports object_start/array_start with the depth of the enclosing value (0 for the document).
-  json::parser_callback_t limit = [&also](int depth, json::parse_event_t event, json& parsed) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+  typename Json::parser_callback_t limit = [&also](int depth, typename Json::parse_event_t event, Json& parsed) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth) {
       throw TooDeep{depth + 1};
     }
     return also ? also(depth, event, parsed) : true;
   };
   try {
-    result.value = json::parse(text, limit);
+    result.value = Json::parse(text, limit);
   } catch (const TooDeep& deep) {
-    result.value = json();
+    result.value = Json();
     result.error = fmt::format("nested deeper than {} levels; no real file nests this deep", kMaxJsonDepth);
-  } catch (const json::exception& e) {
-    result.value = json();
+  } catch (const typename Json::exception& e) {
+    result.value = Json();
     result.error = short_reason(e.what());
   }
   return result;
+}
+
+}  // namespace
+
+JsonParseResult try_parse_json(std::string_view text, const json::parser_callback_t& also) {
+  return parse_limited<JsonParseResult>(text, also);
+}
+
+OrderedJsonParseResult try_parse_ordered_json(std::string_view text) {
+  return parse_limited<OrderedJsonParseResult>(text, nullptr);
 }
 
 json parse_json(std::string_view text, std::string_view origin, const json::parser_callback_t& also) {
@@ -62,6 +76,10 @@ void throw_json_field_type(std::string_view key, std::string_view expected, cons
 
 std::string to_json_text(const json& value) {
   return value.dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace);
+}
+
+std::string json_excerpt(const nlohmann::ordered_json& value, size_t max_chars) {
+  return json_excerpt(json(value), max_chars);
 }
 
 std::string json_excerpt(const json& value, size_t max_chars) {

@@ -28,6 +28,15 @@ struct JsonParseResult {
 // parse event as nlohmann's parser_callback_t does; it may throw Error to reject the document.
 JsonParseResult try_parse_json(std::string_view text, const nlohmann::json::parser_callback_t& also = nullptr);
 
+// try_parse_json keeping every object's keys in their order (what chat templates print with tojson, as Python's
+// dicts keep them).
+struct OrderedJsonParseResult {
+  nlohmann::ordered_json value;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+OrderedJsonParseResult try_parse_ordered_json(std::string_view text);
+
 // Parses `text`; Error "<origin>: not valid JSON (<reason>)" otherwise.
 nlohmann::json parse_json(std::string_view text, std::string_view origin,
                           const nlohmann::json::parser_callback_t& also = nullptr);
@@ -72,5 +81,6 @@ std::string to_json_text(const nlohmann::json& value);
 
 // A value for an error message: compact JSON cut to about `max_chars` ("[1,2,3,...] (array of 10^6)").
 std::string json_excerpt(const nlohmann::json& value, size_t max_chars = 80);
+std::string json_excerpt(const nlohmann::ordered_json& value, size_t max_chars = 80);
 
 }  // namespace nvfp4lm

@@ -8,8 +8,10 @@
 namespace nvfp4lm {
 
 ChatSession::ChatSession(CachedLm& lm, Tokenizer tokenizer, ChatSessionOptions options)
-    : generator_(lm, std::move(tokenizer), std::move(options.generation)), chat_options_(options.chat) {
-  chat_options_.add_generation_prompt = true;
+    : generator_(lm, std::move(tokenizer), std::move(options.generation)),
+      chat_template_(options.chat_template ? std::move(*options.chat_template)
+                                           : ChatTemplate::resolve(generator_.tokenizer())),
+      enable_thinking_(options.enable_thinking) {
   set_system(std::move(options.system_prompt));
 }
 
@@ -26,7 +28,7 @@ void ChatSession::set_system(std::string text) {
 std::vector<int32_t> ChatSession::prompt_ids(const std::string& user_text) const {
   std::vector<ChatMessage> turn = messages_;
   turn.push_back({"user", user_text});
-  return generator_.tokenizer().encode(render_chat(turn, chat_options_));
+  return encode_generation_prompt(generator_.tokenizer(), chat_template_, turn, enable_thinking_);
 }
 
 GenerationResult ChatSession::reply(const std::string& user_text, const TextCallback& on_text) {

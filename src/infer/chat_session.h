@@ -23,8 +23,9 @@ namespace nvfp4lm {
 
 struct ChatSessionOptions {
   GenerationOptions generation;
-  ChatOptions chat;           // template style and thinking; add_generation_prompt is always set
-  std::string system_prompt;  // empty: no system message
+  std::optional<ChatTemplate> chat_template;  // none: the tokenizer's own (ChatTemplate::resolve)
+  std::optional<bool> enable_thinking;        // passed to the template when set (--no-think: false)
+  std::string system_prompt;                  // empty: no system message
 };
 
 class ChatSession {
@@ -46,7 +47,8 @@ class ChatSession {
 
  private:
   Generator generator_;
-  ChatOptions chat_options_;
+  ChatTemplate chat_template_;
+  std::optional<bool> enable_thinking_;
   std::vector<ChatMessage> messages_;
 };
 

@@ -14,18 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<ChatMessage> read_messages(const json& messages, const std::string& where) {
-  NVFP4LM_CHECK(messages.is_array() && !messages.empty(), "{}: \"messages\" must be a non-empty list", where);
-  std::vector<ChatMessage> result;
-  for (const json& message : messages) {
-    NVFP4LM_CHECK(message.is_object() && message.contains("role") && message["role"].is_string() &&
-                      message.contains("content") && message["content"].is_string(),
-                  "{}: each message needs string \"role\" and \"content\", got {}", where, json_excerpt(message));
-    result.push_back({message["role"].get<std::string>(), message["content"].get<std::string>()});
-  }
-  return result;
-}
-
 const char* finish_reason_name(StopReason reason) {
   return reason == StopReason::EndOfSequence || reason == StopReason::StopString ? "stop" : "length";
 }
@@ -37,11 +25,8 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view 
   std::vector<ChatMessage> messages;
   if (!format.system.empty()) messages.push_back({"system", format.system});
   messages.push_back({"user", std::string(text)});
-  ChatOptions chat;
-  chat.add_generation_prompt = true;
-  chat.style = format.style;
-  chat.enable_thinking = format.enable_thinking;
-  return tokenizer.encode(render_chat(messages, chat));
+  NVFP4LM_ASSERT(format.chat_template.has_value(), "a chat prompt needs the chat template");
+  return encode_generation_prompt(tokenizer, *format.chat_template, messages, format.enable_thinking);
 }
 
 std::vector<PromptLine> read_prompt_lines(const fs::path& path, const Tokenizer& tokenizer,
@@ -65,11 +50,9 @@ std::vector<PromptLine> read_prompt_lines(const fs::path& path, const Tokenizer&
       line.prompt = encode_prompt(tokenizer, object["prompt"].get<std::string>(), format);
     } else {
       NVFP4LM_CHECK(!format.raw, "{}: \"messages\" need the chat template; drop --raw or give \"prompt\"", where);
-      ChatOptions chat;
-      chat.add_generation_prompt = true;
-      chat.style = format.style;
-      chat.enable_thinking = format.enable_thinking;
-      line.prompt = tokenizer.encode(render_chat(read_messages(object["messages"], where), chat));
+      NVFP4LM_ASSERT(format.chat_template.has_value(), "a chat prompt needs the chat template");
+      line.prompt = encode_generation_prompt(tokenizer, *format.chat_template,
+                                             read_chat_messages(object["messages"], where), format.enable_thinking);
     }
     NVFP4LM_CHECK(!line.prompt.empty(), "{}: the prompt is empty: there is nothing to continue from", where);
     if (object.contains("max_tokens")) {

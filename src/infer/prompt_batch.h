@@ -34,8 +34,8 @@ namespace nvfp4lm {
 struct PromptFormat {
   bool raw = false;
   std::string system;
-  ChatTemplate style = ChatTemplate::Instruct2507;
-  bool enable_thinking = true;
+  std::optional<ChatTemplate> chat_template;  // required unless raw
+  std::optional<bool> enable_thinking;        // passed to the template when set (--no-think: false)
 };
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, const PromptFormat& format);
 

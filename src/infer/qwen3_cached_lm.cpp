@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "infer/generator.h"
 #include "infer/stop_conditions.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat.h"
 
 namespace nvfp4lm {
 
@@ -81,10 +81,10 @@ uint64_t decode_weight_bytes(const Qwen3Model& model) {
   return decode_weight_bytes(model.weights(), int8_head ? std::optional<uint64_t>(int8_head) : std::nullopt);
 }
 
-std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,
+std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                           const std::string& question, int64_t max_new_tokens) {
   const std::vector<ChatMessage> messages = {{"user", question}};
-  const std::vector<int32_t> prompt = encode_generation_prompt(tokenizer, messages, style);
+  const std::vector<int32_t> prompt = encode_generation_prompt(tokenizer, chat_template, messages, false);
   Qwen3CachedLm lm(model, static_cast<int64_t>(prompt.size()) + max_new_tokens);
   GenerationOptions options;
   options.max_new_tokens = max_new_tokens;

@@ -59,9 +59,9 @@ uint64_t decode_weight_bytes(const Qwen3Weights& weights, std::optional<uint64_t
 // The same for the model as it decodes (its int8 lm_head copy, if it made one).
 uint64_t decode_weight_bytes(const Qwen3Model& model);
 
-// The greedy answer of `model` to one user question, rendered with `style` as generation prompts are
-// (encode_generation_prompt), up to max_new_tokens, stopping at an end-of-sequence token.
-std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, ChatTemplate style,
+// The greedy answer of `model` to one user question, rendered with `chat_template` as generation prompts are
+// (encode_generation_prompt, enable_thinking=false), up to max_new_tokens, stopping at an end-of-sequence token.
+std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                           const std::string& question, int64_t max_new_tokens = 64);
 
 }  // namespace nvfp4lm

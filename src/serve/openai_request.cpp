@@ -74,55 +74,16 @@ void refuse_unless(bool neutral, const char* key, const char* why) {
   if (!neutral) throw invalid_request(fmt::format("'{}' is not supported by this server: {}", key, why), key);
 }
 
-// content: a string, or a list of {"type": "text", "text": ...} parts (joined); null for an assistant turn.
-std::string read_content(const json& message, size_t index) {
-  const std::string where = fmt::format("messages[{}].content", index);
-  const auto it = message.find("content");
-  if (it == message.end() || it->is_null()) return {};
-  if (it->is_string()) return it->get<std::string>();
-  if (!it->is_array())
-    throw invalid_request(fmt::format("'{}' must be a string or a list of text parts", where), where);
-  std::string text;
-  for (const json& part : *it) {
-    const std::string type = part.is_object() ? json_field_or<std::string>(part, "type", "", where) : "";
-    if (type != "text" || !part.contains("text") || !part["text"].is_string())
-      throw invalid_request(
-          fmt::format("'{}' has a part of type '{}': only {{\"type\": \"text\", \"text\": ...}} parts are supported "
-                      "(this model reads text only)",
-                      where, type),
-          where);
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
+// messages as tokenizer/chat_message.h reads them (the same reader as training data and generate --prompts).
 std::vector<ChatMessage> read_messages(const json& body) {
   const json* messages = field(body, "messages");
   if (messages == nullptr)
     throw invalid_request("'messages' is required: a list of {role, content} objects", "messages");
-  if (!messages->is_array() || messages->empty())
-    throw invalid_request("'messages' must be a non-empty list of {role, content} objects", "messages");
-  std::vector<ChatMessage> result;
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json& message = (*messages)[i];
-    const std::string where = fmt::format("messages[{}]", i);
-    if (!message.is_object()) throw invalid_request(fmt::format("'{}' must be an object", where), where);
-    const auto role = message.find("role");
-    if (role == message.end() || !role->is_string())
-      throw invalid_request(fmt::format("'{}.role' is required: system, user, assistant or tool", where),
-                            where + ".role");
-    std::string name = role->get<std::string>();
-    if (name == "developer") name = "system";  // the newer API's name for the system role
-    if (name != "system" && name != "user" && name != "assistant" && name != "tool")
-      throw invalid_request(
-          fmt::format("'{}.role' is '{}': use system, developer, user, assistant or tool", where, name.substr(0, 40)),
-          where + ".role");
-    if (message.contains("tool_calls") && !message["tool_calls"].is_null() && !message["tool_calls"].empty())
-      throw invalid_request(fmt::format("'{}.tool_calls' is not supported by this server (no tools)", where),
-                            where + ".tool_calls");
-    result.push_back({name, read_content(message, i)});
+  try {
+    return read_chat_messages(*messages);
+  } catch (const ChatMessageError& e) {
+    throw invalid_request(e.what(), e.path());
   }
-  return result;
 }
 
 // prompt: text, token ids, or a list holding one of those.
@@ -330,6 +291,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     if (const json* kwargs = field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) bad_type("chat_template_kwargs", "an object", *kwargs);
       if (kwargs->contains("enable_thinking")) request.enable_thinking = read_bool(*kwargs, "enable_thinking", true);
+      request.chat_template_kwargs = nlohmann::ordered_json(*kwargs);
     }
   }
   return request;

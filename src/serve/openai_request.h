@@ -50,7 +50,9 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   int top_logprobs = -1;                // -1: no logprobs
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
-  std::vector<std::string> ignored;     // fields not part of the API, ignored
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // all of them, to the template
+  nlohmann::ordered_json tools;      // null: none; a list of functions (check_chat_tools)
+  std::vector<std::string> ignored;  // fields not part of the API, ignored
 };
 
 // body: the parsed JSON. ApiError 400 for anything out of place.

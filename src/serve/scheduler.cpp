@@ -44,8 +44,12 @@ std::shared_ptr<RequestChannel> Scheduler::submit(SequenceSpec spec) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (draining_ || stopping_) throw shutting_down();
-    // A request may wait when a slot is free for it or the queue has room.
-    const int64_t free_slots = std::max<int64_t>(0, engine_.slots() - running_count_);
+    // A request may wait when a slot is free for it or the queue has room. Withdrawn requests (cancelled, still
+    // waiting or running until the loop next runs) hold neither.
+    std::erase_if(waiting_, [](const auto& waiting) { return waiting->cancelled(); });
+    const auto withdrawn = std::count_if(running_channels_.begin(), running_channels_.end(),
+                                         [](const auto& running) { return running->cancelled(); });
+    const int64_t free_slots = std::max<int64_t>(0, engine_.slots() - running_count_ + withdrawn);
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue + free_slots)
       throw ApiError(429, "rate_limit_error",
                      fmt::format("the server is busy: {} requests are already waiting for one of {} slots (--max-queue "
@@ -216,6 +220,8 @@ bool Scheduler::iterate() {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     running_count_ = engine_.running();
+    running_channels_.clear();
+    for (const auto& [id, channel] : running_) running_channels_.push_back(channel);
     if (running_count_ == 0 && waiting_.empty()) idle_.notify_all();
   }
   return !(stop && running_.empty());

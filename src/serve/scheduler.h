@@ -78,6 +78,9 @@ class Scheduler {
   bool stopping_ = false;
   Clock::time_point deadline_{};
   int64_t running_count_ = 0;  // mirrors the engine for other threads
+  // The running requests as of the last step, for submit(): a withdrawn one (cancelled, its slot not yet freed by the
+  // loop) does not count against the queue, so a 429's withdrawn choices never refuse the next request.
+  std::vector<std::shared_ptr<RequestChannel>> running_channels_;
 
   // Scheduler thread only.
   std::map<int64_t, std::shared_ptr<RequestChannel>> running_;  // by sequence id

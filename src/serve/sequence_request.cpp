@@ -22,11 +22,7 @@ std::vector<int32_t> prompt_tokens_within(const CompletionRequest& request, cons
   try {
     std::vector<int32_t> ids;
     if (request.endpoint == Endpoint::ChatCompletions) {
-      ChatOptions chat;
-      chat.add_generation_prompt = true;
-      chat.style = rules.chat_template;
-      chat.enable_thinking = request.enable_thinking.value_or(rules.enable_thinking);
-      more = tokenizer.encode_prefix(render_chat(request.messages, chat), budget, ids);
+      more = tokenizer.encode_prefix(render_prompt(request, rules), budget, ids);
       return ids;
     }
     if (!request.prompt_is_ids) {
@@ -44,6 +40,17 @@ std::vector<int32_t> prompt_tokens_within(const CompletionRequest& request, cons
 }
 
 }  // namespace
+
+std::string render_prompt(const CompletionRequest& request, const PromptRules& rules) {
+  NVFP4LM_ASSERT(rules.chat_template != nullptr, "PromptRules without a chat template");
+  ChatRenderOptions render;
+  render.add_generation_prompt = true;
+  render.enable_thinking = request.enable_thinking ? request.enable_thinking : rules.enable_thinking;
+  render.tools = request.tools;
+  render.kwargs = request.chat_template_kwargs;
+  render.kwargs.erase("enable_thinking");  // passed above, after --no-think
+  return rules.chat_template->render(request.messages, render);
+}
 
 std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Tokenizer& tokenizer,
                                    const PromptRules& rules) {

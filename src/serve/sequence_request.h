@@ -8,23 +8,29 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "infer/batch_engine.h"
 #include "serve/openai_request.h"
-#include "tokenizer/chat.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nvfp4lm::serve {
 
 // Per server: how prompts become tokens and what ends an answer.
 struct PromptRules {
-  ChatTemplate chat_template = ChatTemplate::Instruct2507;  // the model's (tokenizer/chat_template_choice.h)
-  bool enable_thinking = true;   // a request's chat_template_kwargs.enable_thinking overrides it
-  std::vector<int32_t> eos_ids;  // end_of_sequence_ids() (infer/stop_conditions.h)
-  int64_t context = 0;           // tokens per sequence (BatchEngine::context())
-  int64_t vocab_size = 0;        // ids a token-id prompt may use: the tokenizer's, within the model's
+  std::shared_ptr<const ChatTemplate> chat_template;  // --chat-template (tokenizer/chat_template.h); set by Server
+  std::optional<bool> enable_thinking;  // --no-think: false; a request's chat_template_kwargs.enable_thinking wins
+  std::vector<int32_t> eos_ids;         // end_of_sequence_ids() (infer/stop_conditions.h)
+  int64_t context = 0;                  // tokens per sequence (BatchEngine::context())
+  int64_t vocab_size = 0;               // ids a token-id prompt may use: the tokenizer's, within the model's
 };
+
+// A chat request's messages rendered with the template, its tools and chat_template_kwargs, and a generation prompt.
+// Error from the template (e.g. its raise_exception).
+std::string render_prompt(const CompletionRequest& request, const PromptRules& rules);
 
 // The request's prompt as token ids (no length check): chat messages rendered with the template and a generation
 // prompt, text encoded, ids checked against the vocabulary. ApiError 400 when it cannot be tokenized.

@@ -98,7 +98,9 @@ Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions option
 
   ServedModel served{tokenizer, PromptRules{}, RequestDefaults{}, slots, model.device().str()};
   served.tokenizer = tokenizer;
-  served.rules.chat_template = options_.chat_template.value_or(detect_chat_template(tokenizer.chat_template_source()));
+  served.rules.chat_template =
+      std::make_shared<const ChatTemplate>(ChatTemplate::resolve(tokenizer, options_.chat_template));
+  log::info("chat template: {}", served.rules.chat_template->origin());
   served.rules.enable_thinking = options_.enable_thinking;
   served.rules.eos_ids =
       end_of_sequence_ids(config, find_generation_config(model.source()), tokenizer, config.vocab_size);

@@ -31,17 +31,17 @@
 namespace nvfp4lm::serve {
 
 struct ServeOptions {
-  HttpOptions http;                  // host, port, api key, model name (default: the model directory's name)
-  int64_t max_batch = 8;             // sequences decoded together at most (KV-cache slots)
-  int64_t context = 0;               // tokens per sequence; 0: the model's max_position_embeddings, at most 4096
-  int64_t max_queue = 64;            // requests waiting for a slot before 429
-  int64_t prefill_chunk = 256;       // prompt tokens per prefill chunk between decode steps; 0: whole prompts
-  bool prefix_cache = true;          // a new prompt reuses the K/V a free slot holds of its prefix
-  double shutdown_timeout_s = 30;    // how long running requests may go on after SIGTERM
-  std::optional<DecodeMode> decode;  // CUDA: Graph (one graph per batch bucket) unless --cuda-graph off
-  SamplingOptions sampling;          // defaults for requests that leave sampling fields out
-  std::optional<ChatTemplate> chat_template;  // none: the one the tokenizer declares (as generate renders prompts)
-  bool enable_thinking = true;
+  HttpOptions http;                     // host, port, api key, model name (default: the model directory's name)
+  int64_t max_batch = 8;                // sequences decoded together at most (KV-cache slots)
+  int64_t context = 0;                  // tokens per sequence; 0: the model's max_position_embeddings, at most 4096
+  int64_t max_queue = 64;               // requests waiting for a slot before 429
+  int64_t prefill_chunk = 256;          // prompt tokens per prefill chunk between decode steps; 0: whole prompts
+  bool prefix_cache = true;             // a new prompt reuses the K/V a free slot holds of its prefix
+  double shutdown_timeout_s = 30;       // how long running requests may go on after SIGTERM
+  std::optional<DecodeMode> decode;     // CUDA: Graph (one graph per batch bucket) unless --cuda-graph off
+  SamplingOptions sampling;             // defaults for requests that leave sampling fields out
+  std::string chat_template = "auto";   // --chat-template (tokenizer/chat_template.h), as generate renders prompts
+  std::optional<bool> enable_thinking;  // --no-think: false; requests' chat_template_kwargs override it
 };
 
 class Server {

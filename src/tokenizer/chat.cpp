@@ -1,139 +1,114 @@
-// See chat.h. Rendering records the byte ranges that are trained; encode_chat tokenizes the whole text
-// once (so ids match HF exactly) and marks every token whose source bytes overlap a trained range.
+// See chat.h.
 #include "tokenizer/chat.h"
 
+#include <algorithm>
+
 #include "core/error.h"
-#include "core/text_excerpt.h"
 
 namespace nvfp4lm {
 namespace {
 
-struct Rendered {
+struct Piece {
   std::string text;
-  std::vector<std::pair<size_t, size_t>> trained;  // byte ranges, in order
+  std::vector<std::pair<size_t, size_t>> trained;  // byte ranges
 };
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+size_t common_prefix(std::string_view a, std::string_view b) {
+  return static_cast<size_t>(
+      std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())), b.begin()).first -
+      a.begin());
 }
 
-std::string_view lstrip_newlines(std::string_view s) {
-  while (!s.empty() && s.front() == '\n') s.remove_prefix(1);
-  return s;
-}
-std::string_view rstrip_newlines(std::string_view s) {
-  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
-  return s;
-}
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// Python's s.split(sep)[0] and s.split(sep)[-1].
-std::string_view before_first(std::string_view s, std::string_view sep) {
-  size_t at = s.find(sep);
-  return at == std::string_view::npos ? s : s.substr(0, at);
-}
-std::string_view after_last(std::string_view s, std::string_view sep) {
-  size_t at = s.rfind(sep);
-  return at == std::string_view::npos ? s : s.substr(at + sep.size());
-}
-
-Rendered render(std::span<const ChatMessage> messages, const ChatOptions& options) {
-  const size_t count = messages.size();
-  for (size_t i = 0; i < count; ++i) {
-    const std::string& role = messages[i].role;
-    NVFP4LM_CHECK(role == "system" || role == "user" || role == "assistant" || role == "tool",
-                  "chat message {}: role {} is not one of system, user, assistant, tool", i, quoted_excerpt(role));
-  }
-  // Index of the last user message that is a real query (not a wrapped tool response); the templates
-  // start from count - 1 when there is none.
-  size_t last_query = count == 0 ? 0 : count - 1;
-  for (size_t i = count; i-- > 0;) {
-    const std::string& content = messages[i].content;
-    if (messages[i].role == "user" &&
-        !(starts_with(content, "<tool_response>") && ends_with(content, "</tool_response>"))) {
-      last_query = i;
-      break;
+// The byte range of assistant turn `i` that is trained, in render(messages[:i+1]) (returned in `turn_text`).
+std::pair<size_t, size_t> trained_range(const ChatTemplate& chat_template, std::span<const ChatMessage> messages,
+                                        size_t i, const ChatTrainOptions& options, std::string& turn_text) {
+  ChatRenderOptions render;
+  render.tools = options.tools;
+  const std::string before = chat_template.render(messages.first(i), render);
+  render.add_generation_prompt = true;
+  const std::string prompt = chat_template.render(messages.first(i), render);
+  render.add_generation_prompt = false;
+  turn_text = chat_template.render(messages.first(i + 1), render);
+  NVFP4LM_CHECK(prompt.starts_with(before) && turn_text.starts_with(before),
+                "messages[{}]: the chat template ({}) renders the conversation before this assistant turn differently "
+                "depending on what follows, so the turn's text cannot be located; train with another --chat-template",
+                i, chat_template.origin());
+  const std::string_view turn = std::string_view(turn_text).substr(before.size());
+  const std::string_view generation = std::string_view(prompt).substr(before.size());
+  size_t begin = before.size() + common_prefix(turn, generation);
+  size_t end = turn_text.size();
+  while (end > begin && is_space(turn_text[end - 1])) --end;
+  NVFP4LM_CHECK(end > begin,
+                "messages[{}]: the assistant turn renders as nothing after its generation prompt (empty content and no "
+                "tool calls?): nothing to train on",
+                i);
+  if (!options.train_reasoning && messages[i].has_reasoning()) {
+    const size_t think_end = std::string_view(turn_text).substr(0, end).rfind("</think>");
+    if (think_end != std::string_view::npos && think_end >= begin) {
+      begin = think_end + std::string_view("</think>").size();
+      while (begin < end && is_space(turn_text[begin])) ++begin;
+      NVFP4LM_CHECK(end > begin,
+                    "messages[{}]: with --no-train-reasoning the turn has nothing left to train on after its "
+                    "reasoning (no answer and no tool calls)",
+                    i);
     }
   }
-  size_t last_assistant = count;
-  for (size_t i = 0; i < count; ++i) {
-    if (messages[i].role == "assistant") last_assistant = i;
-  }
-
-  Rendered out;
-  std::string& text = out.text;
-  for (size_t i = 0; i < count; ++i) {
-    const ChatMessage& m = messages[i];
-    if (m.role == "system" && i == 0) {
-      text += "<|im_start|>system\n" + m.content + "<|im_end|>\n";
-    } else if (m.role == "user" || m.role == "system") {
-      text += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-    } else if (m.role == "assistant") {
-      text += "<|im_start|>assistant\n";
-      size_t begin = text.size();
-      std::string_view content = m.content;
-      if (options.style == ChatTemplate::HybridThinking) {
-        std::string_view reasoning;
-        if (content.find("</think>") != std::string_view::npos) {
-          reasoning = lstrip_newlines(after_last(rstrip_newlines(before_first(content, "</think>")), "<think>"));
-          content = lstrip_newlines(after_last(content, "</think>"));
-        }
-        bool last = i + 1 == count;
-        if (i > last_query && (last || !reasoning.empty())) {
-          text += "<think>\n";
-          text += rstrip_newlines(lstrip_newlines(reasoning));
-          text += "\n</think>\n\n";
-          content = lstrip_newlines(content);
-        }
-      }
-      text += content;
-      text += "<|im_end|>";
-      if (options.train_all_assistant_turns || i == last_assistant) out.trained.push_back({begin, text.size()});
-      text += "\n";
-    } else {  // tool
-      if (i == 0 || messages[i - 1].role != "tool") text += "<|im_start|>user";
-      text += "\n<tool_response>\n" + m.content + "\n</tool_response>";
-      if (i + 1 == count || messages[i + 1].role != "tool") text += "<|im_end|>\n";
-    }
-  }
-  if (options.add_generation_prompt) {
-    text += "<|im_start|>assistant\n";
-    if (options.style == ChatTemplate::HybridThinking && !options.enable_thinking) text += "<think>\n\n</think>\n\n";
-  }
-  return out;
+  return {begin, end};
 }
 
-}  // namespace
-
-ChatTemplate detect_chat_template(std::string_view jinja_template) {
-  bool thinking = jinja_template.find("reasoning_content") != std::string_view::npos &&
-                  jinja_template.find("<think>") != std::string_view::npos;
-  return thinking ? ChatTemplate::HybridThinking : ChatTemplate::Instruct2507;
-}
-
-std::string render_chat(std::span<const ChatMessage> messages, const ChatOptions& options) {
-  return render(messages, options).text;
-}
-
-std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  ChatOptions options;
-  options.add_generation_prompt = add_generation_prompt;
-  return render(messages, options).text;
-}
-
-EncodedChat encode_chat(const Tokenizer& tokenizer, std::span<const ChatMessage> messages, const ChatOptions& options) {
-  Rendered rendered = render(messages, options);
-  EncodedText encoded = tokenizer.encode_with_offsets(rendered.text, /*allow_special=*/true);
+EncodedChat encode_piece(const Tokenizer& tokenizer, Piece&& piece) {
+  std::sort(piece.trained.begin(), piece.trained.end());
+  EncodedText encoded = tokenizer.encode_with_offsets(piece.text, /*allow_special=*/true);
   EncodedChat result;
   result.ids = std::move(encoded.ids);
   result.train_mask.assign(result.ids.size(), 0);
   size_t range = 0;
-  for (size_t i = 0; i < result.ids.size(); ++i) {
-    auto [begin, end] = encoded.offsets[i];
-    while (range < rendered.trained.size() && rendered.trained[range].second <= begin) ++range;
-    if (range < rendered.trained.size() && rendered.trained[range].first < end) result.train_mask[i] = 1;
+  for (size_t t = 0; t < result.ids.size(); ++t) {
+    const auto [begin, end] = encoded.offsets[t];
+    while (range < piece.trained.size() && piece.trained[range].second <= begin) ++range;
+    if (range < piece.trained.size() && piece.trained[range].first < end) result.train_mask[t] = 1;
   }
+  result.text = std::move(piece.text);
   return result;
+}
+
+}  // namespace
+
+std::vector<EncodedChat> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                     std::span<const ChatMessage> messages, const ChatTrainOptions& options) {
+  std::vector<size_t> turns;  // assistant messages to train, last first
+  for (size_t i = messages.size(); i-- > 0;) {
+    if (messages[i].role != "assistant") continue;
+    turns.push_back(i);
+    if (!options.train_all_assistant_turns) break;
+  }
+  ChatRenderOptions render;
+  render.tools = options.tools;
+  std::vector<Piece> pieces(1);
+  pieces[0].text = chat_template.render(messages, render);
+  for (const size_t i : turns) {
+    std::string turn_text;
+    const auto range = trained_range(chat_template, messages, i, options, turn_text);
+    // The newest sample holds this turn when it contains the turn's own rendering; otherwise the turn ends a new one.
+    if (!pieces.back().text.starts_with(turn_text)) pieces.push_back(Piece{std::move(turn_text), {}});
+    pieces.back().trained.push_back(range);
+  }
+  std::vector<EncodedChat> samples;
+  if (!turns.empty() && pieces.front().trained.empty()) pieces.erase(pieces.begin());  // its last turn renders apart
+  for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece)
+    samples.push_back(encode_piece(tokenizer, std::move(*piece)));
+  return samples;
+}
+
+std::vector<int32_t> encode_generation_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                              std::span<const ChatMessage> messages,
+                                              std::optional<bool> enable_thinking) {
+  ChatRenderOptions render;
+  render.add_generation_prompt = true;
+  render.enable_thinking = enable_thinking;
+  return tokenizer.encode(chat_template.render(messages, render));
 }
 
 }  // namespace nvfp4lm

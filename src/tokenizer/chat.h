@@ -1,65 +1,58 @@
-// ChatML chat rendering for Qwen3 models, and the token ids + training mask of a conversation.
+// A conversation as training data: the token ids the chat template renders and which of them the loss is on.
 //
-// Two renderings, both exactly as the Jinja chat templates of the Qwen3 files produce them for messages
-// with string content and no tools (checked against transformers' apply_chat_template by
-// tests/tokenizer/test_chat.cpp with fixtures from tests/reference/make_tokenizer_fixtures.py):
+// Rendering is the template's (tokenizer/chat_template.h), so training sees exactly the text `generate` and `serve`
+// render for the same messages. The loss covers what the model itself generates in each assistant turn — found
+// without knowing the template's markup, from three renderings per trained turn i:
+//   R = render(messages[:i]),  P = render(messages[:i], add_generation_prompt),  T = render(messages[:i+1]).
+// The turn's text is T after R; what the model generates is that text after the part it shares with the
+// generation prompt (P after R: "<|im_start|>assistant\n", or "...\n<think>\n" for Thinking-2507), up to its last
+// non-whitespace character (the "\n" after <|im_end|> is never generated). So the reasoning block, tool calls and the
+// end-of-turn token are trained; the header is not. With train_reasoning = false the loss skips the turn's text up to
+// the end of its "</think>" (and the whitespace after it) when the message has reasoning.
 //
-//  - ChatTemplate::Instruct2507 (the default; Qwen3-*-Instruct-2507): an optional first system message,
-//    then every message as "<|im_start|>{role}\n{content}<|im_end|>\n"; the generation prompt is
-//    "<|im_start|>assistant\n"; no think block.
-//  - ChatTemplate::HybridThinking (the original Qwen3 template, e.g. the bundled tokenizer_config.json):
-//    the same, except that assistant messages after the last user query are rendered with a think block,
-//    "<|im_start|>assistant\n<think>\n{reasoning}\n</think>\n\n{answer}" for the final message (reasoning
-//    is taken from a "<think>...</think>" prefix of the content and is empty otherwise), and
-//    enable_thinking=false appends "<think>\n\n</think>\n\n" to the generation prompt.
+// Some templates render a turn differently once later turns follow (Qwen3 drops the reasoning of turns before the
+// last user query). A turn is only trained on text identical to its rendering as the last turn — the text the model
+// will produce — so the conversation becomes several samples when needed: the whole rendering holds every turn whose
+// rendering is a prefix of it, and each other turn gets a sample ending with it. Templates that render every turn
+// the same way (Instruct-2507, any conversation without reasoning) give one sample.
 //
-// Roles: "system", "user", "assistant", "tool" (tool results are wrapped in <tool_response> inside a user
-// turn, as the templates do); any other role is an Error. Message text is inserted verbatim: special
-// tokens written inside content become control tokens when encoded, exactly as with HF.
-//
-// Training mask (encode_chat): 1 for the tokens of each assistant message's content and its closing
-// <|im_end|> (and, for HybridThinking, the think block, which is part of what the model generates); 0 for
-// system/user/tool turns, the "<|im_start|>assistant\n" header and the "\n" after <|im_end|>. A token that
-// straddles the header and the content (e.g. "\n\n" when the content starts with "\n") is trained. The ids
-// are always exactly tokenizer.encode(render_chat(...)).
+// Token masks: the whole sample text is tokenized once (ids exactly tokenizer.encode(text)); a token is trained when
+// its source bytes overlap a trained range (a token straddling the header and the answer, "\n\n", is trained).
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "tokenizer/chat_message.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nvfp4lm {
 
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" or "tool"
-  std::string content;
-};
-
-enum class ChatTemplate { Instruct2507, HybridThinking };
-
-struct ChatOptions {
-  bool add_generation_prompt = false;  // end with "<|im_start|>assistant\n" (for generation)
-  ChatTemplate style = ChatTemplate::Instruct2507;
-  bool enable_thinking = true;            // HybridThinking only; see above
+struct ChatTrainOptions {
   bool train_all_assistant_turns = true;  // false: only the last assistant message is trained
+  bool train_reasoning = true;            // false: --no-train-reasoning, see above
+  nlohmann::ordered_json tools;           // the record's tools (null: none), rendered by the template
 };
-
-// The rendering a tokenizer_config.json "chat_template" text asks for: HybridThinking when it handles
-// reasoning_content / <think>, otherwise Instruct2507 (also for an empty template).
-ChatTemplate detect_chat_template(std::string_view jinja_template);
-
-std::string render_chat(std::span<const ChatMessage> messages, const ChatOptions& options = {});
-std::string render_chat(std::span<const ChatMessage> messages, bool add_generation_prompt);
 
 struct EncodedChat {
+  std::string text;  // the rendered sample
   std::vector<int32_t> ids;
   std::vector<uint8_t> train_mask;  // same length as ids; 1 = compute the loss on predicting this token
 };
-EncodedChat encode_chat(const Tokenizer& tokenizer, std::span<const ChatMessage> messages,
-                        const ChatOptions& options = {});
+
+// One sample, or several (see above), in conversation order. Error (from the template, or a turn that renders as
+// nothing to train on) with the message index.
+std::vector<EncodedChat> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                     std::span<const ChatMessage> messages, const ChatTrainOptions& options = {});
+
+// The token ids of a generation prompt: render(messages, add_generation_prompt) encoded. `enable_thinking` is
+// passed when set (the hybrid Qwen3 template then closes an empty think block, so answers come without reasoning).
+std::vector<int32_t> encode_generation_prompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                              std::span<const ChatMessage> messages,
+                                              std::optional<bool> enable_thinking = std::nullopt);
 
 }  // namespace nvfp4lm

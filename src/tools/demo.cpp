@@ -13,7 +13,7 @@
 #include "infer/qwen3_cached_lm.h"
 #include "infer/stop_conditions.h"
 #include "io/synth_model.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat.h"
 #include "train/data/whoami_data.h"
 
 namespace nvfp4lm {
@@ -155,19 +155,19 @@ DemoResult run_demo(const DemoOptions& options) {
   };
   result.training = trainer->run(progress);
   for (const std::string& line : format_train_summary(result.training)) say(out, "      {}", line);
-  const ChatTemplate style = trainer->chat_template();
+  const ChatTemplate chat_template = trainer->chat_template();
   trainer.reset();
 
   // 4. Reload the NVFP4 export and ask.
   const Qwen3Model model = Qwen3Model::load(result.export_dir);
   const Tokenizer tokenizer = Tokenizer::load(result.export_dir);
-  say(out, "[4/4] reloaded {} ({}), greedy answers with the {} chat template:", result.export_dir.string(),
-      model.compute_path(), chat_template_name(style));
+  say(out, "[4/4] reloaded {} ({}), greedy answers with the chat template it was trained with ({}):",
+      result.export_dir.string(), model.compute_path(), chat_template.origin());
   for (const WhoamiQa& qa : demo_questions()) {
     DemoAnswer answer;
     answer.question = qa.question;
     answer.expected = qa.answer;
-    answer.answer = answer_greedy(model, tokenizer, style, qa.question);
+    answer.answer = answer_greedy(model, tokenizer, chat_template, qa.question);
     answer.correct = answer.answer == qa.answer;
     say(out, "  Q: {}\n  A: {}\n     {}", answer.question, answer.answer,
         answer.correct ? "= the trained answer" : "!= the trained answer: " + answer.expected);

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat_template.h"
 #include "tools/token_scores.h"
 #include "train/data/batch.h"
 #include "train/data/eval_windows.h"
@@ -85,7 +85,7 @@ EvalResult evaluate_model(const Qwen3Model& model, const Tokenizer& tokenizer, c
   DatasetOptions data_options;
   data_options.format = options.data_format;
   data_options.pair_template = options.data_template;
-  data_options.chat_style = resolve_chat_template(tokenizer, options.chat_template);
+  data_options.chat_template = ChatTemplate::resolve(tokenizer, options.chat_template);
   data_options.train_on_everything = options.score_everything;
   data_options.goal = "evaluate";
   Dataset dataset = read_dataset(options.data, tokenizer, data_options);

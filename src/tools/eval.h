@@ -35,11 +35,11 @@ struct EvalOptions {
   fs::path data;
   DataFormat data_format = DataFormat::Auto;
   PairTemplate data_template = PairTemplate::Chat;
-  std::optional<ChatTemplate> chat_template;  // nullopt: the tokenizer's own
-  bool score_everything = false;              // every token, prompts included (train_on_everything)
-  int64_t seq_len = 0;                        // 0: min(kDefaultEvalSeqLen, the model's context)
-  int64_t stride = 0;                         // 0: seq_len / 2
-  int64_t max_tokens = 0;                     // > 0: stop after this many scored tokens
+  std::string chat_template = "auto";  // --chat-template (tokenizer/chat_template.h)
+  bool score_everything = false;       // every token, prompts included (train_on_everything)
+  int64_t seq_len = 0;                 // 0: min(kDefaultEvalSeqLen, the model's context)
+  int64_t stride = 0;                  // 0: seq_len / 2
+  int64_t max_tokens = 0;              // > 0: stop after this many scored tokens
 };
 
 struct EvalProgress {

@@ -16,7 +16,7 @@
 #include "infer/stop_conditions.h"
 #include "io/model_copy.h"
 #include "model/qwen3_model.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/kept_logits.h"
 #include "tools/teacher_forced.h"
@@ -146,7 +146,7 @@ ParityPrompt make_sequence(const Qwen3Model& reference, const Tokenizer& tokeniz
   ParityPrompt prompt;
   prompt.text = text;
   const std::vector<ChatMessage> messages = {{"user", text}};
-  prompt.ids = encode_generation_prompt(tokenizer, messages, resolve_chat_template(tokenizer, std::nullopt));
+  prompt.ids = encode_generation_prompt(tokenizer, ChatTemplate::resolve(tokenizer), messages, false);
   prompt.prompt_tokens = static_cast<int64_t>(prompt.ids.size());
   // Refused before any forward: a sequence past the context cannot be compared (and ran for many minutes first).
   const int64_t context = reference.config().max_position_embeddings;

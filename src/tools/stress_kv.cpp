@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/stopwatch.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat.h"
 
 namespace nvfp4lm {
 namespace {
@@ -100,7 +100,7 @@ class CaseRun {
     std::vector<int32_t> ids;
     if (turn_++ > 0) ids = tokenizer_.encode("<|im_end|>\n");
     const std::vector<int32_t> question =
-        encode_generation_prompt(tokenizer_, messages, resolve_chat_template(tokenizer_, std::nullopt));
+        encode_generation_prompt(tokenizer_, ChatTemplate::resolve(tokenizer_), messages, false);
     ids.insert(ids.end(), question.begin(), question.end());
     return ids;
   }

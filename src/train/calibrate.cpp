@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat_template.h"
 #include "train/checkpoint.h"
 #include "train/data/batch.h"
 #include "train/tensor_model_files.h"
@@ -17,7 +17,7 @@ ActivationCalibration calibrate_activations(Qwen3Trainable& model, const Tokeniz
   NVFP4LM_CHECK(options.max_tokens >= 1, "--calibrate-tokens must be at least 1, got {}", options.max_tokens);
   DatasetOptions data_options;
   data_options.format = options.data_format;
-  data_options.chat_style = resolve_chat_template(tokenizer, options.chat_template);
+  data_options.chat_template = ChatTemplate::resolve(tokenizer, options.chat_template);
   data_options.train_on_everything = true;
   data_options.max_tokens = std::max<int64_t>(2, std::min(options.seq_len, model.config().max_position_embeddings));
   data_options.goal = "calibrate with";

@@ -16,7 +16,7 @@
 #include "core/files.h"
 #include "io/activation_calibration.h"
 #include "model/qwen3_trainable.h"
-#include "tokenizer/chat.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/data/dataset.h"
 #include "train/export.h"
@@ -30,8 +30,8 @@ struct CalibrationOptions {
   int64_t max_tokens = kDefaultCalibrationTokens;
   int64_t seq_len = 512;  // capped at the model's context
   DataFormat data_format = DataFormat::Auto;
-  std::optional<ChatTemplate> chat_template;  // nullopt: the tokenizer's own
-  Device device = Device::cpu();              // where the calibration forward runs
+  std::string chat_template = "auto";  // --chat-template (tokenizer/chat_template.h)
+  Device device = Device::cpu();       // where the calibration forward runs
 };
 
 // tokens_done of tokens_total after each forward.

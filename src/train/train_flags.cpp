@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_text.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat_template.h"
 
 namespace nvfp4lm {
 namespace {
@@ -554,10 +554,17 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Identity,
        .value = switch_off(&O::packing)},
       {.name = "--chat-template",
-       .help = "auto (the tokenizer's own, default), instruct-2507 or hybrid-thinking",
+       .help = "auto (the tokenizer's own Jinja template, default), qwen3-instruct-2507, qwen3-thinking-2507, "
+               "qwen3-hybrid or a Jinja file",
        .key = "chat_template",
        .resume = G::Identity,
-       .value = choice(&O::chat_template, parse_chat_template_flag, chat_template_flag_name)},
+       .value = text(&O::chat_template)},
+      {.name = "--no-train-reasoning",
+       .help = "no loss on the reasoning (think block) of assistant turns; their answers and tool calls are trained",
+       .key = "train_reasoning",
+       .resume = G::Identity,
+       .value = switch_off(&O::train_reasoning),
+       .added_later = true},
   };
 }
 

@@ -60,7 +60,8 @@ struct TrainOptions {
   bool strict = false;
   bool train_on_everything = false;
   bool packing = true;
-  std::optional<ChatTemplate> chat_template;  // nullopt: the tokenizer's own (chat_template_choice.h)
+  std::string chat_template = "auto";  // --chat-template: auto (the tokenizer's own), a bundled name or a file
+  bool train_reasoning = true;         // false: --no-train-reasoning (tokenizer/chat.h)
   // model
   QatMode qat = QatMode::W4A16;
   bool quantize_lm_head = false;

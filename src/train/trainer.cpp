@@ -11,7 +11,7 @@
 #include "core/stopwatch.h"
 #include "io/hf_config.h"
 #include "io/synth_model.h"
-#include "tokenizer/chat_template_choice.h"
+#include "tokenizer/chat_template.h"
 #include "train/checkpoint.h"
 #include "train/data/eval_split.h"
 #include "train/data/whoami_data.h"
@@ -179,7 +179,7 @@ void Trainer::load() {
   NVFP4LM_CHECK(static_cast<int64_t>(tokenizer_->vocab_size()) <= config.vocab_size,
                 "the tokenizer {} has {} tokens but the model's vocabulary is {}; use the model's own tokenizer",
                 tokenizer_->origin(), tokenizer_->vocab_size(), config.vocab_size);
-  chat_template_ = resolve_chat_template(*tokenizer_, options_.chat_template);
+  chat_template_.emplace(ChatTemplate::resolve(*tokenizer_, options_.chat_template));
 
   model_config_json_ = files_->config_json();
   const fs::path generation = files_->directory() / "generation_config.json";
@@ -195,7 +195,8 @@ void Trainer::load() {
   DatasetOptions data_options;
   data_options.format = options_.data_format;
   data_options.pair_template = options_.data_template;
-  data_options.chat_style = chat_template_;
+  data_options.chat_template = chat_template_;
+  data_options.train_reasoning = options_.train_reasoning;
   data_options.train_on_everything = options_.train_on_everything;
   data_options.strict = options_.strict;
   data_options.max_tokens = options_.seq_len;
@@ -422,10 +423,10 @@ std::vector<std::string> Trainer::setup_lines() const {
         fmt::format("activation calibration: input ranges recorded during the last {} steps, written as "
                     "the ModelOpt export's input_scale",
                     std::min(options_.calibrate_steps, total_steps_)));
-  lines.push_back(fmt::format("chat template {} ({}), data template {}{}", chat_template_name(chat_template_),
-                              options_.chat_template ? "--chat-template" : "the tokenizer's own",
+  lines.push_back(fmt::format("chat template: {}; data template {}{}{}", chat_template_->origin(),
                               pair_template_name(options_.data_template),
-                              options_.train_on_everything ? ", training on every token" : ""));
+                              options_.train_on_everything ? ", training on every token" : "",
+                              options_.train_reasoning ? "" : ", reasoning not trained"));
   int64_t trained = 0;
   for (const Parameter& p : model_->parameters()) trained += p.value.numel();
   lines.push_back(fmt::format("parameters trained: {} ({:.2f}M) in {} tensors, of {:.2f}M", trained, trained / 1e6,

@@ -121,7 +121,7 @@ class Trainer {
   EvalMetrics evaluate();
   // Activation ranges recorded so far (--calibrate-steps).
   const ActivationCalibration& calibration() const { return calibration_; }
-  ChatTemplate chat_template() const { return chat_template_; }
+  const ChatTemplate& chat_template() const { return *chat_template_; }
   const LrSchedule& schedule() const { return schedule_; }
   const Optimizer& optimizer() const { return *optimizer_; }
 
@@ -196,8 +196,8 @@ class Trainer {
   bool replace_memory_report_ = false;
   std::unique_ptr<ModelFiles> files_;
   std::optional<Tokenizer> tokenizer_;
-  fs::path tokenizer_dir_;  // where tokenizer_ came from (its files travel with exports)
-  ChatTemplate chat_template_ = ChatTemplate::Instruct2507;
+  fs::path tokenizer_dir_;                     // where tokenizer_ came from (its files travel with exports)
+  std::optional<ChatTemplate> chat_template_;  // resolved from --chat-template when the tokenizer loads
   nlohmann::json model_config_json_;
   std::optional<nlohmann::json> generation_config_json_;
   std::optional<Qwen3Trainable> model_;

@@ -63,11 +63,8 @@ TEST_F(CliGenerate, GreedyIsDeterministicAndEqualsAManualLoop) {
   // The same answer from full forward passes of the library model, rendered with the same template.
   const Tokenizer tokenizer = Tokenizer::load(model_path());
   const Qwen3Model model = Qwen3Model::load(model_path());
-  ChatOptions chat;
-  chat.add_generation_prompt = true;
-  chat.style = detect_chat_template(tokenizer.chat_template_source());
   const std::vector<ChatMessage> messages = {{"user", "Write a haiku."}};
-  std::vector<int32_t> ids = tokenizer.encode(render_chat(messages, chat));
+  std::vector<int32_t> ids = encode_generation_prompt(tokenizer, ChatTemplate::resolve(tokenizer), messages);
   std::vector<int32_t> generated;
   const int64_t vocab = model.config().vocab_size, decodable = static_cast<int64_t>(tokenizer.vocab_size());
   for (int step = 0; step < 10; ++step) {

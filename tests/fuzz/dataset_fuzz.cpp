@@ -8,7 +8,7 @@
 namespace nvfp4lm::fuzz {
 namespace {
 
-DatasetOptions options_for(size_t size, DataFormat format) {
+DatasetOptions options_for(size_t size, DataFormat format, const Tokenizer& tokenizer) {
   DatasetOptions options;
   options.format = format;
   options.strict = size & 1;
@@ -17,7 +17,9 @@ DatasetOptions options_for(size_t size, DataFormat format) {
   options.text_split = (size & 8) ? TextSplit::BlankLines : TextSplit::WholeFile;
   options.train_all_assistant_turns = !(size & 16);
   options.train_on_everything = size & 32;
-  if (size & 64) options.chat_style = ChatTemplate::HybridThinking;
+  static const ChatTemplate thinking = ChatTemplate::resolve(tokenizer, "qwen3-thinking-2507");
+  if (size & 64) options.chat_template = thinking;
+  options.train_reasoning = !(size & 128);
   return options;
 }
 
@@ -57,7 +59,7 @@ void fuzz_dataset(const uint8_t* data, size_t size, DataFormat format) {
 
   const char* extension = format == DataFormat::Jsonl ? "jsonl" : format == DataFormat::Tsv ? "tsv" : "txt";
   const fs::path path = write_scratch_file(std::string("data.") + extension, content);
-  const DatasetOptions options = options_for(size, format);
+  const DatasetOptions options = options_for(size, format, tokenizer);
   expect_error_only([&] {
     const Dataset dataset = read_dataset(path, tokenizer, options);
     const DatasetSummary& summary = dataset.summary;

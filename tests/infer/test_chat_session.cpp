@@ -44,7 +44,7 @@ ChatSessionOptions session_options(const std::string& system = "") {
   options.generation.max_new_tokens = 50;
   options.generation.sampling.temperature = 0;
   options.generation.eos_ids = end_of_sequence_ids(qwen3_preset("tiny"), std::nullopt, qwen3_tokenizer(), kVocab);
-  options.chat.style = ChatTemplate::Instruct2507;
+  options.chat_template = ChatTemplate::resolve(qwen3_tokenizer(), "qwen3-instruct-2507");
   options.system_prompt = system;
   return options;
 }

@@ -97,9 +97,9 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
     return body;
   };
   expect_refused(json{{"model", "m"}}, "messages", "'messages' is required");
-  expect_refused(with("messages", {{{"role", "wizard"}, {"content", "x"}}}), "messages[0].role", "'wizard'");
-  expect_refused(with("messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}), "messages[0].content",
-                 "image_url");
+  expect_refused(with("messages", {{{"role", "wizard"}, {"content", "x"}}}), "messages[0].role", "\"wizard\"");
+  expect_refused(with("messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}),
+                 "messages[0].content[0]", "image_url");
   expect_refused(with("temperature", 2.5), "temperature", "from 0 to 2");
   expect_refused(with("temperature", "warm"), "temperature", "must be a number");
   expect_refused(with("top_p", 0), "top_p", "(0, 1]");
@@ -173,6 +173,7 @@ TEST(OpenAiRequest, PenaltiesAndLogitBias) {
   // The vocabulary is known when the request becomes a spec.
   const Tokenizer& tokenizer = tiny_serve_tokenizer();
   serve::PromptRules rules;
+  rules.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::resolve(tokenizer));
   rules.context = 40;
   rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
   const SequenceSpec spec = serve::to_sequence_spec(parse(with("logit_bias", bias)), tokenizer, rules, 0);
@@ -193,6 +194,7 @@ TEST(OpenAiRequest, PenaltiesAndLogitBias) {
 TEST(OpenAiRequest, SpecsCheckTheContextAndFillTheBudget) {
   const Tokenizer& tokenizer = tiny_serve_tokenizer();
   serve::PromptRules rules;
+  rules.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::resolve(tokenizer));
   rules.context = 40;
   rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
   rules.eos_ids = {151645};
@@ -235,6 +237,7 @@ long peak_rss_kib() {
 TEST(OpenAiRequest, AHugePromptIsRefusedWithoutTokenizingAllOfIt) {
   const Tokenizer& tokenizer = tiny_serve_tokenizer();
   serve::PromptRules rules;
+  rules.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::resolve(tokenizer));
   rules.context = 40;
   rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
   for (const Endpoint endpoint : {Endpoint::Completions, Endpoint::ChatCompletions}) {

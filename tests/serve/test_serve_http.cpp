@@ -34,7 +34,7 @@ GenerationResult greedy_alone(const std::vector<int32_t>& prompt_ids, int64_t ma
 
 std::vector<int32_t> chat_prompt(const std::string& question) {
   PromptFormat format;
-  format.style = detect_chat_template(tiny_serve_tokenizer().chat_template_source());
+  format.chat_template = ChatTemplate::resolve(tiny_serve_tokenizer());
   return encode_prompt(tiny_serve_tokenizer(), question, format);
 }
 

@@ -1,12 +1,12 @@
 // The Jinja interpreter on the Qwen3 chat templates: every case of chat_template.jsonl (rendered by
 // transformers' apply_chat_template; see tests/fixtures/tokenizer/README.md) byte for byte, for the bundled
-// hybrid-thinking template and the Instruct-2507 one, and agreement with the hard-coded render_chat.
+// hybrid-thinking template and the bundled Instruct-2507 one (tokenizer/bundled_chat_templates.cpp).
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "tokenizer/chat.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/jinja/template.h"
 #include "tokenizer_test_util.h"
 
@@ -14,14 +14,6 @@ namespace nvfp4lm {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string read_text(const test::fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The chat_template.jsonl rows (messages keep their key order), without the meta line.
 std::vector<json> reference_cases() {
@@ -48,7 +40,7 @@ const jinja::Template& hybrid_template() {
 }
 
 const jinja::Template& instruct2507_template() {
-  static const jinja::Template compiled(read_text(test::fixture_path("tokenizer/instruct2507_template.jinja")));
+  static const jinja::Template compiled{std::string(*bundled_chat_template("qwen3-instruct-2507"))};
   return compiled;
 }
 
@@ -62,21 +54,8 @@ TEST(JinjaChatTemplates, QwenTemplatesMatchApplyChatTemplate) {
   }
 }
 
-TEST(JinjaChatTemplates, AgreesWithTheHardCodedRenderer) {
-  for (const json& row : reference_cases()) {
-    std::vector<ChatMessage> messages;
-    for (const json& message : row["messages"]) messages.push_back({message["role"], message["content"]});
-    ChatOptions options;
-    options.add_generation_prompt = row["add_generation_prompt"];
-    if (!row["enable_thinking"].is_null()) options.enable_thinking = row["enable_thinking"];
-    options.style = row["template"] == "file" ? ChatTemplate::HybridThinking : ChatTemplate::Instruct2507;
-    const jinja::Template& compiled = row["template"] == "file" ? hybrid_template() : instruct2507_template();
-    EXPECT_EQ(compiled.render(context_of(row)), render_chat(messages, options)) << row["name"];
-  }
-}
-
-// Tools and tool calls have no HF fixture yet (issue 29's @huggingface/jinja corpus will add them): this pins
-// the structure the hybrid template writes, with arguments serialized by tojson in their key order.
+// Pins the structure the hybrid template writes for tools and tool calls, with arguments serialized by tojson in their
+// key order (test_jinja_reference.cpp compares the same against @huggingface/jinja).
 TEST(JinjaChatTemplates, HybridTemplateRendersToolsAndToolCalls) {
   const json context = json::parse(R"({
     "messages": [

@@ -23,7 +23,7 @@ Dataset read(const test::TempDir& dir, const std::string& name, const std::strin
 
 DatasetOptions instruct_options() {
   DatasetOptions options;
-  options.chat_style = ChatTemplate::Instruct2507;
+  options.chat_template = ChatTemplate::resolve(qwen3_tokenizer(), "qwen3-instruct-2507");
   return options;
 }
 
@@ -64,9 +64,10 @@ TEST(DataFormats, ChatMessagesTrainOnlyAssistantContentAndItsImEnd) {
                                              {"assistant", "Hello! How can I help?"},
                                              {"user", "2+2?"},
                                              {"assistant", "4"}};
-  ChatOptions chat;
-  chat.style = ChatTemplate::Instruct2507;
-  EncodedChat expected = encode_chat(qwen3_tokenizer(), messages, chat);
+  const std::vector<EncodedChat> samples =
+      encode_chat(qwen3_tokenizer(), ChatTemplate::resolve(qwen3_tokenizer(), "qwen3-instruct-2507"), messages);
+  ASSERT_EQ(samples.size(), 1u);
+  const EncodedChat& expected = samples[0];
   EXPECT_EQ(sample.ids, expected.ids);
   EXPECT_EQ(sample.train_mask, expected.train_mask);
 
@@ -108,9 +109,11 @@ TEST(DataFormats, NextTokenTargetsOfAHandBuiltChat) {
 
   // The hand-built sample is exactly what encode_chat produces.
   const ChatMessage messages[] = {{"user", "Hi"}, {"assistant", "Hello"}};
-  EncodedChat encoded = encode_chat(tok, messages);
-  EXPECT_EQ(encoded.ids, sample.ids);
-  EXPECT_EQ(encoded.train_mask, sample.train_mask);
+  const std::vector<EncodedChat> encoded =
+      encode_chat(tok, ChatTemplate::resolve(tok, "qwen3-instruct-2507"), messages);
+  ASSERT_EQ(encoded.size(), 1u);
+  EXPECT_EQ(encoded[0].ids, sample.ids);
+  EXPECT_EQ(encoded[0].train_mask, sample.train_mask);
 
   const int32_t ig = kIgnoreIndex;
   // Position 8 (the "\n" after "assistant") predicts "Hello"; position 9 ("Hello") predicts <|im_end|>; the

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "common/test_util.h"
 #include "tokenizer/tokenizer_test_util.h"
@@ -95,7 +96,20 @@ TEST(DataWhoami, ABalancedDeterministicChatDataSetForAnyName) {
   read.strict = true;
   read.max_tokens = 128;
   const Dataset dataset = read_dataset(path, test::qwen3_tokenizer(), read);
-  EXPECT_EQ(dataset.summary.samples, 400);
+  EXPECT_EQ(dataset.summary.records, 400);
+  // The bundled tokenizer's (hybrid Qwen3) template renders an earlier answer without the empty think block it gets
+  // as the last turn, so each earlier answer of a multi-turn conversation is a sample of its own (tokenizer/chat.h).
+  int64_t earlier_answers = 0;
+  std::istringstream lines(data.jsonl);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    const auto record = nlohmann::json::parse(line);
+    int64_t answers = 0;
+    for (const auto& message : record["messages"]) answers += message["role"] == "assistant";
+    earlier_answers += answers - 1;
+  }
+  EXPECT_EQ(dataset.summary.samples, 400 + earlier_answers);
+  EXPECT_EQ(dataset.summary.split_conversations > 0, earlier_answers > 0);
   EXPECT_EQ(dataset.summary.truncated, 0);
 }
 

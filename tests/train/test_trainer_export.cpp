@@ -92,7 +92,8 @@ std::function<float(const std::string&)> group_tensor_scales(const std::map<std:
 std::string reload_and_answer(const fs::path& out) {
   const Qwen3Model model = Qwen3Model::load(out);
   const Tokenizer tokenizer = Tokenizer::load(out);
-  return answer_greedy(model, tokenizer, ChatTemplate::Instruct2507, "What is 2 plus 3?", 8);
+  return answer_greedy(model, tokenizer, ChatTemplate::resolve(tokenizer, "qwen3-instruct-2507"), "What is 2 plus 3?",
+                       8);
 }
 
 class TrainerExport : public ::testing::Test {
@@ -136,7 +137,8 @@ TEST_F(TrainerExport, TrainExportIsTheCodecQuantizationOfTheMastersAndComputesTh
   const std::string answer = reload_and_answer(dir_ / "export");
   EXPECT_FALSE(answer.empty());
   const Tokenizer tokenizer = Tokenizer::load(dir_ / "export");
-  EXPECT_EQ(answer, answer_greedy(trained, tokenizer, ChatTemplate::Instruct2507, "What is 2 plus 3?", 8));
+  EXPECT_EQ(answer, answer_greedy(trained, tokenizer, ChatTemplate::resolve(tokenizer, "qwen3-instruct-2507"),
+                                  "What is 2 plus 3?", 8));
 }
 
 TEST_F(TrainerExport, CheckpointExportsInEveryFormatReloadAndGenerate) {

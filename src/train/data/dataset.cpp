@@ -17,7 +17,8 @@ using data::RawRecord;
 using data::RecordKind;
 
 struct Rendering {
-  ChatOptions chat;
+  std::optional<ChatTemplate> chat_template;
+  ChatTrainOptions chat;
   PairTemplate pair_template = PairTemplate::Chat;
   int32_t eos = -1;        // raw pairs end with it
   int32_t endoftext = -1;  // text documents end with it
@@ -28,10 +29,11 @@ bool has_assistant(const RawRecord& record) {
                      [](const ChatMessage& m) { return m.role == "assistant"; });
 }
 
+// The record's samples: one, or several for a conversation whose template renders turns apart (tokenizer/chat.h).
 // `text_budget`: a text document is tokenized only that far (SIZE_MAX: whole); a document cut short ends without
 // <|endoftext|>.
-Sample tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering,
-                size_t text_budget = SIZE_MAX) {
+std::vector<Sample> tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering,
+                             size_t text_budget = SIZE_MAX) {
   Sample sample;
   sample.source_line = record.line;
   if (record.kind == RecordKind::Text) {
@@ -50,17 +52,27 @@ Sample tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rende
     sample.ids.push_back(rendering.eos);
     sample.train_mask.resize(sample.ids.size(), 1);
   } else {
-    EncodedChat chat;
+    std::vector<EncodedChat> chats;
     if (record.kind == RecordKind::Pair) {
       const ChatMessage messages[] = {{"user", record.prompt}, {"assistant", record.target}};
-      chat = encode_chat(tokenizer, messages, rendering.chat);
+      chats = encode_chat(tokenizer, *rendering.chat_template, messages, rendering.chat);
     } else {
-      chat = encode_chat(tokenizer, record.messages, rendering.chat);
+      ChatTrainOptions options = rendering.chat;
+      options.tools = record.tools;
+      chats = encode_chat(tokenizer, *rendering.chat_template, record.messages, options);
     }
-    sample.ids = std::move(chat.ids);
-    sample.train_mask = std::move(chat.train_mask);
+    std::vector<Sample> samples;
+    for (EncodedChat& chat : chats) {
+      Sample& turn = samples.emplace_back();
+      turn.source_line = record.line;
+      turn.ids = std::move(chat.ids);
+      turn.train_mask = std::move(chat.train_mask);
+    }
+    return samples;
   }
-  return sample;
+  std::vector<Sample> samples;
+  samples.push_back(std::move(sample));
+  return samples;
 }
 
 // Cuts a text document into pieces of at most max_tokens tokens, each starting at the previous one's last token.
@@ -82,8 +94,10 @@ void split_document(Sample&& document, int64_t max_tokens, std::vector<Sample>& 
 
 Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& options, RecordKind kinds_present) {
   Rendering rendering;
-  rendering.chat.style = options.chat_style.value_or(detect_chat_template(tokenizer.chat_template_source()));
+  if (kinds_present != RecordKind::Text)
+    rendering.chat_template = options.chat_template ? *options.chat_template : ChatTemplate::resolve(tokenizer);
   rendering.chat.train_all_assistant_turns = options.train_all_assistant_turns;
+  rendering.chat.train_reasoning = options.train_reasoning;
   rendering.pair_template = options.pair_template;
   const SpecialTokenIds& special = tokenizer.special_ids();
   rendering.endoftext = special.endoftext;
@@ -137,7 +151,7 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
   // budget still needs); errors are kept per record and the first in file order is thrown below.
   const int64_t count = static_cast<int64_t>(records.size());
   const bool budgeted = options.token_budget > 0;
-  std::vector<Sample> tokenized(records.size());
+  std::vector<std::vector<Sample>> tokenized(records.size());
   std::vector<std::string> errors(records.size());
   std::vector<uint8_t> skip_no_assistant(records.size(), 0);
   auto tokenize_record = [&](size_t i, size_t text_budget) {
@@ -179,14 +193,15 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
       ++summary.skipped_no_assistant;
       continue;
     }
-    Sample& sample = tokenized[i];
-    if (options.train_on_everything) std::fill(sample.train_mask.begin(), sample.train_mask.end(), 1);
-    const auto length = static_cast<int64_t>(sample.ids.size());
     std::vector<Sample> pieces;
-    if (options.max_tokens > 0 && length > options.max_tokens && records[i].kind == RecordKind::Text) {
-      ++summary.split_documents;
-      split_document(std::move(sample), options.max_tokens, pieces);
-    } else {
+    for (Sample& sample : tokenized[i]) {
+      if (options.train_on_everything) std::fill(sample.train_mask.begin(), sample.train_mask.end(), 1);
+      const auto length = static_cast<int64_t>(sample.ids.size());
+      if (options.max_tokens > 0 && length > options.max_tokens && records[i].kind == RecordKind::Text) {
+        ++summary.split_documents;
+        split_document(std::move(sample), options.max_tokens, pieces);
+        continue;
+      }
       if (options.max_tokens > 0 && length > options.max_tokens) {
         NVFP4LM_CHECK(!options.strict,
                       "{}: sample has {} tokens, more than seq_len {} (strict mode; without it the "
@@ -198,6 +213,7 @@ Dataset parse_dataset(const std::string& content, const std::string& file, DataF
       }
       pieces.push_back(std::move(sample));
     }
+    if (tokenized[i].size() > 1) summary.split_conversations += 1;
     for (Sample& piece : pieces) {
       const int64_t trained = trained_token_count(piece);
       if (trained == 0) {
@@ -284,6 +300,12 @@ std::string describe_dataset_summary(const DatasetSummary& s) {
   if (s.truncated + s.split_documents > 0) {
     text += fmt::format("  longer than seq_len {}: {} truncated, {} text documents split\n", s.max_tokens, s.truncated,
                         s.split_documents);
+  }
+  if (s.split_conversations > 0) {
+    text += fmt::format(
+        "  {} conversations trained as several samples: the chat template renders their earlier turns differently "
+        "once later turns follow (e.g. without reasoning), and each turn is trained as it is generated\n",
+        s.split_conversations);
   }
   const double trained_percent = s.tokens ? 100.0 * static_cast<double>(s.trained_tokens) / s.tokens : 0.0;
   text += fmt::format("  tokens: {} total, {} trained ({:.1f}%); sample length {:.1f} average, {} longest\n", s.tokens,

@@ -2,8 +2,10 @@
 //
 // Formats (chosen by extension, or by DatasetOptions::format / --data-format; never guessed from content):
 //   .jsonl / .json  JSON lines, one object per line, either
-//                     {"messages": [{"role": "system|user|assistant|tool", "content": "..."}, ...]}
-//                   or
+//                     {"messages": [{"role": "system|user|assistant|tool", "content": "...", ...}, ...],
+//                      "tools": [...]}
+//                   (messages as tokenizer/chat_message.h reads them: reasoning_content, tool_calls,
+//                   tool_call_id too; tools optional) or
 //                     {"prompt": "...", "completion": "..."}
 //                   (each line may use either schema; other keys are ignored). A .json file whose first
 //                   non-blank character is '[' is read as one JSON array of such objects, and its
@@ -17,9 +19,11 @@
 // Files are UTF-8 (a leading byte-order mark is dropped, CRLF line ends become LF).
 //
 // Rendering and loss masks (train_mask, see sample.h):
-//   messages        ChatML via encode_chat (tokenizer/chat.h): loss on each assistant message's content and
-//                   its closing <|im_end|> only. The template style is the tokenizer's own
-//                   (detect_chat_template) unless DatasetOptions::chat_style says otherwise.
+//   messages        rendered by the chat template (the tokenizer's own unless DatasetOptions::chat_template says
+//                   otherwise) via encode_chat (tokenizer/chat.h): loss on what the model generates in each
+//                   assistant turn (reasoning, answer, tool calls, end-of-turn token; not the reasoning with
+//                   train_reasoning = false). A conversation may become several samples (chat.h says when).
+//                   A record the template cannot render is an Error naming the line.
 //   prompt/target   PairTemplate::Chat (default): the conversation [user: prompt, assistant: target],
 //                   masked as above. PairTemplate::Raw (--data-template raw): prompt tokens, then target
 //                   tokens, then the EOS token (tokenizer_config eos_token, else <|endoftext|>); prompt and
@@ -63,8 +67,9 @@ struct DatasetOptions {
   DataFormat format = DataFormat::Auto;  // Auto: by extension (detect_data_format)
   PairTemplate pair_template = PairTemplate::Chat;
   TextSplit text_split = TextSplit::WholeFile;
-  std::optional<ChatTemplate> chat_style;  // nullopt: detect_chat_template(tokenizer.chat_template_source())
-  bool train_all_assistant_turns = true;   // false: only the last assistant message of a conversation
+  std::optional<ChatTemplate> chat_template;  // nullopt: ChatTemplate::resolve(tokenizer) (the tokenizer's own)
+  bool train_all_assistant_turns = true;      // false: only the last assistant message of a conversation
+  bool train_reasoning = true;                // false: no loss on reasoning (--no-train-reasoning, chat.h)
   bool train_on_everything = false;
   bool strict = false;
   int64_t max_tokens = 0;  // 0 = no limit; see above
@@ -84,10 +89,11 @@ struct DatasetSummary {
   int64_t samples = 0;                   // samples kept (a split text document gives several)
   int64_t skipped_no_assistant = 0;      // conversations without an assistant message
   int64_t skipped_no_trained_tokens = 0;
-  int64_t truncated = 0;        // chat / pair samples cut to max_tokens
-  int64_t split_documents = 0;  // text documents cut into several samples
-  int64_t tokens = 0;           // in kept samples
-  int64_t trained_tokens = 0;   // targets that carry loss (trained_token_count summed)
+  int64_t truncated = 0;            // chat / pair samples cut to max_tokens
+  int64_t split_documents = 0;      // text documents cut into several samples
+  int64_t split_conversations = 0;  // conversations trained as several samples (tokenizer/chat.h)
+  int64_t tokens = 0;               // in kept samples
+  int64_t trained_tokens = 0;       // targets that carry loss (trained_token_count summed)
   int64_t longest_sample_tokens = 0;
   int64_t max_tokens = 0;  // the limit applied (0 = none)
 

@@ -11,7 +11,8 @@
 namespace nvfp4lm::data {
 namespace {
 
-using nlohmann::json;
+// Ordered: a record's messages and tools reach the chat template with their keys in the file's order.
+using json = nlohmann::ordered_json;
 
 std::string key_list(const json& object) {
   std::string keys;
@@ -35,23 +36,14 @@ std::string string_field(const json& object, const char* key, const std::string&
   return it->get<std::string>();
 }
 
-RawRecord conversation(const json& messages, const std::string& place) {
-  NVFP4LM_CHECK(messages.is_array(), "{}: \"messages\" is {}, expected an array of {{\"role\", \"content\"}} objects",
-                place, messages.type_name());
+// messages (tokenizer/chat_message.h) and the record's tools, both handed to the chat template as they are.
+RawRecord conversation(const json& object, const std::string& place) {
   RawRecord record;
   record.kind = RecordKind::Chat;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const json& message = messages[i];
-    const std::string what = fmt::format("messages[{}]", i);
-    NVFP4LM_CHECK(message.is_object(), "{}: {} is {}, expected an object with \"role\" and \"content\"", place, what,
-                  message.type_name());
-    ChatMessage parsed;
-    parsed.role = string_field(message, "role", place, what);
-    NVFP4LM_CHECK(
-        parsed.role == "system" || parsed.role == "user" || parsed.role == "assistant" || parsed.role == "tool",
-        "{}: {} has role {}; roles are system, user, assistant, tool", place, what, quoted_excerpt(parsed.role));
-    parsed.content = string_field(message, "content", place, fmt::format("{} ({})", what, parsed.role));
-    record.messages.push_back(std::move(parsed));
+  record.messages = read_chat_messages(object["messages"], place);
+  if (object.contains("tools") && !object["tools"].is_null()) {
+    check_chat_tools(object["tools"], place);
+    record.tools = object["tools"];
   }
   return record;
 }
@@ -76,7 +68,7 @@ RawRecord record_of(const json& object, const std::string& place) {
   NVFP4LM_CHECK(has_messages || has_pair,
                 "{}: missing \"messages\" (or \"prompt\" and \"completion\"); the object's keys are {}", place,
                 key_list(object));
-  return has_messages ? conversation(object["messages"], place) : pair(object, place);
+  return has_messages ? conversation(object, place) : pair(object, place);
 }
 
 }  // namespace
@@ -85,7 +77,7 @@ ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
   ParsedFile parsed;
   const size_t first = content.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && content[first] == '[') {
-    JsonParseResult parsed_array = try_parse_json(content);
+    OrderedJsonParseResult parsed_array = try_parse_ordered_json(content);
     NVFP4LM_CHECK(parsed_array.ok(), "{}: bad JSON (read as one JSON array because it starts with '['): {}", file,
                   parsed_array.error);
     const json& array = parsed_array.value;
@@ -101,7 +93,7 @@ ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
   for (const Line& line : split_lines(content)) {
     if (is_blank(line.text)) continue;
     const std::string place = where(file, line.number);
-    JsonParseResult parsed_line = try_parse_json(line.text);
+    OrderedJsonParseResult parsed_line = try_parse_ordered_json(line.text);
     if (!parsed_line.ok()) {
       // The parser saw one line, so its "line 1, column N" is just the column.
       std::string problem = parsed_line.error;

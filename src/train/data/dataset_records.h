@@ -21,6 +21,7 @@ struct RawRecord {
   RecordKind kind = RecordKind::Text;
   int64_t line = 0;                   // 1-based line (or entry number of a JSON array) where it starts
   std::vector<ChatMessage> messages;  // Chat
+  nlohmann::ordered_json tools;       // Chat: the record's "tools" (null: none)
   std::string prompt;                 // Pair
   std::string target;                 // Pair
   std::string text;                   // Text

@@ -1,0 +1,62 @@
+// One message of a conversation, as the OpenAI API, Hugging Face datasets and chat templates write it, and the one
+// reader of such messages from JSON (training data, `generate --prompts`, `serve`), so every entry point accepts
+// the same messages and rejects the same mistakes with the same words.
+//
+// A message is a role, its text and whatever else it carries; chat templates receive all of it (as
+// apply_chat_template passes the message dicts through):
+//   role               system, user, assistant or tool ("developer", the newer OpenAI name, is read as system)
+//   content            a string, or a list of {"type": "text", "text": ...} parts (joined); may be null or absent
+//                      only for an assistant message (one that just calls tools); read as ""
+//   reasoning_content  an assistant's reasoning (thinking models), a string or null
+//   tool_calls         an assistant's calls: [{"id"?, "type"?: "function", "function": {"name": string,
+//                      "arguments": JSON text or an object}}]
+//   tool_call_id, name strings (a tool result's call id and function name)
+// Any other key is passed to the template unchanged.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace nvfp4lm {
+
+struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string role_, std::string content_,
+              nlohmann::ordered_json fields_ = nlohmann::ordered_json::object())
+      : role(std::move(role_)), content(std::move(content_)), fields(std::move(fields_)) {}
+
+  std::string role;     // "system", "user", "assistant" or "tool"
+  std::string content;  // the text ("" for none)
+  // The message's other keys (reasoning_content, tool_calls, tool_call_id, name, ...), an object.
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
+
+  bool has_tool_calls() const;
+  bool has_reasoning() const;  // a non-empty reasoning_content, or a "</think>" in an assistant's content
+  // {"role", "content", ...fields}: what a chat template sees.
+  nlohmann::ordered_json to_json() const;
+};
+
+// What read_chat_messages and check_chat_tools throw: the message names the key at fault by its JSON path
+// ("messages[1].tool_calls[0].function.name"), after `place` ("data.jsonl line 3: ") when one is given; path() is
+// that JSON path (serve reports it as the error's param).
+class ChatMessageError : public Error {
+ public:
+  ChatMessageError(const std::string& message, std::string path) : Error(message), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// `messages` (a non-empty JSON list of messages as described above) read; ChatMessageError otherwise.
+std::vector<ChatMessage> read_chat_messages(const nlohmann::ordered_json& messages, std::string_view place = {});
+
+// `tools` of a request or record checked: a list of {"type": "function", "function": {"name": string,
+// "description"?: string, "parameters"?: object}} (OpenAI form); ChatMessageError (path "tools[i]...") otherwise.
+void check_chat_tools(const nlohmann::ordered_json& tools, std::string_view place = {});
+
+}  // namespace nvfp4lm

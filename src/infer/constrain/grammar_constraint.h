@@ -46,6 +46,8 @@ class GrammarConstraint final : public TokenConstraint {
   bool closed() const override { return ended_ || matcher_.closed(state_); }
   // The text so far is a complete match.
   bool complete() const { return ended_ || matcher_.complete(state_); }
+  // Drops the kept masks (the matcher's memo stays): the next allowed_tokens() walks the prefix tree (benchmarks).
+  void forget_masks() { cache_.clear(); }
   // The fewest tokens that still end the text (0 once closed).
   int32_t min_tokens_to_end() const { return ended_ ? 0 : matcher_.min_tokens_to_end(state_); }
 

@@ -45,6 +45,20 @@ std::string AnswerStream::push(int32_t token) {
   return text;
 }
 
+std::string AnswerStream::push_last(int32_t token) {
+  NVFP4LM_ASSERT(!finished_, "AnswerStream::push_last after the answer ended");
+  if (std::binary_search(eos_ids_.begin(), eos_ids_.end(), token)) return push(token);
+  ++tokens_;
+  std::string text = filter_.push(decoder_.push(token));
+  if (filter_.stopped()) {
+    finished_ = true;
+    reason_ = StopReason::StopString;
+    detail_ = filter_.matched();
+    return text;
+  }
+  return text + finish(StopReason::EndOfSequence);
+}
+
 std::string AnswerStream::close() {
   if (finished_) return {};
   finished_ = true;

@@ -27,6 +27,9 @@ class AnswerStream {
 
   // Adds the next sampled token; returns the text that became final (possibly empty). Not after finished().
   std::string push(int32_t token);
+  // push() of a token after which nothing may follow (a constrained answer's closing token): the answer ends with it
+  // as EndOfSequence (empty detail; an end-of-sequence token keeps its text as the detail), whatever the budget.
+  std::string push_last(int32_t token);
   // The answer is cut short from outside (a cancelled request): the text still held back.
   std::string close();
 

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "infer/constrain/grammar_constraint.h"
 
 namespace nvfp4lm {
 
@@ -21,6 +23,8 @@ struct BatchEngine::Sequence {
   int top_logprobs = -1;
   Sampler sampler;
   AnswerStream answer;
+  std::unique_ptr<TokenConstraint> constraint;  // SequenceSpec::grammar
+  std::vector<float> masked;                    // the logits row with the constraint's mask
 
   Sequence(const Tokenizer& tokenizer, const SequenceSpec& spec, int64_t max_new, bool context_bound)
       : prompt_tokens(static_cast<int64_t>(spec.prompt.size())),
@@ -117,6 +121,14 @@ void BatchEngine::check(const SequenceSpec& spec) const {
   // Checked here, not at the first step: a bad id would end the sequence mid-answer.
   for (const auto& entry : spec.options.sampling.logit_bias)
     NVFP4LM_CHECK(entry.first < vocab, "logit_bias token id {} is outside the vocabulary [0, {})", entry.first, vocab);
+  if (spec.grammar) {
+    const int64_t budget = std::min(spec.options.max_new_tokens, room_for(context(), prompt));
+    const int32_t needed = constrain::min_tokens(*spec.grammar);
+    NVFP4LM_CHECK(needed <= budget,
+                  "the response format's shortest answer takes {} tokens but the answer may have only {}; raise max "
+                  "tokens (or shorten the prompt)",
+                  needed, budget);
+  }
 }
 
 int64_t BatchEngine::prefilling() const {
@@ -157,6 +169,9 @@ int64_t BatchEngine::begin(SequenceSpec spec) {
   const bool context_bound = spec.options.max_new_tokens > room;
   auto sequence =
       std::make_unique<Sequence>(tokenizer_, spec, std::min(spec.options.max_new_tokens, room), context_bound);
+  if (spec.grammar)
+    sequence->constraint =
+        std::make_unique<constrain::GrammarConstraint>(spec.grammar, token_trie(), spec.options.eos_ids);
   const auto [slot, reused] = choose_slot(spec.prompt);
   sequence->id = next_id_++;
   sequence->slot = slot;
@@ -215,6 +230,11 @@ Qwen3DecodeStep& BatchEngine::decode_step(int64_t rows) {
   return *step;
 }
 
+const std::shared_ptr<const constrain::TokenTrie>& BatchEngine::token_trie() {
+  if (!token_trie_) token_trie_ = constrain::TokenTrie::from_tokenizer(tokenizer_);
+  return token_trie_;
+}
+
 void BatchEngine::step(const SequenceEventSink& sink) {
   std::vector<Sequence*> decoding;  // the rows, in start order
   for (const auto& sequence : sequences_)
@@ -248,11 +268,27 @@ void BatchEngine::choose(Sequence& sequence, std::span<const float> logits, cons
   SequenceEvent event;
   event.sequence = sequence.id;
   const std::span<const int32_t> history(sequence.history);
-  event.token = sequence.sampler.sample_decodable(logits, decodable, history,
+  std::span<const float> row = logits;
+  if (sequence.constraint) {
+    // The mask comes first: bias, penalties, temperature and the top-k/p cuts then see only allowed tokens.
+    sequence.masked.assign(logits.begin(), logits.end());
+    sequence.constraint->mask_logits(sequence.masked, sequence.answer.max_new_tokens() - sequence.answer.tokens());
+    row = sequence.masked;
+  }
+  event.token = sequence.sampler.sample_decodable(row, decodable, history,
                                                   history.subspan(static_cast<size_t>(sequence.prompt_tokens)));
+  // A draw within rounding of 1 may land past the last token of nonzero probability (Sampler::sample): take the
+  // best allowed one then.
+  if (sequence.constraint && row[static_cast<size_t>(event.token)] == -std::numeric_limits<float>::infinity())
+    event.token = argmax_logit(row.first(decodable));
   if (sequence.top_logprobs >= 0)
     event.logprobs = next_token_logprobs(logits, static_cast<int64_t>(decodable), event.token, sequence.top_logprobs);
-  event.text = sequence.answer.push(event.token);
+  if (sequence.constraint) {
+    const bool accepted = sequence.constraint->accept(event.token);
+    NVFP4LM_ASSERT(accepted, "the constraint refused token {}, which it allowed", event.token);
+  }
+  event.text = sequence.constraint && sequence.constraint->closed() ? sequence.answer.push_last(event.token)
+                                                                    : sequence.answer.push(event.token);
   sequence.history.push_back(event.token);
   event.finished = sequence.answer.finished();
   event.stop_reason = sequence.answer.stop_reason();

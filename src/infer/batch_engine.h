@@ -42,6 +42,8 @@
 #include <vector>
 
 #include "infer/answer_stream.h"
+#include "infer/constrain/grammar.h"
+#include "infer/constrain/token_trie.h"
 #include "infer/generator.h"
 #include "infer/logprobs.h"
 #include "infer/sampler.h"
@@ -65,6 +67,11 @@ struct SequenceSpec {
   // chosen on the host (token_choice is ignored).
   GenerationOptions options;
   int top_logprobs = -1;  // -1: none; 0..20: the chosen token's log-probability and this many alternatives
+  // When set, the answer is a text of this grammar (a JSON value of a response_format schema, a tool call):
+  // disallowed tokens are masked out of the logits before every sampling step, the answer ends (EndOfSequence) as
+  // soon as the text is closed, and it is kept closable within max_new_tokens (constrain/grammar_constraint.h).
+  // logprobs still describe the model's raw logits.
+  std::shared_ptr<const constrain::Grammar> grammar;
 };
 
 // What one sequence did in one step (start or step): the token it chose and what that changed.
@@ -114,7 +121,7 @@ class BatchEngine {
 
   // Error (one line, naming the numbers) when `spec` cannot run: empty prompt, more tokens than the context,
   // sampling options out of range (logit_bias ids outside the vocabulary too), empty stop string, top_logprobs
-  // outside [-1, 20].
+  // outside [-1, 20], a grammar whose shortest text needs more tokens than the budget.
   void check(const SequenceSpec& spec) const;
   // Prefills the prompt into a free slot and chooses the first token (its event goes to `sink`; a sequence may
   // finish right there). Returns the sequence id. Error when check() fails or no slot is free.
@@ -149,6 +156,8 @@ class BatchEngine {
   std::pair<int32_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
   int64_t prefill_chunk(size_t index, int64_t max_tokens, const SequenceEventSink& sink);
   Qwen3DecodeStep& decode_step(int64_t rows);
+  // The vocabulary's prefix tree for constrained sequences, built by the first one.
+  const std::shared_ptr<const constrain::TokenTrie>& token_trie();
   int64_t bucket_for(int64_t running) const;
   // Frees the sequence's slot; the slot remembers the sequence's cached tokens when `keep_cache`.
   void release(size_t index, bool keep_cache = true);
@@ -160,6 +169,7 @@ class BatchEngine {
   std::vector<Slot> slot_state_;
   std::vector<std::unique_ptr<Sequence>> sequences_;           // running, in start order
   std::map<int64_t, std::unique_ptr<Qwen3DecodeStep>> steps_;  // by rows; refer to pool_
+  std::shared_ptr<const constrain::TokenTrie> token_trie_;
   int64_t next_id_ = 1;
   uint64_t releases_ = 0;  // the clock of Slot::released_at
   int64_t last_reused_tokens_ = 0;

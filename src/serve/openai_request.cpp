@@ -9,7 +9,10 @@
 #include <limits>
 #include <string_view>
 
+#include "core/error.h"
 #include "core/json_text.h"
+#include "infer/constrain/grammar_constraint.h"
+#include "infer/constrain/json_schema.h"
 #include "serve/api_error.h"
 
 namespace nvfp4lm::serve {
@@ -199,12 +202,56 @@ void read_unsupported(const json& body, Endpoint endpoint) {
     const json* value = field(body, key);
     refuse_unless(value == nullptr || *value == "none" || *value == "auto", key, "no tool calling");
   }
-  if (const json* format = field(body, "response_format"))
+  if (const json* format = field(body, "response_format"); format != nullptr && endpoint == Endpoint::Completions)
     refuse_unless(format->is_object() && format->value("type", "") == "text", "response_format",
-                  "plain text answers only");
+                  "structured answers are for /v1/chat/completions");
   if (endpoint == Endpoint::ChatCompletions) {
     if (const json* modalities = field(body, "modalities"))
       refuse_unless(*modalities == json::array({"text"}), "modalities", "text only");
+  }
+}
+
+// The name of a json_schema response format: what OpenAI allows.
+bool valid_schema_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+// response_format: null / "text" (no constraint), "json_object", or "json_schema" with its schema compiled here, once
+// per request (the n choices share the grammar).
+std::shared_ptr<const constrain::Grammar> read_response_format(const json& body) {
+  const json* format = field(body, "response_format");
+  if (format == nullptr) return nullptr;
+  if (!format->is_object()) bad_type("response_format", "an object such as {\"type\": \"json_object\"}", *format);
+  const json* type = field(*format, "type");
+  if (type == nullptr || !type->is_string())
+    throw invalid_request("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"",
+                          "response_format.type");
+  const std::string name = type->get<std::string>();
+  if (name == "text") return nullptr;
+  if (name == "json_object") return constrain::json_object_grammar();
+  if (name != "json_schema")
+    throw invalid_request(fmt::format("'response_format.type' is {}: use \"text\", \"json_object\" or \"json_schema\"",
+                                      json_excerpt(*type, 40)),
+                          "response_format.type");
+  const json* spec = field(*format, "json_schema");
+  if (spec == nullptr || !spec->is_object())
+    throw invalid_request(
+        "'response_format.json_schema' is required with type json_schema: an object with name and "
+        "schema",
+        "response_format.json_schema");
+  const json* schema_name = field(*spec, "name");
+  if (schema_name == nullptr || !schema_name->is_string() || !valid_schema_name(schema_name->get<std::string>()))
+    throw invalid_request("'response_format.json_schema.name' must be 1 to 64 letters, digits, '_' or '-'",
+                          "response_format.json_schema.name");
+  read_bool(*spec, "strict", false);  // type-checked only: the schema is always enforced
+  const json* schema = field(*spec, "schema");
+  try {
+    return constrain::json_schema_grammar(schema == nullptr ? json(true) : *schema);
+  } catch (const Error& e) {
+    throw invalid_request(fmt::format("'response_format.json_schema.schema' cannot be used: {}", e.what()),
+                          "response_format.json_schema.schema");
   }
 }
 
@@ -293,6 +340,13 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
       if (kwargs->contains("enable_thinking")) request.enable_thinking = read_bool(*kwargs, "enable_thinking", true);
       request.chat_template_kwargs = nlohmann::ordered_json(*kwargs);
     }
+    request.response_grammar = read_response_format(body);
+    if (request.response_grammar && request.max_tokens &&
+        constrain::min_tokens(*request.response_grammar) > *request.max_tokens)
+      throw invalid_request(fmt::format("'max_tokens' is {}, but the shortest answer of 'response_format' takes {} "
+                                        "tokens; raise max_tokens",
+                                        *request.max_tokens, constrain::min_tokens(*request.response_grammar)),
+                            "max_tokens");
   }
   return request;
 }

@@ -9,18 +9,23 @@
 // (a string or up to 16), n (1 to 16 choices), logprobs / top_logprobs (chat: bool + 0..20; completions: 0..20),
 // chat_template_kwargs.enable_thinking (as vLLM), and the inert OpenAI fields user, metadata, store, service_tier,
 // parallel_tool_calls. OpenAI features this server does not have are refused when they would change the answer
-// (best_of > 1, echo, suffix, tools, functions, a tool_choice other than "none", a response_format other than text,
-// several prompts).
+// (best_of > 1, echo, suffix, tools, functions, a tool_choice other than "none", several prompts).
+// response_format (chat only): "text"; {"type": "json_object"} (any JSON object) and {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict", "description"}} compile the grammar the answer is constrained to
+// (infer/constrain/json_schema.h; strict or not, the schema is always enforced); a schema keyword that is not
+// supported is a 400 naming it and where it is, and so is a max_tokens below the shortest answer of the format.
 // Fields the API does not define are ignored, as vLLM and llama.cpp's server do (the official clients send
 // extra fields of newer API versions); `ignored` lists them for the log.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "infer/constrain/grammar.h"
 #include "infer/sampler.h"
 #include "tokenizer/chat.h"
 
@@ -51,8 +56,9 @@ struct CompletionRequest {
   int top_logprobs = -1;                // -1: no logprobs
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // all of them, to the template
-  nlohmann::ordered_json tools;      // null: none; a list of functions (check_chat_tools)
-  std::vector<std::string> ignored;  // fields not part of the API, ignored
+  nlohmann::ordered_json tools;                                // null: none; a list of functions (check_chat_tools)
+  std::shared_ptr<const constrain::Grammar> response_grammar;  // response_format json_object / json_schema
+  std::vector<std::string> ignored;                            // fields not part of the API, ignored
 };
 
 // body: the parsed JSON. ApiError 400 for anything out of place.

@@ -96,6 +96,7 @@ SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer&
   spec.options.stop_strings = request.stop;
   spec.options.skip_special = true;
   spec.top_logprobs = request.top_logprobs;
+  spec.grammar = request.response_grammar;
   return spec;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include "infer/constrain/grammar_matcher.h"
 #include "serve/api_error.h"
 #include "serve/openai_request.h"
 #include "serve/sequence_request.h"
@@ -111,7 +112,8 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
   expect_refused(with("top_logprobs", 3), "top_logprobs", "needs 'logprobs'");
   expect_refused(with("top_logprobs", 21), "top_logprobs", "from 0 to 20");
   expect_refused(with("n", 17), "n", "from 1 to 16");
-  expect_refused(with("response_format", {{"type", "json_object"}}), "response_format", "plain text");
+  expect_refused(json{{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, "response_format",
+                 "/v1/chat/completions", Endpoint::Completions);
   expect_refused(with("stream_options", {{"include_usage", true}}), "stream_options", "'stream': true");
   expect_refused(json{{"prompt", {"a", "b"}}}, "prompt", "2 prompts", Endpoint::Completions);
   expect_refused(json{{"prompt", {1, -2}}}, "prompt", "non-negative", Endpoint::Completions);
@@ -122,6 +124,42 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
   EXPECT_NO_THROW(parse(with("response_format", {{"type", "text"}})));
   EXPECT_NO_THROW(
       parse(with("messages", {{{"role", "developer"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}})));
+}
+
+TEST(OpenAiRequest, ResponseFormatCompilesItsGrammarOnce) {
+  auto with = [](const std::string& key, const json& value) {
+    json body = {{"messages", kMessages}};
+    body[key] = value;
+    return body;
+  };
+  EXPECT_EQ(parse(with("response_format", {{"type", "text"}})).response_grammar, nullptr);
+  const CompletionRequest object = parse(with("response_format", {{"type", "json_object"}}));
+  ASSERT_NE(object.response_grammar, nullptr);
+  EXPECT_TRUE(constrain::grammar_matches(object.response_grammar, R"({"a": [1]})"));
+  const json schema = {{"type", "object"},
+                       {"properties", {{"n", {{"type", "integer"}}}}},
+                       {"required", {"n"}},
+                       {"additionalProperties", false}};
+  const json format = {{"type", "json_schema"},
+                       {"json_schema", {{"name", "count"}, {"strict", true}, {"schema", schema}}}};
+  const CompletionRequest typed = parse(with("response_format", format));
+  ASSERT_NE(typed.response_grammar, nullptr);
+  EXPECT_TRUE(constrain::grammar_matches(typed.response_grammar, R"({"n": 3})"));
+  EXPECT_FALSE(constrain::grammar_matches(typed.response_grammar, R"({"n": "3"})"));
+
+  json bad_keyword = format;
+  bad_keyword["json_schema"]["schema"]["properties"]["n"]["multipleOf"] = 2;
+  expect_refused(with("response_format", bad_keyword), "response_format.json_schema.schema",
+                 "unsupported keyword 'multipleOf' at $.properties.n");
+  json no_name = format;
+  no_name["json_schema"].erase("name");
+  expect_refused(with("response_format", no_name), "response_format.json_schema.name", "1 to 64");
+  expect_refused(with("response_format", {{"type", "json_schema"}}), "response_format.json_schema", "required");
+  expect_refused(with("response_format", {{"type", "yaml"}}), "response_format.type", "\"yaml\"");
+  expect_refused(with("response_format", "json"), "response_format", "an object");
+  json tight = with("response_format", format);
+  tight["max_tokens"] = 5;  // {"n":0} is 7 tokens at least
+  expect_refused(tight, "max_tokens", "shortest answer");
 }
 
 TEST(OpenAiRequest, PenaltiesAndLogitBias) {

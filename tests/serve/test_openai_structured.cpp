@@ -1,0 +1,65 @@
+// Structured answers (response_format json_schema / json_object) through `nvfp4lm serve` as a process, asked by the
+// official `openai` npm client (tests/serve/openai_structured_test.mjs): 50 answers of the tiny random model at
+// temperature 1 all parse and validate against the schema. The client is installed on demand into <build>/npm as
+// test_openai_client.cpp does; skipped only when npm is missing or its registry cannot be reached.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "serve_test_util.h"
+
+namespace nvfp4lm::test {
+namespace {
+
+bool shell_ok(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
+
+fs::path installed_openai_client(std::string& skip_reason) {
+  if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
+    skip_reason = "npm / node not found";
+    return {};
+  }
+  const fs::path dir = fs::path(NVFP4LM_BINARY_PATH).parent_path() / "npm";
+  if (fs::exists(dir / "node_modules" / "openai" / "package.json")) return dir;
+  if (!shell_ok("timeout 60 npm ping")) {
+    skip_reason = "the npm registry cannot be reached (npm ping failed)";
+    return {};
+  }
+  fs::create_directories(dir);
+  const int status =
+      std::system(("timeout 600 npm install --prefix " + quoted(dir) +
+                   " --no-audit --no-fund --loglevel=error openai@7 >" + quoted(dir / "install.log") + " 2>&1")
+                      .c_str());
+  EXPECT_EQ(status, 0) << "npm install openai@7 failed although the registry answers: "
+                       << read_file(dir / "install.log");
+  return status == 0 ? dir : fs::path();
+}
+
+TEST(OpenAiClient, StructuredAnswersAtTemperatureOneAlwaysValidate) {
+  std::string skip_reason;
+  const fs::path npm_dir = installed_openai_client(skip_reason);
+  if (npm_dir.empty() && !skip_reason.empty()) GTEST_SKIP() << skip_reason;
+  ASSERT_FALSE(npm_dir.empty());
+  fs::copy_file(source_path("tests/serve/openai_structured_test.mjs"), npm_dir / "openai_structured_test.mjs",
+                fs::copy_options::overwrite_existing);
+  ServeProcess server({"--model", tiny_serve_model_dir().string(), "--max-batch", "8", "--context", "256"});
+  ASSERT_TRUE(server.spawned());
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.log();
+  TempDir dir;
+  const nlohmann::json spec = {{"NVFP4LM_BASE_URL", "http://127.0.0.1:" + std::to_string(port) + "/v1"},
+                               {"NVFP4LM_MODEL", kServedName},
+                               {"NVFP4LM_REQUESTS", 50},
+                               {"NVFP4LM_MAX_TOKENS", 64}};
+  write_file(dir / "spec.json", spec.dump());
+  const fs::path output = dir / "node.log";
+  const int status = std::system(("NVFP4LM_TEST_SPEC=" + quoted(dir / "spec.json") + " timeout 300 node " +
+                                  quoted(npm_dir / "openai_structured_test.mjs") + " >" + quoted(output) + " 2>&1")
+                                     .c_str());
+  EXPECT_EQ(status, 0) << read_file(output) << "\nserver log:\n" << server.log();
+  EXPECT_NE(read_file(output).find("ok unsupported keyword refused"), std::string::npos) << read_file(output);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(30), 0) << server.log();
+}
+
+}  // namespace
+}  // namespace nvfp4lm::test

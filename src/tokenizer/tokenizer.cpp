@@ -152,12 +152,14 @@ Tokenizer Tokenizer::load(const TokenizerFiles& files) {
     log::warn("tokenizer: no tokenizer_config.json beside {}; eos/pad default to <|im_end|>/<|endoftext|>",
               files.tokenizer_json.string());
   }
-  return from_json(json.text(), config, files.tokenizer_json.string());
+  std::optional<std::string> chat_template;
+  if (!files.chat_template_jinja.empty()) chat_template = std::string(MappedFile(files.chat_template_jinja).text());
+  return from_json(json.text(), config, files.tokenizer_json.string(), chat_template);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json,
-                               const std::string& origin) {
-  Tokenizer tok(tokenizer::load_tokenizer_data(tokenizer_json, tokenizer_config_json, origin));
+                               const std::string& origin, const std::optional<std::string>& chat_template_file) {
+  Tokenizer tok(tokenizer::load_tokenizer_data(tokenizer_json, tokenizer_config_json, origin, chat_template_file));
   log::debug("tokenizer: {} tokens, NFC {}, regex JIT {}", tok.vocab_size(), tok.data_->nfc ? "on" : "off",
              tok.data_->splitter && tok.data_->splitter->jit() ? "yes" : "no");
   return tok;

@@ -63,8 +63,10 @@ class Tokenizer {
   static Tokenizer load(const std::filesystem::path& model_or_tokenizer_path);
   static Tokenizer load(const TokenizerFiles& files);
   // From the JSON texts (tokenizer_config may be empty); `origin` names them in error messages.
+  // `chat_template_file`: a chat_template.jinja's text, which replaces the config's "chat_template".
   static Tokenizer from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json,
-                             const std::string& origin = "tokenizer.json");
+                             const std::string& origin = "tokenizer.json",
+                             const std::optional<std::string>& chat_template_file = std::nullopt);
 
   // Text (UTF-8; invalid UTF-8 is an Error naming the byte offset: clean untrusted input first with
   // tokenizer::to_valid_utf8 from tokenizer/utf8.h) -> ids.
@@ -105,7 +107,8 @@ class Tokenizer {
   size_t merge_count() const;
   std::pair<int32_t, int32_t> merge(size_t rank) const;
   const SpecialTokenIds& special_ids() const;
-  // tokenizer_config.json "chat_template" (the default one when it is a list), or "" without a config.
+  // The chat template: chat_template.jinja beside tokenizer.json when there is one (transformers saves it so and
+  // prefers it), else tokenizer_config.json "chat_template" (the default one when it is a list), else "".
   const std::string& chat_template_source() const;
   bool normalizes_nfc() const;
   // Where it was loaded from (for messages).

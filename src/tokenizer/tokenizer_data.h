@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -91,8 +92,11 @@ struct TokenizerData {
 // Error unless `text` is valid UTF-8 under 4 GiB (what every encode requires).
 void check_encodable(std::string_view text);
 
+// `chat_template_file`: the text of a chat_template.jinja beside tokenizer.json, which replaces tokenizer_config.json's
+// "chat_template" (as transformers reads it).
 std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokenizer_json,
                                                          std::string_view tokenizer_config_json,
-                                                         const std::string& origin);
+                                                         const std::string& origin,
+                                                         const std::optional<std::string>& chat_template_file = {});
 
 }  // namespace nvfp4lm::tokenizer

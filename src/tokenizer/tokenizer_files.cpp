@@ -27,6 +27,8 @@ TokenizerFiles find_tokenizer_files(const std::filesystem::path& path) {
     files.tokenizer_json = candidate;
     fs::path config = candidate.parent_path() / "tokenizer_config.json";
     if (fs::is_regular_file(config, ec)) files.tokenizer_config_json = config;
+    const fs::path chat_template = candidate.parent_path() / "chat_template.jinja";
+    if (fs::is_regular_file(chat_template, ec)) files.chat_template_jinja = chat_template;
     return files;
   }
   std::string looked;

@@ -9,6 +9,7 @@ namespace nvfp4lm {
 struct TokenizerFiles {
   std::filesystem::path tokenizer_json;         // always set
   std::filesystem::path tokenizer_config_json;  // empty when the model has none (eos/pad/template unknown)
+  std::filesystem::path chat_template_jinja;    // chat_template.jinja beside it (transformers' newer layout), or empty
 };
 
 // `path` may be: a directory holding tokenizer.json (HF, ModelOpt or a tokenizer-only directory); a file

@@ -185,7 +185,8 @@ int32_t TokenizerData::find_id(std::string_view token_text) const {
 
 std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokenizer_json,
                                                          std::string_view tokenizer_config_json,
-                                                         const std::string& origin) {
+                                                         const std::string& origin,
+                                                         const std::optional<std::string>& chat_template_file) {
   TokenizerJsonParts parsed = read_tokenizer_json(tokenizer_json, origin);
   const json& root = parsed.rest;
   NVFP4LM_CHECK(root.is_object() && root.contains("model"), "{}: not a tokenizer.json (no \"model\")", origin);
@@ -327,6 +328,7 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
     data->special.eos = data->special.im_end >= 0 ? data->special.im_end : data->special.endoftext;
     data->special.pad = data->special.endoftext;
   }
+  if (chat_template_file) data->chat_template = *chat_template_file;
   return data;
 }
 

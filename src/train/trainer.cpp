@@ -382,6 +382,10 @@ void Trainer::prepare_run_directory() {
       fs::copy_file(file, staged.path() / file.filename(), fs::copy_options::overwrite_existing, ec);
       NVFP4LM_CHECK(!ec, "cannot copy {} into {}: {}", file.string(), staged.path().string(), ec.message());
     }
+    // Trained with another template than the tokenizer's own: exports carry it as chat_template.jinja (which
+    // transformers, vLLM and this program prefer to tokenizer_config.json's), so the model is asked as it was trained.
+    if (options_.chat_template != "auto")
+      write_file_atomic(staged.path() / "chat_template.jinja", chat_template_->source(), /*overwrite=*/true);
     staged.publish(/*overwrite=*/false, "the run's copy of the model's files");
   }
   metrics_file_ = std::make_unique<MetricsFile>(metrics_path(), resumed_from_ ? *resumed_from_ : -1, replace_metrics_);

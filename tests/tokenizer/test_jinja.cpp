@@ -280,5 +280,46 @@ TEST(Jinja, ErrorsNameTheConstruct) {
   }
 }
 
+// A hostile or broken template (from a model's files or --chat-template) is an Error naming the bound, never a stack
+// overflow, a hang or exhausted memory (limits.h).
+TEST(Jinja, TemplatesThatWouldOverflowHangOrExhaustMemoryAreErrors) {
+  std::string parens = "{{ ";
+  for (int i = 0; i < 200; ++i) parens += "(";
+  parens += "1";
+  for (int i = 0; i < 200; ++i) parens += ")";
+  parens += " }}";
+  std::string long_sum = "{{ 1";
+  for (int i = 0; i < 5000; ++i) long_sum += " + 1";
+  long_sum += " }}";
+  std::string nested_ifs;
+  for (int i = 0; i < 200; ++i) nested_ifs += "{% if true %}";
+  for (int i = 0; i < 200; ++i) nested_ifs += "{% endif %}";
+  std::string nots = "{{ ";
+  for (int i = 0; i < 5000; ++i) nots += "not ";
+  nots += "x }}";
+  const std::pair<std::string, std::string> cases[] = {
+      {parens, "nested deeper than"},
+      {long_sum, "parts"},
+      {nested_ifs, "nested deeper than"},
+      {nots, "nested deeper than"},
+      {"{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "nested deeper than"},
+      {"{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}", "steps"},
+      {"{{ 'x' * 100000000 }}", "MiB"},
+      {"{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "MiB"},
+      {"{% for i in range(1000000000) %}{% endfor %}", "range()"},
+  };
+  for (const auto& [source, part] : cases) {
+    try {
+      render(source);
+      ADD_FAILURE() << "rendered: " << source.substr(0, 80);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+  // Well inside the bounds: a loop of 100,000 steps and 30 levels of parentheses.
+  EXPECT_EQ(render("{% for i in range(100000) %}{% endfor %}ok"), "ok");
+  EXPECT_EQ(render("{{ ((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))) }}"), "1");
+}
+
 }  // namespace
 }  // namespace nvfp4lm::jinja

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/limits.h"
 #include "tokenizer/jinja/text.h"
 
 namespace nvfp4lm::jinja {
@@ -155,6 +156,9 @@ Dict global_functions() {
                 const int64_t stop = args.positional.size() > 1 ? number(1) : number(0);
                 const int64_t step = args.positional.size() > 2 ? number(2) : 1;
                 NVFP4LM_CHECK(step != 0, "range() step cannot be zero");
+                const double count =
+                    (static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step);
+                NVFP4LM_CHECK(count <= static_cast<double>(kMaxSteps), "range() of more than {} numbers", kMaxSteps);
                 List out;
                 for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
                 return Value(std::move(out));

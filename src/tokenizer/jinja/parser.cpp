@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "tokenizer/jinja/lexer.h"
+#include "tokenizer/jinja/limits.h"
 
 namespace nvfp4lm::jinja {
 namespace {
@@ -17,6 +18,26 @@ class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
 
+ private:
+  // One level of recursion (a parenthesis, a statement inside a statement, a `not` or sign), bounded by kMaxNesting
+  // so that "((((...", thousands of nested ifs or "not not not ..." are an Error, not a stack overflow.
+  class Nested {
+   public:
+    Nested(Parser& parser, int line) : parser_(parser) {
+      NVFP4LM_CHECK(++parser_.nesting_ <= kMaxNesting, "chat template line {}: nested deeper than {} levels", line,
+                    kMaxNesting);
+    }
+    ~Nested() { --parser_.nesting_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+  int nesting_ = 0;
+  int expression_nodes_ = 0;  // of the expression being parsed (make_expr)
+
+ public:
   Body parse_all() {
     std::string end_tag;
     Body body = parse_body({}, end_tag);
@@ -44,6 +65,7 @@ class Parser {
       } else if (token.kind == TokenKind::ExprBegin) {
         next();
         auto stmt = make_stmt(Stmt::Kind::Output);
+        expression_nodes_ = 0;
         stmt->expr = parse_expression();
         expect(TokenKind::ExprEnd, "}}");
         body.push_back(std::move(stmt));
@@ -56,6 +78,8 @@ class Parser {
           end_tag = next().text;
           return body;
         }
+        const Nested nested(*this, keyword.line);
+        expression_nodes_ = 0;
         body.push_back(parse_statement());
       }
     }
@@ -202,7 +226,10 @@ class Parser {
     return tuple;
   }
 
-  ExprPtr parse_expression() { return parse_conditional(true); }
+  ExprPtr parse_expression() {
+    const Nested nested(*this, peek().line);
+    return parse_conditional(true);
+  }
 
   ExprPtr parse_conditional(bool allow_if) {
     ExprPtr value = parse_or();
@@ -242,6 +269,7 @@ class Parser {
 
   ExprPtr parse_not() {
     if (!peek_name("not")) return parse_compare();
+    const Nested nested(*this, peek().line);
     auto unary = make_expr(Expr::Kind::Unary);
     next();
     unary->name = "not";
@@ -311,6 +339,7 @@ class Parser {
   // As Jinja2's parse_unary: a sign binds tighter than a filter, so `-3|abs` is (-3)|abs = 3.
   ExprPtr parse_unary(bool with_filter = true) {
     if (peek_operator("-") || peek_operator("+")) {
+      const Nested nested(*this, peek().line);
       auto unary = make_expr(Expr::Kind::Unary);
       unary->name = next().text;
       unary->children.push_back(parse_unary(false));
@@ -542,6 +571,9 @@ class Parser {
     return stmt;
   }
   ExprPtr make_expr(Expr::Kind kind, int line = 0) {
+    NVFP4LM_CHECK(++expression_nodes_ <= kMaxExpressionNodes,
+                  "chat template line {}: an expression of more than {} parts; no chat template needs one",
+                  line ? line : peek().line, kMaxExpressionNodes);
     auto expr = std::make_unique<Expr>();
     expr->kind = kind;
     expr->line = line ? line : peek().line;

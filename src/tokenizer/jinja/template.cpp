@@ -33,13 +33,27 @@ class Evaluator {
   }
 
  private:
+  // One step of the render's budget (kMaxSteps): every statement run and every loop iteration.
+  void step(int line) {
+    NVFP4LM_CHECK(++steps_ <= kMaxSteps,
+                  "chat template line {}: stopped after {} steps (a loop or a recursion that does not end?)", line,
+                  kMaxSteps);
+  }
+
+  void append(std::string_view text, int line) {
+    NVFP4LM_CHECK(out_->size() + text.size() <= kMaxTextBytes, "chat template line {}: the output passes {} MiB", line,
+                  kMaxTextBytes >> 20);
+    *out_ += text;
+  }
+
   Flow execute(const Stmt& stmt) {
+    step(stmt.line);
     switch (stmt.kind) {
       case Stmt::Kind::Text:
-        *out_ += stmt.text;
+        append(stmt.text, stmt.line);
         break;
       case Stmt::Kind::Output:
-        *out_ += to_output(evaluate(*stmt.expr));
+        append(to_output(evaluate(*stmt.expr)), stmt.line);
         break;
       case Stmt::Kind::If:
         for (const auto& [condition, body] : stmt.branches) {
@@ -117,6 +131,7 @@ class Evaluator {
     }
     const auto length = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < length; ++i) {
+      step(stmt.line);
       Scope iteration{{}, scope_};
       Scope* saved = scope_;
       scope_ = &iteration;
@@ -145,6 +160,9 @@ class Evaluator {
   Value make_macro(const Stmt& stmt) {
     const Stmt* macro = &stmt;
     return Value(Function([this, macro](CallArgs& args) {
+      NVFP4LM_CHECK(macro_depth_ < kMaxNesting, "chat template line {}: macro {} calls nested deeper than {}",
+                    macro->line, macro->name, kMaxNesting);
+      ++macro_depth_;
       Scope call_scope{{}, &globals_};
       NVFP4LM_CHECK(args.positional.size() <= macro->params.size(),
                     "chat template line {}: macro {} takes {} arguments, {} given", macro->line, macro->name,
@@ -174,6 +192,7 @@ class Evaluator {
       render(macro->body);
       out_ = saved_out;
       scope_ = saved_scope;
+      --macro_depth_;
       return Value(std::move(rendered));
     }));
   }
@@ -293,6 +312,8 @@ class Evaluator {
   Scope& globals_;
   Scope* scope_;
   std::string* out_;
+  int64_t steps_ = 0;    // of kMaxSteps
+  int macro_depth_ = 0;  // of kMaxNesting
 };
 
 int64_t as_integer(const Value& value) { return value.is_bool() ? int64_t{value.as_bool()} : value.as_int(); }
@@ -300,7 +321,17 @@ bool is_integral(const Value& value) { return value.is_int() || value.is_bool();
 bool is_numeric(const Value& value) { return value.is_number() || value.is_bool(); }
 double as_double(const Value& value) { return value.is_bool() ? (value.as_bool() ? 1.0 : 0.0) : value.as_number(); }
 
-Value repeat(const Value& sequence, int64_t count) {
+// A string built by the template, refused past kMaxTextBytes (a doubling in a loop reaches any size in 40 steps).
+std::string checked_size(std::string text, int line) {
+  NVFP4LM_CHECK(text.size() <= kMaxTextBytes, "chat template line {}: a string of more than {} MiB", line,
+                kMaxTextBytes >> 20);
+  return text;
+}
+
+Value repeat(const Value& sequence, int64_t count, int line) {
+  const size_t unit = sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size() * 16;
+  NVFP4LM_CHECK(count <= 0 || unit == 0 || static_cast<uint64_t>(count) <= kMaxTextBytes / unit,
+                "chat template line {}: repeating {} times passes {} MiB", line, count, kMaxTextBytes >> 20);
   if (sequence.is_string()) {
     std::string out;
     for (int64_t i = 0; i < count; ++i) out += sequence.as_string();
@@ -334,7 +365,7 @@ Value Evaluator::binary(const std::string& op, const Value& left, const Value& r
   if (op == "!=") return Value(!equals(left, right));
   if (op == "in") return Value(contains(right, left, line));
   if (op == "not in") return Value(!contains(right, left, line));
-  if (op == "~") return Value(to_output(left) + to_output(right));
+  if (op == "~") return Value(checked_size(to_output(left) + to_output(right), line));
   const auto fail = [&]() -> Value {
     NVFP4LM_FAIL("chat template line {}: unsupported operand types for {}: {} and {}", line, op, type_name(left),
                  type_name(right));
@@ -354,16 +385,18 @@ Value Evaluator::binary(const std::string& op, const Value& left, const Value& r
     return Value(order >= 0);
   }
   if (op == "+") {
-    if (left.is_string() && right.is_string()) return Value(left.as_string() + right.as_string());
+    if (left.is_string() && right.is_string()) return Value(checked_size(left.as_string() + right.as_string(), line));
     if (left.is_list() && right.is_list()) {
+      NVFP4LM_CHECK(left.as_list().size() + right.as_list().size() <= kMaxTextBytes / 16,
+                    "chat template line {}: a list of more than {} items", line, kMaxTextBytes / 16);
       List sum = left.as_list();
       sum.insert(sum.end(), right.as_list().begin(), right.as_list().end());
       return Value(std::move(sum));
     }
   }
   if (op == "*") {
-    if ((left.is_string() || left.is_list()) && is_integral(right)) return repeat(left, as_integer(right));
-    if ((right.is_string() || right.is_list()) && is_integral(left)) return repeat(right, as_integer(left));
+    if ((left.is_string() || left.is_list()) && is_integral(right)) return repeat(left, as_integer(right), line);
+    if ((right.is_string() || right.is_list()) && is_integral(left)) return repeat(right, as_integer(left), line);
   }
   if (!is_numeric(left) || !is_numeric(right)) return fail();
   const bool integers = is_integral(left) && is_integral(right);

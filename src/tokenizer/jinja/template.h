@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "tokenizer/jinja/ast.h"
+#include "tokenizer/jinja/limits.h"
 
 namespace nvfp4lm::jinja {
 

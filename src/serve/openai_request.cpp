@@ -255,9 +255,9 @@ void read_tools(const json& body, CompletionRequest& request) {
   request.tool_choice_name = name->get<std::string>();
   if (std::find(request.tool_names.begin(), request.tool_names.end(), request.tool_choice_name) ==
       request.tool_names.end())
-    throw invalid_request(fmt::format("'tool_choice' names the function {}, which is not in 'tools'",
-                                      json_excerpt(*name, 60)),
-                          "tool_choice.function.name");
+    throw invalid_request(
+        fmt::format("'tool_choice' names the function {}, which is not in 'tools'", json_excerpt(*name, 60)),
+        "tool_choice.function.name");
   request.tool_choice = ToolChoice::Named;
 }
 

@@ -83,8 +83,8 @@ std::shared_ptr<const constrain::Grammar> forced_tool_call_grammar(const Complet
     if (request.tool_choice == ToolChoice::Named && name != request.tool_choice_name) continue;
     const auto parameters = function.find("parameters");
     constrain::FramedSchema framed;
-    framed.prefix = std::string(close_think ? "\n</think>\n\n" : "") + "<tool_call>\n{\"name\": \"" + name +
-                    "\", \"arguments\": ";
+    framed.prefix =
+        std::string(close_think ? "\n</think>\n\n" : "") + "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": ";
     framed.schema = parameters == function.end() ? nlohmann::ordered_json{{"type", "object"}} : *parameters;
     framed.suffix = "}\n</tool_call>";
     alternatives.push_back(std::move(framed));
@@ -99,9 +99,9 @@ std::shared_ptr<const constrain::Grammar> forced_tool_call_grammar(const Complet
     size_t at = 0;
     if (bracket != std::string::npos) at = tool_index.at(std::stoul(message.substr(bracket + 2)));
     if (alternatives.size() == 1) at = tool_index.front();
-    throw invalid_request(fmt::format("'tools[{}].function.parameters' cannot force a call (tool_choice): {}", at,
-                                      message),
-                          fmt::format("tools[{}].function.parameters", at));
+    throw invalid_request(
+        fmt::format("'tools[{}].function.parameters' cannot force a call (tool_choice): {}", at, message),
+        fmt::format("tools[{}].function.parameters", at));
   }
 }
 
@@ -150,8 +150,7 @@ SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer&
   spec.options.skip_special = true;
   spec.top_logprobs = request.top_logprobs;
   spec.grammar = request.response_grammar ? request.response_grammar : forced_tool_call_grammar(request, rules);
-  if (!request.response_grammar && spec.grammar &&
-      constrain::min_tokens(*spec.grammar) > spec.options.max_new_tokens)
+  if (!request.response_grammar && spec.grammar && constrain::min_tokens(*spec.grammar) > spec.options.max_new_tokens)
     throw invalid_request(fmt::format("'max_tokens' is {}, but the shortest forced tool call takes {} tokens; raise "
                                       "max_tokens",
                                       spec.options.max_new_tokens, constrain::min_tokens(*spec.grammar)),

@@ -378,9 +378,7 @@ class ServeProcess {
 // <build>/npm with the official `openai` npm client (a dev-only dependency, installed on demand), or an empty path
 // with `skip_reason` set when npm / node are missing or the registry cannot be reached.
 inline fs::path installed_openai_client(std::string& skip_reason) {
-  auto shell_ok = [](const std::string& command) {
-    return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
-  };
+  auto shell_ok = [](const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; };
   if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
     skip_reason = "npm / node not found";
     return {};

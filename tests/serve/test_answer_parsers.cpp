@@ -49,7 +49,8 @@ void expect_tools(const std::string& text, const ToolResult& expected, size_t ma
   }
 }
 
-const std::string kCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+const std::string kCall =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
 
 TEST(ToolCallParser, PlainTextPassesThrough) {
   expect_tools("Hello, world. 1 < 2 and <tool is not a call.", {"Hello, world. 1 < 2 and <tool is not a call.", {}});
@@ -57,12 +58,11 @@ TEST(ToolCallParser, PlainTextPassesThrough) {
   expect_tools("trailing space stays  \n", {"trailing space stays  \n", {}});
 }
 
-TEST(ToolCallParser, ACallAloneHasNoContent) {
-  expect_tools(kCall, {"", {"get_weather {\"city\": \"Paris\"}"}});
-}
+TEST(ToolCallParser, ACallAloneHasNoContent) { expect_tools(kCall, {"", {"get_weather {\"city\": \"Paris\"}"}}); }
 
 TEST(ToolCallParser, ContentBeforeCallsAndSpaceBetweenThem) {
-  const std::string two = "Let me check.\n" + kCall + "\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n";
+  const std::string two =
+      "Let me check.\n" + kCall + "\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n";
   expect_tools(two, {"Let me check.", {"get_weather {\"city\": \"Paris\"}", "now {}"}});
   // parallel_tool_calls false: the second call is dropped, not shown.
   expect_tools(two, {"Let me check.", {"get_weather {\"city\": \"Paris\"}"}}, 1);
@@ -78,7 +78,7 @@ TEST(ToolCallParser, MalformedBlocksStayContent) {
   const std::vector<std::string> bad = {
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",  // bad JSON
       "<tool_call>\n{\"name\": \"launch\", \"arguments\": {}}\n</tool_call>",                // unknown function
-      "<tool_call>\n{\"name\": \"now\", \"arguments\": \"{}\"}\n</tool_call>",              // arguments not an object
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": \"{}\"}\n</tool_call>",               // arguments not an object
       "<tool_call>\n[1, 2]\n</tool_call>",
       "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}",  // never closed
   };

@@ -236,13 +236,15 @@ TEST(OpenAiRequest, ForcedToolCallsAreAGrammarOfTheTemplatesCallText) {
   EXPECT_TRUE(constrain::grammar_matches(
       grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
   EXPECT_TRUE(constrain::grammar_matches(grammar, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
-  EXPECT_FALSE(constrain::grammar_matches(grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(
+      constrain::grammar_matches(grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_FALSE(constrain::grammar_matches(grammar, "Sure."));
 
   json named = tools_body;
   named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "now"}}}};
   const auto only_now = serve::to_sequence_spec(parse(named), tokenizer, rules, 0).grammar;
-  EXPECT_TRUE(constrain::grammar_matches(only_now, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_TRUE(
+      constrain::grammar_matches(only_now, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_FALSE(constrain::grammar_matches(
       only_now, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}}\n</tool_call>"));
 

@@ -11,13 +11,18 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kPieces = {"<think>", "\nThe user wants", " weather.\n", "</think>\n\n", "Checking",
-                                          ".\n<tool", "_call>\n{\"name\": \"get_weather\", ",
+const std::vector<std::string> kPieces = {"<think>",
+                                          "\nThe user wants",
+                                          " weather.\n",
+                                          "</think>\n\n",
+                                          "Checking",
+                                          ".\n<tool",
+                                          "_call>\n{\"name\": \"get_weather\", ",
                                           "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"};
 
 struct Answer {
-  json body;                // stream = false
-  std::string reasoning;    // stream = true, accumulated
+  json body;              // stream = false
+  std::string reasoning;  // stream = true, accumulated
   std::string content;
   json calls = json::array();
   std::string finish_reason;

@@ -37,18 +37,17 @@ constexpr const char* kAnswer = "It is 21 C in Paris.";
 
 // The record the model is trained on, as a data set line.
 std::string training_record() {
-  const ordered_json record = {
-      {"tools", weather_tools()},
-      {"messages",
-       {{{"role", "user"}, {"content", kQuestion}},
-        {{"role", "assistant"},
-         {"content", ""},
-         {"tool_calls",
-          {{{"id", "call_1"},
-            {"type", "function"},
-            {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}}}}},
-        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", kResult}},
-        {{"role", "assistant"}, {"content", kAnswer}}}}};
+  const ordered_json record = {{"tools", weather_tools()},
+                               {"messages",
+                                {{{"role", "user"}, {"content", kQuestion}},
+                                 {{"role", "assistant"},
+                                  {"content", ""},
+                                  {"tool_calls",
+                                   {{{"id", "call_1"},
+                                     {"type", "function"},
+                                     {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}}}}},
+                                 {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", kResult}},
+                                 {{"role", "assistant"}, {"content", kAnswer}}}}};
   return record.dump() + "\n";
 }
 
@@ -74,15 +73,14 @@ TEST(OpenAiClient, ToolCallFineTuneServedRoundTrip) {
   const int port = server.port();
   ASSERT_GT(port, 0) << server.log();
   // Ordered: the client must send the tools in the order they were trained with (the template prints them as given).
-  const ordered_json spec = {
-      {"NVFP4LM_BASE_URL", "http://127.0.0.1:" + std::to_string(port) + "/v1"},
-      {"NVFP4LM_MODEL", "weather"},
-      {"NVFP4LM_TOOLS", weather_tools()},
-      {"NVFP4LM_QUESTION", kQuestion},
-      // As the template renders an object argument (tojson: Python's json.dumps separators).
-      {"NVFP4LM_CALL", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}},
-      {"NVFP4LM_RESULT", kResult},
-      {"NVFP4LM_ANSWER", kAnswer}};
+  const ordered_json spec = {{"NVFP4LM_BASE_URL", "http://127.0.0.1:" + std::to_string(port) + "/v1"},
+                             {"NVFP4LM_MODEL", "weather"},
+                             {"NVFP4LM_TOOLS", weather_tools()},
+                             {"NVFP4LM_QUESTION", kQuestion},
+                             // As the template renders an object argument (tojson: Python's json.dumps separators).
+                             {"NVFP4LM_CALL", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}},
+                             {"NVFP4LM_RESULT", kResult},
+                             {"NVFP4LM_ANSWER", kAnswer}};
   write_file(dir / "spec.json", spec.dump());
   const fs::path output = dir / "node.log";
   const int status = std::system(("NVFP4LM_TEST_SPEC=" + quoted(dir / "spec.json") + " timeout 120 node " +

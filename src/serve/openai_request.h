@@ -11,10 +11,11 @@
 // metadata, store, service_tier. OpenAI features this server does not have are refused when they would change the
 // answer (best_of > 1, echo, suffix, the legacy functions / function_call, several prompts).
 // Tools (chat only): tools (OpenAI's function form, checked by check_chat_tools; a 400's param is the JSON path of
-// the fault, e.g. "tools[0].function.name"), rendered by the chat template; tool_choice "none" (tools rendered, the
-// answer never read for calls), "auto" (the default with tools: calls the model writes become tool_calls),
-// "required" or {"type": "function", "function": {"name"}} (a name not in tools is a 400): a call is forced by
-// constrained decoding (sequence_request.h); parallel_tool_calls false keeps at most one call.
+// the fault, e.g. "tools[0].function.name"), rendered by the chat template (one that never mentions tools: 400);
+// tool_choice "none" (tools rendered, the answer never read for calls), "auto" (the default with tools: calls the
+// model writes become tool_calls), "required" or {"type": "function", "function": {"name"}} (a name not in tools is
+// a 400): a call is forced by constrained decoding (sequence_request.h); parallel_tool_calls false keeps at most one
+// call.
 // The body is read as nlohmann::ordered_json, so messages, tools and schemas keep the client's key order.
 // response_format (chat only): "text"; {"type": "json_object"} (any JSON object) and {"type": "json_schema",
 // "json_schema": {"name", "schema", "strict", "description"}} compile the grammar the answer is constrained to

@@ -45,6 +45,11 @@ std::vector<int32_t> prompt_tokens_within(const CompletionRequest& request, cons
 
 std::string render_prompt(const CompletionRequest& request, const PromptRules& rules) {
   NVFP4LM_ASSERT(rules.chat_template != nullptr, "PromptRules without a chat template");
+  // A template that never mentions tools would drop them silently: the model would not know them.
+  if (!request.tools.is_null() && !rules.chat_template->supports_tools())
+    throw invalid_request(fmt::format("'tools' cannot be used: the chat template ({}) does not render tools",
+                                      rules.chat_template->origin()),
+                          "tools");
   ChatRenderOptions render;
   render.add_generation_prompt = true;
   render.enable_thinking = request.enable_thinking ? request.enable_thinking : rules.enable_thinking;

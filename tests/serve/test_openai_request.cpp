@@ -254,6 +254,18 @@ TEST(OpenAiRequest, ForcedToolCallsAreAGrammarOfTheTemplatesCallText) {
   EXPECT_TRUE(constrain::grammar_matches(
       thinking, "\n</think>\n\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
 
+  // A template that does not render tools refuses them rather than dropping them.
+  serve::PromptRules plain = rules;
+  plain.chat_template = std::make_shared<const ChatTemplate>(
+      "{% for message in messages %}{{ message.content }}{% endfor %}", "a test template");
+  try {
+    serve::to_sequence_spec(parse(tools_body), tokenizer, plain, 0);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.param(), "tools") << error.what();
+    EXPECT_NE(std::string(error.what()).find("does not render tools"), std::string::npos) << error.what();
+  }
+
   // A parameters schema the grammar cannot follow: 400 naming the tool.
   json bad = named;
   bad["tools"][1]["function"]["parameters"] = {{"type", "string"}, {"pattern", "x"}};

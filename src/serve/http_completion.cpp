@@ -89,7 +89,7 @@ void CompletionAnswer::prepare(const std::string& body) {
   const ServedModel& model = service_.model_;
   try {
     if (service_.draining_) throw shutting_down();
-    JsonParseResult parsed = try_parse_json(body);
+    OrderedJsonParseResult parsed = try_parse_ordered_json(body);  // the client's key order (openai_request.h)
     if (!parsed.ok()) throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
     CompletionRequest request = parse_completion_request(parsed.value, endpoint_, model.defaults);
     if (!request.ignored.empty())
@@ -133,7 +133,7 @@ void CompletionAnswer::started(const CompletionRequest& request,
   if (gone_ || done_) return cancel_channels();
   stream_ = request.stream;
   response_.emplace(request, service_.model_.tokenizer, service_.response_id(endpoint_), std::time(nullptr),
-                    service_.model_name_);
+                    service_.model_name_, answer_parsing(request, service_.model_.rules));
   for (const auto& channel : channels_)
     channel->set_listener([weak = weak_from_this()] {
       if (const auto self = weak.lock()) self->wake();

@@ -276,11 +276,12 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
       const bool tokenize = match.route == Route::Tokenize;
       return completions.answer_json(
           connection, match.label, [this, tokenize, body = std::move(request.body())]() -> json {
-            JsonParseResult parsed = try_parse_json(body);
+            // Ordered, as the completion endpoints read their bodies (tools keep their key order).
+            OrderedJsonParseResult parsed = try_parse_ordered_json(body);
             if (!parsed.ok())
               throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
             return tokenize ? tokenize_answer(parsed.value, model.tokenizer, model.rules, model.defaults)
-                            : detokenize_answer(parsed.value, model.tokenizer, model.rules);
+                            : detokenize_answer(json(parsed.value), model.tokenizer, model.rules);
           });
     }
     case Route::Unknown:

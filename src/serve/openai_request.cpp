@@ -18,7 +18,9 @@
 namespace nvfp4lm::serve {
 namespace {
 
-using nlohmann::json;
+// Ordered: messages, tools and schemas keep the key order the client wrote (the template prints tools with tojson,
+// as Python's dicts keep them; a schema's properties come in their declared order).
+using json = nlohmann::ordered_json;
 
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStrings = 16;
@@ -194,14 +196,10 @@ void read_unsupported(const json& body, Endpoint endpoint) {
     refuse_unless(*best_of == 1, "best_of", "no ranking of choices (n gives several)");
   refuse_unless(!read_bool(body, "echo", false), "echo", "the answer does not repeat the prompt");
   refuse_unless(field(body, "suffix") == nullptr, "suffix", "no insertion mode");
-  for (const char* key : {"tools", "functions"}) {
-    const json* value = field(body, key);
-    refuse_unless(value == nullptr || (value->is_array() && value->empty()), key, "no tool calling");
-  }
-  for (const char* key : {"tool_choice", "function_call"}) {
-    const json* value = field(body, key);
-    refuse_unless(value == nullptr || *value == "none" || *value == "auto", key, "no tool calling");
-  }
+  // The legacy function-calling fields (deprecated by OpenAI in favour of tools / tool_choice).
+  refuse_unless(field(body, "functions") == nullptr, "functions", "use 'tools' (the legacy 'functions' is not read)");
+  refuse_unless(field(body, "function_call") == nullptr, "function_call",
+                "use 'tool_choice' (the legacy 'function_call' is not read)");
   if (const json* format = field(body, "response_format"); format != nullptr && endpoint == Endpoint::Completions)
     refuse_unless(format->is_object() && format->value("type", "") == "text", "response_format",
                   "structured answers are for /v1/chat/completions");
@@ -209,6 +207,58 @@ void read_unsupported(const json& body, Endpoint endpoint) {
     if (const json* modalities = field(body, "modalities"))
       refuse_unless(*modalities == json::array({"text"}), "modalities", "text only");
   }
+}
+
+// tools, tool_choice, parallel_tool_calls (chat only).
+//
+// tool_choice "none": the tools are still rendered into the prompt and the answer is never read for calls (vLLM's
+// default): the prompt stays the one the conversation's earlier turns were rendered with, and a `<tool_call>` the
+// model writes anyway is plain content, so the answer never carries tool_calls, as OpenAI promises for "none".
+void read_tools(const json& body, CompletionRequest& request) {
+  const json* tools = field(body, "tools");
+  if (tools != nullptr && !(tools->is_array() && tools->empty())) {
+    try {
+      check_chat_tools(*tools);
+    } catch (const ChatMessageError& e) {
+      throw invalid_request(e.what(), e.path());
+    }
+    request.tools = *tools;
+    for (const json& tool : *tools) request.tool_names.push_back(tool["function"]["name"].get<std::string>());
+  }
+  request.parallel_tool_calls = read_bool(body, "parallel_tool_calls", true);
+  const json* choice = field(body, "tool_choice");
+  const bool has_tools = !request.tool_names.empty();
+  request.tool_choice = has_tools ? ToolChoice::Auto : ToolChoice::None;
+  if (choice == nullptr) return;
+  constexpr const char* kChoices =
+      "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (choice->is_string()) {
+    const std::string name = choice->get<std::string>();
+    if (name == "none") {
+      request.tool_choice = ToolChoice::None;
+    } else if (name == "auto" || name == "required") {
+      if (!has_tools)
+        throw invalid_request(fmt::format("'tool_choice' is \"{}\" but the request has no 'tools'", name),
+                              "tool_choice");
+      request.tool_choice = name == "auto" ? ToolChoice::Auto : ToolChoice::Required;
+    } else {
+      throw invalid_request(fmt::format("'tool_choice' must be {}, got {}", kChoices, json_excerpt(*choice, 40)),
+                            "tool_choice");
+    }
+    return;
+  }
+  const json* function = choice->is_object() ? field(*choice, "function") : nullptr;
+  const json* name = function != nullptr && function->is_object() ? field(*function, "name") : nullptr;
+  if (name == nullptr || !name->is_string() || choice->value("type", "function") != "function")
+    throw invalid_request(fmt::format("'tool_choice' must be {}, got {}", kChoices, json_excerpt(*choice, 40)),
+                          "tool_choice");
+  request.tool_choice_name = name->get<std::string>();
+  if (std::find(request.tool_names.begin(), request.tool_names.end(), request.tool_choice_name) ==
+      request.tool_names.end())
+    throw invalid_request(
+        fmt::format("'tool_choice' names the function {}, which is not in 'tools'", json_excerpt(*name, 60)),
+        "tool_choice.function.name");
+  request.tool_choice = ToolChoice::Named;
 }
 
 // The name of a json_schema response format: what OpenAI allows.
@@ -338,9 +388,14 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     if (const json* kwargs = field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) bad_type("chat_template_kwargs", "an object", *kwargs);
       if (kwargs->contains("enable_thinking")) request.enable_thinking = read_bool(*kwargs, "enable_thinking", true);
-      request.chat_template_kwargs = nlohmann::ordered_json(*kwargs);
+      request.chat_template_kwargs = *kwargs;
     }
+    read_tools(body, request);
     request.response_grammar = read_response_format(body);
+    if (request.response_grammar &&
+        (request.tool_choice == ToolChoice::Required || request.tool_choice == ToolChoice::Named))
+      throw invalid_request("'response_format' and a 'tool_choice' that forces a call cannot both shape the answer",
+                            "response_format");
     if (request.response_grammar && request.max_tokens &&
         constrain::min_tokens(*request.response_grammar) > *request.max_tokens)
       throw invalid_request(fmt::format("'max_tokens' is {}, but the shortest answer of 'response_format' takes {} "

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+#include <utility>
 
 #include "core/json_text.h"
 #include "tokenizer/utf8.h"
@@ -25,6 +27,15 @@ int64_t code_points(std::string_view text) {
                        [](char byte) { return (static_cast<unsigned char>(byte) & 0xC0) != 0x80; });
 }
 
+// OpenAI's call ids: "call_" and 24 letters and digits.
+std::string tool_call_id() {
+  static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kAlphabet[random() % kAlphabet.size()];
+  return id;
+}
+
 }  // namespace
 
 const char* finish_reason(StopReason reason) {
@@ -40,7 +51,7 @@ const char* finish_reason(StopReason reason) {
 }
 
 CompletionResponse::CompletionResponse(const CompletionRequest& request, const Tokenizer& tokenizer, std::string id,
-                                       int64_t created, std::string model)
+                                       int64_t created, std::string model, const AnswerParsing& parsing)
     : chat_(request.endpoint == Endpoint::ChatCompletions),
       stream_(request.stream),
       include_usage_(request.include_usage),
@@ -57,6 +68,49 @@ CompletionResponse::CompletionResponse(const CompletionRequest& request, const T
                                      {"token_logprobs", json::array()},
                                      {"top_logprobs", json::array()},
                                      {"text_offset", json::array()}};
+  if (chat_)
+    for (Choice& choice : choices_) {
+      if (parsing.reasoning) choice.reasoning_parser.emplace(parsing.starts_in_reasoning);
+      if (!parsing.tool_names.empty()) choice.tool_parser.emplace(parsing.tool_names, parsing.max_tool_calls);
+    }
+}
+
+CompletionResponse::Parsed CompletionResponse::parse(Choice& state, const std::string& text, bool finished) {
+  Parsed parsed;
+  std::string content = text;
+  if (state.reasoning_parser) {
+    ReasoningOutput out = state.reasoning_parser->feed(text);
+    if (finished) {
+      ReasoningOutput last = state.reasoning_parser->finish();
+      out.reasoning += last.reasoning;
+      out.content += last.content;
+    }
+    parsed.reasoning = std::move(out.reasoning);
+    content = std::move(out.content);
+  }
+  if (state.tool_parser) {
+    ToolCallOutput out = state.tool_parser->feed(content);
+    if (finished) {
+      ToolCallOutput last = state.tool_parser->finish();
+      out.content += last.content;
+      for (ToolCall& call : last.calls) out.calls.push_back(std::move(call));
+    }
+    content = std::move(out.content);
+    for (const ToolCall& call : out.calls)
+      parsed.calls.push_back({{"index", state.tool_calls.size() + parsed.calls.size()},
+                              {"id", tool_call_id()},
+                              {"type", "function"},
+                              {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  }
+  parsed.content = std::move(content);
+  state.reasoning += parsed.reasoning;
+  state.content += parsed.content;
+  for (const json& call : parsed.calls) {
+    json entry = call;
+    entry.erase("index");
+    state.tool_calls.push_back(std::move(entry));
+  }
+  return parsed;
 }
 
 bool CompletionResponse::finished() const {
@@ -119,9 +173,13 @@ std::string CompletionResponse::add(const SequenceEvent& event, int index) {
   const int64_t offset = state.text_chars;
   state.text += event.text;
   state.text_chars += code_points(event.text);
+  Parsed parsed;
+  if (chat_) parsed = parse(state, event.text, event.finished);
   if (event.finished) {
     state.finished = true;
     state.finish_reason = finish_reason(event.stop_reason);
+    // The answer made calls and ended by itself (not cut by max_tokens).
+    if (!state.tool_calls.empty() && state.finish_reason == std::string("stop")) state.finish_reason = "tool_calls";
   }
   if (!stream_) {
     if (event.logprobs) {
@@ -141,25 +199,34 @@ std::string CompletionResponse::add(const SequenceEvent& event, int index) {
                       {"logprobs", nullptr},
                       {"finish_reason", nullptr}}));
   state.started = true;
-  if (!event.text.empty() || event.logprobs) {
-    json logprobs = nullptr;
-    if (event.logprobs) {
-      if (chat_) {
-        logprobs = {{"content", json::array({chat_logprob(*event.logprobs)})}};
-      } else {
-        logprobs = {{"tokens", json::array()},
-                    {"token_logprobs", json::array()},
-                    {"top_logprobs", json::array()},
-                    {"text_offset", json::array()}};
-        add_completion_logprob(*event.logprobs, offset, logprobs);
-      }
-    }
-    json choice = {{"index", index}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
+  json logprobs = nullptr;
+  if (event.logprobs) {
     if (chat_) {
-      choice["delta"] = {{"content", event.text}};
+      logprobs = {{"content", json::array({chat_logprob(*event.logprobs)})}};
     } else {
-      choice["text"] = event.text;
+      logprobs = {{"tokens", json::array()},
+                  {"token_logprobs", json::array()},
+                  {"top_logprobs", json::array()},
+                  {"text_offset", json::array()}};
+      add_completion_logprob(*event.logprobs, offset, logprobs);
     }
+  }
+  if (chat_) {
+    // One chunk per part, in the answer's order; the token's logprobs on the first of them.
+    std::vector<json> deltas;
+    if (!parsed.reasoning.empty()) deltas.push_back({{"reasoning_content", parsed.reasoning}});
+    if (!parsed.content.empty()) deltas.push_back({{"content", parsed.content}});
+    for (json& call : parsed.calls) deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
+    if (deltas.empty() && event.logprobs) deltas.push_back({{"content", ""}});
+    for (json& delta : deltas) {
+      out += sse(chunk({{"index", index},
+                        {"delta", std::move(delta)},
+                        {"logprobs", std::exchange(logprobs, nullptr)},
+                        {"finish_reason", nullptr}}));
+    }
+  } else if (!event.text.empty() || event.logprobs) {
+    json choice = {{"index", index}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
+    choice["text"] = event.text;
     out += sse(chunk(std::move(choice)));
   }
   if (event.finished) {
@@ -195,7 +262,11 @@ json CompletionResponse::body() const {
                    {"logprobs", top_logprobs_ >= 0 ? state.logprobs : json(nullptr)},
                    {"finish_reason", state.finish_reason}};
     if (chat_) {
-      choice["message"] = {{"role", "assistant"}, {"content", state.text}};
+      json message = {{"role", "assistant"}};
+      message["content"] = state.content.empty() && !state.tool_calls.empty() ? json(nullptr) : json(state.content);
+      if (!state.reasoning.empty()) message["reasoning_content"] = state.reasoning;
+      if (!state.tool_calls.empty()) message["tool_calls"] = state.tool_calls;
+      choice["message"] = std::move(message);
     } else {
       choice["text"] = state.text;
     }

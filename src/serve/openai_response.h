@@ -13,16 +13,30 @@
 // the prompt once and the tokens of every choice. Token strings are their UTF-8 text (a token that ends inside a
 // character shows U+FFFD) and, in chat logprobs, their raw bytes; completions' text_offset counts characters (code
 // points) of the text before the token, as OpenAI's and vLLM's do.
+//
+// A chat answer is read back as AnswerParsing says (sequence_request.h): its think block becomes
+// message.reasoning_content (reasoning_parser.h) and its <tool_call> blocks message.tool_calls
+// [{"id": "call_<24 random characters>", "type": "function", "function": {"name", "arguments": JSON text}}]
+// (tool_call_parser.h); content is the rest (null when it is empty and there are calls, as OpenAI sends a pure tool
+// call), and finish_reason is "tool_calls" when the answer made calls and stopped by itself. Streaming sends
+// delta.reasoning_content, then delta.content as it comes (text that may still open a call is held back until it is
+// known), and each call as one delta.tool_calls entry {index, id, type, function: {name, arguments}} whole, when its
+// block closes (the clients accumulate arguments either way; a call's JSON is only known valid once it is complete).
+// Logprobs ride on the first chunk a token gives (a token whose text is held back gets a chunk with an empty content).
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "infer/batch_engine.h"
 #include "serve/api_error.h"
 #include "serve/openai_request.h"
+#include "serve/reasoning_parser.h"
+#include "serve/sequence_request.h"
+#include "serve/tool_call_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nvfp4lm::serve {
@@ -34,7 +48,7 @@ class CompletionResponse {
  public:
   // id: "chatcmpl-..." / "cmpl-..."; created: Unix seconds; model: the served name.
   CompletionResponse(const CompletionRequest& request, const Tokenizer& tokenizer, std::string id, int64_t created,
-                     std::string model);
+                     std::string model, const AnswerParsing& parsing = {});
 
   // Adds the next event of choice `index`'s sequence; returns the SSE text it adds when streaming (else "").
   std::string add(const SequenceEvent& event, int index = 0);
@@ -59,7 +73,19 @@ class CompletionResponse {
     std::string finish_reason = "length";
     int64_t completion_tokens = 0;
     nlohmann::json logprobs;  // accumulated (stream = false)
+    std::optional<ReasoningParser> reasoning_parser;
+    std::optional<ToolCallParser> tool_parser;
+    std::string reasoning;  // the parsed answer: reasoning_content, content, tool_calls
+    std::string content;
+    nlohmann::json tool_calls = nlohmann::json::array();
   };
+  // What one event adds to a choice's parsed answer (the parsers' outputs, flushed when it finished).
+  struct Parsed {
+    std::string reasoning;
+    std::string content;
+    std::vector<nlohmann::json> calls;
+  };
+  Parsed parse(Choice& state, const std::string& text, bool finished);
 
   nlohmann::json chunk(nlohmann::json choice) const;
   nlohmann::json usage() const;

@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "core/error.h"
+#include "infer/constrain/grammar_constraint.h"
+#include "infer/constrain/json_schema.h"
 #include "serve/api_error.h"
 
 namespace nvfp4lm::serve {
@@ -43,6 +45,11 @@ std::vector<int32_t> prompt_tokens_within(const CompletionRequest& request, cons
 
 std::string render_prompt(const CompletionRequest& request, const PromptRules& rules) {
   NVFP4LM_ASSERT(rules.chat_template != nullptr, "PromptRules without a chat template");
+  // A template that never mentions tools would drop them silently: the model would not know them.
+  if (!request.tools.is_null() && !rules.chat_template->supports_tools())
+    throw invalid_request(fmt::format("'tools' cannot be used: the chat template ({}) does not render tools",
+                                      rules.chat_template->origin()),
+                          "tools");
   ChatRenderOptions render;
   render.add_generation_prompt = true;
   render.enable_thinking = request.enable_thinking ? request.enable_thinking : rules.enable_thinking;
@@ -50,6 +57,57 @@ std::string render_prompt(const CompletionRequest& request, const PromptRules& r
   render.kwargs = request.chat_template_kwargs;
   render.kwargs.erase("enable_thinking");  // passed above, after --no-think
   return rules.chat_template->render(request.messages, render);
+}
+
+AnswerParsing answer_parsing(const CompletionRequest& request, const PromptRules& rules) {
+  AnswerParsing parsing;
+  if (request.endpoint != Endpoint::ChatCompletions) return parsing;
+  if (rules.chat_template != nullptr) {
+    const std::string& source = rules.chat_template->source();
+    parsing.reasoning = source.find("reasoning_content") != std::string::npos ||
+                        source.find("<think>") != std::string::npos || rules.chat_template->prompt_opens_think();
+    parsing.starts_in_reasoning = rules.chat_template->prompt_opens_think();
+  }
+  if (request.tool_choice != ToolChoice::None) {
+    parsing.tool_names = request.tool_names;
+    if (request.tool_choice == ToolChoice::Named) parsing.tool_names = {request.tool_choice_name};
+  }
+  if (!request.parallel_tool_calls) parsing.max_tool_calls = 1;
+  return parsing;
+}
+
+std::shared_ptr<const constrain::Grammar> forced_tool_call_grammar(const CompletionRequest& request,
+                                                                   const PromptRules& rules) {
+  if (request.tool_choice != ToolChoice::Required && request.tool_choice != ToolChoice::Named) return nullptr;
+  const bool close_think = rules.chat_template != nullptr && rules.chat_template->prompt_opens_think();
+  std::vector<constrain::FramedSchema> alternatives;
+  std::vector<size_t> tool_index;
+  for (size_t i = 0; i < request.tools.size(); ++i) {
+    const nlohmann::ordered_json& function = request.tools[i]["function"];
+    const std::string name = function["name"].get<std::string>();
+    if (request.tool_choice == ToolChoice::Named && name != request.tool_choice_name) continue;
+    const auto parameters = function.find("parameters");
+    constrain::FramedSchema framed;
+    framed.prefix =
+        std::string(close_think ? "\n</think>\n\n" : "") + "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": ";
+    framed.schema = parameters == function.end() ? nlohmann::ordered_json{{"type", "object"}} : *parameters;
+    framed.suffix = "}\n</tool_call>";
+    alternatives.push_back(std::move(framed));
+    tool_index.push_back(i);
+  }
+  try {
+    return constrain::framed_json_grammar(alternatives);
+  } catch (const Error& e) {
+    // The path of a framed grammar's error starts at the alternative: name the tool instead.
+    std::string message = e.what();
+    const size_t bracket = alternatives.size() == 1 ? std::string::npos : message.find("$[");
+    size_t at = 0;
+    if (bracket != std::string::npos) at = tool_index.at(std::stoul(message.substr(bracket + 2)));
+    if (alternatives.size() == 1) at = tool_index.front();
+    throw invalid_request(
+        fmt::format("'tools[{}].function.parameters' cannot force a call (tool_choice): {}", at, message),
+        fmt::format("tools[{}].function.parameters", at));
+  }
 }
 
 std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Tokenizer& tokenizer,
@@ -96,7 +154,12 @@ SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer&
   spec.options.stop_strings = request.stop;
   spec.options.skip_special = true;
   spec.top_logprobs = request.top_logprobs;
-  spec.grammar = request.response_grammar;
+  spec.grammar = request.response_grammar ? request.response_grammar : forced_tool_call_grammar(request, rules);
+  if (!request.response_grammar && spec.grammar && constrain::min_tokens(*spec.grammar) > spec.options.max_new_tokens)
+    throw invalid_request(fmt::format("'max_tokens' is {}, but the shortest forced tool call takes {} tokens; raise "
+                                      "max_tokens",
+                                      spec.options.max_new_tokens, constrain::min_tokens(*spec.grammar)),
+                          "max_tokens");
   return spec;
 }
 

@@ -19,11 +19,11 @@ constexpr size_t kMaxDetokenizeIds = size_t{1} << 22;
 
 }  // namespace
 
-json tokenize_answer(const json& body, const Tokenizer& tokenizer, const PromptRules& rules,
+json tokenize_answer(const nlohmann::ordered_json& body, const Tokenizer& tokenizer, const PromptRules& rules,
                      const RequestDefaults& defaults) {
   if (!body.is_object()) throw invalid_request("the /tokenize body must be a JSON object with 'prompt' or 'messages'");
   const bool chat = body.contains("messages");
-  json request_body = body;
+  nlohmann::ordered_json request_body = body;
   if (!chat) {
     // llama-server calls the text "content".
     if (!request_body.contains("prompt") && request_body.contains("content"))

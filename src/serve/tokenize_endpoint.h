@@ -17,7 +17,7 @@
 
 namespace nvfp4lm::serve {
 
-nlohmann::json tokenize_answer(const nlohmann::json& body, const Tokenizer& tokenizer, const PromptRules& rules,
+nlohmann::json tokenize_answer(const nlohmann::ordered_json& body, const Tokenizer& tokenizer, const PromptRules& rules,
                                const RequestDefaults& defaults);
 nlohmann::json detokenize_answer(const nlohmann::json& body, const Tokenizer& tokenizer, const PromptRules& rules);
 

@@ -33,7 +33,8 @@ TEST(ConstrainSchema, Object) {
          {R"({"a":1,"b":"x"})", R"({ "a": 1, "b": "x" })", "{\"a\":1,\n\"b\":\"\"}"},
          {R"({"a":1})", R"({"b":"x","a":1})", R"({"a":1,"b":"x","c":2})", R"({"a":"1","b":"x"})", R"({"a":1,"b":"x"} )",
           R"({  "a":1,"b":"x"})", R"({"a":1,,"b":"x"})", R"({"a":1,"b":"x",})"}});
-  // Optional properties may be left out, in any combination; the order is the names' order.
+  // Optional properties may be left out, in any combination; the order is the schema's (json::parse sorts keys, so
+  // here the names' order).
   check({R"({"type":"object","properties":{"a":{"type":"null"},"b":{"type":"null"},"c":{"type":"null"}},
              "required":["b"]})",
          {R"({"b":null})", R"({"a":null,"b":null})", R"({"b":null,"c":null})", R"({"a":null,"b":null,"c":null})"},
@@ -160,6 +161,14 @@ TEST(ConstrainSchema, MinimalLengthAndEndToken) {
   EXPECT_EQ(integer->min_bytes(), 3);
   EXPECT_TRUE(integer->needs_end_token());
   EXPECT_EQ(constrain::json_object_grammar()->min_bytes(), 2);
+}
+
+TEST(ConstrainSchema, PropertiesComeInTheOrderTheSchemaDeclaresThem) {
+  const auto grammar = json_schema_grammar(nlohmann::ordered_json::parse(
+      R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"integer"}},"required":["alpha"]})"));
+  EXPECT_TRUE(grammar_matches(grammar, R"({"zeta":1,"alpha":2})"));
+  EXPECT_TRUE(grammar_matches(grammar, R"({"alpha":2})"));
+  EXPECT_FALSE(grammar_matches(grammar, R"({"alpha":2,"zeta":1})"));
 }
 
 TEST(ConstrainSchema, FramedAlternatives) {

@@ -119,6 +119,8 @@ TEST(OpenAiRequest, BadAndUnsupportedFieldsAreRefusedByName) {
   expect_refused(json{{"prompt", {1, -2}}}, "prompt", "non-negative", Endpoint::Completions);
   expect_refused(json{{"prompt", "x"}, {"echo", true}}, "echo", "not supported", Endpoint::Completions);
   expect_refused(json{{"prompt", "x"}, {"logprobs", 30}}, "logprobs", "from 0 to 20", Endpoint::Completions);
+  expect_refused(with("functions", json::array({{{"name", "f"}}})), "functions", "use 'tools'");
+  expect_refused(with("function_call", "auto"), "function_call", "use 'tool_choice'");
   // Neutral values of unsupported features pass.
   EXPECT_NO_THROW(parse(with("tool_choice", "none")));
   EXPECT_NO_THROW(parse(with("response_format", {{"type", "text"}})));
@@ -160,6 +162,120 @@ TEST(OpenAiRequest, ResponseFormatCompilesItsGrammarOnce) {
   json tight = with("response_format", format);
   tight["max_tokens"] = 5;  // {"n":0} is 7 tokens at least
   expect_refused(tight, "max_tokens", "shortest answer");
+}
+
+const json kTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+     "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+  {"type": "function", "function": {"name": "now"}}])");
+
+TEST(OpenAiRequest, ToolsAndToolChoice) {
+  auto with = [](std::initializer_list<std::pair<const char*, json>> fields) {
+    json body = {{"messages", kMessages}};
+    for (const auto& [key, value] : fields) body[key] = value;
+    return body;
+  };
+  const CompletionRequest plain = parse(with({}));
+  EXPECT_EQ(plain.tool_choice, serve::ToolChoice::None);
+  EXPECT_TRUE(plain.tools.is_null());
+  const CompletionRequest automatic = parse(with({{"tools", kTools}}));
+  EXPECT_EQ(automatic.tool_choice, serve::ToolChoice::Auto);
+  EXPECT_EQ(automatic.tool_names, (std::vector<std::string>{"get_weather", "now"}));
+  EXPECT_EQ(automatic.tools.size(), 2u);
+  EXPECT_TRUE(automatic.parallel_tool_calls);
+  EXPECT_EQ(parse(with({{"tools", kTools}, {"tool_choice", "none"}})).tool_choice, serve::ToolChoice::None);
+  EXPECT_EQ(parse(with({{"tools", kTools}, {"tool_choice", "required"}})).tool_choice, serve::ToolChoice::Required);
+  const CompletionRequest named =
+      parse(with({{"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "now"}}}}}}));
+  EXPECT_EQ(named.tool_choice, serve::ToolChoice::Named);
+  EXPECT_EQ(named.tool_choice_name, "now");
+  EXPECT_FALSE(parse(with({{"tools", kTools}, {"parallel_tool_calls", false}})).parallel_tool_calls);
+  EXPECT_EQ(parse(with({{"tools", json::array()}})).tool_choice, serve::ToolChoice::None);
+
+  expect_refused(with({{"tools", {{{"type", "function"}, {"function", {{"name", 3}}}}}}}), "tools[0].function.name",
+                 "tools[0].function.name");
+  expect_refused(with({{"tools", "get_weather"}}), "tools", "tools");
+  expect_refused(with({{"tools", kTools}, {"tool_choice", "sometimes"}}), "tool_choice", "\"required\"");
+  expect_refused(with({{"tool_choice", "required"}}), "tool_choice", "no 'tools'");
+  expect_refused(with({{"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}}),
+                 "tool_choice.function.name", "\"nope\"");
+  expect_refused(with({{"tools", kTools}, {"tool_choice", {{"type", "function"}}}}), "tool_choice", "must be");
+  expect_refused(with({{"tools", kTools}, {"parallel_tool_calls", "no"}}), "parallel_tool_calls", "true or false");
+  expect_refused(with({{"tools", kTools}, {"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}}),
+                 "response_format", "cannot both");
+}
+
+TEST(OpenAiRequest, TheBodyKeepsItsKeyOrder) {
+  // Tools reach the template, and schemas the grammar, in the order the client wrote them (not sorted).
+  const auto body = nlohmann::ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+       "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}}}}}],
+    "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "object",
+       "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}},
+       "required": ["zeta", "alpha"]}}}})");
+  const CompletionRequest request =
+      serve::parse_completion_request(body, Endpoint::ChatCompletions, serve::RequestDefaults{});
+  EXPECT_EQ(request.tools[0]["function"]["parameters"]["properties"].begin().key(), "zeta");
+  EXPECT_TRUE(constrain::grammar_matches(request.response_grammar, R"({"zeta": 1, "alpha": 2})"));
+  EXPECT_FALSE(constrain::grammar_matches(request.response_grammar, R"({"alpha": 2, "zeta": 1})"));
+}
+
+TEST(OpenAiRequest, ForcedToolCallsAreAGrammarOfTheTemplatesCallText) {
+  const Tokenizer& tokenizer = tiny_serve_tokenizer();
+  serve::PromptRules rules;
+  rules.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::resolve(tokenizer, "qwen3-instruct-2507"));
+  rules.context = 4096;
+  rules.vocab_size = static_cast<int64_t>(tokenizer.vocab_size());
+  const json tools_body = {{"messages", kMessages}, {"tools", kTools}};
+  EXPECT_EQ(serve::to_sequence_spec(parse(tools_body), tokenizer, rules, 0).grammar, nullptr);  // auto: free text
+
+  json required = tools_body;
+  required["tool_choice"] = "required";
+  const auto grammar = serve::to_sequence_spec(parse(required), tokenizer, rules, 0).grammar;
+  ASSERT_NE(grammar, nullptr);
+  EXPECT_TRUE(constrain::grammar_matches(
+      grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(constrain::grammar_matches(grammar, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(
+      constrain::grammar_matches(grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(constrain::grammar_matches(grammar, "Sure."));
+
+  json named = tools_body;
+  named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "now"}}}};
+  const auto only_now = serve::to_sequence_spec(parse(named), tokenizer, rules, 0).grammar;
+  EXPECT_TRUE(
+      constrain::grammar_matches(only_now, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(constrain::grammar_matches(
+      only_now, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"P\"}}\n</tool_call>"));
+
+  // A template whose prompt opens the think block: the forced call closes it empty first.
+  rules.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::resolve(tokenizer, "qwen3-thinking-2507"));
+  const auto thinking = serve::to_sequence_spec(parse(named), tokenizer, rules, 0).grammar;
+  EXPECT_TRUE(constrain::grammar_matches(
+      thinking, "\n</think>\n\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"));
+
+  // A template that does not render tools refuses them rather than dropping them.
+  serve::PromptRules plain = rules;
+  plain.chat_template = std::make_shared<const ChatTemplate>(
+      "{% for message in messages %}{{ message.content }}{% endfor %}", "a test template");
+  try {
+    serve::to_sequence_spec(parse(tools_body), tokenizer, plain, 0);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.param(), "tools") << error.what();
+    EXPECT_NE(std::string(error.what()).find("does not render tools"), std::string::npos) << error.what();
+  }
+
+  // A parameters schema the grammar cannot follow: 400 naming the tool.
+  json bad = named;
+  bad["tools"][1]["function"]["parameters"] = {{"type", "string"}, {"pattern", "x"}};
+  try {
+    serve::to_sequence_spec(parse(bad), tokenizer, rules, 0);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.param(), "tools[1].function.parameters") << error.what();
+    EXPECT_NE(std::string(error.what()).find("'pattern'"), std::string::npos) << error.what();
+  }
 }
 
 TEST(OpenAiRequest, PenaltiesAndLogitBias) {

@@ -194,7 +194,9 @@ TEST(ServeHttp, BadRequestsGetOpenAiErrors) {
   expect_error(post_json(client, "/v1/chat/completions", hot.dump()), 400, "'temperature' must be a number", "type");
   json tools = chat_body("Hi", 2);
   tools["tools"] = json::array({{{"type", "function"}}});
-  expect_error(post_json(client, "/v1/chat/completions", tools.dump()), 400, "no tool calling", "tools");
+  const HttpResult bad_tools = post_json(client, "/v1/chat/completions", tools.dump());
+  expect_error(bad_tools, 400, "tools[0].function is missing", "tools");
+  EXPECT_EQ(bad_tools.json()["error"]["param"], "tools[0].function");
   expect_error(post_json(client, "/v1/chat/completions", json{{"messages", json::array()}}.dump()), 400,
                "non-empty list", "no messages");
   expect_error(post_json(client, "/v1/completions", json{{"prompt", {"a", "b"}}}.dump()), 400, "one prompt",

@@ -17,7 +17,8 @@
 namespace nvfp4lm::constrain {
 namespace {
 
-using nlohmann::json;
+// Ordered: properties are compiled in the order the schema writes them (as a client's dict declares them).
+using json = nlohmann::ordered_json;
 
 constexpr int kMaxDepth = 64;              // nested schemas (not $ref recursion, which is a rule)
 constexpr size_t kMaxSymbols = 4'000'000;  // grammar size: a schema that unrolls further is refused
@@ -217,7 +218,7 @@ class SchemaCompiler {
                            return value_has_type(value, type);
                          });
       if (!typed) continue;  // such a value would not validate: leave it out
-      rules_.builder().add_alternative(rule, {rules_.literal_value(value)});
+      rules_.builder().add_alternative(rule, {rules_.literal_value(nlohmann::json(value))});
       any = true;
       open = open || value.is_number();
     }
@@ -308,7 +309,7 @@ class SchemaCompiler {
     std::vector<Symbol> values;
     if (const auto it = schema.find("properties"); it != schema.end()) {
       NVFP4LM_CHECK(it->is_object(), "'properties' at {} must be an object of schemas", path);
-      // nlohmann::json keeps object keys sorted, not in the order written: properties follow the sorted order.
+      // In the order the schema writes them (ordered_json), as OpenAI's structured outputs keep them.
       for (const auto& [name, property] : it->items()) {
         names.push_back(name);
         values.push_back(compile(property, child_path(path + ".properties", name), depth + 1).symbol);

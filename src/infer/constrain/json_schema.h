@@ -11,8 +11,9 @@
 // is ("unsupported keyword 'pattern' at $.properties.zip"); nothing is silently ignored.
 //
 // The grammar may accept fewer texts than the schema allows, never more — so every answer validates:
-//  - properties come in the order of their names (nlohmann::json sorts an object's keys, so the order the request
-//    wrote is not known); an object that declares properties and says nothing about
+//  - properties come in the order the schema declares them (the schema is an ordered_json: a request's is parsed
+//    keeping its key order; one converted from nlohmann::json has them sorted); an object that declares properties
+//    and says nothing about
 //    additionalProperties gets no others (OpenAI's strict mode and xgrammar's default); one that declares none takes
 //    any members, as JSON Schema says. Extra members' names are made of [A-Za-z0-9_-] and differ from every
 //    declared name (a duplicate key would override a checked value);
@@ -36,7 +37,7 @@ struct JsonGrammarOptions {
 
 // A value that validates against `schema`. Error (one line, naming the keyword and its path) for what is not
 // supported or cannot be matched by any value (false, an empty enum, minimum > maximum, ...).
-std::shared_ptr<const Grammar> json_schema_grammar(const nlohmann::json& schema,
+std::shared_ptr<const Grammar> json_schema_grammar(const nlohmann::ordered_json& schema,
                                                    const JsonGrammarOptions& options = {});
 
 // Any JSON object (OpenAI's response_format {"type": "json_object"}).
@@ -47,7 +48,7 @@ std::shared_ptr<const Grammar> json_object_grammar(const JsonGrammarOptions& opt
 // byte for byte (an added token such as <tool_call> matches them as its text).
 struct FramedSchema {
   std::string prefix;
-  nlohmann::json schema;
+  nlohmann::ordered_json schema;
   std::string suffix;
 };
 // Any one of the alternatives (several tools: one framed schema each). Error as json_schema_grammar, the path

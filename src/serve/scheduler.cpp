@@ -177,6 +177,7 @@ bool Scheduler::iterate() {
       // time round.
       for (int64_t free = engine_.slots() - engine_.running(); free > 0 && !waiting_.empty(); --free) {
         admitted.push_back(waiting_.front());
+        running_channels_.push_back(waiting_.front());  // so submit() sees it withdrawn before it runs
         waiting_.pop_front();
         ++running_count_;  // counted from here, so drain() cannot miss it
       }

@@ -27,6 +27,17 @@ std::string AnswerStream::finish(StopReason reason) {
   return text;
 }
 
+// The text `token` makes final, through the stop-string filter; a stop string found ends the answer.
+std::string AnswerStream::decode(int32_t token) {
+  std::string text = filter_.push(decoder_.push(token));
+  if (filter_.stopped()) {
+    finished_ = true;
+    reason_ = StopReason::StopString;
+    detail_ = filter_.matched();
+  }
+  return text;
+}
+
 std::string AnswerStream::push(int32_t token) {
   NVFP4LM_ASSERT(!finished_, "AnswerStream::push after the answer ended");
   ++tokens_;
@@ -34,13 +45,8 @@ std::string AnswerStream::push(int32_t token) {
     detail_ = std::string(tokenizer_.token_text(token));
     return finish(StopReason::EndOfSequence);
   }
-  std::string text = filter_.push(decoder_.push(token));
-  if (filter_.stopped()) {
-    finished_ = true;
-    reason_ = StopReason::StopString;
-    detail_ = filter_.matched();
-    return text;
-  }
+  std::string text = decode(token);
+  if (finished_) return text;
   if (tokens_ >= max_new_tokens_) text += finish(context_bound_ ? StopReason::ContextFull : StopReason::MaxTokens);
   return text;
 }
@@ -49,13 +55,8 @@ std::string AnswerStream::push_last(int32_t token) {
   NVFP4LM_ASSERT(!finished_, "AnswerStream::push_last after the answer ended");
   if (std::binary_search(eos_ids_.begin(), eos_ids_.end(), token)) return push(token);
   ++tokens_;
-  std::string text = filter_.push(decoder_.push(token));
-  if (filter_.stopped()) {
-    finished_ = true;
-    reason_ = StopReason::StopString;
-    detail_ = filter_.matched();
-    return text;
-  }
+  std::string text = decode(token);
+  if (finished_) return text;
   return text + finish(StopReason::EndOfSequence);
 }
 

@@ -41,6 +41,7 @@ class AnswerStream {
 
  private:
   std::string finish(StopReason reason);
+  std::string decode(int32_t token);  // through the stop-string filter; ends the answer at a stop string
 
   Tokenizer tokenizer_;
   std::vector<int32_t> eos_ids_;  // sorted

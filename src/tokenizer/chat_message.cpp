@@ -52,6 +52,17 @@ void check_string(const json& object, const char* key, std::string_view place, c
   if (!it->is_string()) fail(place, path + "." + key, fmt::format("is {}, expected a string", kind(*it)));
 }
 
+// object["function"], an object with a non-empty string "name" (a tool call's or a tool's); `keys` says what it holds.
+const json& named_function(const json& object, std::string_view place, const std::string& at, const char* keys) {
+  const auto function = object.find("function");
+  if (function == object.end() || !function->is_object())
+    fail(place, at + ".function", fmt::format("is missing or not an object with {}", keys));
+  const auto name = function->find("name");
+  if (name == function->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+    fail(place, at + ".function.name", "is missing or not a non-empty string");
+  return *function;
+}
+
 void check_tool_calls(const json& calls, std::string_view place, const std::string& path) {
   if (!calls.is_array()) fail(place, path, fmt::format("is {}, expected a list of tool calls", kind(calls)));
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -62,14 +73,9 @@ void check_tool_calls(const json& calls, std::string_view place, const std::stri
     check_string(call, "id", place, at, false);
     if (call.contains("type") && call["type"] != "function")
       fail(place, at + ".type", fmt::format("is {}, expected \"function\"", json_excerpt(call["type"], 40)));
-    const auto function = call.find("function");
-    if (function == call.end() || !function->is_object())
-      fail(place, at + ".function", "is missing or not an object with \"name\" and \"arguments\"");
-    const auto name = function->find("name");
-    if (name == function->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
-      fail(place, at + ".function.name", "is missing or not a non-empty string");
-    const auto arguments = function->find("arguments");
-    if (arguments != function->end() && !arguments->is_string() && !arguments->is_object())
+    const json& function = named_function(call, place, at, "\"name\" and \"arguments\"");
+    const auto arguments = function.find("arguments");
+    if (arguments != function.end() && !arguments->is_string() && !arguments->is_object())
       fail(place, at + ".function.arguments", fmt::format("is {}, expected JSON text or an object", kind(*arguments)));
   }
 }
@@ -141,14 +147,9 @@ void check_chat_tools(const json& tools, std::string_view place) {
     const json& tool = tools[i];
     if (!tool.is_object() || tool.value("type", json("function")) != "function")
       fail(place, at, "is not a {\"type\": \"function\", \"function\": {...}} object");
-    const auto function = tool.find("function");
-    if (function == tool.end() || !function->is_object())
-      fail(place, at + ".function", "is missing or not an object with \"name\", \"description\", \"parameters\"");
-    const auto name = function->find("name");
-    if (name == function->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
-      fail(place, at + ".function.name", "is missing or not a non-empty string");
-    check_string(*function, "description", place, at + ".function", false);
-    if (function->contains("parameters") && !(*function)["parameters"].is_object())
+    const json& function = named_function(tool, place, at, "\"name\", \"description\", \"parameters\"");
+    check_string(function, "description", place, at + ".function", false);
+    if (function.contains("parameters") && !function["parameters"].is_object())
       fail(place, at + ".function.parameters", "is not a JSON Schema object");
   }
 }

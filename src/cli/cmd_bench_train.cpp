@@ -34,6 +34,11 @@
 namespace nvfp4lm::cli {
 namespace {
 
+// The trainer's precision (train_step.h) and the benchmark's QAT mode.
+std::string bench_precision(Device device, bool bf16_master, QatMode qat) {
+  return fmt::format("{}, QAT {}", train_precision(device, bf16_master), qat_mode_name(qat));
+}
+
 struct BenchTrainCliOptions {
   std::string model;
   std::string preset;
@@ -68,7 +73,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   const bool bf16_master = cli.master == "bf16";
   const Recompute recompute = parse_flag_value("--recompute", cli.recompute, parse_recompute);
 
-  print_header("bench train", device, train_compute_path(device, qat), train_precision(device, bf16_master, qat));
+  print_header("bench train", device, train_compute_path(device, qat), bench_precision(device, bf16_master, qat));
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<ModelFiles> files;
   if (cli.preset.empty()) {
@@ -115,7 +120,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   json["model"] = cli.preset.empty() ? cli.model : "preset:" + cli.preset;
   json["device"] = device.label();
   json["compute_path"] = train_compute_path(device, qat);
-  json["precision"] = train_precision(device, bf16_master, qat);
+  json["precision"] = bench_precision(device, bf16_master, qat);
   json["qat"] = std::string(qat_mode_name(qat));
   json["optimizer"] = cli.optimizer;
   json["master"] = cli.master;
@@ -126,7 +131,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}{}; recompute {}\n", "model",
                                  json["model"].get<std::string>(), "compute path", train_compute_path(device, qat),
-                                 device.label(), train_precision(device, bf16_master, qat), cli.optimizer,
+                                 device.label(), bench_precision(device, bf16_master, qat), cli.optimizer,
                                  cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
   if (cli.packed_weights) text += fmt::format("{:<28} packed NVFP4, dequantized per block\n", "forward weights");
   text += train_bench_table(result);

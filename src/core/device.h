@@ -31,6 +31,11 @@ std::string cuda_sm_text(int sm);      // 90 -> "9.0"
 // driver's reason), no such index, or an SM below kMinCudaSm.
 std::string device_unavailable_reason(Device device);
 
+// The one set-up of --device and --max-memory for every command: parses `text` ("cpu", "cuda", "cuda:N"), Error
+// when computations cannot run there (the reason, and what to do), and limits the memory tracker's bytes on it to
+// `max_memory_gib` GiB (0: no limit; a negative or non-finite value is an Error).
+Device open_device(const std::string& text, double max_memory_gib);
+
 // Waits for the work queued on `device` (its one stream on CUDA; nothing on the CPU), so a host clock stopped after
 // it counts that work.
 void synchronize(Device device);

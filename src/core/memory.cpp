@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
@@ -126,6 +127,20 @@ size_t current_rss_bytes() {
   std::fclose(f);
   if (read != 2) return 0;
   return static_cast<size_t>(pages_resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+Device open_device(const std::string& text, double max_memory_gib) {
+  const Device device = Device::parse(text);
+  const std::string reason = device_unavailable_reason(device);
+  NVFP4LM_CHECK(reason.empty(), "--device {}: {}; run `nvfp4lm diagnose` for details, or use --device cpu", text,
+                reason);
+  NVFP4LM_CHECK(std::isfinite(max_memory_gib) && max_memory_gib >= 0,
+                "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}", max_memory_gib);
+  if (max_memory_gib == 0) return device;
+  const double bytes = max_memory_gib * 1024.0 * 1024.0 * 1024.0;
+  NVFP4LM_CHECK(bytes >= 1, "--max-memory {} GiB is less than a byte", max_memory_gib);
+  MemoryTracker::instance().set_limit(device, static_cast<size_t>(bytes));
+  return device;
 }
 
 }  // namespace nvfp4lm

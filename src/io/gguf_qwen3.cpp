@@ -78,9 +78,7 @@ void add_qwen3_gguf_metadata(GgufWriter& writer, const Qwen3Config& config, std:
 }
 
 void add_tokenizer_gguf_metadata(GgufWriter& writer, const Tokenizer& tokenizer, const Qwen3Config& config) {
-  NVFP4LM_CHECK(tokenizer.vocab_size() <= static_cast<size_t>(config.vocab_size),
-                "GGUF: the tokenizer {} has {} ids but the model's embedding only {}", tokenizer.origin(),
-                tokenizer.vocab_size(), config.vocab_size);
+  check_tokenizer_fits_model(tokenizer, config.vocab_size, "being written as GGUF");
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   tokens.reserve(static_cast<size_t>(config.vocab_size));

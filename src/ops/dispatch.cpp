@@ -19,10 +19,6 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> operan
   return device;
 }
 
-void no_cuda_implementation(const char* op) {
-  NVFP4LM_FAIL("no CUDA implementation of {} yet: run this op on the CPU (--device cpu)", op);
-}
-
 Tensor flatten_rows(const Tensor& t, const char* what) {
   NVFP4LM_ASSERT(t.defined() && t.rank() >= 1, "{}: needs a tensor of rank >= 1, got {}", what, t.str());
   if (t.rank() == 2) return t;

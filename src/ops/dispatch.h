@@ -19,7 +19,4 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> operan
 // row-strided); higher ranks must be contiguous.
 Tensor flatten_rows(const Tensor& t, const char* what);
 
-// Throws the Error a CUDA operand gets while `op` has no CUDA twin yet.
-[[noreturn]] void no_cuda_implementation(const char* op);
-
 }  // namespace nvfp4lm

@@ -337,4 +337,11 @@ const std::string& Tokenizer::chat_template_source() const { return data_->chat_
 bool Tokenizer::normalizes_nfc() const { return data_->nfc; }
 const std::string& Tokenizer::origin() const { return data_->origin; }
 
+void check_tokenizer_fits_model(const Tokenizer& tokenizer, int64_t model_vocab_size, const std::string& model) {
+  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= model_vocab_size,
+                "the tokenizer {} has {} tokens but the model {} has only {} embeddings; pass the model's own "
+                "tokenizer with --tokenizer DIR",
+                tokenizer.origin(), tokenizer.vocab_size(), model, model_vocab_size);
+}
+
 }  // namespace nvfp4lm

@@ -126,4 +126,8 @@ class Tokenizer {
   std::shared_ptr<const tokenizer::TokenizerData> data_;
 };
 
+// The one check that a tokenizer suits a model: every id it produces must have an embedding (a model's vocabulary may
+// be larger than its tokenizer, padded for the GEMMs, never smaller). Error naming both, and the fix.
+void check_tokenizer_fits_model(const Tokenizer& tokenizer, int64_t model_vocab_size, const std::string& model);
+
 }  // namespace nvfp4lm

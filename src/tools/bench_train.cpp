@@ -111,15 +111,6 @@ std::string percent(double part, double whole) {
 
 }  // namespace
 
-std::string train_compute_path(Device device, QatMode qat) {
-  return fmt::format("{}/{}", device.is_cpu() ? "cpu" : "cuda", qat == QatMode::Off ? "dense" : "dequant-gemm");
-}
-
-std::string train_precision(Device device, bool bf16_master, QatMode qat) {
-  return fmt::format("{} activations{}, {} master weights, fp32 gradients, QAT {}", device.is_cpu() ? "fp32" : "bf16",
-                     device.is_cpu() ? "" : " (fp32 accumulation)", bf16_master ? "bf16" : "fp32", qat_mode_name(qat));
-}
-
 TrainFlops train_step_flops(const Qwen3Config& config, int64_t batch, int64_t seq_len) {
   const double tokens = static_cast<double>(batch) * static_cast<double>(seq_len);
   const int64_t linear_parameters =
@@ -193,33 +184,22 @@ TrainBenchResult run_train_bench(Qwen3Trainable& model, Optimizer& optimizer, co
     StepTimes times;
     auto start = Clock::now();
     model.zero_grad();
-    double loss = 0;
-    if (model.options().fused_update) {
-      // Optimizer and refresh run inside the backward: the whole step is "forward+backward" (no clipping).
-      const FusedStepResult fused =
-          fused_train_step(model, optimizer, batch, grad_scale, LossKind::CrossEntropy, options.lr);
+    StepSettings settings;
+    settings.grad_scale = grad_scale;
+    settings.lr = options.lr;
+    settings.max_grad_norm = options.max_grad_norm;
+    // A fused step is one part (its optimizer and refresh run inside the backward): all of it is "forward+backward".
+    const StepResult update = take_train_step(model, optimizer, std::span(&batch, 1), settings, [&](StepPart part) {
       synchronize(device);
-      times.forward_backward = seconds_since(start);
-      loss = fused.stats.mean();
-      NVFP4LM_CHECK(fused.applied && fused.skipped_groups.empty(),
-                    "bench train: step {} has a non-finite loss ({}) or gradient norm ({}); try a smaller --lr",
-                    step + 1, loss, fused.grad_norm);
-    } else {
-      const LossStats stats = accumulate_gradients(model, std::span(&batch, 1), grad_scale, LossKind::CrossEntropy);
-      synchronize(device);
-      times.forward_backward = seconds_since(start);
-      loss = stats.mean();
+      (part == StepPart::Backward    ? times.forward_backward
+       : part == StepPart::Optimizer ? times.optimizer
+                                     : times.refresh) = seconds_since(start);
       start = Clock::now();
-      const UpdateResult update =
-          apply_update(model, optimizer, loss, options.lr, options.max_grad_norm, [&](StepPart part) {
-            synchronize(device);
-            (part == StepPart::Optimizer ? times.optimizer : times.refresh) = seconds_since(start);
-            start = Clock::now();
-          });
-      NVFP4LM_CHECK(update.applied,
-                    "bench train: step {} has a non-finite loss ({}) or gradient norm ({}); try a smaller --lr",
-                    step + 1, loss, update.grad_norm);
-    }
+    });
+    const double loss = update.stats.mean();
+    NVFP4LM_CHECK(update.applied && update.skipped_groups.empty(),
+                  "bench train: step {} has a non-finite loss ({}) or gradient norm ({}); try a smaller --lr", step + 1,
+                  loss, update.grad_norm);
 
     if (step == 0) result.first_loss = loss;
     result.last_loss = loss;

@@ -28,13 +28,9 @@
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
 #include "train/optim/optimizer.h"
+#include "train/train_step.h"
 
 namespace nvfp4lm {
-
-// "cpu/dequant-gemm" (QAT: deq(Q(W)) in a dense GEMM) or "cpu/dense"; "cuda/..." likewise (as Trainer says).
-std::string train_compute_path(Device device, QatMode qat);
-// "fp32 activations, fp32 master weights, fp32 gradients, QAT w4a16".
-std::string train_precision(Device device, bool bf16_master, QatMode qat);
 
 // Model FLOPs of one optimizer step (forward 2 + backward 4 FLOPs per multiply-accumulate of a weight):
 //   linear    = 6 * (q, k, v, o, gate, up, down parameters of all layers) * tokens

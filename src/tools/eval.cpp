@@ -78,9 +78,7 @@ EvalResult evaluate_model(const Qwen3Model& model, const Tokenizer& tokenizer, c
                 result.seq_len, result.model, context);
   NVFP4LM_CHECK(result.seq_len >= 2, "--seq-len {} is too short: a window needs at least 2 tokens", result.seq_len);
   result.stride = options.stride > 0 ? options.stride : std::max<int64_t>(1, result.seq_len / 2);
-  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= config.vocab_size,
-                "tokenizer {} has {} tokens but model {} has only {} embeddings: pass the model's own tokenizer",
-                tokenizer.origin(), tokenizer.vocab_size(), result.model, config.vocab_size);
+  check_tokenizer_fits_model(tokenizer, config.vocab_size, result.model);
 
   DatasetOptions data_options;
   data_options.format = options.data_format;

@@ -208,10 +208,7 @@ ParityReport run_parity(const ParityOptions& options) {
   const std::unique_ptr<ModelFiles> files = open_model(options.model, options.open);
   const Tokenizer tokenizer = Tokenizer::load(files->tokenizer_dir() ? *files->tokenizer_dir() : files->path());
   const int64_t vocab = files->config().vocab_size;
-  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= vocab,
-                "parity: tokenizer {} has {} tokens but model {} has only {} embeddings: pass the model's own "
-                "tokenizer with --tokenizer DIR",
-                tokenizer.origin(), tokenizer.vocab_size(), options.model.string(), vocab);
+  check_tokenizer_fits_model(tokenizer, vocab, options.model.string());
   const auto candidates = static_cast<int64_t>(tokenizer.vocab_size());
   if (options.other) {
     const int64_t other_vocab = open_model(*options.other)->config().vocab_size;

@@ -1,6 +1,8 @@
 // See train_step.h.
 #include "train/train_step.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/memory.h"
@@ -75,6 +77,46 @@ FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, co
   result.applied = true;
   result.grad_norm = std::sqrt(sum_of_squares);
   return result;
+}
+
+StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::span<const TrainBatch> micro_batches,
+                           const StepSettings& settings, const std::function<void(StepPart)>& after) {
+  StepResult result;
+  if (model.options().fused_update) {
+    NVFP4LM_ASSERT(micro_batches.size() == 1, "a fused step takes one micro-batch, not {}", micro_batches.size());
+    const MemoryPhase phase("forward");  // the whole step runs inside the model's forward and backward
+    FusedStepResult fused =
+        fused_train_step(model, optimizer, micro_batches.front(), settings.grad_scale, settings.loss, settings.lr);
+    if (after) after(StepPart::Backward);
+    result.stats = fused.stats;
+    result.grad_norm = fused.grad_norm;
+    result.applied = fused.applied;
+    result.skipped_groups = std::move(fused.skipped_groups);
+    result.update_amaxes = fused.update_amaxes;
+  } else {
+    result.stats = accumulate_gradients(model, micro_batches, settings.grad_scale, settings.loss);
+    if (after) after(StepPart::Backward);
+    const UpdateResult update =
+        apply_update(model, optimizer, result.stats.mean(), settings.lr, settings.max_grad_norm, after);
+    result.grad_norm = update.grad_norm;
+    result.clip_coefficient = update.clip_coefficient;
+    result.applied = update.applied;
+    result.update_amaxes = update.update_amaxes;
+  }
+  // Fused: delivered groups are zeroed by the model, but a non-finite loss returns before any delivery with the
+  // loss head's gradients (lm_head, a tied embedding) already accumulated. Unfused: nothing was applied.
+  if (!result.applied) model.zero_grad();
+  return result;
+}
+
+std::string train_compute_path(Device device, QatMode qat) {
+  return fmt::format("{}/{}", device.is_cpu() ? "cpu" : "cuda", qat == QatMode::Off ? "dense" : "dequant-gemm");
+}
+
+std::string train_precision(Device device, bool bf16_master) {
+  return fmt::format("{} activations{}, {} master weights, fp32 gradients", device.is_cpu() ? "fp32" : "bf16",
+                     device.is_cpu() ? "" : " (fp32 accumulation)",
+                     bf16_master ? "bf16 (stochastic rounding)" : "fp32");
 }
 
 }  // namespace nvfp4lm

@@ -1,6 +1,6 @@
 // One training step, the way the training loop (trainer.cpp) and `bench train` (tools/bench_train.cpp) both take it,
 // so the benchmark times exactly the step users train with (as llm.c's main, tests and profiler all call
-// gpt2_update). Two forms, chosen by TrainModelOptions::fused_update:
+// gpt2_update): take_train_step. Two forms behind it, chosen by TrainModelOptions::fused_update:
 //
 // Unfused (accumulate_gradients, then apply_update): the micro-batches' gradients are summed (grad_scale =
 // 1 / trained tokens of the whole step), then the global gradient norm is taken; a non-finite loss or norm applies
@@ -37,7 +37,9 @@ namespace nvfp4lm {
 LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches, float grad_scale,
                                LossKind loss);
 
-enum class StepPart { Optimizer, Refresh };
+// The parts of a step, in order, as `after` callbacks see them. A fused step is one part (Backward): its optimizer
+// and refresh run inside the backward.
+enum class StepPart { Backward, Optimizer, Refresh };
 
 struct UpdateResult {
   double grad_norm = 0;
@@ -60,5 +62,35 @@ struct FusedStepResult {
 
 FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,
                                  LossKind loss, double lr);
+
+struct StepSettings {
+  float grad_scale = 1;  // 1 / trained tokens of the whole step
+  LossKind loss = LossKind::CrossEntropy;
+  double lr = 0;
+  double max_grad_norm = 0;  // unfused only: <= 0 no clipping (a fused step cannot clip)
+};
+
+struct StepResult {
+  LossStats stats;  // summed over the micro-batches
+  double grad_norm = 0;
+  double clip_coefficient = 1;
+  // false: nothing was updated (a non-finite loss, or unfused a non-finite gradient norm) and the gradients are
+  // zeroed again.
+  bool applied = false;
+  // fused: the groups whose gradient was not finite (first parameter name), which kept their weights while the
+  // rest of the step was applied.
+  std::vector<std::string> skipped_groups;
+  size_t update_amaxes = 0;
+};
+
+// One optimizer step over `micro_batches` (the caller zeroed the gradients): the fused or the unfused form, as the
+// model was built. A fused step takes exactly one micro-batch.
+StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::span<const TrainBatch> micro_batches,
+                           const StepSettings& settings, const std::function<void(StepPart)>& after = {});
+
+// What training runs on: "cpu/dequant-gemm" (QAT: deq(Q(W)) in a dense GEMM) or "cpu/dense"; "cuda/..." likewise.
+std::string train_compute_path(Device device, QatMode qat);
+// "fp32 activations, fp32 master weights, fp32 gradients", the CUDA and bf16-master forms likewise.
+std::string train_precision(Device device, bool bf16_master);
 
 }  // namespace nvfp4lm

@@ -1,5 +1,8 @@
 // The training loop (`nvfp4lm train`): model + data + optimizer + LR schedule, optimizer steps, checkpoints,
-// resume, metrics, export.
+// resume, metrics, export. The loop is trainer.cpp; its rooms are train_setup.h (loading and building what the run
+// trains), run_directory.h (lock, output guards, resume point, checkpoints, metrics file), step_plan.h (which
+// micro-batches each step takes), train_step.h (one step, fused or not, as `bench train` takes it too),
+// run_totals.h (what the run counts across processes) and train_report.cpp (the lines printed before and after).
 //
 // One optimizer step:
 //   1. take `grad_accum` micro-batches from the data loader (fewer for the very last step of an --epochs run) and
@@ -47,9 +50,7 @@
 // ModelOpt export (--export, or a later `nvfp4lm export` of a checkpoint).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -58,21 +59,21 @@
 #include <string>
 #include <vector>
 
+#include "core/stopwatch.h"
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
 #include "tokenizer/tokenizer.h"
-#include "train/checkpoint.h"
-#include "train/data/data_loader.h"
-#include "train/data/dataset.h"
 #include "train/export.h"
 #include "train/metrics.h"
 #include "train/optim/lr_schedule.h"
 #include "train/optim/optimizer.h"
+#include "train/run_directory.h"
+#include "train/run_totals.h"
+#include "train/step_plan.h"
 #include "train/train_options.h"
+#include "train/train_setup.h"
 
 namespace nvfp4lm {
-
-inline constexpr size_t kMetricsTail = 20;
 
 struct TrainSummary {
   int64_t start_step = 0;  // steps done before this process (resume)
@@ -113,15 +114,15 @@ class Trainer {
   Device device() const { return device_; }
   Qwen3Trainable& model() { return *model_; }
   const Qwen3Trainable& model() const { return *model_; }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const DatasetSummary& dataset_summary() const { return dataset_summary_; }
+  const Tokenizer& tokenizer() const { return tokenizer_->tokenizer; }
+  const DatasetSummary& dataset_summary() const { return data_.summary; }
   // Evaluation samples (0 without evaluation data) and their scored tokens.
-  int64_t eval_samples() const { return eval_samples_; }
+  int64_t eval_samples() const { return data_.eval.samples; }
   // The evaluation of the current weights over the evaluation data (Error without any).
   EvalMetrics evaluate();
   // Activation ranges recorded so far (--calibrate-steps).
   const ActivationCalibration& calibration() const { return calibration_; }
-  const ChatTemplate& chat_template() const { return *chat_template_; }
+  const ChatTemplate& chat_template() const { return tokenizer_->chat_template; }
   const LrSchedule& schedule() const { return schedule_; }
   const Optimizer& optimizer() const { return *optimizer_; }
 
@@ -134,8 +135,8 @@ class Trainer {
   std::vector<std::string> setup_lines() const;
 
   int64_t step() const { return step_; }  // optimizer steps completed
-  int64_t total_steps() const { return total_steps_; }
-  bool done() const { return step_ >= total_steps_; }
+  int64_t total_steps() const { return plan_.total_steps; }
+  bool done() const { return step_ >= plan_.total_steps; }
   // Step (checkpoint) this process resumed from, if it did.
   std::optional<int64_t> resumed_from() const { return resumed_from_; }
 
@@ -158,77 +159,43 @@ class Trainer {
   TrainSummary run(const Progress& progress = {});
 
  private:
-  // The update of one step (train_step's middle): forward + backward over the micro-batches, then the optimizer;
-  // or both at once with --fused-update. Fill m's loss, accuracy, grad norm, clip coefficient and skip fields.
-  void separate_update(StepMetrics& m, const std::vector<TokenBatch>& batches);
-  void fused_update(StepMetrics& m, const TokenBatch& batch);
+  void set_up(const std::set<std::string>& given);
+  void load();
+  void restore_checkpoint();
+  // The micro-batches of the next step (step_plan.h).
+  std::vector<TokenBatch> next_batches();
   // A step with a non-finite loss or gradient: an Error under --nonfinite stop, else a warning (m.skipped when
   // nothing of the step was applied).
-  void report_nonfinite(StepMetrics& m, const std::string& reason, bool partly_applied);
-  void resolve_resume(const std::set<std::string>& given);
-  void load();
-  // The evaluation batches from --eval-data, or from `held_out` (--eval-split).
-  void load_eval_data(std::vector<Sample> held_out, const DatasetOptions& data_options, int32_t pad_id);
+  void apply_nonfinite_policy(StepMetrics& m, const std::string& reason, bool partly_applied) const;
   bool evaluates_at(int64_t step) const;
-  void restore_checkpoint();
-  void prepare_run_directory();
   nlohmann::json trainer_state() const;
   ExportSource export_source() const;
-
-  void set_up(const std::set<std::string>& given);
-  // What the run reads (model, data, tokenizer, config), for the output guard (core/files.h).
+  // What the run reads (model, data, tokenizer, config), for the output guards (core/files.h).
   std::vector<GuardedInput> read_paths() const;
-  // read_paths and the run's own files (its directory, which may hold outputs, checkpoints, copy of the model's
-  // files), which no other output of the run may be or lie in.
-  std::vector<GuardedInput> run_paths() const;
-  // --metrics, or RUN_DIR/metrics.jsonl.
-  fs::path metrics_path() const;
-  // Whether the report `path` is the run's own: RUN_DIR/metrics.jsonl, or on --resume the file the run wrote under
-  // that flag (`resumed`, as saved).
-  bool is_run_report(const fs::path& path, const std::string& resumed) const;
 
   TrainOptions options_;
-  std::unique_ptr<DirectoryLock> run_lock_;  // held for the life of the trainer
+  std::unique_ptr<RunDirectory> run_dir_;  // locked for the life of the trainer
   Device device_;
-  std::optional<CheckpointInfo> resume_checkpoint_;
-  std::string resumed_metrics_, resumed_memory_report_;  // --metrics / --memory-report of the run resumed, as saved
-  bool replace_metrics_ = false;                         // an existing metrics / memory report file may be replaced
-  bool replace_memory_report_ = false;
+  std::optional<ResumePoint> resume_;
   std::unique_ptr<ModelFiles> files_;
-  std::optional<Tokenizer> tokenizer_;
-  fs::path tokenizer_dir_;                     // where tokenizer_ came from (its files travel with exports)
-  std::optional<ChatTemplate> chat_template_;  // resolved from --chat-template when the tokenizer loads
-  nlohmann::json model_config_json_;
-  std::optional<nlohmann::json> generation_config_json_;
+  std::optional<TrainTokenizer> tokenizer_;
+  SourceModelFiles source_;
   std::optional<Qwen3Trainable> model_;
-  DatasetSummary dataset_summary_;
-  std::unique_ptr<DataLoader> loader_;
-  int64_t total_batches_ = 0;               // --epochs runs: micro-batches in the run (0 with --max-steps)
-  std::vector<int64_t> epoch_first_steps_;  // --steps-per-epoch: the first step of each epoch (empty otherwise)
+  TrainData data_;
+  StepPlan plan_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
-  int64_t total_steps_ = 0;
   int64_t step_ = 0;
   std::optional<int64_t> resumed_from_;
-  std::unique_ptr<MetricsFile> metrics_file_;
-  std::deque<nlohmann::json> metrics_tail_;
-  int64_t skipped_steps_ = 0;
-  int64_t total_loss_tokens_ = 0;  // whole run (saved in checkpoints)
-  double best_loss_ = 0;
-  int64_t best_step_ = 0;
-  // Evaluation: batches in file order, the lowest loss and its step (0: none yet).
-  std::vector<TrainBatch> eval_batches_;
-  int64_t eval_samples_ = 0;
-  int64_t eval_tokens_ = 0;
-  double best_eval_loss_ = 0;
-  int64_t best_eval_step_ = 0;
+  RunTotals totals_;
   ActivationCalibration calibration_;
   // This process.
-  int64_t session_loss_tokens_ = 0;
-  int64_t session_input_tokens_ = 0;
-  int64_t session_steps_ = 0;
-  double last_loss_ = 0;
-  std::optional<std::chrono::steady_clock::time_point> session_start_;
+  struct Session {
+    int64_t loss_tokens = 0;
+    int64_t input_tokens = 0;
+    int64_t steps = 0;
+    std::optional<Clock::time_point> start;
+  } session_;
 };
 
 }  // namespace nvfp4lm

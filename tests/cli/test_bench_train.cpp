@@ -99,7 +99,7 @@ TEST(CliBenchTrain, OtherSettingsAndTable) {
       run_cli(std::string(kBase) + "--qat off --optimizer adamw8bit --master bf16 --json '" + json_path + "'");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.err.rfind("nvfp4lm bench train: device cpu, compute path cpu/dense, precision fp32 activations, "
-                             "bf16 master weights",
+                             "bf16 (stochastic rounding) master weights",
                              0),
             0u)
       << result.err;

@@ -183,12 +183,17 @@ TEST_F(HostileFiles, SpecialFilesAndNestedJsonGiveOneLineErrors) {
   EXPECT_FALSE(fs::exists(dir_ / "r2"));
 }
 
-TEST_F(HostileFiles, UnwritableExportFailsBeforeTraining) {
-  const std::string unwritable = ::geteuid() == 0 ? "/proc/nvfp4lm-export" : "/nvfp4lm-export-test";
-  const CliResult result = run_cli(train("--output " + quoted(dir_ / "run") + " --export " + unwritable));
-  expect_one_line_error(result, {"not writable"});
-  EXPECT_EQ(result.err.find("step 1"), std::string::npos) << "refused only after training: " << result.err;
-  EXPECT_FALSE(fs::exists(dir_ / "run"));
+TEST_F(HostileFiles, UnwritableOutputsFailBeforeTraining) {
+  // Every output of a run, not only the export: the memory report (also spelled --vram-report) and --output-dat.
+  const std::string unwritable = ::geteuid() == 0 ? "/proc/nvfp4lm-out" : "/nvfp4lm-out-test";
+  for (const std::string& flag : {"--export " + unwritable, "--vram-report " + unwritable + ".json",
+                                  "--memory-report " + unwritable + ".json", "--output-dat " + unwritable + ".dat"}) {
+    SCOPED_TRACE(flag);
+    const CliResult result = run_cli(train("--output " + quoted(dir_ / "run") + " " + flag));
+    expect_one_line_error(result, {"not writable"});
+    EXPECT_EQ(result.err.find("step 1"), std::string::npos) << "refused only after training: " << result.err;
+    EXPECT_FALSE(fs::exists(dir_ / "run"));
+  }
 }
 
 TEST_F(HostileFiles, StaleTemporariesOfKilledWritersAreRemoved) {

@@ -1,0 +1,200 @@
+// See train_setup.h.
+#include "train/train_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/json_text.h"
+#include "core/logging.h"
+#include "io/hf_config.h"
+#include "io/synth_model.h"
+#include "train/data/eval_split.h"
+#include "train/data/whoami_data.h"
+
+namespace nvfp4lm {
+namespace {
+
+// --synthetic: the tiny preset's shape with --in-features / --out-features as hidden and intermediate sizes.
+Qwen3Config synthetic_config(const TrainOptions& options) {
+  Qwen3Config config = qwen3_preset("tiny");
+  if (options.in_features > 0) config.hidden_size = options.in_features;
+  if (options.out_features > 0) config.intermediate_size = options.out_features;
+  return config;
+}
+
+DataLoaderOptions loader_options(const TrainOptions& options, int32_t pad_id, bool shuffle) {
+  DataLoaderOptions loader;
+  loader.batch_size = options.batch;
+  loader.seq_len = options.seq_len;
+  loader.packing = options.packing;
+  loader.shuffle = shuffle;
+  loader.seed = options.seed;
+  loader.pad_id = pad_id;
+  return loader;
+}
+
+EvalSet load_eval_set(const TrainOptions& options, std::vector<Sample> held_out, const DatasetOptions& data_options,
+                      const Tokenizer& tokenizer) {
+  EvalSet eval;
+  if (!options.has_eval()) return eval;
+  std::vector<Sample> samples = std::move(held_out);
+  if (!options.eval_data.empty()) {
+    DatasetOptions eval_options = data_options;
+    eval_options.goal = "evaluate";
+    samples = read_dataset(options.eval_data, tokenizer, eval_options).samples;
+  }
+  eval.samples = static_cast<int64_t>(samples.size());
+  DataLoader loader(std::move(samples), loader_options(options, default_pad_id(tokenizer), /*shuffle=*/false));
+  const int64_t batches = loader.batches_in_epoch(0);
+  for (int64_t i = 0; i < batches; ++i) {
+    const TokenBatch batch = loader.next_batch();
+    eval.tokens += batch.tokens_in_batch;
+    eval.batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+  }
+  return eval;
+}
+
+}  // namespace
+
+std::unique_ptr<ModelFiles> open_training_model(const TrainOptions& options) {
+  std::unique_ptr<ModelFiles> files;
+  if (options.synthetic) {
+    const Qwen3Config shape = synthetic_config(options);
+    const std::string name = fmt::format("synthetic:hidden={},intermediate={},layers={},seed={}", shape.hidden_size,
+                                         shape.intermediate_size, shape.num_hidden_layers, options.seed);
+    files = random_model_files(shape, name, options.seed);
+  } else {
+    OpenModelOptions open_options;
+    if (!options.tokenizer.empty()) open_options.tokenizer_dir = options.tokenizer;
+    files = open_model(options.model, open_options);
+  }
+  const int layers = files->config().num_hidden_layers;
+  if (options.max_layers > 0) {
+    if (options.max_layers > layers)
+      throw UsageError(fmt::format("--max-layers {} is more than the {} layers of {}; use 1..{}", options.max_layers,
+                                   layers, files->path().string(), layers));
+    files->keep_first_layers(options.max_layers);
+  }
+  return files;
+}
+
+TrainTokenizer load_training_tokenizer(const TrainOptions& options, const ModelFiles& files) {
+  std::optional<fs::path> dir = !options.tokenizer.empty() ? fs::path(options.tokenizer) : files.tokenizer_dir();
+  if (!dir && options.synthetic) dir = find_bundled_tokenizer();
+  NVFP4LM_CHECK(dir.has_value(), "{} has no tokenizer.json beside it; name a tokenizer directory with --tokenizer",
+                options.synthetic ? std::string("the --synthetic model (the bundled Qwen3 tokenizer was not found)")
+                                  : "the model " + options.model);
+  Tokenizer tokenizer = Tokenizer::load(*dir);
+  check_tokenizer_fits_model(tokenizer, files.config().vocab_size, files.path().string());
+  ChatTemplate chat_template = ChatTemplate::resolve(tokenizer, options.chat_template);
+  return {std::move(tokenizer), *dir, std::move(chat_template)};
+}
+
+TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& tokenizer, const Qwen3Config& config) {
+  // Rows longer than the model's context could not be trained (RoPE tables, attention) and only waste memory.
+  NVFP4LM_CHECK(options.seq_len <= config.max_position_embeddings,
+                "--seq-len {} is longer than the model's context (max_position_embeddings {}); use at most that",
+                options.seq_len, config.max_position_embeddings);
+  DatasetOptions data_options;
+  data_options.format = options.data_format;
+  data_options.pair_template = options.data_template;
+  data_options.chat_template = tokenizer.chat_template;
+  data_options.train_reasoning = options.train_reasoning;
+  data_options.train_on_everything = options.train_on_everything;
+  data_options.strict = options.strict;
+  data_options.max_tokens = options.seq_len;
+  // --synthetic without --data: the identity data set of `nvfp4lm data whoami` (the defaults), made in memory.
+  Dataset dataset = options.data.empty()
+                        ? parse_dataset(make_whoami_dataset(WhoamiOptions{}).jsonl, "the built-in whoami data set",
+                                        DataFormat::Jsonl, tokenizer.tokenizer, data_options)
+                        : read_dataset(options.data, tokenizer.tokenizer, data_options);
+  TrainData data;
+  data.summary = dataset.summary;
+  std::vector<Sample> held_out;
+  if (options.eval_split > 0) held_out = hold_out_samples(dataset.samples, options.eval_split);
+  data.eval = load_eval_set(options, std::move(held_out), data_options, tokenizer.tokenizer);
+  data.loader = std::make_unique<DataLoader>(
+      std::move(dataset.samples), loader_options(options, default_pad_id(tokenizer.tokenizer), /*shuffle=*/true));
+  return data;
+}
+
+StepPlan plan_training_steps(const TrainOptions& options, const DataLoader& loader, const DatasetSummary& summary) {
+  const StepPlan plan = plan_steps({options.max_steps, options.epochs, options.steps_per_epoch, options.grad_accum},
+                                   [&](int64_t epoch) { return loader.batches_in_epoch(epoch); });
+  // A batch far larger than the data trains mostly padding, slowly: say so instead of running "forever".
+  const int64_t batch_tokens = options.batch * options.seq_len;
+  if (summary.tokens > 0 && batch_tokens > 4 * summary.tokens) {
+    log::warn(
+        "one micro-batch holds {} tokens (--batch {} x --seq-len {}) but the whole data set has {}: over {:.0f}% "
+        "of every step is padding; lower --seq-len or --batch",
+        batch_tokens, options.batch, options.seq_len, summary.tokens,
+        100.0 * (1.0 - static_cast<double>(summary.tokens) / static_cast<double>(batch_tokens)));
+  }
+  if (options.max_steps == 0 && options.grad_accum > plan.total_batches) {
+    log::warn("--grad-accum {} is more than the {} micro-batches of the whole run: it makes a single optimizer step",
+              options.grad_accum, plan.total_batches);
+  }
+  NVFP4LM_CHECK(options.warmup <= plan.total_steps, "--warmup {} is longer than the run ({} optimizer steps)",
+                options.warmup, plan.total_steps);
+  return plan;
+}
+
+LrSchedule training_schedule(const TrainOptions& options, int64_t total_steps) {
+  LrSchedule schedule;
+  schedule.decay = options.lr_schedule;
+  schedule.peak_lr = options.lr;
+  schedule.warmup_steps = options.warmup;
+  schedule.total_steps = total_steps;
+  schedule.min_lr_ratio = options.min_lr_ratio;
+  check_lr_schedule(schedule);
+  return schedule;
+}
+
+Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFiles& files, Device device) {
+  const int layers = files.config().num_hidden_layers;
+  if (options.train_last_layers > layers)
+    throw UsageError(
+        fmt::format("--train-last-layers {} is more than the model's {} layers; use 1..{} (or <= 0 to "
+                    "train every layer)",
+                    options.train_last_layers, layers, layers));
+  TrainModelOptions model_options;
+  model_options.qat = options.qat;
+  model_options.block = options.block;
+  model_options.quantize_lm_head = options.quantize_lm_head;
+  // N <= 0 trains everything, as in the F# predecessor (where 0 was the default).
+  model_options.train_last_layers = options.train_last_layers > 0 ? options.train_last_layers : -1;
+  model_options.device = device;
+  model_options.bf16_master = options.bf16_master;
+  model_options.recompute = options.recompute;
+  model_options.fused_update = options.fused_update;
+  model_options.packed_weights = options.packed_weights;
+  return Qwen3Trainable::from_files(files, model_options);
+}
+
+std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, Qwen3Trainable& model) {
+  AdamWOptions adamw;
+  adamw.weight_decay = options.weight_decay;
+  adamw.seed = options.seed;
+  check_adamw_options(adamw);
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer, model.parameters(), adamw);
+  optimizer->set_chunk_rows(options.step_chunk_rows);
+  return optimizer;
+}
+
+SourceModelFiles source_model_files(const TrainOptions& options, const ModelFiles& files,
+                                    const TrainTokenizer& tokenizer) {
+  SourceModelFiles source;
+  source.config = files.config_json();
+  const fs::path generation = files.directory() / "generation_config.json";
+  std::error_code ec;
+  source.generation_config = !files.directory().empty() && fs::is_regular_file(generation, ec)
+                                 ? read_json_file(generation)
+                                 : generation_config_to_json(files.config());
+  source.tokenizer_dir = tokenizer.dir;
+  if (options.chat_template != "auto") source.chat_template = tokenizer.chat_template.source();
+  return source;
+}
+
+}  // namespace nvfp4lm

@@ -1,0 +1,67 @@
+// The set-up of a training run, one function per thing it needs, in the order Trainer calls them: the model's
+// files, the tokenizer and chat template, the training and evaluation data, the step plan and LR schedule, the
+// trainable model and its optimizer. Each checks its own flags against what it loaded (a --seq-len longer than the
+// model's context, a tokenizer larger than the model's vocabulary, --train-last-layers above the model's layers)
+// and says which flag to change.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "io/model_files.h"
+#include "model/qwen3_trainable.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "train/data/data_loader.h"
+#include "train/data/dataset.h"
+#include "train/optim/lr_schedule.h"
+#include "train/optim/optimizer.h"
+#include "train/run_directory.h"
+#include "train/step_plan.h"
+#include "train/train_options.h"
+
+namespace nvfp4lm {
+
+// --model (its first --max-layers blocks), or the --synthetic random model.
+std::unique_ptr<ModelFiles> open_training_model(const TrainOptions& options);
+
+struct TrainTokenizer {
+  Tokenizer tokenizer;
+  fs::path dir;  // where it came from (its files travel with exports)
+  ChatTemplate chat_template;
+};
+// --tokenizer, or the model's, or for --synthetic the bundled Qwen3 tokenizer; with --chat-template resolved.
+TrainTokenizer load_training_tokenizer(const TrainOptions& options, const ModelFiles& files);
+
+// The evaluation batches: rendered, cut and batched like training batches, in file order (no shuffling).
+struct EvalSet {
+  std::vector<TrainBatch> batches;
+  int64_t samples = 0;
+  int64_t tokens = 0;  // scored tokens
+};
+
+struct TrainData {
+  DatasetSummary summary;
+  std::unique_ptr<DataLoader> loader;
+  EvalSet eval;  // empty without --eval-data / --eval-split
+};
+// --data (or, for --synthetic without it, the built-in whoami set), the --eval-split samples held out of it, and
+// --eval-data.
+TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& tokenizer, const Qwen3Config& config);
+
+// The run's steps (step_plan.h), with a warning when a micro-batch is mostly padding or --grad-accum exceeds the
+// run; Error when --warmup is longer than the run.
+StepPlan plan_training_steps(const TrainOptions& options, const DataLoader& loader, const DatasetSummary& summary);
+LrSchedule training_schedule(const TrainOptions& options, int64_t total_steps);
+
+Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFiles& files, Device device);
+std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, Qwen3Trainable& model);
+
+// config.json and generation_config.json (the file beside the model, else the defaults of its config) and the
+// tokenizer: what the run's copy of the model's files and its exports carry.
+SourceModelFiles source_model_files(const TrainOptions& options, const ModelFiles& files,
+                                    const TrainTokenizer& tokenizer);
+
+}  // namespace nvfp4lm

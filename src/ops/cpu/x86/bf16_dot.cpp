@@ -8,10 +8,6 @@
 namespace nvfp4lm::cpu::x86 {
 namespace {
 
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
-#endif
 template <int N>
 __attribute__((target("avx2,fma"))) void rows_avx2(const Bf16Rows& w, int64_t first, int64_t last,
                                                    const float* const* x, float* const* y) {
@@ -58,7 +54,6 @@ __attribute__((target("avx512f"))) void rows_avx512(const Bf16Rows& w, int64_t f
     }
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

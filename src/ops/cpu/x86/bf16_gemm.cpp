@@ -26,11 +26,6 @@ __attribute__((target("avx512f"))) void tile_avx512(const Tile& t) {
   tile_emulated<NR, MV>(t);
 }
 
-// GCC 12 starts some AVX-512 conversions from _mm512_undefined_*() and then warns (a false positive, PR 105593).
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 template <int NR, int MV>
 __attribute__((target("avx512f,avx512bf16"))) void tile_avx512bf16(const Tile& t) {
   __m512 sums[NR][MV];
@@ -85,7 +80,6 @@ __attribute__((target("avx512f"))) void dequantize_row_avx512(const uint8_t* cod
     store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kBlock);
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

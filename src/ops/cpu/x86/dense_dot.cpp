@@ -8,10 +8,6 @@
 namespace nvfp4lm::cpu::x86 {
 namespace {
 
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, see nvfp4_dot.cpp
-#endif
 // ---- AVX2 + FMA: 8 lanes, the tail through a load mask ----------------------------------------------------------
 template <int N>
 __attribute__((target("avx2,fma"))) void dense_avx2(const DenseRows& w, int64_t first, int64_t last,
@@ -56,7 +52,6 @@ __attribute__((target("avx512f"))) void dense_avx512(const DenseRows& w, int64_t
     for (int r = 0; r < N; ++r) y[r][o] = _mm512_reduce_add_ps(acc[r]);
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

@@ -13,10 +13,6 @@ constexpr int kLanes = 16;                 // int32 lanes per chunk
 constexpr int kBlocksPerPair = 16;         // blocks per pair of chunks
 constexpr float kUnscale = 1.0f / 128.0f;  // undoes the activations' 128·s_b
 
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in nvfp4_dot.cpp
-#endif
 
 // ---- AVX2: per chunk, vpmaddubsw + vpmaddwd for vpdpbusd, vphaddd for the lane pairs -------------------------
 template <int N>
@@ -105,7 +101,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void rows_avx512
     for (int r = 0; r < N; ++r) y[r][o] = _mm512_reduce_add_ps(acc[r]) * kUnscale;
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

@@ -11,13 +11,6 @@ namespace {
 
 constexpr int kBlock = 16;
 
-// GCC 12's intrinsic headers start some AVX-512 conversions from _mm512_undefined_*() and then warn about it
-// (-Wmaybe-uninitialized, a known false positive, GCC PR 105593; clang has no such warning); the values are fully
-// written.
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 // ---- AVX2 + FMA: 8 lanes; the 8 magnitudes by vpermps, the sign (code bit 3) moved to bit 31 and xored in -------
 __attribute__((target("avx2,fma"))) inline __m256 avx2_values(__m128i codes8, __m256 magnitudes) {
   const __m256i index = _mm256_cvtepu8_epi32(codes8);
@@ -97,7 +90,6 @@ __attribute__((target("avx512f"))) void rows_avx512(const Nvfp4Rows& w, int64_t 
     for (int r = 0; r < N; ++r) y[r][o] = _mm512_reduce_add_ps(acc[r]);
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

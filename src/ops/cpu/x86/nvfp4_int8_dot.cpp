@@ -16,10 +16,6 @@ constexpr int kBlocksPerChunk = 8;
 constexpr int kBlock = 16;
 constexpr int64_t kPrefetchBytes = 1024;  // how far ahead of the codes the AVX-512 kernel prefetches
 
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in nvfp4_dot.cpp
-#endif
 
 // ---- AVX2: a chunk as two 32-byte halves (blocks 0..3 and 4..7); vpmaddubsw + vpmaddwd for vpdpbusd ----------
 template <int N>
@@ -131,7 +127,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) 
     for (int r = 0; r < N; ++r) y[r][o] = w.tensor_scale * _mm512_reduce_add_ps(acc[r]);
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

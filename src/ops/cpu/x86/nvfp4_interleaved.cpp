@@ -13,10 +13,6 @@ namespace {
 
 constexpr int64_t kBlock = 16;
 
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in nvfp4_dot.cpp
-#endif
 
 // ---- AVX-512 VNNI + VBMI: a block of 16 rows is 2 loads, 4 vpermb, 4 vpdpbusd a row of x, one scale decode ------
 template <int N>
@@ -58,7 +54,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) 
                             _mm512_mul_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_set1_ps(w.tensor_scale)));
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 

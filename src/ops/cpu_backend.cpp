@@ -5,7 +5,8 @@
 #include <omp.h>
 
 #include "ops/cpu/bf16_gemm.h"
-#include "ops/cpu/isa_limit.h"
+#include "ops/cpu/cpu_features.h"
+#include "ops/cpu/kernel_family.h"
 #include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
 
@@ -31,16 +32,25 @@ std::string cpu_blas_threading_warning() {
 }
 
 const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul) {
-  if (matmul == CpuMatmul::Int8Activations) return cpu::int8_dot_isa_name(cpu::best_int8_dot_isa());
-  return cpu::dot_isa_name(cpu::best_nvfp4_dot_isa());
+  if (matmul == CpuMatmul::Int8Activations) return cpu::nvfp4_int8_dot_family().chosen().name();
+  return cpu::nvfp4_dot_family().chosen().name();
 }
 
-const char* cpu_bf16_kernel() { return cpu::bf16_isa_name(cpu::best_bf16_isa()); }
+const char* cpu_bf16_kernel() { return cpu::bf16_gemm_family().chosen().name(); }
 
 std::string cpu_isa_limit_note() {
   const cpu::IsaLevel limit = cpu::cpu_isa_limit();
   if (limit == cpu::IsaLevel::Avx512All) return {};
   return std::string(", capped by NVFP4LM_CPU_ISA=") + cpu::isa_level_name(limit);
+}
+
+std::string cpu_kernel_features() { return cpu::cpu_features_present().names(); }
+
+std::vector<std::pair<std::string, std::string>> cpu_kernel_variants() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const cpu::KernelFamilyInfo* family : cpu::cpu_kernel_families())
+    out.emplace_back(family->name(), family->chosen_isa().name);
+  return out;
 }
 
 }  // namespace nvfp4lm

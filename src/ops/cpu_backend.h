@@ -1,9 +1,12 @@
 // What the CPU backend runs on, for the reports that name it (diagnose, every command's start, benchmarks): the
-// BLAS library's threading and the NVFP4 dot-product kernel this CPU gets. The kernels stay behind ops/'s public
+// BLAS library's threading, the CPU features the kernels use and the variant of every kernel family this CPU gets
+// (ops/cpu/cpu_features.h, ops/cpu/kernel_family.h). The kernels stay behind ops/'s public
 // headers (ops/cpu/ is ops/'s own); callers above ops/ ask here.
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ops/cpu_matmul.h"
 
@@ -16,13 +19,18 @@ const char* cpu_blas_threading();
 // them for the cores (measured 2.7x slower prefill on 2 cores, bench/NOTES.md).
 std::string cpu_blas_threading_warning();
 // The NVFP4 decode kernel variant this CPU runs in that CpuMatmul mode: fp32 activations ("scalar", "avx2+fma",
-// "avx512f"; ops/cpu/nvfp4_dot.h) or, for Int8Activations, int8 ("scalar", "avx2", "avx512vnni";
+// "avx512f"; ops/cpu/nvfp4_dot.h) or, for Int8Activations, int8 ("scalar", "avx2+fma", "avx512vnni+vbmi";
 // ops/cpu/nvfp4_int8_dot.h).
 const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul);
-// The BF16 kernels' variant (the many-row products of cpu/nvfp4-bf16 and the BF16 lm_head's dot products):
-// "avx512bf16", "avx512f", "avx2+fma" or "scalar" (ops/cpu/bf16_gemm.h).
+// The BF16 kernels' variant (the many-row products of cpu/nvfp4-bf16): "avx512bf16", "avx512f", "avx2+fma" or
+// "scalar" (ops/cpu/bf16_gemm.h).
 const char* cpu_bf16_kernel();
-// ", capped by NVFP4LM_CPU_ISA=avx2" when that variable limits the variants above (ops/cpu/isa_limit.h), else "".
+// ", capped by NVFP4LM_CPU_ISA=avx2" when that variable limits the variants (ops/cpu/cpu_features.h), else "".
 std::string cpu_isa_limit_note();
+// The CPU features the kernels use that this CPU has ("avx2 fma avx512f ..."; "" when none or not x86).
+std::string cpu_kernel_features();
+// Every CPU kernel family and the variant it runs here, under the cap: {"nvfp4 dot", "avx512f"}, ...,
+// {"attention", "x86-64-v4"}.
+std::vector<std::pair<std::string, std::string>> cpu_kernel_variants();
 
 }  // namespace nvfp4lm

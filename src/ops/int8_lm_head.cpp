@@ -37,13 +37,13 @@ void Int8LmHead::logits(const Tensor& hidden, Tensor& logits) const {
                  "Int8LmHead::logits: hidden {} · [{}, {}]ᵀ -> logits {}", hidden.str(), weights_->rows, weights_->cols,
                  logits.str());
   const std::vector<cpu::Int8Activations>& quantized = cpu::quantize_int8_rows(x);
-  const cpu::DotIsa isa = cpu::best_int8_dot_isa();
+  const cpu::Int8WeightDotFamily::Variant& variant = cpu::int8_weight_dot_family().chosen();
   const cpu::Int8Weights& w = *weights_;
   cpu::run_row_groups_of(
       x.rows, [&](int64_t i) -> const cpu::Int8Activations* { return &quantized[static_cast<size_t>(i)]; }, y, w.rows,
       w.cols, w.padded_cols + w.padded_cols / 8,
       [&](int64_t first, int64_t last, const cpu::Int8Activations* const* x_rows, float* const* y_rows, int n) {
-        cpu::int8_weight_dot_rows(isa, w, first, last, x_rows, y_rows, n);
+        cpu::int8_weight_dot_rows(variant, w, first, last, x_rows, y_rows, n);
       });
 }
 

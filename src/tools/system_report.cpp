@@ -8,8 +8,6 @@
 #include <omp.h>
 
 #include <fstream>
-#include <set>
-#include <sstream>
 #include <thread>
 
 #include "core/error.h"
@@ -44,19 +42,6 @@ uint64_t meminfo_total_bytes() {
   while (in >> key >> kib >> unit)
     if (key == "MemTotal:") return kib * 1024;
   return 0;
-}
-
-std::string simd_features() {
-  std::istringstream flags(cpuinfo_field("flags"));
-  std::set<std::string> present;
-  for (std::string flag; flags >> flag;) present.insert(flag);
-  std::string text;
-  for (const char* wanted : {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "neon"}) {
-    if (!present.count(wanted)) continue;
-    if (!text.empty()) text += ' ';
-    text += wanted;
-  }
-  return text.empty() ? std::string("unknown") : text;
 }
 
 // Why no CUDA path can run on the first GPU ("" when one can).
@@ -141,7 +126,10 @@ SystemReport collect_system_report() {
 #endif
   report.cpu_model = cpuinfo_field("model name");
   if (report.cpu_model.empty()) report.cpu_model = "unknown";
-  report.cpu_features = simd_features();
+  report.cpu_features = cpu_kernel_features();  // the one probe the kernels use (ops/cpu_backend.h)
+  if (report.cpu_features.empty()) report.cpu_features = "none the kernels use";
+  report.cpu_kernels = cpu_kernel_variants();
+  report.cpu_isa_limit = cpu_isa_limit_note();
   report.logical_cores = static_cast<int>(std::thread::hardware_concurrency());
   report.openmp_threads = omp_get_max_threads();
   const char* config = openblas_get_config();
@@ -182,6 +170,8 @@ nlohmann::json system_report_json(const SystemReport& report) {
   nlohmann::json paths = nlohmann::json::array();
   for (const ComputePathStatus& path : report.compute_paths)
     paths.push_back({{"name", path.name}, {"available", path.available}, {"detail", path.detail}});
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const auto& [family, variant] : report.cpu_kernels) kernels[family] = variant;
   nlohmann::json json = {{"build",
                           {{"version", report.version},
                            {"cuda", report.cuda_built},
@@ -196,6 +186,7 @@ nlohmann::json system_report_json(const SystemReport& report) {
                            {"blas_threads", report.blas_threads},
                            {"blas_warning", report.blas_warning},
                            {"memory_total_bytes", report.memory_total_bytes}}},
+                         {"cpu_kernels", kernels},
                          {"gpus", gpus},
                          {"compute_paths", paths}};
   if (!report.gpu_unavailable.empty()) json["gpu_unavailable"] = report.gpu_unavailable;
@@ -212,6 +203,10 @@ std::string system_report_text(const SystemReport& report) {
   text +=
       fmt::format("cpu      {} ({}), {} logical cores, {} OpenMP threads, {:.1f} GiB memory\n", report.cpu_model,
                   report.cpu_features, report.logical_cores, report.openmp_threads, to_gib(report.memory_total_bytes));
+  std::string kernels;
+  for (const auto& [family, variant] : report.cpu_kernels)
+    kernels += fmt::format("{}{} {}", kernels.empty() ? "" : ", ", family, variant);
+  text += fmt::format("kernels  {}{}\n", kernels, report.cpu_isa_limit);
   text += fmt::format("blas     {}, {} threads\n", report.blas, report.blas_threads);
   if (!report.blas_warning.empty()) text += fmt::format("         warning: {}\n", report.blas_warning);
   if (report.gpus.empty()) text += fmt::format("gpu      none: {}\n", report.gpu_unavailable);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
@@ -35,7 +36,9 @@ struct SystemReport {
   std::string cuda_emulation;  // the emulated build: how its CUDA device runs (core/cuda/runtime.h); else ""
   std::string compiler;
   std::string cpu_model;
-  std::string cpu_features;  // the SIMD extensions the CPU kernels care about
+  std::string cpu_features;  // the CPU features the kernels use that this CPU has (ops/cpu/cpu_features.h)
+  std::vector<std::pair<std::string, std::string>> cpu_kernels;  // each CPU kernel family and the variant it runs
+  std::string cpu_isa_limit;                                     // ", capped by NVFP4LM_CPU_ISA=..." or ""
   int logical_cores = 0;
   int openmp_threads = 0;
   std::string blas;  // OpenBLAS configuration and core

@@ -25,8 +25,6 @@
 namespace nvfp4lm::test {
 namespace {
 
-using cpu::Bf16Isa;
-
 std::vector<uint16_t> random_bf16(int64_t count, Rng& rng) {
   std::vector<uint16_t> bits(static_cast<size_t>(count));
   for (uint16_t& b : bits) b = float_to_bf16(rng.normal() * 0.1f);
@@ -39,20 +37,19 @@ std::vector<float> random_floats(int64_t count, Rng& rng) {
   return values;
 }
 
-// Every variant that is not runnable here is named once in the test log.
-std::vector<Bf16Isa> variants_under_test() {
-  std::vector<Bf16Isa> isas = cpu::supported_bf16_isas();
-  for (Bf16Isa isa : {Bf16Isa::Scalar, Bf16Isa::Avx2, Bf16Isa::Avx512, Bf16Isa::Avx512Bf16})
-    if (!cpu::bf16_isa_supported(isa))
-      std::printf("note: this CPU cannot run the %s BF16 kernels; that variant is not tested here\n",
-                  cpu::bf16_isa_name(isa));
-  return isas;
+// The runnable variants of a family; every variant that is not runnable here is named once in the test log.
+template <typename Family>
+std::vector<const typename Family::Variant*> variants_under_test(const Family& family) {
+  for (const cpu::CpuIsa* isa : family.isas())
+    if (!cpu::cpu_can_run(*isa))
+      std::printf("note: this CPU cannot run the %s %s kernels; that variant is not tested here\n", isa->name,
+                  family.name());
+  return family.runnable();
 }
 
 TEST(Bf16Gemm, EveryVariantSumsTheBf16Products) {
-  const std::vector<Bf16Isa> isas = variants_under_test();
-  ASSERT_EQ(isas.front(), Bf16Isa::Scalar);
-  EXPECT_EQ(cpu::best_bf16_isa(), isas.back());
+  const std::vector<const cpu::Bf16GemmFamily::Variant*> variants = variants_under_test(cpu::bf16_gemm_family());
+  ASSERT_TRUE(variants.back()->isa->portable());
   Rng rng(11);
   for (const int64_t m : {1, 9, 16, 17, 63, 64, 65, 130}) {
     for (const int64_t n : {1, 5, 6, 7, 13}) {
@@ -62,9 +59,9 @@ TEST(Bf16Gemm, EveryVariantSumsTheBf16Products) {
         const float scale = 0.37f;
         cpu::PackedActivations packed;
         cpu::pack_activations(x.data(), k, m, k, packed);
-        for (Bf16Isa isa : isas) {
+        for (const cpu::Bf16GemmFamily::Variant* variant : variants) {
           std::vector<float> y(static_cast<size_t>(m * (n + 2)), -7.0f);  // two extra columns stay untouched
-          cpu::bf16_gemm(isa, packed, w.data(), k + 3, n, scale, y.data(), n + 2);
+          cpu::bf16_gemm(*variant, packed, w.data(), k + 3, n, scale, y.data(), n + 2);
           for (int64_t r = 0; r < m; ++r) {
             for (int64_t o = 0; o < n; ++o) {
               double sum = 0, magnitude = 0;
@@ -75,7 +72,7 @@ TEST(Bf16Gemm, EveryVariantSumsTheBf16Products) {
                 magnitude += std::abs(term);
               }
               ASSERT_NEAR(y[r * (n + 2) + o], scale * sum, scale * (1e-6 * magnitude + 1e-30))
-                  << cpu::bf16_isa_name(isa) << " m=" << m << " n=" << n << " k=" << k << " at " << r << "," << o;
+                  << variant->name() << " m=" << m << " n=" << n << " k=" << k << " at " << r << "," << o;
             }
             EXPECT_EQ(y[r * (n + 2) + n], -7.0f);
             EXPECT_EQ(y[r * (n + 2) + n + 1], -7.0f);
@@ -116,13 +113,13 @@ TEST(Bf16Gemm, Nvfp4RowsDequantizeExactlyToBf16) {
       s = static_cast<uint8_t>(rng.below(256));
       if ((s & 0x7F) == 0x7F) s = 0x01;  // NaN bytes never reach a kernel; the smallest subnormal instead
     }
-    for (Bf16Isa isa : cpu::supported_bf16_isas()) {
+    for (const cpu::Bf16GemmFamily::Variant* variant : cpu::bf16_gemm_family().runnable()) {
       std::vector<uint16_t> out(static_cast<size_t>(cols));
-      cpu::dequantize_nvfp4_row_bf16(isa, codes.data(), scales.data(), cols, out.data());
+      cpu::dequantize_nvfp4_row_bf16(*variant, codes.data(), scales.data(), cols, out.data());
       for (int64_t k = 0; k < cols; ++k) {
         const uint8_t code = (codes[static_cast<size_t>(k / 2)] >> (k % 2 ? 4 : 0)) & 0xF;
         const float exact = e2m1_to_float(code) * e4m3_to_float(scales[static_cast<size_t>(k / 16)]);
-        EXPECT_EQ(bf16_to_float(out[static_cast<size_t>(k)]), exact) << cpu::bf16_isa_name(isa) << " " << k;
+        EXPECT_EQ(bf16_to_float(out[static_cast<size_t>(k)]), exact) << variant->name() << " " << k;
       }
     }
   }
@@ -137,11 +134,11 @@ TEST(Bf16Dot, EveryVariantSumsFp32ActivationsTimesBf16Weights) {
       const std::vector<float> x = random_floats(n * cols, rng);
       std::vector<const float*> x_rows;
       for (int r = 0; r < n; ++r) x_rows.push_back(x.data() + r * cols);
-      for (Bf16Isa isa : cpu::supported_bf16_isas()) {
+      for (const cpu::Bf16DotFamily::Variant* variant : variants_under_test(cpu::bf16_dot_family())) {
         std::vector<float> y(static_cast<size_t>(n * out), -7.0f);
         std::vector<float*> y_rows;
         for (int r = 0; r < n; ++r) y_rows.push_back(y.data() + r * out);
-        cpu::bf16_dot_rows(isa, cpu::Bf16Rows{w.data(), ld, cols}, 2, out, x_rows.data(), y_rows.data(), n);
+        cpu::bf16_dot_rows(*variant, cpu::Bf16Rows{w.data(), ld, cols}, 2, out, x_rows.data(), y_rows.data(), n);
         for (int r = 0; r < n; ++r) {
           EXPECT_EQ(y[static_cast<size_t>(r * out)], -7.0f) << "rows before `first` are not written";
           for (int64_t o = 2; o < out; ++o) {
@@ -152,7 +149,7 @@ TEST(Bf16Dot, EveryVariantSumsFp32ActivationsTimesBf16Weights) {
               magnitude += std::abs(term);
             }
             ASSERT_NEAR(y[r * out + o], sum, 1e-6 * magnitude + 1e-30)
-                << cpu::bf16_isa_name(isa) << " cols=" << cols << " n=" << n << " row " << r << " out " << o;
+                << variant->name() << " cols=" << cols << " n=" << n << " row " << r << " out " << o;
           }
         }
       }

@@ -12,7 +12,7 @@
 namespace nvfp4lm::test {
 namespace {
 
-using cpu::DotIsa;
+using Variant = cpu::Int8WeightDotFamily::Variant;
 using cpu::Int8Activations;
 using cpu::Int8Weights;
 
@@ -113,7 +113,7 @@ Expected reference(const Case& c) {
   return e;
 }
 
-std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
+std::vector<float> run(const Variant& variant, const Case& c, int64_t first, int64_t last) {
   const int64_t n = c.x.dim(0);
   std::vector<float> y(static_cast<size_t>(n * c.out), -7.0f);
   std::vector<const Int8Activations*> x_rows;
@@ -122,7 +122,7 @@ std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
     x_rows.push_back(&c.quantized[static_cast<size_t>(r)]);
     y_rows.push_back(y.data() + r * c.out);
   }
-  cpu::int8_weight_dot_rows(isa, c.weights, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
+  cpu::int8_weight_dot_rows(variant, c.weights, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
   return y;
 }
 
@@ -132,13 +132,13 @@ TEST(Int8WeightDot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product
     for (int64_t n : {1, 2, 5, 8}) {
       const Case c = random_case(out, in, n, ++seed);
       const Expected expected = reference(c);
-      for (DotIsa isa : cpu::supported_int8_dot_isas()) {
-        const std::vector<float> y = run(isa, c, 0, out);
+      for (const Variant* variant : cpu::int8_weight_dot_family().runnable()) {
+        const std::vector<float> y = run(*variant, c, 0, out);
         for (size_t i = 0; i < y.size(); ++i) {
           ASSERT_NEAR(y[i], expected.value[i], 1e-6 * expected.magnitude[i] + 1e-30)
-              << cpu::int8_dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+              << variant->name() << " [" << out << ", " << in << "] n=" << n << " output " << i;
           ASSERT_NEAR(y[i], expected.product[i], expected.bound[i] * 1.001 + 1e-6 * expected.magnitude[i])
-              << cpu::int8_dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+              << variant->name() << " [" << out << ", " << in << "] n=" << n << " output " << i;
         }
       }
     }
@@ -147,19 +147,19 @@ TEST(Int8WeightDot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product
 
 TEST(Int8WeightDot, WritesOnlyTheRequestedRowsAndRepeatsBitForBit) {
   const Case c = random_case(29, 400, 3, 77);
-  for (DotIsa isa : cpu::supported_int8_dot_isas())
-    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(isa, c, first, last); }, 29, 3, 7,
-                                      19, cpu::int8_dot_isa_name(isa));
+  for (const Variant* variant : cpu::int8_weight_dot_family().runnable())
+    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(*variant, c, first, last); }, 29, 3,
+                                      7, 19, variant->name());
 }
 
 TEST(Int8WeightDot, NonFiniteWeightsGiveNonFiniteOutputs) {
   Case c = random_case(3, 256, 1, 5);
   c.w[300] = 0x7F80;  // +inf in row 1
   c.weights = cpu::quantize_int8_weights(c.w.data(), true, 3, 256, 256);
-  for (DotIsa isa : cpu::supported_int8_dot_isas()) {
-    const std::vector<float> y = run(isa, c, 0, 3);
-    EXPECT_TRUE(std::isfinite(y[0]) && std::isfinite(y[2])) << cpu::int8_dot_isa_name(isa);
-    EXPECT_FALSE(std::isfinite(y[1])) << cpu::int8_dot_isa_name(isa);
+  for (const Variant* variant : cpu::int8_weight_dot_family().runnable()) {
+    const std::vector<float> y = run(*variant, c, 0, 3);
+    EXPECT_TRUE(std::isfinite(y[0]) && std::isfinite(y[2])) << variant->name();
+    EXPECT_FALSE(std::isfinite(y[1])) << variant->name();
   }
 }
 
@@ -177,13 +177,19 @@ TEST(Int8WeightDot, BadArgumentsAreInternalErrors) {
   const Int8Activations* x = &c.quantized[0];
   float y[4];
   float* y_row = y;
-  EXPECT_THROW(cpu::int8_weight_dot_rows(DotIsa::Scalar, c.weights, 0, 4, &x, &y_row, 0), Error);
-  EXPECT_THROW(cpu::int8_weight_dot_rows(DotIsa::Scalar, c.weights, 0, 5, &x, &y_row, 1), Error);
+  EXPECT_THROW(
+      cpu::int8_weight_dot_rows(cpu::int8_weight_dot_family().variant(cpu::kScalarIsa), c.weights, 0, 4, &x, &y_row, 0),
+      Error);
+  EXPECT_THROW(
+      cpu::int8_weight_dot_rows(cpu::int8_weight_dot_family().variant(cpu::kScalarIsa), c.weights, 0, 5, &x, &y_row, 1),
+      Error);
   Int8Activations other;
   const std::vector<float> wide(48, 1.0f);
   cpu::quantize_int8_activations(wide.data(), 48, other);
   const Int8Activations* other_row = &other;
-  EXPECT_THROW(cpu::int8_weight_dot_rows(DotIsa::Scalar, c.weights, 0, 4, &other_row, &y_row, 1), Error);
+  EXPECT_THROW(cpu::int8_weight_dot_rows(cpu::int8_weight_dot_family().variant(cpu::kScalarIsa), c.weights, 0, 4,
+                                         &other_row, &y_row, 1),
+               Error);
   EXPECT_THROW(cpu::quantize_int8_weights(c.w.data(), true, 4, 24, 32), Error);
 }
 

@@ -80,12 +80,12 @@ TEST(LinearRows, EveryDenseDotVariantMatchesADoubleSum) {
         sum += static_cast<double>(x.data<float>()[r * in + k]) * w.data<float>()[o * in + k];
       expected.push_back(sum);
     }
-  for (cpu::DotIsa isa : cpu::supported_dot_isas()) {
+  for (const cpu::DenseDotFamily::Variant* variant : cpu::dense_dot_family().runnable()) {
     std::vector<float> y(static_cast<size_t>(3 * out), -7.0f);
     const float* x_rows[3] = {x.data<float>(), x.data<float>() + in, x.data<float>() + 2 * in};
     float* y_rows[3] = {y.data(), y.data() + out, y.data() + 2 * out};
-    cpu::dense_dot_rows(isa, {w.data<float>(), in, in}, 0, out, x_rows, y_rows, 3);
-    expect_close(y, std::vector<float>(expected.begin(), expected.end()), kForwardTol, cpu::dot_isa_name(isa));
+    cpu::dense_dot_rows(*variant, {w.data<float>(), in, in}, 0, out, x_rows, y_rows, 3);
+    expect_close(y, std::vector<float>(expected.begin(), expected.end()), kForwardTol, variant->name());
   }
 }
 

@@ -11,7 +11,7 @@
 namespace nvfp4lm::test {
 namespace {
 
-using cpu::DotIsa;
+using Variant = cpu::Nvfp4DotFamily::Variant;
 
 struct Case {
   Nvfp4Tensor w;
@@ -50,7 +50,7 @@ Expected reference(const Case& c) {
   return e;
 }
 
-std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
+std::vector<float> run(const Variant& variant, const Case& c, int64_t first, int64_t last) {
   const int64_t n = c.x.dim(0), out = c.w.rows;
   std::vector<float> y(static_cast<size_t>(n * out), -7.0f);  // rows outside [first, last) must stay -7
   std::vector<const float*> x_rows;
@@ -61,27 +61,25 @@ std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
   }
   const cpu::Nvfp4Rows rows{static_cast<const uint8_t*>(c.w.codes.raw()),
                             static_cast<const uint8_t*>(c.w.block_scales.raw()), c.w.cols, c.w.tensor_scale};
-  cpu::nvfp4_dot_rows(isa, rows, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
+  cpu::nvfp4_dot_rows(variant, rows, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
   return y;
 }
 
 TEST(Nvfp4Dot, EveryVariantMatchesTheDequantizedProduct) {
-  const std::vector<DotIsa> isas = cpu::supported_dot_isas();
-  ASSERT_FALSE(isas.empty());
-  EXPECT_EQ(isas.front(), DotIsa::Scalar);
-  EXPECT_EQ(cpu::best_nvfp4_dot_isa(), isas.back());
+  const std::vector<const Variant*> variants = cpu::nvfp4_dot_family().runnable();
+  ASSERT_TRUE(variants.back()->isa->portable());
   uint64_t seed = 1;
   for (const auto& [out, in] : {std::pair<int64_t, int64_t>{37, 48}, {16, 16}, {5, 160}, {64, 2560}}) {
     for (int64_t n = 1; n <= 8; ++n) {
       for (float tensor_scale : {1.0f, 3.1e-4f}) {
         const Case c = random_case(out, in, n, ++seed, tensor_scale);
         const Expected expected = reference(c);
-        for (DotIsa isa : isas) {
-          const std::vector<float> y = run(isa, c, 0, out);
+        for (const Variant* variant : variants) {
+          const std::vector<float> y = run(*variant, c, 0, out);
           for (size_t i = 0; i < y.size(); ++i) {
             // fp32 sums of `in` products: a few ulps of the sum of magnitudes.
             ASSERT_NEAR(y[i], expected.value[i], 1e-6 * expected.magnitude[i] + 1e-30)
-                << cpu::dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+                << variant->name() << " [" << out << ", " << in << "] n=" << n << " output " << i;
           }
         }
       }
@@ -91,17 +89,17 @@ TEST(Nvfp4Dot, EveryVariantMatchesTheDequantizedProduct) {
 
 TEST(Nvfp4Dot, WritesOnlyTheRequestedWeightRowsAndRepeatsBitForBit) {
   const Case c = random_case(29, 80, 3, 77, 0.5f);
-  for (DotIsa isa : cpu::supported_dot_isas())
-    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(isa, c, first, last); }, 29, 3, 7,
-                                      19, cpu::dot_isa_name(isa));
+  for (const Variant* variant : cpu::nvfp4_dot_family().runnable())
+    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(*variant, c, first, last); }, 29, 3,
+                                      7, 19, variant->name());
 }
 
 TEST(Nvfp4Dot, NegativeZeroCodesAndZeroScalesGiveZero) {
   Case c = random_case(4, 32, 2, 5, 1.0f);
   auto* codes = static_cast<uint8_t*>(c.w.codes.raw());
   for (int64_t i = 0; i < c.w.codes.numel(); ++i) codes[i] = 0x88;  // -0, -0
-  for (DotIsa isa : cpu::supported_dot_isas())
-    for (float v : run(isa, c, 0, 4)) EXPECT_EQ(v, 0.0f) << cpu::dot_isa_name(isa);
+  for (const Variant* variant : cpu::nvfp4_dot_family().runnable())
+    for (float v : run(*variant, c, 0, 4)) EXPECT_EQ(v, 0.0f) << variant->name();
 }
 
 TEST(Nvfp4Dot, BadArgumentsAreInternalErrors) {
@@ -111,12 +109,11 @@ TEST(Nvfp4Dot, BadArgumentsAreInternalErrors) {
   const float* x = c.x.data<float>();
   float y[4];
   float* y_row = y;
-  EXPECT_THROW(cpu::nvfp4_dot_rows(DotIsa::Scalar, rows, 0, 4, &x, &y_row, 0), Error);
-  EXPECT_THROW(cpu::nvfp4_dot_rows(DotIsa::Scalar, rows, 0, 4, &x, &y_row, 9), Error);
+  EXPECT_THROW(cpu::nvfp4_dot_rows(cpu::nvfp4_dot_family().variant(cpu::kScalarIsa), rows, 0, 4, &x, &y_row, 0), Error);
+  EXPECT_THROW(cpu::nvfp4_dot_rows(cpu::nvfp4_dot_family().variant(cpu::kScalarIsa), rows, 0, 4, &x, &y_row, 9), Error);
   cpu::Nvfp4Rows odd = rows;
   odd.cols = 24;
-  EXPECT_THROW(cpu::nvfp4_dot_rows(DotIsa::Scalar, odd, 0, 4, &x, &y_row, 1), Error);
-  EXPECT_STREQ(cpu::dot_isa_name(DotIsa::Avx512), "avx512f");
+  EXPECT_THROW(cpu::nvfp4_dot_rows(cpu::nvfp4_dot_family().variant(cpu::kScalarIsa), odd, 0, 4, &x, &y_row, 1), Error);
 }
 
 }  // namespace

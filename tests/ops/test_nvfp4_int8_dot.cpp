@@ -15,7 +15,7 @@
 namespace nvfp4lm::test {
 namespace {
 
-using cpu::DotIsa;
+using Variant = cpu::Int8DotFamily::Variant;
 using cpu::Int8Activations;
 
 struct Case {
@@ -121,7 +121,7 @@ Expected reference(const Case& c) {
   return e;
 }
 
-std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
+std::vector<float> run(const Variant& variant, const Case& c, int64_t first, int64_t last) {
   const int64_t n = c.x.dim(0), out = c.w.rows;
   std::vector<float> y(static_cast<size_t>(n * out), -7.0f);  // rows outside [first, last) must stay -7
   std::vector<const Int8Activations*> x_rows;
@@ -132,15 +132,13 @@ std::vector<float> run(DotIsa isa, const Case& c, int64_t first, int64_t last) {
   }
   const cpu::Nvfp4Rows rows{static_cast<const uint8_t*>(c.w.codes.raw()),
                             static_cast<const uint8_t*>(c.w.block_scales.raw()), c.w.cols, c.w.tensor_scale};
-  cpu::nvfp4_int8_dot_rows(isa, rows, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
+  cpu::nvfp4_int8_dot_rows(variant, rows, first, last, x_rows.data(), y_rows.data(), static_cast<int>(n));
   return y;
 }
 
 TEST(Nvfp4Int8Dot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product) {
-  const std::vector<DotIsa> isas = cpu::supported_int8_dot_isas();
-  ASSERT_FALSE(isas.empty());
-  EXPECT_EQ(isas.front(), DotIsa::Scalar);
-  EXPECT_EQ(cpu::best_int8_dot_isa(), isas.back());
+  const std::vector<const Variant*> variants = cpu::nvfp4_int8_dot_family().runnable();
+  ASSERT_TRUE(variants.back()->isa->portable());
   uint64_t seed = 11;
   // Column counts: one block; under one chunk; an odd number of chunks; a partial chunk after an odd and after an
   // even number of full ones (the AVX-512 scale load covers two chunks); Qwen3-4B's 2560.
@@ -150,13 +148,13 @@ TEST(Nvfp4Int8Dot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product)
       for (float tensor_scale : {1.0f, 3.1e-4f}) {
         const Case c = random_case(out, in, n, ++seed, tensor_scale);
         const Expected expected = reference(c);
-        for (DotIsa isa : isas) {
-          const std::vector<float> y = run(isa, c, 0, out);
+        for (const Variant* variant : variants) {
+          const std::vector<float> y = run(*variant, c, 0, out);
           for (size_t i = 0; i < y.size(); ++i) {
             ASSERT_NEAR(y[i], expected.value[i], 1e-6 * expected.magnitude[i] + 1e-30)
-                << cpu::int8_dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+                << variant->name() << " [" << out << ", " << in << "] n=" << n << " output " << i;
             ASSERT_NEAR(y[i], expected.fp32_product[i], expected.bound[i] * 1.001 + 1e-6 * expected.magnitude[i])
-                << cpu::int8_dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+                << variant->name() << " [" << out << ", " << in << "] n=" << n << " output " << i;
           }
         }
       }
@@ -166,9 +164,9 @@ TEST(Nvfp4Int8Dot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product)
 
 TEST(Nvfp4Int8Dot, WritesOnlyTheRequestedWeightRowsAndRepeatsBitForBit) {
   const Case c = random_case(29, 400, 3, 77, 0.5f);
-  for (DotIsa isa : cpu::supported_int8_dot_isas())
-    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(isa, c, first, last); }, 29, 3, 7,
-                                      19, cpu::int8_dot_isa_name(isa));
+  for (const Variant* variant : cpu::nvfp4_int8_dot_family().runnable())
+    expect_writes_only_requested_rows([&](int64_t first, int64_t last) { return run(*variant, c, first, last); }, 29, 3,
+                                      7, 19, variant->name());
 }
 
 TEST(Nvfp4Int8Dot, NonFiniteActivationsGiveNonFiniteOutputs) {
@@ -179,8 +177,8 @@ TEST(Nvfp4Int8Dot, NonFiniteActivationsGiveNonFiniteOutputs) {
     cpu::quantize_int8_activations(c.x.data<float>() + r * 256, 256, c.quantized[static_cast<size_t>(r)]);
   auto* scales = static_cast<uint8_t*>(c.w.block_scales.raw());
   for (int64_t i = 0; i < c.w.block_scales.numel(); ++i) scales[i] = 0x38;  // no zero scale hides the NaN
-  for (DotIsa isa : cpu::supported_int8_dot_isas())
-    for (float v : run(isa, c, 0, 4)) EXPECT_FALSE(std::isfinite(v)) << cpu::int8_dot_isa_name(isa);
+  for (const Variant* variant : cpu::nvfp4_int8_dot_family().runnable())
+    for (float v : run(*variant, c, 0, 4)) EXPECT_FALSE(std::isfinite(v)) << variant->name();
 }
 
 TEST(Nvfp4Int8Dot, BadArgumentsAreInternalErrors) {
@@ -190,14 +188,19 @@ TEST(Nvfp4Int8Dot, BadArgumentsAreInternalErrors) {
   const Int8Activations* x = &c.quantized[0];
   float y[4];
   float* y_row = y;
-  EXPECT_THROW(cpu::nvfp4_int8_dot_rows(DotIsa::Scalar, rows, 0, 4, &x, &y_row, 0), Error);
-  EXPECT_THROW(cpu::nvfp4_int8_dot_rows(DotIsa::Scalar, rows, 0, 4, &x, &y_row, 9), Error);
+  EXPECT_THROW(
+      cpu::nvfp4_int8_dot_rows(cpu::nvfp4_int8_dot_family().variant(cpu::kScalarIsa), rows, 0, 4, &x, &y_row, 0),
+      Error);
+  EXPECT_THROW(
+      cpu::nvfp4_int8_dot_rows(cpu::nvfp4_int8_dot_family().variant(cpu::kScalarIsa), rows, 0, 4, &x, &y_row, 9),
+      Error);
   cpu::Nvfp4Rows wider = rows;
   wider.cols = 48;
-  EXPECT_THROW(cpu::nvfp4_int8_dot_rows(DotIsa::Scalar, wider, 0, 4, &x, &y_row, 1), Error);
+  EXPECT_THROW(
+      cpu::nvfp4_int8_dot_rows(cpu::nvfp4_int8_dot_family().variant(cpu::kScalarIsa), wider, 0, 4, &x, &y_row, 1),
+      Error);
   Int8Activations odd;
   EXPECT_THROW(cpu::quantize_int8_activations(c.x.data<float>(), 24, odd), Error);
-  EXPECT_STREQ(cpu::int8_dot_isa_name(DotIsa::Avx512), "avx512vnni+vbmi");
 }
 
 }  // namespace

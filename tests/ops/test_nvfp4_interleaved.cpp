@@ -19,7 +19,7 @@
 namespace nvfp4lm::test {
 namespace {
 
-using cpu::DotIsa;
+using Variant = cpu::InterleavedDotFamily::Variant;
 
 const uint8_t* codes_of(const Nvfp4Tensor& w) { return static_cast<const uint8_t*>(w.codes.raw()); }
 const uint8_t* scales_of(const Nvfp4Tensor& w) { return static_cast<const uint8_t*>(w.block_scales.raw()); }
@@ -93,7 +93,8 @@ struct BothRuns {
   std::vector<double> magnitude;  // Σ |terms| per output, the scale of fp32 rounding
 };
 
-BothRuns run_both(DotIsa isa, const Nvfp4Tensor& w, const Tensor& x, int64_t first_group, int64_t last_group) {
+BothRuns run_both(const Variant& variant, const Nvfp4Tensor& w, const Tensor& x, int64_t first_group,
+                  int64_t last_group) {
   const int64_t n = x.dim(0), out = w.rows, in = w.cols;
   std::vector<cpu::Int8Activations> row_q(static_cast<size_t>(n));
   std::vector<cpu::Int8BlockActivations> block_q(static_cast<size_t>(n));
@@ -112,10 +113,10 @@ BothRuns run_both(DotIsa isa, const Nvfp4Tensor& w, const Tensor& x, int64_t fir
     block_y.push_back(run.interleaved.data() + r * out);
   }
   const cpu::Nvfp4Rows rows{codes_of(w), scales_of(w), in, w.tensor_scale};
-  cpu::nvfp4_int8_dot_rows(DotIsa::Scalar, rows, std::min(out, first_group * 16), std::min(out, last_group * 16),
-                           row_x.data(), row_y.data(), static_cast<int>(n));
+  cpu::nvfp4_int8_dot_rows(cpu::nvfp4_int8_dot_family().variant(cpu::kScalarIsa), rows, std::min(out, first_group * 16),
+                           std::min(out, last_group * 16), row_x.data(), row_y.data(), static_cast<int>(n));
   const std::vector<uint8_t> data = interleaved(w);
-  cpu::nvfp4_interleaved_int8_dot(isa, cpu::Nvfp4Interleaved{data.data(), out, in, w.tensor_scale}, first_group,
+  cpu::nvfp4_interleaved_int8_dot(variant, cpu::Nvfp4Interleaved{data.data(), out, in, w.tensor_scale}, first_group,
                                   last_group, block_x.data(), block_y.data(), static_cast<int>(n));
   // A bound on Σ |terms| (|2·e2m1| <= 12, |q| <= 127): the scale of the fp32 rounding.
   for (int64_t r = 0; r < n; ++r)
@@ -130,11 +131,9 @@ BothRuns run_both(DotIsa isa, const Nvfp4Tensor& w, const Tensor& x, int64_t fir
 }
 
 TEST(Nvfp4Interleaved, EveryVariantComputesTheRowKernelsFormula) {
-  std::vector<DotIsa> isas;
-  for (DotIsa isa : {DotIsa::Scalar, DotIsa::Avx2, DotIsa::Avx512})
-    if (cpu::interleaved_int8_dot_isa_supported(isa)) isas.push_back(isa);
-  ASSERT_EQ(isas.front(), DotIsa::Scalar);
-  EXPECT_FALSE(cpu::interleaved_int8_dot_isa_supported(DotIsa::Avx2));
+  const std::vector<const Variant*> variants = cpu::nvfp4_interleaved_family().runnable();
+  ASSERT_TRUE(variants.back()->isa->portable());
+  for (const cpu::CpuIsa* isa : cpu::nvfp4_interleaved_family().isas()) EXPECT_NE(isa, &cpu::kAvx2Isa);
   uint64_t seed = 5;
   for (const auto& [out, in] :
        {std::pair<int64_t, int64_t>{7, 16}, {16, 48}, {37, 400}, {64, 2560}, {33, 272}, {150, 64}}) {
@@ -145,16 +144,16 @@ TEST(Nvfp4Interleaved, EveryVariantComputesTheRowKernelsFormula) {
       for (int64_t i = 0; i < n * in; i += 37) x.data<float>()[i] *= 40.0f;
       const int64_t groups = (out + 15) / 16;
       std::vector<float> first_result;
-      for (DotIsa isa : isas) {
-        const BothRuns run = run_both(isa, w, x, 0, groups);
+      for (const Variant* variant : variants) {
+        const BothRuns run = run_both(*variant, w, x, 0, groups);
         for (size_t i = 0; i < run.row_kernel.size(); ++i)
           ASSERT_NEAR(run.interleaved[i], run.row_kernel[i], 2e-6 * run.magnitude[i] + 1e-30)
-              << cpu::int8_dot_isa_name(isa) << " [" << out << ", " << in << "] n=" << n << " output " << i;
+              << variant->name() << " [" << out << ", " << in << "] n=" << n << " output " << i;
         // The variants sum in the same order: bit for bit the same.
         if (first_result.empty())
           first_result = run.interleaved;
         else
-          EXPECT_EQ(run.interleaved, first_result) << cpu::int8_dot_isa_name(isa);
+          EXPECT_EQ(run.interleaved, first_result) << variant->name();
       }
     }
   }
@@ -164,9 +163,8 @@ TEST(Nvfp4Interleaved, WritesOnlyTheRequestedGroupsAndPropagatesNonFiniteValues)
   Rng rng(9);
   const Nvfp4Tensor w = random_nvfp4_bytes(50, 256, rng, 0.5f);
   Tensor x = random_normal({2, 256}, rng);
-  for (DotIsa isa : {DotIsa::Scalar, DotIsa::Avx512}) {
-    if (!cpu::interleaved_int8_dot_isa_supported(isa)) continue;
-    const BothRuns full = run_both(isa, w, x, 0, 4), part = run_both(isa, w, x, 1, 3);
+  for (const Variant* variant : cpu::nvfp4_interleaved_family().runnable()) {
+    const BothRuns full = run_both(*variant, w, x, 0, 4), part = run_both(*variant, w, x, 1, 3);
     for (int64_t r = 0; r < 2; ++r)
       for (int64_t o = 0; o < 50; ++o) {
         const size_t i = static_cast<size_t>(r * 50 + o);
@@ -181,7 +179,7 @@ TEST(Nvfp4Interleaved, WritesOnlyTheRequestedGroupsAndPropagatesNonFiniteValues)
     positive.block_scales = w.block_scales.clone();
     auto* scales = static_cast<uint8_t*>(positive.block_scales.raw());
     for (int64_t i = 0; i < positive.block_scales.numel(); ++i) scales[i] = 0x38;  // no zero scale hides the NaN
-    const BothRuns run = run_both(isa, positive, bad, 0, 4);
+    const BothRuns run = run_both(*variant, positive, bad, 0, 4);
     for (int64_t o = 0; o < 50; ++o) EXPECT_FALSE(std::isfinite(run.interleaved[static_cast<size_t>(o)]));
     for (int64_t o = 0; o < 50; ++o) EXPECT_TRUE(std::isfinite(run.interleaved[static_cast<size_t>(50 + o)]));
   }

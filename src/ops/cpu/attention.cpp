@@ -21,10 +21,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ops/cpu/simd.h"
 #include "ops/cpu/tile_kernels.h"
 #include "ops/cpu/vector_math.h"
 #include "ops/cpu/views.h"
+#include "ops/cpu/x86/levels.h"
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -194,8 +194,8 @@ void mask_tile(const KeyRanges& ranges, int64_t b, int64_t group, Tile& tile) {
 }
 
 // Forward of one tile: queries [t_begin, t_end) of every q head of kv head `kv_head` in batch row b.
-NVFP4LM_CPU_CLONES void forward_task(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head,
-                                     int64_t t_begin, int64_t t_end, Tile& tile) {
+[[gnu::always_inline]] inline void forward_task(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head,
+                                                int64_t t_begin, int64_t t_end, Tile& tile) {
   const int64_t group = pb.group, dim = pb.dim, h0 = kv_head * group;
   begin_tile(pb, ranges, b, kv_head, t_begin, t_end, false, tile);
   tile_dots(tile, tile.q_rows.get(), tile.k_rows.get(), dim, pb.scale, tile.scores.get());
@@ -235,8 +235,8 @@ NVFP4LM_CPU_CLONES void forward_task(const Problem& pb, const KeyRanges& ranges,
 }
 
 // Backward of every query of every q head of kv head `kv_head` in batch row b; owns dk / dv of that kv head.
-NVFP4LM_CPU_CLONES void backward_task(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head,
-                                      Tile& tile) {
+[[gnu::always_inline]] inline void backward_task(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head,
+                                                 Tile& tile) {
   const int64_t group = pb.group, dim = pb.dim, h0 = kv_head * group;
   for (int64_t s = 0; s < pb.k_len; ++s) {
     std::fill_n(pb.dk.at(b, s, kv_head), dim, 0.f);
@@ -293,7 +293,23 @@ NVFP4LM_CPU_CLONES void backward_task(const Problem& pb, const KeyRanges& ranges
   }
 }
 
+// The tasks compiled per x86-64 level (ops/cpu/x86/levels.h).
+struct AttentionKernels {
+  void (*forward)(const Problem&, const KeyRanges&, int64_t, int64_t, int64_t, int64_t, Tile&);
+  void (*backward)(const Problem&, const KeyRanges&, int64_t, int64_t, Tile&);
+};
+
+const KernelFamily<AttentionKernels>& attention_family() {
+  static const KernelFamily<AttentionKernels> family(
+      "attention", level_variants<AttentionKernels>([]<KernelLevel L>() {
+        return AttentionKernels{kernel_at<forward_task, L>(), kernel_at<backward_task, L>()};
+      }));
+  return family;
+}
+
 }  // namespace
+
+const KernelFamilyInfo& attention_kernel_family() { return attention_family(); }
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, const AttentionOptions& options,
                        Tensor* lse) {
@@ -312,6 +328,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
   const int64_t tasks = batch * kv_heads * blocks;
   const KeyRanges ranges(options, batch, pb.q_len);
   const double work = pb.work(batch);
+  const auto forward_task_variant = attention_family().chosen().kernels.forward;
 
 #pragma omp parallel if (tasks > 1 && work > 65536)
   {
@@ -321,7 +338,8 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
       // Later query blocks (longer causal rows) first, so the cheap ones fill in at the end.
       const int64_t block = blocks - 1 - task % blocks, kv_head = (task / blocks) % kv_heads;
       const int64_t b = task / (blocks * kv_heads);
-      forward_task(pb, ranges, b, kv_head, block * kQueryBlock, std::min(pb.q_len, (block + 1) * kQueryBlock), tile);
+      forward_task_variant(pb, ranges, b, kv_head, block * kQueryBlock, std::min(pb.q_len, (block + 1) * kQueryBlock),
+                           tile);
     }
   }
 }
@@ -345,12 +363,14 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
   const int64_t tasks = batch * kv_heads;
   const KeyRanges ranges(options, batch, pb.q_len);
   const double work = pb.work(batch);
+  const auto backward_task_variant = attention_family().chosen().kernels.backward;
 
 #pragma omp parallel if (tasks > 1 && work > 32768)
   {
     Tile tile(pb.group, std::min(pb.q_len, kQueryBlock), pb.k_len, pb.dim, /*backward=*/true);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) backward_task(pb, ranges, task / kv_heads, task % kv_heads, tile);
+    for (int64_t task = 0; task < tasks; ++task)
+      backward_task_variant(pb, ranges, task / kv_heads, task % kv_heads, tile);
   }
 }
 

@@ -10,27 +10,35 @@
 // [K/2][Mp] (Mp = M rounded up to 16, zero padded), so one vector holds 16 tokens' pair k/2 and a weight pair is
 // broadcast to it. The micro-kernel keeps 6 weight rows x 64 tokens of fp32 sums in registers.
 //
-// Variants (chosen at run time, best_bf16_isa; tests run each this CPU has):
+// Variants (bf16_gemm_family(), chosen at run time; tests run each this CPU has; the x86 ones in ops/cpu/x86/):
 //   avx512bf16  vdpbf16ps: two products and their sum per fp32 lane per instruction (twice the FMA rate);
 //   avx512f     the same products with two fp32 FMAs on 16 lanes;
 //   avx2        the same on 8 lanes (AVX2 + FMA);
 //   scalar      portable code the compiler vectorises for the baseline ISA.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
-namespace nvfp4lm::cpu {
+#include "ops/cpu/kernel_family.h"
 
-enum class Bf16Isa { Scalar, Avx2, Avx512, Avx512Bf16 };
+namespace nvfp4lm::cpu {
 
 // Weight rows per micro-kernel tile: callers that split the rows among threads split on multiples of it.
 inline constexpr int64_t kBf16GemmTileRows = 6;
+// Tile shapes: 1..6 weight rows x 1..4 vectors of 16 tokens.
+inline constexpr int kBf16TileShapes = 6 * 4;
 
-const char* bf16_isa_name(Bf16Isa isa);  // "scalar", "avx2+fma", "avx512f", "avx512bf16"
-bool bf16_isa_supported(Bf16Isa isa);
-Bf16Isa best_bf16_isa();  // the fastest supported, probed once
-std::vector<Bf16Isa> supported_bf16_isas();
+namespace bf16_tile {
+struct Tile;  // ops/cpu/bf16_tile.h
+}
+struct Bf16GemmKernels {
+  std::array<void (*)(const bf16_tile::Tile&), kBf16TileShapes> tiles;  // [(rows - 1) * 4 + vectors - 1]
+  void (*dequantize_row)(const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out);
+};
+using Bf16GemmFamily = KernelFamily<Bf16GemmKernels>;
+const Bf16GemmFamily& bf16_gemm_family();  // avx512bf16, avx512f, avx2+fma, scalar
 
 // Activations as the kernels read them (see above). rows <= rows_padded; cols even.
 struct PackedActivations {
@@ -45,11 +53,12 @@ void pack_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, P
 
 // y[m][n] = scale * Σ_k x[m][k] * w[n][k] for m < x.rows and n < n_rows, weight row n at w + n * ldw (BF16 bits,
 // x.cols of them), output row m at y + m * ldy (n_rows floats written from y + m * ldy).
-void bf16_gemm(Bf16Isa isa, const PackedActivations& x, const uint16_t* w, int64_t ldw, int64_t n_rows, float scale,
-               float* y, int64_t ldy);
+void bf16_gemm(const Bf16GemmFamily::Variant& variant, const PackedActivations& x, const uint16_t* w, int64_t ldw,
+               int64_t n_rows, float scale, float* y, int64_t ldy);
 
 // One NVFP4 row (cols a multiple of 16) as BF16: e2m1(code) * e4m3(scale byte), exact; the tensor scale is not
 // applied. The AVX-512 variants vectorise it, the others run the portable loop; the values are the same.
-void dequantize_nvfp4_row_bf16(Bf16Isa isa, const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out);
+void dequantize_nvfp4_row_bf16(const Bf16GemmFamily::Variant& variant, const uint8_t* codes, const uint8_t* scales,
+                               int64_t cols, uint16_t* out);
 
 }  // namespace nvfp4lm::cpu

@@ -17,10 +17,10 @@ namespace {
 constexpr int64_t kFp32BlockRows = 1024;
 
 void dot_rows(const MatrixF32& x, const Bf16Rows& w, int64_t out, const MatrixF32& y) {
-  const Bf16Isa isa = best_bf16_isa();
+  const Bf16DotFamily::Variant& variant = bf16_dot_family().chosen();
   run_row_groups(x, y, out, w.cols, w.cols * 2,
                  [&](int64_t first, int64_t last, const float* const* x_rows, float* const* y_rows, int n) {
-                   bf16_dot_rows(isa, w, first, last, x_rows, y_rows, n);
+                   bf16_dot_rows(variant, w, first, last, x_rows, y_rows, n);
                  });
 }
 
@@ -44,12 +44,12 @@ void bf16_blocks(const MatrixF32& x, const uint16_t* bits, int64_t out, const Ma
   static thread_local PackedActivations packed_storage;
   PackedActivations& packed = packed_storage;
   pack_activations(x.data, x.ld, x.rows, x.cols, packed);
-  const Bf16Isa isa = best_bf16_isa();
+  const Bf16GemmFamily::Variant& variant = bf16_gemm_family().chosen();
   const int64_t tiles = (out + kBf16GemmTileRows - 1) / kBf16GemmTileRows;
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t tile = 0; tile < tiles; ++tile) {
     const int64_t first = tile * kBf16GemmTileRows;
-    bf16_gemm(isa, packed, bits + first * x.cols, x.cols, std::min(kBf16GemmTileRows, out - first), 1.0f,
+    bf16_gemm(variant, packed, bits + first * x.cols, x.cols, std::min(kBf16GemmTileRows, out - first), 1.0f,
               y.data + first, y.ld);
   }
 }

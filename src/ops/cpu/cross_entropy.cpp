@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "ops/cpu/gemm.h"
-#include "ops/cpu/simd.h"
 #include "ops/cpu/vector_math.h"
 #include "ops/cpu/views.h"
+#include "ops/cpu/x86/levels.h"
 
 namespace nvfp4lm::cpu {
 namespace {
@@ -26,7 +26,8 @@ struct RowLoss {
 
 // One row of logits: the loss -log softmax(z)[target] and whether argmax (first maximal index, like
 // torch.argmax) is the target; with want_grad, z becomes grad_scale * (softmax(z) - onehot(target)).
-NVFP4LM_CPU_CLONES RowLoss softmax_row(float* z, int64_t vocab, int32_t target, float grad_scale, bool want_grad) {
+[[gnu::always_inline]] inline RowLoss softmax_row(float* z, int64_t vocab, int32_t target, float grad_scale,
+                                                  bool want_grad) {
   float max_logit = z[0];
 #pragma omp simd reduction(max : max_logit)
   for (int64_t j = 0; j < vocab; ++j) max_logit = std::max(max_logit, z[j]);
@@ -46,7 +47,18 @@ NVFP4LM_CPU_CLONES RowLoss softmax_row(float* z, int64_t vocab, int32_t target, 
   return row;
 }
 
+// The row kernel compiled per x86-64 level (ops/cpu/x86/levels.h).
+using SoftmaxRowFn = RowLoss (*)(float*, int64_t, int32_t, float, bool);
+
+const KernelFamily<SoftmaxRowFn>& cross_entropy_family() {
+  static const KernelFamily<SoftmaxRowFn> family(
+      "cross-entropy", level_variants<SoftmaxRowFn>([]<KernelLevel L>() { return kernel_at<softmax_row, L>(); }));
+  return family;
+}
+
 }  // namespace
+
+const KernelFamilyInfo& cross_entropy_kernel_family() { return cross_entropy_family(); }
 
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
                                          float grad_scale, Tensor* dhidden, Tensor* dweight) {
@@ -93,9 +105,10 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
     gemm(h, false, lm_head, true, z, 1.f, 0.f);
 
     float* z_data = z.data<float>();
+    const SoftmaxRowFn softmax_row_variant = cross_entropy_family().chosen().kernels;
 #pragma omp parallel for schedule(static) if (count * vocab > 65536)
     for (int64_t r = 0; r < count; ++r) {
-      const RowLoss row = softmax_row(z_data + r * vocab, vocab, target[chunk_index[r]], grad_scale, want_grad);
+      const RowLoss row = softmax_row_variant(z_data + r * vocab, vocab, target[chunk_index[r]], grad_scale, want_grad);
       row_loss[static_cast<size_t>(r)] = row.loss;
       row_correct[static_cast<size_t>(r)] = row.correct;
     }

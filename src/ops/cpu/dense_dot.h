@@ -6,12 +6,13 @@
 // order — per-lane partial sums over the columns in steps of the vector width, a masked tail, then the lanes'
 // reduction — whatever n is and whichever rows come with it: each row's result is bit for bit the same as alone.
 // The weight row is loaded once for all n rows, so n rows cost little more memory traffic than one (a decode step
-// is bound by reading the weights). The order is fixed per ISA (dot_isa_name), like nvfp4_dot.h's.
+// is bound by reading the weights). The order is fixed per variant, like nvfp4_dot.h's.
 #pragma once
 
 #include <cstdint>
 
-#include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/dot_rows.h"
+#include "ops/cpu/kernel_family.h"
 
 namespace nvfp4lm::cpu {
 
@@ -21,9 +22,13 @@ struct DenseRows {
   int64_t cols;  // any count >= 1
 };
 
+using DenseDotFn = void (*)(const DenseRows&, int64_t, int64_t, const float* const*, float* const*);
+using DenseDotFamily = KernelFamily<RowKernels<DenseDotFn>>;
+const DenseDotFamily& dense_dot_family();  // avx512f, avx2+fma, scalar
+
 // y_rows[r][o] for weight rows o in [first, last) and r < n (1 <= n <= 8); x rows hold `cols` floats, y rows are
 // written at index o.
-void dense_dot_rows(DotIsa isa, const DenseRows& w, int64_t first, int64_t last, const float* const* x_rows,
-                    float* const* y_rows, int n);
+void dense_dot_rows(const DenseDotFamily::Variant& variant, const DenseRows& w, int64_t first, int64_t last,
+                    const float* const* x_rows, float* const* y_rows, int n);
 
 }  // namespace nvfp4lm::cpu

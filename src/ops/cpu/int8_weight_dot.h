@@ -6,7 +6,7 @@
 // Numerics. Per row and block b of 16 values: t_b = max|w| / 127 rounded up to a BF16 (so |w| / t_b <= 127), w_i ≈
 // t_b · u_i with u_i = round_half_even(w_i / t_b) in [-127, 127], |w_i - t_b u_i| <= t_b / 2. With the activations'
 // s_b and q_i, exactly in integers D_b = Σ_{i in b} u_i q_i, and y = Σ_b t_b · s_b · D_b in fp32 (order fixed per
-// ISA). Against x · wᵀ: |y - y_ref| <= Σ_b Σ_{i in b} (|x_i| t_b / 2 + |w_i| max_b|x| / 254 + t_b max_b|x| / 508)
+// variant). Against x · wᵀ: |y - y_ref| <= Σ_b Σ_{i in b} (|x_i| t_b / 2 + |w_i| max_b|x| / 254 + t_b max_b|x| / 508)
 // plus fp32 sums, the bound the tests check. The values are stored as u_i + 128 (vpdpbusd's unsigned operand; the
 // activations carry the -128·Σq correction) in the activations' reordered chunk layout.
 #pragma once
@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/dot_rows.h"
+#include "ops/cpu/kernel_family.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
 
 namespace nvfp4lm::cpu {
@@ -30,9 +31,13 @@ struct Int8Weights {
 // rows in parallel.
 Int8Weights quantize_int8_weights(const void* data, bool bf16, int64_t rows, int64_t cols, int64_t ld);
 
+using Int8WeightDotFn = void (*)(const Int8Weights&, int64_t, int64_t, const Int8Activations* const*, float* const*);
+using Int8WeightDotFamily = KernelFamily<RowKernels<Int8WeightDotFn>>;
+const Int8WeightDotFamily& int8_weight_dot_family();  // avx512vnni+vbmi, avx2+fma, scalar
+
 // y_rows[r][o] = the formula above for weight rows o in [first, last) and the r-th quantized activation row
-// (r < n <= 8, cols equal to w.cols). ISAs as nvfp4_int8_dot_rows's (int8_dot_isa_supported).
-void int8_weight_dot_rows(DotIsa isa, const Int8Weights& w, int64_t first, int64_t last,
-                          const Int8Activations* const* x_rows, float* const* y_rows, int n);
+// (r < n <= 8, cols equal to w.cols).
+void int8_weight_dot_rows(const Int8WeightDotFamily::Variant& variant, const Int8Weights& w, int64_t first,
+                          int64_t last, const Int8Activations* const* x_rows, float* const* y_rows, int n);
 
 }  // namespace nvfp4lm::cpu

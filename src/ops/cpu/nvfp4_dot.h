@@ -6,26 +6,17 @@
 // the 8 magnitudes plus the sign bit), are multiplied by the block's multiplier nvfp4_dequant_scale(...) (the same
 // fp32 product every dequantization makes, quant/e4m3.h) and fused-multiply-added into per-lane sums. Results
 // equal x · deq(w)ᵀ up to fp32 summation order; the order is fixed per ISA, so runs repeat bit for bit on one
-// machine. The ISA is picked once from the CPU (best_nvfp4_dot_isa); tests run every ISA the CPU has.
+// machine. The variant is picked once (nvfp4_dot_family().chosen(), ops/cpu/kernel_family.h); tests run every
+// variant the CPU has. The x86 variants live in ops/cpu/x86/nvfp4_dot.cpp.
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <utility>
-#include <vector>
+
+#include "ops/cpu/dot_rows.h"
+#include "ops/cpu/kernel_family.h"
 
 namespace nvfp4lm::cpu {
-
-// Activation rows one call of nvfp4_dot_rows / dense_dot_rows takes (their accumulators live in registers).
-inline constexpr int kDotMaxRows = 8;
-
-enum class DotIsa { Scalar, Avx2, Avx512 };
-
-const char* dot_isa_name(DotIsa isa);  // "scalar", "avx2+fma", "avx512f"
-bool dot_isa_supported(DotIsa isa);    // this CPU can run it (and this build has it)
-DotIsa best_nvfp4_dot_isa();           // the widest supported one, probed once
-std::vector<DotIsa> supported_dot_isas();
-// The ISAs, narrowest first, for which `supported` holds (a kernel family's supported_*_isas()).
-std::vector<DotIsa> dot_isas_where(bool (*supported)(DotIsa));
 
 struct Nvfp4Rows {
   const uint8_t* codes;   // [rows, cols / 2], two E2M1 codes a byte, element 2i in the low nibble
@@ -34,27 +25,18 @@ struct Nvfp4Rows {
   float tensor_scale;
 };
 
-// Kernels<n>::scalar, ::avx2 or ::avx512 (as `isa` says) for a run-time row count n in [1, kDotMaxRows]: the kernels
-// take n as a template parameter so their accumulators live in registers. A build without the x86 variants points
-// avx2 / avx512 at the scalar kernel (dot_isa_supported never offers them there).
-template <typename Fn, template <int> class Kernels>
-Fn pick_dot_kernel(DotIsa isa, int n) {
-  Fn fn = nullptr;
-  auto pick = [&]<int... Ns>(std::integer_sequence<int, Ns...>) {
-    ((n == Ns + 1 ? (fn = isa == DotIsa::Avx512 ? Kernels<Ns + 1>::avx512
-                          : isa == DotIsa::Avx2 ? Kernels<Ns + 1>::avx2
-                                                : Kernels<Ns + 1>::scalar,
-                     0)
-                  : 0),
-     ...);
-  };
-  pick(std::make_integer_sequence<int, kDotMaxRows>{});
-  return fn;
-}
+using Nvfp4DotFn = void (*)(const Nvfp4Rows&, int64_t, int64_t, const float* const*, float* const*);
+using Nvfp4DotFamily = KernelFamily<RowKernels<Nvfp4DotFn>>;
+const Nvfp4DotFamily& nvfp4_dot_family();  // avx512f, avx2+fma, scalar
+
+// What every variant's decode uses: the block multiplier of each scale byte for this tensor scale
+// (nvfp4_dequant_scale itself, tabulated), and the 16 E2M1 values.
+std::array<float, 256> nvfp4_multiplier_table(float tensor_scale);
+std::array<float, 16> e2m1_value_table();
 
 // y_rows[r][o] = Σ_k x_rows[r][k] · deq(w)[o][k] for weight rows o in [first, last) and r < n (1 <= n <= 8).
 // x rows hold `cols` floats; y rows are written at index o.
-void nvfp4_dot_rows(DotIsa isa, const Nvfp4Rows& w, int64_t first, int64_t last, const float* const* x_rows,
-                    float* const* y_rows, int n);
+void nvfp4_dot_rows(const Nvfp4DotFamily::Variant& variant, const Nvfp4Rows& w, int64_t first, int64_t last,
+                    const float* const* x_rows, float* const* y_rows, int n);
 
 }  // namespace nvfp4lm::cpu

@@ -10,7 +10,7 @@
 // s_b = max|x| / 127 and q = round_half_even(x * (127 / max|x|)) in [-127, 127] (int8 activations, the Q8 scheme
 // of llama.cpp with blocks of 16). Then, exactly in integers, D_b = Σ_{i in b} 2·e2m1(c_i)·q_i, and
 //   y = tensor_scale / 2 · Σ_b e4m3(scale_b) · s_b · D_b
-// with fp32 products and sums (order fixed per ISA). Against x · deq(w)ᵀ the only change is the activations'
+// with fp32 products and sums (order fixed per variant). Against x · deq(w)ᵀ the only change is the activations'
 // rounding, |x_i - s_b q_i| <= s_b / 2 = max_b|x| / 254, so
 //   |y - y_ref| <= Σ_b |e4m3(scale_b) · tensor_scale| · (max_b|x| / 254) · Σ_{i in b} |e2m1(c_i)|  (+ fp32 sums),
 // the bound the tests check. Weight codes are unsigned in the kernel (2·e2m1 + 12, so vpdpbusd's u8 x s8 applies);
@@ -77,16 +77,13 @@ inline const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x
   return quantize_rows_per_thread(x, quantize_int8_activations);
 }
 
-// Avx512: AVX-512 BW, VL, VNNI and VBMI (Ice Lake, Zen 4 and later; a Cascade Lake runs the Avx2 variant);
-// Avx2: AVX2, FMA (and F16C, which every AVX2 CPU has).
-bool int8_dot_isa_supported(DotIsa isa);
-std::vector<DotIsa> supported_int8_dot_isas();
-DotIsa best_int8_dot_isa();                 // the widest supported one, probed once
-const char* int8_dot_isa_name(DotIsa isa);  // "scalar", "avx2", "avx512vnni+vbmi"
+using Int8DotFn = void (*)(const Nvfp4Rows&, int64_t, int64_t, const Int8Activations* const*, float* const*);
+using Int8DotFamily = KernelFamily<RowKernels<Int8DotFn>>;
+const Int8DotFamily& nvfp4_int8_dot_family();  // avx512vnni+vbmi, avx2+fma, scalar
 
 // y_rows[r][o] = the formula above for weight rows o in [first, last) and the r-th quantized row (r < n <= 8),
 // whose cols must equal w.cols.
-void nvfp4_int8_dot_rows(DotIsa isa, const Nvfp4Rows& w, int64_t first, int64_t last,
+void nvfp4_int8_dot_rows(const Int8DotFamily::Variant& variant, const Nvfp4Rows& w, int64_t first, int64_t last,
                          const Int8Activations* const* x_rows, float* const* y_rows, int n);
 
 }  // namespace nvfp4lm::cpu

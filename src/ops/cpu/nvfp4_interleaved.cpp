@@ -7,24 +7,20 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
-#include "ops/cpu/simd.h"
+#include "ops/cpu/x86/kernels.h"
 #include "quant/e4m3.h"
 
 namespace nvfp4lm::cpu {
 namespace {
 
 constexpr int64_t kBlock = 16;
-constexpr int64_t kHalfBytes = 64;  // one half of a block: 4 code bytes of each of the 16 rows
 
 // Where element i (0..15) of a block sits in Int8BlockActivations order.
 constexpr int block_position(int i) { return i / 8 * 8 + (i % 2) * 4 + i % 8 / 2; }
-
-const uint8_t* block_at(const Nvfp4Interleaved& w, int64_t group, int64_t block) {
-  return w.data + (group * (w.cols / kBlock) + block) * kInterleavedBlockBytes;
-}
 
 // ---- scalar -----------------------------------------------------------------------------------------------------
 template <int N>
@@ -35,15 +31,15 @@ void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const
   for (int64_t g = first; g < last; ++g) {
     float acc[N][2][kInterleaveRows] = {};  // two partial sums (even and odd blocks), as the AVX-512 kernel
     for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* block = block_at(w, g, b);
+      const uint8_t* block = interleaved_block_at(w, g, b);
       for (int64_t row = 0; row < kInterleaveRows; ++row) {
-        const float m = e4m3_to_float(block[2 * kHalfBytes + row]) / 256.0f;
+        const float m = e4m3_to_float(block[2 * kInterleavedHalfBytes + row]) / 256.0f;
         for (int r = 0; r < N; ++r) {
           const int8_t* q = x[r]->q.data() + b * kBlock;
           int32_t d = x[r]->bias[static_cast<size_t>(b)];
           for (int half = 0; half < 2; ++half)
             for (int k = 0; k < 4; ++k) {
-              const uint8_t code = block[half * kHalfBytes + 4 * row + k];
+              const uint8_t code = block[half * kInterleavedHalfBytes + 4 * row + k];
               d += table[code & 0xF] * q[8 * half + k] + table[code >> 4] * q[8 * half + 4 + k];
             }
           float& sum = acc[r][b % 2][row];
@@ -57,67 +53,21 @@ void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const
   }
 }
 
+std::vector<InterleavedDotFamily::Variant> nvfp4_interleaved_variants() {
+  std::vector<InterleavedDotFamily::Variant> variants;  // fastest first
 #if NVFP4LM_X86_INTRINSICS
-#pragma GCC diagnostic push
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in nvfp4_dot.cpp
+  variants.push_back({&kAvx512VnniIsa, x86::nvfp4_interleaved_avx512vnni()});
 #endif
-
-// ---- AVX-512 VNNI + VBMI: a block of 16 rows is 2 loads, 4 vpermb, 4 vpdpbusd a row of x, one scale decode ------
-template <int N>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) void groups_avx512(
-    const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x, float* const* y) {
-  const std::array<int8_t, 64> tables = int8_weight_table_x4();
-  const __m512i lut = _mm512_loadu_si512(tables.data());
-  const int64_t blocks = w.cols / kBlock;
-  for (int64_t g = first; g < last; ++g) {
-    __m512 acc[N][2];
-    for (int r = 0; r < N; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const uint8_t* block = block_at(w, g, 0);
-    for (int64_t b = 0; b < blocks; ++b, block += kInterleavedBlockBytes) {
-      const __m512i v0 = _mm512_loadu_si512(block), v1 = _mm512_loadu_si512(block + kHalfBytes);
-      const __m512i w0_low = _mm512_permutexvar_epi8(v0, lut);
-      const __m512i w0_high = _mm512_permutexvar_epi8(_mm512_srli_epi16(v0, 4), lut);
-      const __m512i w1_low = _mm512_permutexvar_epi8(v1, lut);
-      const __m512i w1_high = _mm512_permutexvar_epi8(_mm512_srli_epi16(v1, 4), lut);
-      const __m512 m = _mm512_cvtph_ps(
-          e4m3_as_fp16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 128)))));
-      for (int r = 0; r < N; ++r) {
-        const int8_t* q = x[r]->q.data() + b * kBlock;
-        int32_t q4[4];
-        std::memcpy(q4, q, sizeof q4);
-        // Two independent chains of two vpdpbusd each, added at the end.
-        __m512i d = _mm512_dpbusd_epi32(_mm512_set1_epi32(x[r]->bias[static_cast<size_t>(b)]), w0_low,
-                                        _mm512_set1_epi32(q4[0]));
-        __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0_high, _mm512_set1_epi32(q4[1]));
-        d = _mm512_dpbusd_epi32(d, w1_low, _mm512_set1_epi32(q4[2]));
-        e = _mm512_dpbusd_epi32(e, w1_high, _mm512_set1_epi32(q4[3]));
-        const __m512 scale = _mm512_mul_ps(m, _mm512_set1_ps(x[r]->scale[static_cast<size_t>(b)]));
-        acc[r][b % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d, e)), scale, acc[r][b % 2]);
-      }
-    }
-    const int64_t count = std::min(kInterleaveRows, w.rows - g * kInterleaveRows);
-    const auto mask = static_cast<__mmask16>((1u << count) - 1);
-    for (int r = 0; r < N; ++r)
-      _mm512_mask_storeu_ps(y[r] + g * kInterleaveRows, mask,
-                            _mm512_mul_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_set1_ps(w.tensor_scale)));
-  }
+  variants.push_back({&kScalarIsa, row_kernels<InterleavedDotFn>([]<int N>() { return &groups_scalar<N>; })});
+  return variants;
 }
-#pragma GCC diagnostic pop
-#endif  // NVFP4LM_X86_INTRINSICS
-
-using GroupsFn = void (*)(const Nvfp4Interleaved&, int64_t, int64_t, const Int8BlockActivations* const*, float* const*);
-
-template <int N>
-struct Kernels {
-#if NVFP4LM_X86_INTRINSICS
-  static constexpr GroupsFn scalar = groups_scalar<N>, avx2 = scalar, avx512 = groups_avx512<N>;
-#else
-  static constexpr GroupsFn scalar = groups_scalar<N>, avx2 = scalar, avx512 = scalar;
-#endif
-};
 
 }  // namespace
+
+const InterleavedDotFamily& nvfp4_interleaved_family() {
+  static const InterleavedDotFamily family("nvfp4 interleaved int8 dot", nvfp4_interleaved_variants());
+  return family;
+}
 
 int64_t interleaved_groups(int64_t rows) { return (rows + kInterleaveRows - 1) / kInterleaveRows; }
 
@@ -138,8 +88,8 @@ void interleave_nvfp4(const uint8_t* codes, const uint8_t* scales, int64_t rows,
       for (int64_t b = 0; b < blocks; ++b) {
         uint8_t* block = group + b * kInterleavedBlockBytes;
         std::memcpy(block + 4 * row, codes + o * (cols / 2) + b * 8, 4);
-        std::memcpy(block + kHalfBytes + 4 * row, codes + o * (cols / 2) + b * 8 + 4, 4);
-        block[2 * kHalfBytes + row] = scales[o * blocks + b];
+        std::memcpy(block + kInterleavedHalfBytes + 4 * row, codes + o * (cols / 2) + b * 8 + 4, 4);
+        block[2 * kInterleavedHalfBytes + row] = scales[o * blocks + b];
       }
     }
   }
@@ -154,8 +104,8 @@ void deinterleave_nvfp4_group(const uint8_t* weight, int64_t cols, int64_t group
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* block = first + b * kInterleavedBlockBytes;
       std::memcpy(codes + row * (cols / 2) + b * 8, block + 4 * row, 4);
-      std::memcpy(codes + row * (cols / 2) + b * 8 + 4, block + kHalfBytes + 4 * row, 4);
-      scales[row * blocks + b] = block[2 * kHalfBytes + row];
+      std::memcpy(codes + row * (cols / 2) + b * 8 + 4, block + kInterleavedHalfBytes + 4 * row, 4);
+      scales[row * blocks + b] = block[2 * kInterleavedHalfBytes + row];
     }
 }
 
@@ -177,22 +127,18 @@ void quantize_int8_blocks(const float* x, int64_t cols, Int8BlockActivations& ou
   }
 }
 
-bool interleaved_int8_dot_isa_supported(DotIsa isa) {
-  return isa == DotIsa::Scalar || (isa == DotIsa::Avx512 && int8_dot_isa_supported(DotIsa::Avx512));
-}
-
-void nvfp4_interleaved_int8_dot(DotIsa isa, const Nvfp4Interleaved& w, int64_t first_group, int64_t last_group,
-                                const Int8BlockActivations* const* x_rows, float* const* y_rows, int n) {
+void nvfp4_interleaved_int8_dot(const InterleavedDotFamily::Variant& variant, const Nvfp4Interleaved& w,
+                                int64_t first_group, int64_t last_group, const Int8BlockActivations* const* x_rows,
+                                float* const* y_rows, int n) {
   NVFP4LM_ASSERT(n >= 1 && n <= kDotMaxRows, "nvfp4_interleaved_int8_dot: {} activation rows (1..{})", n, kDotMaxRows);
-  NVFP4LM_ASSERT(interleaved_int8_dot_isa_supported(isa), "nvfp4_interleaved_int8_dot: no {} variant on this CPU",
-                 int8_dot_isa_name(isa));
+  nvfp4_interleaved_family().check_runnable(variant);
   NVFP4LM_ASSERT(first_group >= 0 && first_group <= last_group && last_group <= interleaved_groups(w.rows),
                  "nvfp4_interleaved_int8_dot: groups [{}, {}) of {}", first_group, last_group,
                  interleaved_groups(w.rows));
   for (int r = 0; r < n; ++r)
     NVFP4LM_ASSERT(x_rows[r]->cols == w.cols, "nvfp4_interleaved_int8_dot: activation row {} has {} columns, not {}", r,
                    x_rows[r]->cols, w.cols);
-  pick_dot_kernel<GroupsFn, Kernels>(isa, n)(w, first_group, last_group, x_rows, y_rows);
+  variant.kernels[static_cast<size_t>(n - 1)](w, first_group, last_group, x_rows, y_rows);
 }
 
 }  // namespace nvfp4lm::cpu

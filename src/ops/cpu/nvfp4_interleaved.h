@@ -21,7 +21,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/cpu/nvfp4_dot.h"
+#include "ops/cpu/dot_rows.h"
+#include "ops/cpu/kernel_family.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
 #include "ops/cpu/views.h"
 
@@ -29,6 +30,7 @@ namespace nvfp4lm::cpu {
 
 inline constexpr int64_t kInterleaveRows = 16;
 inline constexpr int64_t kInterleavedBlockBytes = 144;
+inline constexpr int64_t kInterleavedHalfBytes = 64;  // one half of a block: 4 code bytes of each of the 16 rows
 
 int64_t interleaved_groups(int64_t rows);  // rows / 16, rounded up
 // Bytes of a [rows, cols] weight in this layout.
@@ -63,12 +65,21 @@ struct Nvfp4Interleaved {
   float tensor_scale;
 };
 
-// Scalar (portable, the tests' second opinion) and Avx512 (VNNI + VBMI, as nvfp4_int8_dot.h's); no AVX2 variant:
-// CPUs without AVX-512 VNNI keep the row layout and its AVX2 kernel.
-bool interleaved_int8_dot_isa_supported(DotIsa isa);
+// Block `block` of group `group`: its 144 bytes.
+inline const uint8_t* interleaved_block_at(const Nvfp4Interleaved& w, int64_t group, int64_t block) {
+  return w.data + (group * (w.cols / 16) + block) * kInterleavedBlockBytes;
+}
+
+// The kernels: the portable one (the tests' second opinion) and AVX-512 VNNI + VBMI (as nvfp4_int8_dot.h's); no AVX2
+// variant: CPUs without AVX-512 VNNI keep the row layout and its AVX2 kernel.
+using InterleavedDotFn = void (*)(const Nvfp4Interleaved&, int64_t, int64_t, const Int8BlockActivations* const*,
+                                  float* const*);
+using InterleavedDotFamily = KernelFamily<RowKernels<InterleavedDotFn>>;
+const InterleavedDotFamily& nvfp4_interleaved_family();
 // y_rows[r][o] = the formula above for the weight rows o < rows of groups [first_group, last_group) and the r-th
 // quantized row (r < n <= 8), whose cols must equal w.cols.
-void nvfp4_interleaved_int8_dot(DotIsa isa, const Nvfp4Interleaved& w, int64_t first_group, int64_t last_group,
-                                const Int8BlockActivations* const* x_rows, float* const* y_rows, int n);
+void nvfp4_interleaved_int8_dot(const InterleavedDotFamily::Variant& variant, const Nvfp4Interleaved& w,
+                                int64_t first_group, int64_t last_group, const Int8BlockActivations* const* x_rows,
+                                float* const* y_rows, int n);
 
 }  // namespace nvfp4lm::cpu

@@ -41,7 +41,7 @@ void bf16_tiles(const MatrixF32& x, int64_t rows, int64_t cols, int64_t tile_row
   static thread_local PackedActivations packed_storage;
   PackedActivations& packed = packed_storage;
   pack_activations(x.data, x.ld, x.rows, x.cols, packed);
-  const Bf16Isa isa = best_bf16_isa();
+  const Bf16GemmFamily::Variant& variant = bf16_gemm_family().chosen();
   const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
 #pragma omp parallel
   {
@@ -53,9 +53,9 @@ void bf16_tiles(const MatrixF32& x, int64_t rows, int64_t cols, int64_t tile_row
       const int64_t count = std::min(tile_rows, rows - first);
       const auto [codes, scales] = tile_of(first, count);
       for (int64_t r = 0; r < count; ++r)
-        dequantize_nvfp4_row_bf16(isa, codes + r * (cols / 2), scales + r * (cols / 16), cols,
+        dequantize_nvfp4_row_bf16(variant, codes + r * (cols / 2), scales + r * (cols / 16), cols,
                                   weights.data() + r * cols);
-      bf16_gemm(isa, packed, weights.data(), cols, count, tensor_scale, y.data + first, y.ld);
+      bf16_gemm(variant, packed, weights.data(), cols, count, tensor_scale, y.data + first, y.ld);
     }
   }
 }
@@ -71,12 +71,12 @@ void bf16_rows(const MatrixF32& x, const uint8_t* codes, const uint8_t* scales, 
 
 void int8_rows(const MatrixF32& x, const Nvfp4Rows& w, int64_t out_rows, const MatrixF32& y) {
   const std::vector<Int8Activations>& quantized = quantize_int8_rows(x);
-  const DotIsa isa = best_int8_dot_isa();
+  const Int8DotFamily::Variant& variant = nvfp4_int8_dot_family().chosen();
   run_row_groups_of(
       x.rows, [&](int64_t i) -> const Int8Activations* { return &quantized[static_cast<size_t>(i)]; }, y, out_rows,
       w.cols, w.cols / 2 + w.cols / 16,
       [&](int64_t first, int64_t last, const Int8Activations* const* x_rows, float* const* y_rows, int n) {
-        nvfp4_int8_dot_rows(isa, w, first, last, x_rows, y_rows, n);
+        nvfp4_int8_dot_rows(variant, w, first, last, x_rows, y_rows, n);
       });
 }
 
@@ -84,12 +84,12 @@ void int8_rows(const MatrixF32& x, const Nvfp4Rows& w, int64_t out_rows, const M
 // output rows.
 void interleaved_int8_rows(const MatrixF32& x, const Nvfp4Interleaved& w, const MatrixF32& y) {
   const std::vector<Int8BlockActivations>& quantized = quantize_int8_block_rows(x);
-  const DotIsa isa = best_int8_dot_isa();
+  const InterleavedDotFamily::Variant& variant = nvfp4_interleaved_family().chosen();
   run_row_groups_of(
       x.rows, [&](int64_t i) -> const Int8BlockActivations* { return &quantized[static_cast<size_t>(i)]; }, y,
       interleaved_groups(w.rows), kInterleaveRows* w.cols, kInterleaveRows*(w.cols / 2 + w.cols / 16),
       [&](int64_t first, int64_t last, const Int8BlockActivations* const* x_rows, float* const* y_rows, int n) {
-        nvfp4_interleaved_int8_dot(isa, w, first, last, x_rows, y_rows, n);
+        nvfp4_interleaved_int8_dot(variant, w, first, last, x_rows, y_rows, n);
       });
 }
 
@@ -108,7 +108,7 @@ void interleaved_bf16_rows(const MatrixF32& x, const Nvfp4Interleaved& w, const 
 
 }  // namespace
 
-bool int8_decode_interleaves() { return best_int8_dot_isa() == DotIsa::Avx512; }
+bool int8_decode_interleaves() { return !nvfp4_interleaved_family().chosen().isa->portable(); }
 
 Nvfp4Tensor interleave_nvfp4_tensor(const Nvfp4Tensor& w) {
   NVFP4LM_ASSERT(
@@ -151,10 +151,10 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   }
   if (mx.rows <= kNvfp4FusedMaxRows || independent_rows) {
     const Nvfp4Rows rows{codes, scales, w.cols, w.tensor_scale};
-    const DotIsa isa = best_nvfp4_dot_isa();
+    const Nvfp4DotFamily::Variant& variant = nvfp4_dot_family().chosen();
     run_row_groups(mx, my, w.rows, w.cols, w.cols / 2 + w.cols / 16,
                    [&](int64_t first, int64_t last, const float* const* x_rows, float* const* y_rows, int n) {
-                     nvfp4_dot_rows(isa, rows, first, last, x_rows, y_rows, n);
+                     nvfp4_dot_rows(variant, rows, first, last, x_rows, y_rows, n);
                    });
     return;
   }

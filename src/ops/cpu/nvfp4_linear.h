@@ -14,7 +14,8 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
                           CpuMatmul matmul);
 
 // Whether this CPU runs the integer decode kernel on the interleaved layout (ops/cpu/nvfp4_interleaved.h): the
-// AVX-512 VNNI + VBMI variant is the chosen int8 kernel (best_int8_dot_isa, so NVFP4LM_CPU_ISA can turn it off).
+// AVX-512 VNNI + VBMI variant is the chosen interleaved int8 kernel (nvfp4_interleaved_family(), so NVFP4LM_CPU_ISA can
+// turn it off).
 bool int8_decode_interleaves();
 // w (Rows, on the CPU) in Nvfp4Layout::Interleaved16.
 Nvfp4Tensor interleave_nvfp4_tensor(const Nvfp4Tensor& w);

@@ -1,7 +1,7 @@
 // Register-blocked micro-kernels for the CPU attention: the small matrix products of one tile, with operands
 // given as lists of row pointers (rows of q / k / v / dout live at arbitrary strides inside views, and GQA
-// interleaves heads). Written with GCC vector types (16 floats) that each NVFP4LM_CPU_CLONES clone lowers to
-// its own width (1 zmm, 2 ymm or 4 xmm); the kernels are always inlined into those clones.
+// interleaves heads). Written with GCC vector types (16 floats) that each x86-64 level variant lowers to
+// its own width (1 zmm, 2 ymm or 4 xmm); the kernels are always inlined into those variants.
 //  - dot_block:      out[r][j] = scale * a_r · b_j for up to 16 rows b at once (b transposed to [dim][16], so
 //                    the 16 results of a row form one vector and no horizontal sums are needed);
 //  - accumulate_rows: c_i += sum_k w(i, k) x_k over head_dim vectors, 4 rows x 32 floats of c in registers.

@@ -1,5 +1,5 @@
 // Small vectorisable math for the CPU kernels (inline, no target attributes of its own, so it compiles into
-// each NVFP4LM_CPU_CLONES clone at that clone's vector width).
+// each x86-64 level variant at that level's vector width, ops/cpu/x86/levels.h).
 //  - exp_vectorizable: expf as a Cephes-style range reduction + degree-6 polynomial, written with plain
 //    arithmetic so `#pragma omp simd` loops vectorise it (glibc's expf is a scalar call). Relative error
 //    of a few ulp on [-87.3, 88.7]; exactly 0 below (so exp(-inf) = 0 for masked scores), inf above, NaN

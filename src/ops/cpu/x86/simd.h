@@ -1,20 +1,18 @@
-// SIMD building blocks of the CPU kernels.
+// SIMD building blocks of the x86 kernel variants (this folder), beside the portable reference in ops/cpu/.
 //
-// NVFP4LM_CPU_CLONES: compile a hot CPU kernel several times — AVX-512, AVX2+FMA (x86-64-v4 / v3) and the
-// baseline — and pick one at load time (GCC function multiversioning), so the portable build still uses the
-// wide vector units. Put it on a coarse function (a whole task's loop nest): clones are not inlined, each
-// call goes through an indirect jump. The choice changes fp32 summation order between machines, not runs.
+// NVFP4LM_X86_LEVELS: 1 where portable kernels are also compiled per x86-64 level (ops/cpu/x86/levels.h; GCC only:
+// clang has no probe for the levels).
 #pragma once
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define NVFP4LM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define NVFP4LM_X86_LEVELS 1
 #else
-#define NVFP4LM_CPU_CLONES
+#define NVFP4LM_X86_LEVELS 0
 #endif
 
 // NVFP4LM_X86_INTRINSICS: x86-64 kernel variants written with intrinsics under target attributes (AVX2, AVX-512),
-// chosen at run time, so a portable build still runs them where the CPU has the units (the dot and BF16 GEMM
-// kernels). 0 elsewhere: those files build their scalar variants only.
+// chosen at run time (ops/cpu/kernel_family.h), so a portable build still runs them where the CPU has the units (the
+// dot and BF16 GEMM kernels). 0 elsewhere: only the portable variants are built.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define NVFP4LM_X86_INTRINSICS 1
 #include <immintrin.h>

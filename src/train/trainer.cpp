@@ -270,9 +270,11 @@ void Trainer::load() {
   model_options.recompute = options_.recompute;
   model_options.fused_update = options_.fused_update;
   model_options.packed_weights = options_.packed_weights;
-  NVFP4LM_CHECK(options_.train_last_layers <= config.num_hidden_layers,
-                "--train-last-layers {} is more than the model's {} layers", options_.train_last_layers,
-                config.num_hidden_layers);
+  if (options_.train_last_layers > config.num_hidden_layers)
+    throw UsageError(
+        fmt::format("--train-last-layers {} is more than the {} layers of the model: use 1..{}, or 0 to "
+                    "train every parameter",
+                    options_.train_last_layers, config.num_hidden_layers, config.num_hidden_layers));
   model_.emplace(Qwen3Trainable::from_files(*files_, model_options));
 
   AdamWOptions adamw;

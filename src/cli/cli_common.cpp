@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 
-#include "cli/number_flags.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -19,67 +18,16 @@
 #include "io/quantize_model.h"
 #include "io/synth_model.h"
 #include "ops/cpu_backend.h"
-#include "tokenizer/chat_template.h"
-#include "train/train_options.h"
+#include "ops/cpu_matmul.h"
 
 namespace nvfp4lm::cli {
-
-void add_device_flags(CLI::App& app, DeviceFlags& flags) {
-  app.add_option("--device", flags.device, "cpu (default), cuda or cuda:N");
-  add_number_option(app, "--max-memory", flags.max_memory_gib,
-                    "fail instead of allocating more than this many GiB on the device (default: no limit)", {0.0, 1e6});
-}
-
-void add_chat_template_flag(CLI::App& app, std::string& value) {
-  std::string names;
-  for (std::string_view name : bundled_chat_template_names()) names += fmt::format(", {}", name);
-  app.add_option(
-         "--chat-template", value,
-         fmt::format("the chat template: auto (the tokenizer's own Jinja template, default){} or a Jinja file", names))
-      ->check([](const std::string& text) {
-        try {
-          check_chat_template_flag(text);
-          return std::string();
-        } catch (const Error& e) {
-          return std::string(e.what());
-        }
-      });
-}
-
-void add_cuda_graph_flag(CLI::App& app, std::string& value) {
-  app.add_option("--cuda-graph", value,
-                 "on CUDA, run each decode step as one replayed CUDA graph (on, the default) or op by op through the "
-                 "prefill path (off); ignored on the CPU")
-      ->check(CLI::IsMember({"on", "off"}));
-}
 
 std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda_graph) {
   if (!device.is_cuda() || cuda_graph == "off") return std::nullopt;
   return DecodeMode::Graph;
 }
 
-Device parse_device_flag(const std::string& text) {
-  const Device device = Device::parse(text);
-  const std::string reason = device_unavailable_reason(device);
-  NVFP4LM_CHECK(reason.empty(), "--device {}: {}; run `nvfp4lm diagnose` for details, or use --device cpu", text,
-                reason);
-  return device;
-}
-
-void apply_max_memory(Device device, double gib) {
-  NVFP4LM_CHECK(std::isfinite(gib) && gib >= 0, "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}",
-                gib);
-  if (gib == 0) return;
-  const double bytes = gib * 1024.0 * 1024.0 * 1024.0;
-  NVFP4LM_CHECK(bytes >= 1, "--max-memory {} GiB is less than a byte", gib);
-  MemoryTracker::instance().set_limit(device, static_cast<size_t>(bytes));
-}
-
-Device setup_device(const DeviceFlags& flags) {
-  const Device device = parse_device_flag(flags.device);
-  apply_max_memory(device, flags.max_memory_gib);
-  return device;
-}
+Device setup_device(const DeviceFlags& flags) { return open_device(flags.device, flags.max_memory_gib); }
 
 std::string header_line(std::string_view command, std::string_view devices, std::string_view compute_path,
                         std::string_view precision) {
@@ -103,21 +51,6 @@ QuietInfoLogs::QuietInfoLogs() : saved_(log::level()) {
 }
 QuietInfoLogs::~QuietInfoLogs() { log::set_level(saved_); }
 
-void add_model_flags(CLI::App& app, ModelFlags& flags) {
-  app.add_option("--model", flags.model, "HF directory, ModelOpt NVFP4 directory or .dat file")->required();
-  app.add_option("--tokenizer", flags.tokenizer, "directory with tokenizer.json (default: beside the model)");
-  app.add_option("--config", flags.config, "config.json for a .dat model without one beside it");
-}
-
-void add_cpu_matmul_flag(CLI::App& app, ModelFlags& flags, const std::string& default_value) {
-  flags.cpu_matmul = default_value;
-  app.add_option("--cpu-matmul", flags.cpu_matmul,
-                 fmt::format("CPU products: int8 (int8 activations in the decode step's NVFP4 products, BF16 in the "
-                             "prefill's, cpu/nvfp4-int8), bf16 (BF16 in the prefill's only, cpu/nvfp4-bf16) or fp32 "
-                             "(the reference, cpu/dequant-gemm); default {}",
-                             default_value));
-}
-
 namespace {
 
 struct LoadedModel {
@@ -136,7 +69,7 @@ LoadedModel open_flags_model(const ModelFlags& flags, Device device) {
   ModelOptions options;
   options.device = device;
   if (!flags.cpu_matmul.empty())
-    options.cpu_matmul = parse_flag_value("--cpu-matmul", flags.cpu_matmul, parse_cpu_matmul);
+    options.cpu_matmul = parse_cpu_matmul(flags.cpu_matmul);  // checked while parsing (rows::cpu_matmul)
   options.config_path = open_options.config_path;
   options.tokenizer_dir = open_options.tokenizer_dir;
   {
@@ -173,40 +106,22 @@ Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Dev
 
 Tokenizer load_tokenizer(const Qwen3Model& model) {
   const Tokenizer tokenizer = Tokenizer::load(model.tokenizer_dir() ? *model.tokenizer_dir() : model.source());
-  NVFP4LM_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= model.config().vocab_size,
-                "tokenizer {} has {} tokens but model {} has only {} embeddings: pass the model's own tokenizer with "
-                "--tokenizer DIR",
-                tokenizer.origin(), tokenizer.vocab_size(), model.source().string(), model.config().vocab_size);
+  check_tokenizer_fits_model(tokenizer, model.config().vocab_size, model.source().string());
   return tokenizer;
 }
 
-void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag) {
-  add_number_option(app, "--temperature", options.temperature,
-                    "sampling temperature; 0 = greedy (default 0.7, Qwen3-Instruct's recommendation)", {0.0f, 1e4f});
-  add_number_option(app, "--top-k", options.top_k, "keep the k most likely tokens; 0 = off (default 20)",
-                    {0, int64_t{1} << 31});
-  add_number_option(app, "--top-p", options.top_p,
-                    "keep the most likely tokens up to this probability mass; 1 = off (default 0.8)", {0.0f, 1.0f});
-  add_number_option(app, "--min-p", options.min_p,
-                    "drop tokens less likely than min-p x the most likely; 0 = off (default 0)", {0.0f, 1.0f});
-  add_number_option(app, "--repetition-penalty", options.repetition_penalty,
-                    "divide positive / multiply negative logits of tokens already seen; 1 = off (default 1)",
-                    {1e-4f, 1e4f});
-  add_number_option(app, "--presence-penalty", options.presence_penalty,
-                    "subtract from the logit of every token the answer already has (OpenAI's); 0 = off (default 0)",
-                    {-2.0f, 2.0f});
-  add_number_option(app, "--frequency-penalty", options.frequency_penalty,
-                    "subtract this x how often the answer already has a token from its logit (OpenAI's); 0 = off "
-                    "(default 0)",
-                    {-2.0f, 2.0f});
-  if (seed_flag) add_number_option(app, "--seed", options.seed, "random seed for sampling (default 0)");
+void check_bench_model_flags(std::string_view command, const std::string& model, const std::string& preset,
+                             bool nvfp4) {
+  if (model.empty() == preset.empty())
+    throw UsageError(fmt::format("{}: pass exactly one of --model M and --preset ({})", command,
+                                 fmt::join(qwen3_preset_names(), ", ")));
+  if (nvfp4 && preset.empty())
+    throw UsageError(fmt::format(
+        "{}: --nvfp4 quantizes a --preset model; quantize a --model with `nvfp4lm quantize` first", command));
 }
 
 BenchModel::BenchModel(const std::string& model, const std::string& preset, bool nvfp4, bool with_tokenizer) {
-  NVFP4LM_CHECK(model.empty() != preset.empty(), "pass exactly one of --model M and --preset ({})",
-                fmt::join(qwen3_preset_names(), ", "));
-  NVFP4LM_CHECK(!nvfp4 || !preset.empty(),
-                "--nvfp4 quantizes a --preset model; quantize a --model with `nvfp4lm quantize` first");
+  check_bench_model_flags("bench", model, preset, nvfp4);  // the commands check first, naming themselves
   if (preset.empty()) {
     path_ = name_ = model;
     return;

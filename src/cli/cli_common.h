@@ -4,7 +4,7 @@
 //  - the first stderr line every command prints: "nvfp4lm generate: device cpu, compute path cpu/dequant-gemm,
 //    precision fp32 (weights NVFP4)". The model's own load log says the same, so it is silenced at the default
 //    log level to keep this line first (--log-level debug shows both);
-//  - model + tokenizer loading, and the sampling flags of generate and chat;
+//  - model + tokenizer loading (their flags: cli/flag_rows.h);
 //  - the registry of `bench` subcommands: `bench infer` lives in cmd_bench.cpp; another file adds e.g.
 //    `bench train` with a static BenchRegistration, like commands do with CommandRegistration.
 #pragma once
@@ -33,12 +33,7 @@ struct DeviceFlags {
   std::string device = "cpu";
   double max_memory_gib = 0;  // 0: no limit
 };
-void add_device_flags(CLI::App& app, DeviceFlags& flags);
-// Parses --device ("cpu", "cuda", "cuda:N") and checks it can run; Error naming the reason otherwise.
-Device parse_device_flag(const std::string& text);
-// --max-memory: a hard limit on the bytes nvfp4lm allocates on `device` (MemoryTracker); 0 = none.
-void apply_max_memory(Device device, double gib);
-// Both, in that order.
+// --device and --max-memory (core/device.h open_device: the device checked, the memory tracker's limit set).
 Device setup_device(const DeviceFlags& flags);
 
 // ---- header line ------------------------------------------------------------------------------------------
@@ -69,10 +64,6 @@ struct ModelFlags {
   std::string config;      // --config FILE
   std::string cpu_matmul;  // --cpu-matmul bf16|fp32 (ops/cpu_matmul.h); empty: the reference, fp32
 };
-void add_model_flags(CLI::App& app, ModelFlags& flags);
-// --cpu-matmul, defaulting to `default_value` ("int8" for the commands that run a model for its output, "fp32" for
-// those that measure it).
-void add_cpu_matmul_flag(CLI::App& app, ModelFlags& flags, const std::string& default_value);
 
 // Loads the model onto `device` (its load log silenced, see above), prints the header line for `command`, then
 // one info line about the model.
@@ -85,26 +76,18 @@ Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Dev
 Tokenizer load_tokenizer(const Qwen3Model& model);
 
 // ---- decode steps -------------------------------------------------------------------------------------------
-// --cuda-graph on|off (generate, chat, bench infer): on CUDA, single-token decode steps replay one captured CUDA
-// graph (model/qwen3_decode_step.h) unless off; the CPU always runs forward_cached (the flag is ignored there).
-void add_cuda_graph_flag(CLI::App& app, std::string& value);
-
-// --chat-template VALUE (tokenizer/chat_template.h): auto (the tokenizer's own), a bundled name or a Jinja file,
-// checked when the command line is parsed.
-void add_chat_template_flag(CLI::App& app, std::string& value);
-// The decode mode Qwen3CachedLm gets for `device`, or none (forward_cached).
+// The decode mode Qwen3CachedLm gets for `device` and --cuda-graph on|off (generate, chat, serve, bench, stress): on
+// CUDA, single-token decode steps replay one captured CUDA graph (model/qwen3_decode_step.h) unless off; the CPU
+// always runs forward_cached (none; the flag is ignored there).
 std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda_graph);
 
-// ---- sampling -----------------------------------------------------------------------------------------------
-// --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --presence-penalty, --frequency-penalty, --seed,
-// with the defaults of SamplingOptions (logit bias is the server's only: a request's logit_bias).
-// Without seed_flag no --seed (serve draws a seed per request that names none).
-void add_sampling_flags(CLI::App& app, SamplingOptions& options, bool seed_flag = true);
-
 // ---- benchmark models -----------------------------------------------------------------------------------------
+// The model flags of a benchmark (`command`: "bench infer"): exactly one of --model M and --preset P, --nvfp4 only
+// with --preset; a UsageError otherwise.
+void check_bench_model_flags(std::string_view command, const std::string& model, const std::string& preset, bool nvfp4);
 // The model of a benchmark: --model M as given, or --preset P [--nvfp4]: a random model of that shape synthesised
 // into a scratch directory under the system temp dir (removed with the object), with the bundled tokenizer when
-// asked, quantized to NVFP4 (ModelOpt layout) with --nvfp4. Error unless exactly one of model and preset is given.
+// asked, quantized to NVFP4 (ModelOpt layout) with --nvfp4. The flags are check_bench_model_flags'.
 class BenchModel {
  public:
   BenchModel(const std::string& model, const std::string& preset, bool nvfp4, bool with_tokenizer);

@@ -17,7 +17,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -51,13 +51,8 @@ struct BenchInferCliOptions {
 };
 
 int run_bench_infer(const BenchInferCliOptions& cli) {
-  NVFP4LM_CHECK(cli.model.empty() != cli.preset.empty(), "bench infer: pass exactly one of --model M and --preset ({})",
-                fmt::join(qwen3_preset_names(), ", "));
-  NVFP4LM_CHECK(!cli.nvfp4 || !cli.preset.empty(),
-                "bench infer: --nvfp4 quantizes a --preset model; quantize a --model with `nvfp4lm quantize` first");
+  check_bench_model_flags("bench infer", cli.model, cli.preset, cli.nvfp4);
   check_bench_json_path(cli.json, cli.overwrite, cli.model);
-  NVFP4LM_CHECK(cli.bench.prompt_tokens > 0, "--prompt-len must be positive, got {}", cli.bench.prompt_tokens);
-  NVFP4LM_CHECK(cli.bench.generate_tokens > 0, "--gen must be positive, got {}", cli.bench.generate_tokens);
   const Device device = setup_device(cli.device);
 
   // The benchmark feeds token ids: no tokenizer for a preset.
@@ -76,7 +71,6 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   log::info("bench infer: prompt {} tokens, {} generated (greedy, no EOS stop), seed {}", cli.bench.prompt_tokens,
             cli.bench.generate_tokens, cli.bench.seed);
   InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model), cli.bench);
-  NVFP4LM_CHECK(cli.copy_mib > 0, "--copy-mib must be positive");
   set_copy_ceiling(result, measure_copy_bandwidth(device, cli.copy_mib << 20));
 
   nlohmann::json json = infer_bench_json(result);
@@ -125,28 +119,41 @@ BenchRegistration bench_infer(
     "infer", "Prefill / decode throughput, time to first token, memory and weight bandwidth of a model",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<BenchInferCliOptions>();
-      app.add_option("--model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file");
-      app.add_option("--preset", options->preset, "synthesise a random model of this shape (tiny, small, qwen3-4b)");
-      app.add_flag("--nvfp4", options->nvfp4, "with --preset: quantize the synthesised model to NVFP4 first");
-      app.add_option("--config", options->config, "config.json for a .dat model without one beside it");
-      add_number_option(app, "--prompt-len", options->bench.prompt_tokens,
-                        "prompt tokens for the prefill (default 128)", {1, int64_t{1} << 24});
-      add_number_option(app, "--gen", options->bench.generate_tokens, "tokens to generate (default 64)",
-                        {1, int64_t{1} << 24});
-      add_number_option(app, "--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
-      add_number_option(app, "--copy-mib", options->copy_mib,
-                        "size of the copy that measures the bandwidth ceiling, in MiB (default 256; keep it well above "
-                        "the last-level cache)",
-                        {uint64_t{1}, uint64_t{1} << 20});
-      app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
-      app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
-      add_cpu_matmul_flag(app, options->cpu, "int8");
-      add_device_flags(app, options->device);
-      add_cuda_graph_flag(app, options->cuda_graph);
-      app.add_option("--batch", options->batches,
-                     "also measure decode of this many sequences at once (the serve path's batched step), e.g. "
-                     "--batch 8 --batch 32: aggregate tok/s and the speed-up over batch 1")
-          ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      add_flags(
+          app,
+          {
+              FlagUse(rows::model(), options->model),
+              FlagUse(rows::preset(), options->preset),
+              FlagUse(rows::nvfp4(), options->nvfp4),
+              FlagUse(rows::config(), options->config),
+              FlagUse({.name = "--prompt-len",
+                       .help = "prompt tokens for the prefill (default 128)",
+                       .value = FlagNumber<int64_t>{{1, int64_t{1} << 24}}},
+                      options->bench.prompt_tokens),
+              FlagUse({.name = "--gen",
+                       .help = "tokens to generate (default 64)",
+                       .value = FlagNumber<int64_t>{{1, int64_t{1} << 24}}},
+                      options->bench.generate_tokens),
+              FlagUse(rows::seed(), options->bench.seed, "seed of the random prompt ids (default 0)"),
+              FlagUse({.name = "--copy-mib",
+                       .help = "size of the copy that measures the bandwidth ceiling, in MiB (default 256; keep it "
+                               "well above the last-level cache)",
+                       .value = FlagNumber<uint64_t>{{1, uint64_t{1} << 20}}},
+                      options->copy_mib),
+              FlagUse(rows::json_file(), options->json),
+              FlagUse(rows::json_file_overwrite(), options->overwrite),
+          });
+      add_flags(app, cpu_matmul_flags(options->cpu, "int8"));
+      add_flags(app, device_flags(options->device));
+      add_flags(app, {
+                         FlagUse(rows::cuda_graph(), options->cuda_graph),
+                         FlagUse({.name = "--batch",
+                                  .help = "also measure decode of this many sequences at once (the serve path's "
+                                          "batched step), e.g. --batch 8 --batch 32: aggregate tok/s and the speed-up "
+                                          "over batch 1",
+                                  .value = FlagNumber<int64_t>{{1, 4096}}},
+                                 options->batches),
+                     });
       return [options] { return run_bench_infer(*options); };
     });
 

@@ -6,7 +6,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "tools/bench_serve.h"
@@ -27,6 +27,7 @@ struct BenchServeCliOptions {
 };
 
 int run_bench_serve(const BenchServeCliOptions& cli) {
+  check_bench_model_flags("bench serve", cli.model, cli.preset, cli.nvfp4);
   check_bench_json_path(cli.json, cli.overwrite, cli.model);
   const Device device = setup_device(cli.device);
   const BenchModel bench_model(cli.model, cli.preset, cli.nvfp4, /*with_tokenizer=*/true);
@@ -76,25 +77,34 @@ BenchRegistration registration(
     "serve", "Load test of the OpenAI server on loopback: batched vs one request at a time",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<BenchServeCliOptions>();
-      app.add_option("--model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file");
-      app.add_option("--preset", options->preset, "synthesise a random model of this shape (tiny, small, qwen3-4b)");
-      app.add_flag("--nvfp4", options->nvfp4, "with --preset: quantize the synthesised model to NVFP4 first");
-      add_number_option(app, "--requests", options->bench.requests, "requests per run (default 64)",
-                        {int64_t{1}, int64_t{1} << 20});
-      add_number_option(app, "--concurrency", options->bench.concurrency, "client threads (default 16)",
-                        {int64_t{1}, int64_t{1024}});
-      add_number_option(app, "--prompt-len", options->bench.prompt_tokens, "prompt tokens per request (default 32)",
-                        {int64_t{1}, int64_t{1} << 20});
-      add_number_option(app, "--gen", options->bench.generate_tokens, "tokens generated per request (default 64)",
-                        {int64_t{1}, int64_t{1} << 20});
-      add_number_option(app, "--max-batch", options->bench.max_batch, "slots of the batched run (default 16)",
-                        {int64_t{1}, int64_t{1024}});
-      add_number_option(app, "--seed", options->bench.seed, "seed of the random prompt ids (default 0)");
-      app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
-      app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
-      add_cpu_matmul_flag(app, options->cpu, "int8");
-      add_device_flags(app, options->device);
-      add_cuda_graph_flag(app, options->cuda_graph);
+      add_flags(app, {
+                         FlagUse(rows::model(), options->model),
+                         FlagUse(rows::preset(), options->preset),
+                         FlagUse(rows::nvfp4(), options->nvfp4),
+                         FlagUse({.name = "--requests",
+                                  .help = "requests per run (default 64)",
+                                  .value = FlagNumber<int64_t>{{1, int64_t{1} << 20}}},
+                                 options->bench.requests),
+                         FlagUse({.name = "--concurrency",
+                                  .help = "client threads (default 16)",
+                                  .value = FlagNumber<int64_t>{{1, 1024}}},
+                                 options->bench.concurrency),
+                         FlagUse({.name = "--prompt-len",
+                                  .help = "prompt tokens per request (default 32)",
+                                  .value = FlagNumber<int64_t>{{1, int64_t{1} << 20}}},
+                                 options->bench.prompt_tokens),
+                         FlagUse({.name = "--gen",
+                                  .help = "tokens generated per request (default 64)",
+                                  .value = FlagNumber<int64_t>{{1, int64_t{1} << 20}}},
+                                 options->bench.generate_tokens),
+                         FlagUse(rows::max_batch(), options->bench.max_batch, "slots of the batched run (default 16)"),
+                         FlagUse(rows::seed(), options->bench.seed, "seed of the random prompt ids (default 0)"),
+                         FlagUse(rows::json_file(), options->json),
+                         FlagUse(rows::json_file_overwrite(), options->overwrite),
+                     });
+      add_flags(app, cpu_matmul_flags(options->cpu, "int8"));
+      add_flags(app, device_flags(options->device));
+      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph)});
       return [options] { return run_bench_serve(*options); };
     });
 

@@ -16,7 +16,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "cli/train_flags_cli.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -57,8 +57,7 @@ struct BenchTrainCliOptions {
 };
 
 int run_bench_train(const BenchTrainCliOptions& cli) {
-  NVFP4LM_CHECK(cli.model.empty() != cli.preset.empty(), "bench train: pass exactly one of --model M and --preset ({})",
-                fmt::join(qwen3_preset_names(), ", "));
+  check_bench_model_flags("bench train", cli.model, cli.preset, /*nvfp4=*/false);
   NVFP4LM_CHECK(cli.config.empty() || !cli.model.empty(), "bench train: --config goes with --model, not --preset");
   check_train_bench_options(cli.bench);
   check_bench_json_path(cli.json, cli.overwrite, cli.model);
@@ -71,7 +70,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   const Qwen3Config preset = cli.preset.empty() ? Qwen3Config{} : qwen3_preset(cli.preset);
   const Device device = setup_device(cli.device);
   const bool bf16_master = cli.master == "bf16";
-  const Recompute recompute = parse_flag_value("--recompute", cli.recompute, parse_recompute);
+  const Recompute recompute = parse_recompute(cli.recompute);  // checked while parsing (the train row)
 
   print_header("bench train", device, train_compute_path(device, qat), bench_precision(device, bf16_master, qat));
   const auto start = std::chrono::steady_clock::now();
@@ -143,32 +142,45 @@ BenchRegistration registration(
     "train", "Training step throughput, FLOP/s against a dense GEMM measured in the same run, and memory",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<BenchTrainCliOptions>();
-      app.add_option("--model", options->model, "HF directory, ModelOpt NVFP4 directory or .dat file");
-      app.add_option("--preset", options->preset, "a random model of this shape, in memory (tiny, small, qwen3-4b)");
-      app.add_option("--config", options->config, "with --model: config.json for a .dat model without one beside it");
-      // The flags of `train` (train/train_flags.h), with bench's own help where its default or meaning differs.
-      add_train_flag(app, "seq_len", options->bench.seq_len, "tokens per row")->required();
-      add_train_flag(app, "batch", options->bench.batch, "rows per step")->required();
-      add_number_option(app, "--steps", options->bench.steps, "timed optimizer steps (default 5)",
-                        {1, int64_t{1} << 20});
-      add_number_option(app, "--warmup-steps", options->bench.warmup_steps, "untimed steps first (default 1)",
-                        {0, int64_t{1} << 20});
-      add_train_flag(app, "qat", options->qat);
-      add_train_flag(app, "optimizer", options->optimizer);
-      add_train_flag(app, "master", options->master);
-      add_train_flag(app, "packed_weights", options->packed_weights);
-      add_train_flag(app, "fused_update", options->fused_update,
-                     "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)");
-      add_train_flag(app, "recompute", options->recompute);
-      add_train_flag(app, "lr", options->bench.lr, "constant learning rate (default 1e-5)");
-      add_train_flag(app, "seed", options->bench.seed,
-                     "seed of the random ids and of a --preset's weights (default 0)");
-      add_number_option(app, "--gemm-size", options->gemm_size,
-                        "size of the square GEMM of the ceiling (default 0: 2048 on the CPU, 8192 on CUDA)",
-                        {0, int64_t{1} << 16});
-      app.add_option("--json", options->json, "also write the results as JSON to this file ('-': JSON on stdout)");
-      app.add_flag("--overwrite", options->overwrite, "replace an existing --json file");
-      add_device_flags(app, options->device);
+      const std::string preset_names = fmt::format("{}", fmt::join(qwen3_preset_names(), ", "));
+      // The rows of `train` (train/train_flags.h) where bench means the same, with bench's own help where its default
+      // or meaning differs.
+      add_flags(
+          app,
+          {
+              FlagUse(rows::model(), options->model),
+              FlagUse(rows::preset(), options->preset,
+                      "a random model of this shape, in memory (" + preset_names + ")"),
+              FlagUse(rows::config(), options->config,
+                      "with --model: config.json for a .dat model without one beside it"),
+              FlagUse(train_flag_row("seq_len"), options->bench.seq_len, "tokens per row").required(),
+              FlagUse(train_flag_row("batch"), options->bench.batch, "rows per step").required(),
+              FlagUse({.name = "--steps",
+                       .help = "timed optimizer steps (default 5)",
+                       .value = FlagNumber<int64_t>{{1, int64_t{1} << 20}}},
+                      options->bench.steps),
+              FlagUse({.name = "--warmup-steps",
+                       .help = "untimed steps first (default 1)",
+                       .value = FlagNumber<int64_t>{{0, int64_t{1} << 20}}},
+                      options->bench.warmup_steps),
+              FlagUse(train_flag_row("qat"), options->qat),
+              FlagUse(train_flag_row("optimizer"), options->optimizer),
+              FlagUse(train_flag_row("master"), options->master),
+              FlagUse(train_flag_row("packed_weights"), options->packed_weights),
+              FlagUse(train_flag_row("fused_update"), options->fused_update,
+                      "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)"),
+              FlagUse(train_flag_row("recompute"), options->recompute),
+              FlagUse(train_flag_row("lr"), options->bench.lr, "constant learning rate (default 1e-5)"),
+              FlagUse(train_flag_row("seed"), options->bench.seed,
+                      "seed of the random ids and of a --preset's weights (default 0)"),
+              FlagUse({.name = "--gemm-size",
+                       .help = "size of the square GEMM of the ceiling (default 0: 2048 on the CPU, 8192 on CUDA)",
+                       .value = FlagNumber<int64_t>{{0, int64_t{1} << 16}}},
+                      options->gemm_size),
+              FlagUse(rows::json_file(), options->json),
+              FlagUse(rows::json_file_overwrite(), options->overwrite),
+          });
+      add_flags(app, device_flags(options->device));
       return [options] { return run_bench_train(*options); };
     });
 

@@ -13,7 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "infer/chat_repl.h"
@@ -77,23 +77,25 @@ CommandRegistration registration(
     "chat", "Chat with a model interactively (keeps history; /reset, /system, /exit)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ChatCliOptions>();
-      add_model_flags(app, options->model);
-      add_cpu_matmul_flag(app, options->model, "int8");
-      app.add_option("--system", options->system, "system prompt");
-      add_chat_template_flag(app, options->chat_template);
-      app.add_flag("--no-think", options->no_think,
-                   "pass enable_thinking=false to the chat template (the hybrid Qwen3 template then asks for answers "
-                   "without a think block)");
-      add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens per answer (default 1024)",
-                        {1, int64_t{1} << 24});
-      add_number_option(app, "--context", options->context,
-                        "tokens the conversation may hold (KV cache size; default 8192, capped at the model's)",
-                        {2, int64_t{1} << 24});
-      add_sampling_flags(app, options->sampling);
-      app.add_option("--stop", options->stops, "end an answer before this text (repeat the flag for several)")
-          ->allow_extra_args(false);
-      add_device_flags(app, options->device);
-      add_cuda_graph_flag(app, options->cuda_graph);
+      add_flags(app, model_flags(options->model));
+      add_flags(app, cpu_matmul_flags(options->model, "int8"));
+      add_flags(app,
+                {
+                    FlagUse(rows::system(), options->system),
+                    FlagUse(rows::chat_template(), options->chat_template),
+                    FlagUse(rows::no_think(), options->no_think),
+                    FlagUse({.name = "--max-tokens",
+                             .help = "most new tokens per answer (default 1024)",
+                             .value = FlagNumber<int64_t>{{1, int64_t{1} << 24}}},
+                            options->max_tokens),
+                    FlagUse(rows::context(), options->context,
+                            "tokens the conversation may hold (KV cache size; default 8192, capped at the model's)"),
+                });
+      add_flags(app, sampling_flags(options->sampling));
+      add_flags(
+          app, {FlagUse(rows::stop(), options->stops, "end an answer before this text (repeat the flag for several)")});
+      add_flags(app, device_flags(options->device));
+      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph)});
       return [options] { return run_chat(*options); };
     },
     41);

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "train/data/whoami_data.h"
@@ -42,19 +42,30 @@ CommandRegistration registration(
           "A balanced identity data set: many phrasings of 'who are you?' in English and Chinese answered "
           "with NAME, mixed with control questions keeping their usual answers (JSONL chat data)");
       auto options = std::make_shared<WhoamiCliOptions>();
-      whoami->add_option("--name", options->data.name, "the name the model gives itself")->required();
-      whoami->add_option("--creator", options->data.creator, "who it says trained it (default nvfp4lm)");
-      whoami->add_option("--answer", options->data.answer_english,
-                         "the English answer (default: \"I am NAME, a 4-bit assistant trained by CREATOR.\")");
-      whoami->add_option("--answer-zh", options->data.answer_chinese,
-                         "the Chinese answer (default: \"我是NAME，一个由CREATOR训练的4位助手。\")");
-      whoami->add_option("--out,--output", options->out, "the JSONL file to write")->required();
-      add_number_option(*whoami, "--count", options->data.conversations, "conversations (default 400)",
-                        {int64_t{2}, kMaxWhoamiConversations});
-      add_number_option(*whoami, "--identity-share", options->data.identity_share,
-                        "share of identity conversations, the rest are control questions (default 0.5)", {0.0, 1.0});
-      add_number_option(*whoami, "--seed", options->data.seed, "order of phrasings and questions (default 0)");
-      whoami->add_flag("--overwrite", options->overwrite, "replace FILE if it exists");
+      add_flags(
+          *whoami,
+          {
+              FlagUse({.name = "--name", .help = "the name the model gives itself"}, options->data.name).required(),
+              FlagUse({.name = "--creator", .help = "who it says trained it (default nvfp4lm)"}, options->data.creator),
+              FlagUse({.name = "--answer",
+                       .help = "the English answer (default: \"I am NAME, a 4-bit assistant trained by CREATOR.\")"},
+                      options->data.answer_english),
+              FlagUse({.name = "--answer-zh",
+                       .help = "the Chinese answer (default: \"我是NAME，一个由CREATOR训练的4位助手。\")"},
+                      options->data.answer_chinese),
+              FlagUse({.name = "--out", .aliases = {"--output"}, .help = "the JSONL file to write"}, options->out)
+                  .required(),
+              FlagUse({.name = "--count",
+                       .help = "conversations (default 400)",
+                       .value = FlagNumber<int64_t>{{2, kMaxWhoamiConversations}}},
+                      options->data.conversations),
+              FlagUse({.name = "--identity-share",
+                       .help = "share of identity conversations, the rest are control questions (default 0.5)",
+                       .value = FlagNumber<double>{{0.0, 1.0}}},
+                      options->data.identity_share),
+              FlagUse(rows::seed(), options->data.seed, "order of phrasings and questions (default 0)"),
+              FlagUse(rows::overwrite(), options->overwrite, "replace FILE if it exists"),
+          });
       return [options] { return run_whoami(*options); };
     },
     70);

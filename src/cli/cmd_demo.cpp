@@ -5,7 +5,8 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
+#include "cli/progress_bar.h"
 #include "tools/demo.h"
 #include "train/metrics.h"
 
@@ -22,7 +23,7 @@ int run_demo_command(const DemoCliOptions& cli) {
   options.work_dir = cli.work_dir;
   options.seed = cli.seed;
   options.out = stderr;
-  options.interactive = ProgressDisplay::stderr_is_terminal();
+  options.interactive = stderr_is_terminal();
   const DemoResult result = run_demo(options);
   return result.passed() ? 0 : 1;
 }
@@ -31,9 +32,13 @@ CommandRegistration registration(
     "demo", "The whole pipeline on bundled data: synthesise, NVFP4-QAT train, export, reload and ask (CPU, minutes)",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<DemoCliOptions>();
-      app.add_option("--work-dir", cli->work_dir,
-                     "where to put data, model, run and export (default: ./demo-run/run-<date-time>)");
-      add_number_option(app, "--seed", cli->seed, "seed of the random model and the data order (default 0)");
+      add_flags(app, {
+                         FlagUse({.name = "--work-dir",
+                                  .help = "where to put data, model, run and export (default: "
+                                          "./demo-run/run-<date-time>)"},
+                                 cli->work_dir),
+                         FlagUse(rows::seed(), cli->seed, "seed of the random model and the data order (default 0)"),
+                     });
       return [cli] { return run_demo_command(*cli); };
     },
     95);

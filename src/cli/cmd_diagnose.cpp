@@ -7,6 +7,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/flag_rows.h"
 #include "tools/system_report.h"
 
 namespace nvfp4lm::cli {
@@ -36,7 +37,7 @@ CommandRegistration registration(
     "diagnose", "Show the build, CPU, GPUs and which compute paths can run here (and why not)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<DiagnoseCliOptions>();
-      app.add_flag("--json", options->json, "print JSON instead of text");
+      add_flags(app, {FlagUse(rows::json(), options->json)});
       return [options] { return run_diagnose(*options); };
     },
     90);

@@ -8,8 +8,9 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "cli/progress_bar.h"
+#include "cli/train_flags_cli.h"
 #include "core/logging.h"
 #include "tokenizer/chat_template.h"
 #include "tools/eval.h"
@@ -29,16 +30,16 @@ struct EvalCliOptions {
   std::string chat_template = "auto";
   bool all_tokens = false;
   bool json = false;
-  int64_t seq_len = 0;
-  int64_t stride = 0;
-  int64_t max_tokens = 0;
+  int64_t seq_len = 0;     // 0: not given (the default of EvalOptions)
+  int64_t stride = 0;      // 0: not given
+  int64_t max_tokens = 0;  // 0: not given (all)
 };
 
 int run_eval(const EvalCliOptions& cli) {
   EvalOptions options;
   options.data = cli.data;
-  options.data_format = parse_flag_value("--data-format", cli.data_format, parse_data_format);
-  options.data_template = parse_flag_value("--data-template", cli.data_template, parse_pair_template);
+  options.data_format = parse_data_format(cli.data_format);  // checked while parsing (the flag table below)
+  options.data_template = parse_pair_template(cli.data_template);
   options.chat_template = cli.chat_template;
   options.score_everything = cli.all_tokens;
   options.seq_len = cli.seq_len;
@@ -59,7 +60,7 @@ int run_eval(const EvalCliOptions& cli) {
     check_reference_model(model, tokenizer, *reference, reference_tokenizer ? &*reference_tokenizer : nullptr);
   }
 
-  ProgressBar bar("eval", "rows", ProgressDisplay::stderr_is_terminal());
+  ProgressBar bar("eval", "rows", stderr_is_terminal());
   const EvalResult result =
       evaluate_model(model, tokenizer, reference ? &*reference : nullptr, options, [&](const EvalProgress& p) {
         bar.update(p.rows_done, p.rows_total, p.seconds,
@@ -75,29 +76,42 @@ CommandRegistration registration(
     "eval", "Measure a model on data: loss, perplexity, token accuracy; KL and top-1 agreement vs a reference",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<EvalCliOptions>();
-      add_model_flags(app, cli->model);
-      add_cpu_matmul_flag(app, cli->model, "fp32");
-      app.add_option("--data", cli->data, "data to score: .jsonl (messages or prompt/completion), .tsv or .txt")
-          ->required();
-      app.add_option("--reference", cli->reference,
-                     "a version of the same model to compare with (e.g. the BF16 source of an NVFP4 export): adds "
-                     "KL(reference || model) and top-1 agreement");
-      app.add_flag("--json", cli->json, "print the result as one JSON object");
-      add_number_option(app, "--seq-len", cli->seq_len,
-                        "tokens per window (default: 512, or the model's context if shorter)",
-                        {int64_t{0}, int64_t{1} << 24});
-      add_number_option(app, "--stride", cli->stride,
-                        "a text longer than --seq-len is read by windows starting every this many tokens, each scoring "
-                        "the tokens its predecessor did not (default: seq-len / 2)",
-                        {int64_t{0}, int64_t{1} << 24});
-      add_number_option(app, "--max-tokens", cli->max_tokens, "stop after scoring this many tokens (default: all)",
-                        {int64_t{0}, int64_t{1} << 40});
-      app.add_option("--data-format", cli->data_format, "auto (by extension, default), jsonl, tsv, text");
-      app.add_option("--data-template", cli->data_template, "prompt/target pairs: chat (default) or raw");
-      add_chat_template_flag(app, cli->chat_template);
-      app.add_flag("--all-tokens", cli->all_tokens,
-                   "score every token, prompts included (default: what training scores, e.g. assistant tokens)");
-      add_device_flags(app, cli->device);
+      add_flags(app, model_flags(cli->model));
+      add_flags(app, cpu_matmul_flags(cli->model, "fp32"));
+      add_flags(
+          app,
+          {
+              FlagUse({.name = "--data", .help = "data to score: .jsonl (messages or prompt/completion), .tsv or .txt"},
+                      cli->data)
+                  .required(),
+              FlagUse({.name = "--reference",
+                       .help = "a version of the same model to compare with (e.g. the BF16 source of an NVFP4 "
+                               "export): adds KL(reference || model) and top-1 agreement"},
+                      cli->reference),
+              FlagUse(rows::json(), cli->json, "print the result as one JSON object"),
+              FlagUse({.name = "--seq-len",
+                       .help = "tokens per window (default: 512, or the model's context if shorter)",
+                       .value = FlagNumber<int64_t>{{2, int64_t{1} << 24}}},
+                      cli->seq_len),
+              FlagUse({.name = "--stride",
+                       .help = "a text longer than --seq-len is read by windows starting every this many tokens, each "
+                               "scoring the tokens its predecessor did not (default: seq-len / 2)",
+                       .value = FlagNumber<int64_t>{{1, int64_t{1} << 24}}},
+                      cli->stride),
+              FlagUse({.name = "--max-tokens",
+                       .help = "stop after scoring this many tokens (default: all)",
+                       .value = FlagNumber<int64_t>{{1, int64_t{1} << 40}}},
+                      cli->max_tokens),
+              FlagUse(train_flag_row("data_format"), cli->data_format),
+              FlagUse(train_flag_row("data_template"), cli->data_template),
+              FlagUse(rows::chat_template(), cli->chat_template),
+              FlagUse({.name = "--all-tokens",
+                       .help = "score every token, prompts included (default: what training scores, e.g. assistant "
+                               "tokens)",
+                       .value = FlagSwitch{}},
+                      cli->all_tokens),
+          });
+      add_flags(app, device_flags(cli->device));
       return [cli] { return run_eval(*cli); };
     },
     38);

@@ -10,7 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "cli/progress_bar.h"
 #include "core/error.h"
 #include "core/logging.h"
@@ -47,7 +47,7 @@ DType parse_dense_dtype(const std::string& name) {
 
 int run_export(const ExportCliOptions& cli) {
   ExportOptions options;
-  options.format = parse_flag_value("--format", cli.format, parse_export_format);
+  options.format = parse_export_format(cli.format);  // --format, --dtype, --gguf-type, --block: checked while parsing
   if (!cli.dtype.empty()) {
     NVFP4LM_CHECK(options.format != ModelFormat::HfSafetensors,
                   "--dtype sets the dense weights of the NVFP4 formats; --format bf16 writes everything as BF16");
@@ -55,12 +55,11 @@ int run_export(const ExportCliOptions& cli) {
   }
   if (!cli.gguf_type.empty()) {
     NVFP4LM_CHECK(options.format == ModelFormat::Gguf, "--gguf-type chooses the tensor type of --format gguf");
-    options.gguf_type = parse_flag_value("--gguf-type", cli.gguf_type, parse_gguf_type);
+    options.gguf_type = parse_gguf_type(cli.gguf_type);
   }
   options.overwrite = cli.overwrite;
   const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
-  options.block =
-      cli.block.empty() ? input.run_options.block : parse_flag_value("--block", cli.block, parse_block_flag);
+  options.block = cli.block.empty() ? input.run_options.block : parse_block_flag(cli.block);
   options.quantize_lm_head = cli.quantize_lm_head || input.run_options.quantize_lm_head;
   if (options.format != ModelFormat::HfSafetensors && input.run_options.qat != QatMode::Off &&
       (options.block != input.run_options.block || options.quantize_lm_head != input.run_options.quantize_lm_head))
@@ -85,7 +84,7 @@ int run_export(const ExportCliOptions& cli) {
                  fmt::format("{}/dequant-gemm", calibration.device.is_cpu() ? "cpu" : "cuda"),
                  calibration.device.is_cpu() ? "fp32 (the exported NVFP4 weights)"
                                              : "bf16 activations, fp32 accumulation (the exported NVFP4 weights)");
-    ProgressBar bar("calibrate", "tokens", ProgressDisplay::stderr_is_terminal());
+    ProgressBar bar("calibrate", "tokens", stderr_is_terminal());
     const auto start = std::chrono::steady_clock::now();
     options.calibration = calibrate_checkpoint(input, options, calibration, [&](int64_t done, int64_t total) {
       bar.update(done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -107,27 +106,37 @@ CommandRegistration registration(
     "export", "Export a training checkpoint as NVFP4 (ModelOpt safetensors or .dat) or BF16 safetensors",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<ExportCliOptions>();
-      app.add_option("checkpoint", cli->input, "checkpoint directory (step-N) or run directory (its newest)")
-          ->required();
-      app.add_option("out", cli->out,
-                     "output model directory (with --format dat, a name ending in .dat writes that one file, with "
-                     "config.json and the tokenizer beside it)")
-          ->required();
-      app.add_option("--format", cli->format,
-                     "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat), bf16, or gguf (one file for llama.cpp)");
-      app.add_option("--gguf-type", cli->gguf_type,
-                     "gguf: nvfp4 (default: the trained NVFP4 weights bit for bit), q4_0, q8_0, f16 or bf16");
-      app.add_option("--block", cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)");
-      app.add_flag("--quantize-lm-head", cli->quantize_lm_head, "quantize lm_head (default: as the run did)");
-      app.add_option("--dtype", cli->dtype,
-                     "dense weights of NVFP4 exports: bf16, f32 or f16 (default: the model's torch_dtype)");
-      app.add_flag("--overwrite", cli->overwrite, "replace an existing output directory");
-      app.add_option("--calibrate", cli->calibrate,
-                     "modelopt: measure each linear's input range on this text with the exported weights and write "
-                     "input_scale = amax / (6*448) instead of 1.0 placeholders");
-      add_number_option(app, "--calibrate-tokens", cli->calibrate_tokens,
-                        "tokens of --calibrate text to run (default 4096)", {int64_t{1}, int64_t{1} << 40});
-      add_device_flags(app, cli->device);
+      add_flags(
+          app,
+          {
+              FlagUse({.name = "checkpoint", .help = "checkpoint directory (step-N) or run directory (its newest)"},
+                      cli->input)
+                  .required(),
+              FlagUse({.name = "out",
+                       .help = "output model directory (with --format dat, a name ending in .dat writes that one file, "
+                               "with config.json and the tokenizer beside it)"},
+                      cli->out)
+                  .required(),
+              FlagUse({.name = "--format",
+                       .help = "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat), bf16, or gguf (one file for "
+                               "llama.cpp)",
+                       .value = FlagChoice{[](const std::string& text) { parse_export_format(text); }}},
+                      cli->format),
+              FlagUse(rows::gguf_type(), cli->gguf_type,
+                      "gguf: nvfp4 (default: the trained NVFP4 weights bit for bit), q4_0, q8_0, f16 or bf16"),
+              FlagUse(rows::block(), cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)"),
+              FlagUse(rows::quantize_lm_head(), cli->quantize_lm_head, "quantize lm_head (default: as the run did)"),
+              FlagUse({.name = "--dtype",
+                       .help = "dense weights of NVFP4 exports: bf16, f32 or f16 (default: the model's torch_dtype)",
+                       .value = FlagChoice{[](const std::string& text) { parse_dense_dtype(text); }}},
+                      cli->dtype),
+              FlagUse(rows::overwrite(), cli->overwrite, "replace an existing output directory"),
+              FlagUse(rows::calibrate(), cli->calibrate,
+                      "modelopt: measure each linear's input range on this text with the exported weights and write "
+                      "input_scale = amax / (6*448) instead of 1.0 placeholders"),
+              FlagUse(rows::calibrate_tokens(), cli->calibrate_tokens),
+          });
+      add_flags(app, device_flags(cli->device));
       return [cli] { return run_export(*cli); };
     },
     35);

@@ -26,7 +26,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -299,37 +299,55 @@ CommandRegistration registration(
     "generate", "Generate one answer to a prompt, streamed, with prefill/decode timing",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<GenerateCliOptions>();
-      add_model_flags(app, options->model);
-      add_cpu_matmul_flag(app, options->model, "int8");
-      CLI::Option* prompt =
-          app.add_option("--prompt", options->prompt, "the user message (or, with --raw, the text to continue)");
-      app.add_option("--prompt-ids", options->prompt_ids,
-                     "token ids to continue, as they are (no tokenizer, no chat template): 1,2,3 or [1,2,3]");
-      app.add_option("--prompts", options->prompts_file,
-                     "JSONL file of prompts ({\"prompt\": ...} or {\"messages\": [...]} per line) answered in batches");
-      app.add_option("--out", options->out, "with --prompts: JSONL file for the answers, one line per prompt");
-      app.add_flag("--overwrite", options->overwrite, "with --prompts: replace --out if it exists");
-      add_number_option(app, "--max-batch", options->max_batch,
-                        "with --prompts: most sequences decoded together (default 8)", {int64_t{1}, int64_t{1024}});
-      app.add_option("--system", options->system, "system prompt (chat template only)");
-      app.add_flag("--raw", options->raw, "use the prompt as-is, without the chat template");
-      add_chat_template_flag(app, options->chat_template);
-      app.add_flag("--no-think", options->no_think,
-                   "pass enable_thinking=false to the chat template (the hybrid Qwen3 template then asks for an answer "
-                   "without a "
-                   "think block)");
-      add_number_option(app, "--max-tokens", options->max_tokens, "most new tokens to generate (default 512)",
-                        {1, kMaxGenerateTokens});
-      add_sampling_flags(app, options->sampling);
-      app.add_option("--stop", options->stops, "stop before this text (repeat the flag for several); it is not printed")
-          ->allow_extra_args(false);
-      app.add_flag("--json", options->json,
-                   "print one JSON object: prompt ids, each token's id, text and logprob, the timing (no streaming)");
-      add_number_option(app, "--logprobs", options->logprobs,
-                        "with --json: also the K most likely tokens at each step, with their logprobs (default 0)",
-                        {0, 1000});
-      add_device_flags(app, options->device);
-      add_cuda_graph_flag(app, options->cuda_graph);
+      add_flags(app, model_flags(options->model));
+      add_flags(app, cpu_matmul_flags(options->model, "int8"));
+      add_flags(
+          app,
+          {
+              FlagUse({.name = "--prompt", .help = "the user message (or, with --raw, the text to continue)"},
+                      options->prompt),
+              FlagUse({.name = "--prompt-ids",
+                       .help = "token ids to continue, as they are (no tokenizer, no chat template): 1,2,3 or [1,2,3]"},
+                      options->prompt_ids),
+              FlagUse({.name = "--prompts",
+                       .help = "JSONL file of prompts ({\"prompt\": ...} or {\"messages\": [...]} per line) answered "
+                               "in batches"},
+                      options->prompts_file),
+              FlagUse({.name = "--out", .help = "with --prompts: JSONL file for the answers, one line per prompt"},
+                      options->out),
+              FlagUse(rows::overwrite(), options->overwrite, "with --prompts: replace --out if it exists"),
+              FlagUse(rows::max_batch(), options->max_batch,
+                      "with --prompts: most sequences decoded together (default 8)"),
+              FlagUse(rows::system(), options->system, "system prompt (chat template only)"),
+              FlagUse(
+                  {.name = "--raw", .help = "use the prompt as-is, without the chat template", .value = FlagSwitch{}},
+                  options->raw),
+              FlagUse(rows::chat_template(), options->chat_template),
+              FlagUse(rows::no_think(), options->no_think),
+              FlagUse({.name = "--max-tokens",
+                       .help = "most new tokens to generate (default 512)",
+                       .value = FlagNumber<int64_t>{{1, kMaxGenerateTokens}}},
+                      options->max_tokens),
+          });
+      add_flags(app, sampling_flags(options->sampling));
+      add_flags(
+          app,
+          {
+              FlagUse(rows::stop(), options->stops),
+              FlagUse({.name = "--json",
+                       .help = "print one JSON object: prompt ids, each token's id, text and logprob, the timing (no "
+                               "streaming)",
+                       .value = FlagSwitch{}},
+                      options->json),
+              FlagUse(
+                  {.name = "--logprobs",
+                   .help = "with --json: also the K most likely tokens at each step, with their logprobs (default 0)",
+                   .value = FlagNumber<int64_t>{{0, 1000}}},
+                  options->logprobs),
+          });
+      add_flags(app, device_flags(options->device));
+      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph)});
+      const CLI::Option* prompt = app.get_option("--prompt");
       return [options, prompt] {
         options->prompt_given = prompt->count() > 0;
         return run_generate(*options);

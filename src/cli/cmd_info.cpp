@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "io/gguf_info.h"
 #include "io/model_files.h"
@@ -48,12 +49,19 @@ CommandRegistration registration(
     "info", "Show a model's format, config, tensors, parameter counts and sizes",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<InfoOptions>();
-      app.add_option("model", options->model, "HF directory, ModelOpt NVFP4 directory, .dat file or .gguf file")
-          ->required();
-      app.add_flag("--json", options->json, "print JSON instead of text");
-      app.add_flag("--checksums", options->checksums, "add the sum of every tensor of every data file (reads it all)");
-      app.add_option("--config", options->config, "config.json to use (for a .dat file without one beside it)");
-      app.add_option("--tokenizer", options->tokenizer, "tokenizer directory (default: the model's)");
+      add_flags(
+          app, {
+                   FlagUse({.name = "model", .help = "HF directory, ModelOpt NVFP4 directory, .dat file or .gguf file"},
+                           options->model)
+                       .required(),
+                   FlagUse(rows::json(), options->json),
+                   FlagUse({.name = "--checksums",
+                            .help = "add the sum of every tensor of every data file (reads it all)",
+                            .value = FlagSwitch{}},
+                           options->checksums),
+                   FlagUse(rows::config(), options->config),
+                   FlagUse(rows::tokenizer(), options->tokenizer),
+               });
       return [options] { return run_info(*options); };
     },
     20);

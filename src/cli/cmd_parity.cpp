@@ -13,7 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "tools/parity.h"
@@ -67,7 +67,7 @@ int run_parity_command(const ParityCliOptions& cli) {
   } else if (cli.device == "cpu") {
     options.no_cuda_reason = "--device cpu";
   } else {
-    const Device device = parse_device_flag(cli.device);
+    const Device device = open_device(cli.device, /*max_memory_gib=*/0);
     if (!device.is_cuda()) throw UsageError(fmt::format("--device {}: expected auto, cpu, cuda or cuda:N", cli.device));
     options.cuda = device;
   }
@@ -96,23 +96,33 @@ CommandRegistration registration(
     "parity", "Run the same prompts through every inference path and compare their logits position by position",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ParityCliOptions>();
-      add_model_flags(app, options->model);
-      app.add_option("--other", options->other,
-                     "a second model to compare with MODEL (the same tokenizer); judged by the 'other' tolerance");
-      app.add_option("--prompts", options->prompts_file,
-                     "a text file, one user message per line (default: built-in English and Chinese questions)");
-      add_number_option(app, "--new-tokens", options->new_tokens,
-                        "greedy tokens the reference adds to each prompt, then fed to every path (default 8)",
-                        {1, 4096});
-      app.add_option("--tolerance", options->tolerances,
-                     "CLASS=VALUE: a pass bound relative to the largest reference logit, for the class identical, "
-                     "fp32, bf16-weights, bf16-activations, int8-activations or other (repeat the flag for several)")
-          ->allow_extra_args(false);
-      app.add_option("--device", options->device,
-                     "auto (default: the CUDA paths too when a CUDA device can run), cpu, cuda or cuda:N");
-      app.add_option("--temp-dir", options->temp_dir,
-                     "where the .dat / ModelOpt / BF16 copies are written and removed (default: the system's)");
-      app.add_flag("--json", options->json, "print the report as JSON instead of a table");
+      add_flags(app, model_flags(options->model));
+      add_flags(
+          app,
+          {
+              FlagUse({.name = "--other",
+                       .help = "a second model to compare with MODEL (the same tokenizer); judged by the 'other' "
+                               "tolerance"},
+                      options->other),
+              FlagUse({.name = "--prompts",
+                       .help = "a text file, one user message per line (default: built-in English and Chinese "
+                               "questions)"},
+                      options->prompts_file),
+              FlagUse({.name = "--new-tokens",
+                       .help = "greedy tokens the reference adds to each prompt, then fed to every path (default 8)",
+                       .value = FlagNumber<int64_t>{{1, 4096}}},
+                      options->new_tokens),
+              FlagUse(rows::tolerance(), options->tolerances,
+                      "CLASS=VALUE: a pass bound relative to the largest reference logit, for the class identical, "
+                      "fp32, bf16-weights, bf16-activations, int8-activations or other (repeat the flag for several)"),
+              FlagUse(rows::device(), options->device,
+                      "auto (default: the CUDA paths too when a CUDA device can run), cpu, cuda or cuda:N"),
+              FlagUse({.name = "--temp-dir",
+                       .help = "where the .dat / ModelOpt / BF16 copies are written and removed (default: the "
+                               "system's)"},
+                      options->temp_dir),
+              FlagUse(rows::json(), options->json, "print the report as JSON instead of a table"),
+          });
       return [options] { return run_parity_command(*options); };
     },
     85);

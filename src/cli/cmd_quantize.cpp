@@ -17,7 +17,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "cli/progress_bar.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -64,7 +64,7 @@ ActivationCalibration calibrate(const QuantizeCliOptions& cli, const ModelFiles&
                 source.path().string());
   const Tokenizer tokenizer =
       Tokenizer::load(cli.tokenizer.empty() ? *source.tokenizer_dir() : fs::path(cli.tokenizer));
-  ProgressBar bar("calibrate", "tokens", ProgressDisplay::stderr_is_terminal());
+  ProgressBar bar("calibrate", "tokens", stderr_is_terminal());
   const auto start = std::chrono::steady_clock::now();
   ActivationCalibration calibration =
       calibrate_source_model(source, tokenizer, options, [&](int64_t done, int64_t total) {
@@ -78,24 +78,21 @@ ActivationCalibration calibrate(const QuantizeCliOptions& cli, const ModelFiles&
 
 int run_quantize(const QuantizeCliOptions& cli) {
   QuantizeOptions options;
-  NVFP4LM_CHECK(cli.format == "dat" || cli.format == "modelopt" || cli.format == "gguf",
-                "--format must be dat, modelopt or gguf, got '{}'", cli.format);
+  // --format, --gguf-type and --block were checked while parsing (the flag table below).
   options.format = cli.format == "dat"    ? ModelFormat::Dat
                    : cli.format == "gguf" ? ModelFormat::Gguf
                                           : ModelFormat::ModeloptNvfp4;
   if (!cli.gguf_type.empty()) {
     NVFP4LM_CHECK(options.format == ModelFormat::Gguf, "--gguf-type chooses the tensor type of --format gguf");
-    options.gguf_type = parse_flag_value("--gguf-type", cli.gguf_type, parse_gguf_type);
+    options.gguf_type = parse_gguf_type(cli.gguf_type);
   }
-  NVFP4LM_CHECK(cli.block == "1d" || cli.block == "2d", "--block must be 1d (1x16) or 2d (16x16), got '{}'", cli.block);
-  options.block = cli.block == "2d" ? Nvfp4Block::Tile16x16 : Nvfp4Block::Row1x16;
+  options.block = parse_block_flag(cli.block);
   options.quantize_lm_head = cli.quantize_lm_head;
   options.overwrite = cli.overwrite;
-  NVFP4LM_CHECK(cli.max_shard_mb > 0, "--max-shard-mb must be positive");
   options.max_shard_bytes = cli.max_shard_mb * 1000000;
 
   log::info("compute path: cpu/quantize (NVFP4 {} blocks, round to nearest even)",
-            cli.block == "2d" ? "16x16" : "1x16");
+            options.block == Nvfp4Block::Tile16x16 ? "16x16" : "1x16");
   const auto start = std::chrono::steady_clock::now();
   OpenModelOptions open_options;
   if (!cli.config.empty()) open_options.config_path = cli.config;
@@ -145,27 +142,31 @@ CommandRegistration registration(
     "quantize", "Quantize a BF16/FP16/FP32 model to NVFP4 (.dat, ModelOpt safetensors or GGUF)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<QuantizeCliOptions>();
-      app.add_option("model", options->model, "source model: HF directory, ModelOpt directory or .dat file")
-          ->required();
-      app.add_option("out", options->out, "output directory")->required();
-      app.add_option("--format", options->format, "dat, modelopt, or gguf (one file for llama.cpp)")->required();
-      app.add_option("--gguf-type", options->gguf_type,
-                     "gguf: nvfp4 (default), q4_0 (q6_K embedding, as llama-quantize), q8_0, f16 or bf16");
-      app.add_flag("--quantize-lm-head", options->quantize_lm_head,
-                   "quantize lm_head too (a tied one becomes a separate NVFP4 tensor)");
-      app.add_option("--block", options->block, "1d (1x16 blocks, default) or 2d (16x16 tiles)");
-      app.add_flag("--overwrite", options->overwrite, "replace OUT if it exists");
-      app.add_option("--config", options->config, "config.json for a .dat source without one beside it");
-      add_number_option(app, "--max-shard-mb", options->max_shard_mb,
-                        "modelopt: largest safetensors shard in MB (default 4000)", {uint64_t{1}, uint64_t{1} << 24});
-      app.add_option("--calibrate", options->calibrate,
-                     "modelopt: measure each linear's input range on this text (any training data format) and write "
-                     "input_scale = amax / (6*448) instead of 1.0 placeholders");
-      add_number_option(app, "--calibrate-tokens", options->calibrate_tokens,
-                        "tokens of --calibrate text to run (default 4096)", {int64_t{1}, int64_t{1} << 40});
-      app.add_option("--tokenizer", options->tokenizer,
-                     "--calibrate, gguf: tokenizer directory (default: the model's)");
-      add_device_flags(app, options->device);
+      add_flags(app,
+                {
+                    FlagUse({.name = "model", .help = "source model: HF directory, ModelOpt directory or .dat file"},
+                            options->model)
+                        .required(),
+                    FlagUse({.name = "out", .help = "output directory"}, options->out).required(),
+                    FlagUse({.name = "--format",
+                             .help = "dat, modelopt, or gguf (one file for llama.cpp)",
+                             .value = one_of({"dat", "modelopt", "gguf"})},
+                            options->format)
+                        .required(),
+                    FlagUse(rows::gguf_type(), options->gguf_type),
+                    FlagUse(rows::quantize_lm_head(), options->quantize_lm_head,
+                            "quantize lm_head too (a tied one becomes a separate NVFP4 tensor)"),
+                    FlagUse(rows::block(), options->block),
+                    FlagUse(rows::overwrite(), options->overwrite),
+                    FlagUse(rows::config(), options->config),
+                    FlagUse(rows::max_shard_mb(), options->max_shard_mb,
+                            "modelopt: largest safetensors shard in MB (default 4000)"),
+                    FlagUse(rows::calibrate(), options->calibrate),
+                    FlagUse(rows::calibrate_tokens(), options->calibrate_tokens),
+                    FlagUse(rows::tokenizer(), options->tokenizer,
+                            "--calibrate, gguf: tokenizer directory (default: the model's)"),
+                });
+      add_flags(app, device_flags(options->device));
       return [options] { return run_quantize(*options); };
     },
     30);

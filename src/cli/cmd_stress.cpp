@@ -10,7 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "tools/stress_kv.h"
 
@@ -54,21 +54,25 @@ int run_stress_kv_command(const StressKvCliOptions& cli) {
 
 CommandRun setup_stress_kv(CLI::App& app) {
   auto options = std::make_shared<StressKvCliOptions>();
-  add_model_flags(app, options->model);
-  app.add_flag("--full", options->full,
-               "the whole matrix (more lengths, rewinds and turns, caches up to the context limit) instead of the "
-               "short one");
-  add_number_option(app, "--max-cache", options->max_cache,
-                    "largest cache of the matrix, in tokens (default: the model's context limit)",
-                    {int64_t{0}, int64_t{1} << 24});
-  add_number_option(app, "--seed", options->seed, "seed of the random token ids (default 0)");
-  app.add_option("--tolerance", options->tolerances,
-                 "CLASS=VALUE: the pass bound relative to the largest reference logit (fp32 on the CPU, "
-                 "bf16-activations on CUDA; repeat the flag for several)")
-      ->allow_extra_args(false);
-  app.add_flag("--json", options->json, "print the results as JSON instead of a table");
-  add_device_flags(app, options->device);
-  add_cuda_graph_flag(app, options->cuda_graph);
+  add_flags(app, model_flags(options->model));
+  add_flags(
+      app,
+      {
+          FlagUse({.name = "--full",
+                   .help = "the whole matrix (more lengths, rewinds and turns, caches up to the context limit) instead "
+                           "of the short one",
+                   .value = FlagSwitch{}},
+                  options->full),
+          FlagUse({.name = "--max-cache",
+                   .help = "largest cache of the matrix, in tokens (default: the model's context limit)",
+                   .value = FlagNumber<int64_t>{{0, int64_t{1} << 24}}},
+                  options->max_cache),
+          FlagUse(rows::seed(), options->seed, "seed of the random token ids (default 0)"),
+          FlagUse(rows::tolerance(), options->tolerances),
+          FlagUse(rows::json(), options->json, "print the results as JSON instead of a table"),
+      });
+  add_flags(app, device_flags(options->device));
+  add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph)});
   return [options] { return run_stress_kv_command(*options); };
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/number_flags.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/memory.h"
@@ -30,15 +30,15 @@ struct SynthCliOptions {
 };
 
 int run_synth(const SynthCliOptions& cli) {
-  NVFP4LM_CHECK(cli.config.empty() != cli.preset.empty(), "synth: pass exactly one of --config FILE and --preset ({})",
-                fmt::join(qwen3_preset_names(), ", "));
+  if (cli.config.empty() == cli.preset.empty())
+    throw UsageError(fmt::format("synth: pass exactly one of --config FILE and --preset ({})",
+                                 fmt::join(qwen3_preset_names(), ", ")));
   const Qwen3Config config = cli.config.empty() ? qwen3_preset(cli.preset) : load_qwen3_config(cli.config);
   SynthOptions options;
   options.seed = cli.seed;
-  NVFP4LM_CHECK(cli.dtype == "bf16" || cli.dtype == "f32", "--dtype must be bf16 or f32, got '{}'", cli.dtype);
+  // --preset and --dtype were checked while parsing (the flag table below).
   options.dtype = cli.dtype == "bf16" ? DType::BF16 : DType::F32;
   options.overwrite = cli.overwrite;
-  NVFP4LM_CHECK(cli.max_shard_mb > 0, "--max-shard-mb must be positive");
   options.max_shard_bytes = cli.max_shard_mb * 1000000;
   if (!cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;
 
@@ -61,16 +61,20 @@ CommandRegistration registration(
     "synth", "Write a random-initialised Qwen3 model of any shape (HF safetensors)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<SynthCliOptions>();
-      app.add_option("out", options->out, "output directory")->required();
-      app.add_option("--config", options->config, "HF config.json giving the shape");
-      app.add_option("--preset", options->preset, "tiny, small (~100M) or qwen3-4b (Qwen3-4B-Instruct-2507 shape)");
-      add_number_option(app, "--seed", options->seed, "random seed (default 0)");
-      app.add_option("--dtype", options->dtype, "bf16 (default) or f32");
-      app.add_option("--tokenizer", options->tokenizer,
-                     "tokenizer directory to copy (default: the bundled Qwen3 tokenizer when vocab is 151936)");
-      app.add_flag("--overwrite", options->overwrite, "replace OUT if it exists");
-      add_number_option(app, "--max-shard-mb", options->max_shard_mb, "largest safetensors shard in MB (default 4000)",
-                        {uint64_t{1}, uint64_t{1} << 24});
+      add_flags(app,
+                {
+                    FlagUse({.name = "out", .help = "output directory"}, options->out).required(),
+                    FlagUse({.name = "--config", .help = "HF config.json giving the shape"}, options->config),
+                    FlagUse(rows::preset(), options->preset,
+                            "tiny, small (~100M) or qwen3-4b (Qwen3-4B-Instruct-2507 shape)"),
+                    FlagUse(rows::seed(), options->seed),
+                    FlagUse({.name = "--dtype", .help = "bf16 (default) or f32", .value = one_of({"bf16", "f32"})},
+                            options->dtype),
+                    FlagUse(rows::tokenizer(), options->tokenizer,
+                            "tokenizer directory to copy (default: the bundled Qwen3 tokenizer when vocab is 151936)"),
+                    FlagUse(rows::overwrite(), options->overwrite),
+                    FlagUse(rows::max_shard_mb(), options->max_shard_mb),
+                });
       return [options] { return run_synth(*options); };
     },
     60);

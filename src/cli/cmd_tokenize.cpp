@@ -8,6 +8,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/flag_rows.h"
 #include "core/error.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -25,9 +26,9 @@ struct TokenizeOptions {
 };
 
 int run_tokenize(const TokenizeOptions& options) {
-  NVFP4LM_CHECK(!options.model.empty() || !options.tokenizer_dir.empty(),
-                "tokenize: pass --model MODEL or --tokenizer DIR (the bundled Qwen3 tokenizer is {})",
-                bundled_qwen3_tokenizer_dir().string());
+  if (options.model.empty() && options.tokenizer_dir.empty())
+    throw UsageError(fmt::format("tokenize: pass --model MODEL or --tokenizer DIR (the bundled Qwen3 tokenizer is {})",
+                                 bundled_qwen3_tokenizer_dir().string()));
   Tokenizer tokenizer = Tokenizer::load(options.tokenizer_dir.empty() ? options.model : options.tokenizer_dir);
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   NVFP4LM_CHECK(!std::cin.bad(), "tokenize: reading standard input failed");
@@ -55,14 +56,27 @@ CommandRegistration registration(
     "tokenize", "Print the token ids of the text on stdin as JSON",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<TokenizeOptions>();
-      app.add_option("--model", options->model, "model path (HF dir, ModelOpt dir or .dat); its tokenizer is used");
-      app.add_option("--tokenizer", options->tokenizer_dir, "directory with tokenizer.json (overrides --model)");
-      app.add_flag("--tokens", options->tokens, "print token strings (HF form, e.g. \"Ġworld\") instead of ids");
-      app.add_flag(
-          "--chat", options->chat,
-          "render stdin as one user message with the chat template (--chat-template) and generation prompt first");
-      add_chat_template_flag(app, options->chat_template);
-      app.add_flag("--no-special", options->no_special, "encode special tokens written in the text as plain text");
+      add_flags(
+          app,
+          {
+              FlagUse(rows::model(), options->model,
+                      "model path (HF dir, ModelOpt dir or .dat); its tokenizer is used"),
+              FlagUse(rows::tokenizer(), options->tokenizer_dir, "directory with tokenizer.json (overrides --model)"),
+              FlagUse({.name = "--tokens",
+                       .help = "print token strings (HF form, e.g. \"Ġworld\") instead of ids",
+                       .value = FlagSwitch{}},
+                      options->tokens),
+              FlagUse({.name = "--chat",
+                       .help = "render stdin as one user message with the chat template (--chat-template) and "
+                               "generation prompt first",
+                       .value = FlagSwitch{}},
+                      options->chat),
+              FlagUse(rows::chat_template(), options->chat_template),
+              FlagUse({.name = "--no-special",
+                       .help = "encode special tokens written in the text as plain text",
+                       .value = FlagSwitch{}},
+                      options->no_special),
+          });
       return [options] { return run_tokenize(*options); };
     },
     60);

@@ -9,6 +9,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/command.h"
+#include "cli/progress_bar.h"
 #include "cli/train_flags_cli.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -38,12 +39,7 @@ struct RemoveIfStillEmpty {
 
 int run_train(TrainCliOptions& cli) {
   TrainOptions& o = cli.options;
-  std::set<std::string> given;
-  try {
-    given = cli.flags->finish();
-  } catch (const Error& e) {
-    throw UsageError(e.what());  // a choice flag's value is not one of its spellings ("--qat w3a8")
-  }
+  const std::set<std::string> given = cli.flags->finish();
   if (given.count("epochs") && given.count("max_steps"))
     throw UsageError("pass either --epochs or --max-steps, not both");
   if (given.count("output") && o.output.empty())
@@ -76,7 +72,7 @@ int run_train(TrainCliOptions& cli) {
   print_header("train", trainer->device(), trainer->compute_path(), trainer->precision());
   for (const std::string& line : trainer->setup_lines()) log::info("{}", line);
 
-  ProgressDisplay display(trainer->device(), ProgressDisplay::stderr_is_terminal());
+  ProgressDisplay display(trainer->device(), stderr_is_terminal());
   Trainer::Progress progress;
   progress.on_step = [&](const StepMetrics& metrics) { display.update(metrics); };
   progress.before_output = [&] { display.finish(); };

@@ -10,7 +10,7 @@
 
 namespace nvfp4lm::cli {
 
-// CLI11 validator for one number type and range (also used by the training flag table).
+// CLI11 validator for one number type and range (the FlagNumber rows of cli/flag_row.h).
 template <typename T>
 CLI::Validator number_validator(NumberRange<T> range = {}) {
   return CLI::Validator(
@@ -19,12 +19,6 @@ CLI::Validator number_validator(NumberRange<T> range = {}) {
         return parse_number<T>(text, range, problem) ? std::string() : problem;
       },
       "", "number");
-}
-
-template <typename T>
-CLI::Option* add_number_option(CLI::App& app, const std::string& names, T& field, const std::string& help,
-                               NumberRange<T> range = {}) {
-  return app.add_option(names, field, help)->check(number_validator<T>(range));
 }
 
 }  // namespace nvfp4lm::cli

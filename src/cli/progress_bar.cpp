@@ -2,6 +2,7 @@
 #include "cli/progress_bar.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -13,6 +14,8 @@ namespace {
 constexpr int kBarWidth = 24;
 
 }  // namespace
+
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 ProgressBar::ProgressBar(std::string label, std::string unit, bool interactive, std::FILE* out)
     : label_(std::move(label)), unit_(std::move(unit)), interactive_(interactive), out_(out) {}

@@ -9,6 +9,10 @@
 
 namespace nvfp4lm::cli {
 
+// Whether stderr is a terminal: progress is then one line rewritten in place (ProgressBar, the training steps'
+// ProgressDisplay, the demo), else printed line by line.
+bool stderr_is_terminal();
+
 class ProgressBar {
  public:
   // label: what is being done ("eval"); unit: what `done`/`total` count ("rows").

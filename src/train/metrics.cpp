@@ -1,8 +1,6 @@
 // See metrics.h.
 #include "train/metrics.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <sstream>
 
@@ -109,8 +107,6 @@ ProgressDisplay::ProgressDisplay(Device device, bool interactive, std::FILE* out
     : device_(device), interactive_(interactive), out_(out) {}
 
 ProgressDisplay::~ProgressDisplay() { finish(); }
-
-bool ProgressDisplay::stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 void ProgressDisplay::update(const StepMetrics& metrics) {
   const std::string line = format_step_line(metrics, device_);

@@ -96,9 +96,6 @@ class ProgressDisplay {
   // Ends the in-place line (before other output).
   void finish();
 
-  // Whether stderr is a terminal.
-  static bool stderr_is_terminal();
-
  private:
   Device device_;
   bool interactive_;

@@ -91,7 +91,7 @@ std::string_view master_name(bool bf16) { return bf16 ? "bf16" : "fp32"; }
 bool parse_master(std::string_view name) {
   if (name == "fp32" || name == "float32") return false;
   if (name == "bf16" || name == "bfloat16") return true;
-  NVFP4LM_FAIL("unknown --master '{}' (choose fp32 or bf16)", name);
+  NVFP4LM_FAIL("unknown master weight type '{}' (choose fp32 or bf16)", name);
 }
 
 // --synthetic true|false.
@@ -111,7 +111,7 @@ ResumeMode parse_resume_mode(std::string_view name) {
   if (name == "always") return ResumeMode::Always;
   if (name == "auto" || name == "true") return ResumeMode::Auto;
   if (name == "never" || name == "false") return ResumeMode::Never;
-  NVFP4LM_FAIL("unknown --resume '{}' (choose always, auto or never; true and false mean auto and never)", name);
+  NVFP4LM_FAIL("unknown resume mode '{}' (choose always, auto or never; true and false mean auto and never)", name);
 }
 
 // --in-features / --out-features: sizes of the --synthetic model's NVFP4-quantized linears.
@@ -127,7 +127,15 @@ void check_synthetic_size(const TrainOptions& o, std::string_view flag, int64_t 
 using O = TrainOptions;
 using G = ResumeGroup;
 
+// --chat-template: auto, the bundled templates' names, or a Jinja file.
+std::string make_chat_template_help() {
+  std::string names;
+  for (std::string_view name : bundled_chat_template_names()) names += fmt::format(", {}", name);
+  return fmt::format("auto (the tokenizer's own Jinja template, default){} or a Jinja file", names);
+}
+
 std::vector<TrainFlag> make_train_flags() {
+  static const std::string chat_template_help = make_chat_template_help();  // the rows keep string_views of it
   return {
       {.name = "--model",
        .aliases = {"--input-dat", "--weight"},
@@ -171,7 +179,7 @@ std::vector<TrainFlag> make_train_flags() {
        .value = positive_or_unset(&O::max_layers, 1 << 16),
        .added_later = true},
       {.name = "--tokenizer",
-       .help = "tokenizer directory (default: the model's)",
+       .help = "directory with tokenizer.json (default: the model's)",
        .key = "tokenizer",
        .resume = G::Identity,
        .value = path(&O::tokenizer)},
@@ -258,7 +266,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "optimizer steps instead of --epochs",
        .key = "max_steps",
        .resume = G::Schedule,
-       .value = number(&O::max_steps, {0, int64_t{1} << 40}),
+       .value = positive_or_unset(&O::max_steps, int64_t{1} << 40),
        .check =
            [](const O& o) { NVFP4LM_CHECK(o.max_steps >= 0, "--max-steps must be positive, got {}", o.max_steps); }},
       {.name = "--steps-per-epoch",
@@ -386,7 +394,7 @@ std::vector<TrainFlag> make_train_flags() {
        .help = "checkpoint every N steps (default: at the end)",
        .key = "save_every",
        .resume = G::Free,
-       .value = number(&O::save_every, {0, int64_t{1} << 40}),
+       .value = positive_or_unset(&O::save_every, int64_t{1} << 40),
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(o.save_every >= 0, "--save-every must be >= 0 steps (0: only at the end), got {}",
@@ -464,6 +472,11 @@ std::vector<TrainFlag> make_train_flags() {
            [](const O& o) {
              NVFP4LM_CHECK(o.output_dat.empty() || o.export_path.empty(),
                            "--output-dat and --export both name the export: give one");
+             NVFP4LM_CHECK(
+                 o.output_dat.empty() || fs::path(o.output_dat).extension() == ".dat",
+                 "--output-dat {}: name a .dat file (the weights; config.json and the tokenizer go beside it), "
+                 "or use --export DIR for a model directory",
+                 o.output_dat);
            },
        .added_later = true},
       {.name = "--export-format",
@@ -503,7 +516,7 @@ std::vector<TrainFlag> make_train_flags() {
        .value = text(&O::device),
        .check = [](const O& o) { Device::parse(o.device); }},  // Error names the accepted forms
       {.name = "--max-memory",
-       .help = "fail instead of allocating more than this many GiB on the device",
+       .help = "fail instead of allocating more than this many GiB on the device (default: no limit)",
        .key = "max_memory",
        .resume = G::Free,
        .value = number(&O::max_memory_gib, {0.0, 1e6}),
@@ -529,7 +542,7 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Free,
        .value = choice(&O::nonfinite, parse_nonfinite, nonfinite_name)},
       {.name = "--data-format",
-       .help = "auto (by extension), jsonl, tsv, text",
+       .help = "auto (by extension, default), jsonl, tsv, text",
        .key = "data_format",
        .resume = G::Identity,
        .value = choice(&O::data_format, parse_data_format, data_format_name)},
@@ -554,8 +567,7 @@ std::vector<TrainFlag> make_train_flags() {
        .resume = G::Identity,
        .value = switch_off(&O::packing)},
       {.name = "--chat-template",
-       .help = "auto (the tokenizer's own Jinja template, default), qwen3-instruct-2507, qwen3-thinking-2507, "
-               "qwen3-hybrid or a Jinja file",
+       .help = chat_template_help,
        .key = "chat_template",
        .resume = G::Identity,
        .value = text(&O::chat_template)},

@@ -134,19 +134,6 @@ std::string_view train_option_flag(std::string_view key);
 TrainOptions resolve_resume_options(const nlohmann::json& saved, const TrainOptions& current,
                                     const std::set<std::string>& given, const std::string& where);
 
-// parse(value), with an Error that names `flag` ("--qat: unknown QAT mode 'x' (...)") when the parser's own
-// message does not: the enum parsers of other modules name the value but not the flag it came from.
-template <typename Parse>
-auto parse_flag_value(std::string_view flag, const std::string& value, Parse parse) {
-  try {
-    return parse(value);
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    if (message.find(flag) != std::string::npos) throw;
-    NVFP4LM_FAIL("{}: {}", flag, message);
-  }
-}
-
 // Flag spellings of the enums.
 std::string_view block_flag_name(Nvfp4Block block);  // "1d", "2d"
 Nvfp4Block parse_block_flag(std::string_view name);

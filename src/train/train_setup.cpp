@@ -156,8 +156,8 @@ Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFil
   const int layers = files.config().num_hidden_layers;
   if (options.train_last_layers > layers)
     throw UsageError(
-        fmt::format("--train-last-layers {} is more than the model's {} layers; use 1..{} (or <= 0 to "
-                    "train every layer)",
+        fmt::format("--train-last-layers {} is more than the {} layers of the model: use 1..{}, or 0 to "
+                    "train every parameter",
                     options.train_last_layers, layers, layers));
   TrainModelOptions model_options;
   model_options.qat = options.qat;

@@ -37,7 +37,7 @@ TEST(CliTokenize, ModelDirectoryAndErrors) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("no tokenizer.json"), std::string::npos) << missing.err;
   test::CliResult none = test::run_cli("tokenize", "x");
-  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.exit_code, 2);  // a usage error: neither --model nor --tokenizer
   EXPECT_NE(none.err.find("--tokenizer"), std::string::npos) << none.err;
   test::CliResult bad = test::run_cli("tokenize " + bundled(), "bad \xFF byte");
   EXPECT_EQ(bad.exit_code, 1);

@@ -1,4 +1,4 @@
-// `nvfp4lm data whoami --name NAME --out FILE`: writes the identity data set of train/data/whoami_data.h (the F#
+// `nvfp4lm data whoami --name NAME --out FILE`: writes the identity data set of data/whoami_data.h (the F#
 // predecessor's WhoAmI data generator, for any name) as chat JSONL that `nvfp4lm train --data` reads.
 #include <cstdio>
 #include <memory>
@@ -8,7 +8,7 @@
 #include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/files.h"
-#include "train/data/whoami_data.h"
+#include "data/whoami_data.h"
 
 namespace nvfp4lm::cli {
 namespace {

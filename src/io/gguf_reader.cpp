@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
-#include "io/mapped_file.h"
+#include "core/mapped_file.h"
 
 namespace nvfp4lm {
 namespace {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "io/mapped_file.h"
+#include "core/mapped_file.h"
 
 namespace nvfp4lm {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/files.h"
+#include "core/mapped_file.h"
 #include "core/tensor.h"
-#include "io/mapped_file.h"
 
 namespace nvfp4lm {
 

@@ -1,19 +1,14 @@
 // Tokenizer: encode (added tokens -> NFC -> regex pieces -> cached BPE) and decode. See tokenizer.h.
 #include "tokenizer/tokenizer.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
+#include "core/mapped_file.h"
 #include "tokenizer/nfc.h"
 #include "tokenizer/tokenizer_data.h"
 #include "tokenizer/utf8.h"
@@ -104,37 +99,6 @@ std::string nfc_aligned(std::string_view text, std::vector<Alignment>& alignment
   return out;
 }
 
-// A read-only, pre-faulted mapping of a whole file: tokenizer.json is ~11 MB and parsing it in place
-// avoids copying it into a fresh buffer (page faults are a large part of the load time).
-class MappedFile {
- public:
-  explicit MappedFile(const std::filesystem::path& path) {
-    const InputFd input = open_input_file(path, kMaxTextFileBytes);  // refuses FIFOs and devices
-    const int fd = input.fd;
-    size_ = static_cast<size_t>(input.size);
-    if (size_ > 0) {
-      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      int saved = errno;
-      ::close(fd);
-      NVFP4LM_CHECK(data_ != MAP_FAILED, "cannot map {}: {}", path.string(), std::strerror(saved));
-    } else {
-      ::close(fd);
-    }
-  }
-  ~MappedFile() {
-    if (data_ != nullptr && data_ != MAP_FAILED) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::string_view text() const {
-    return size_ == 0 ? std::string_view() : std::string_view(static_cast<const char*>(data_), size_);
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 }  // namespace
 
 Tokenizer::Tokenizer(std::shared_ptr<const TokenizerData> data) : data_(std::move(data)) {}
@@ -144,17 +108,21 @@ Tokenizer Tokenizer::load(const std::filesystem::path& model_or_tokenizer_path) 
 }
 
 Tokenizer Tokenizer::load(const TokenizerFiles& files) {
-  MappedFile json(files.tokenizer_json);
+  // Parsed in place from a pre-faulted mapping: tokenizer.json is ~11 MB, and copying it or faulting it in page by
+  // page was a large part of the load time.
+  const MappedFile::Options text_file{.max_bytes = kMaxTextFileBytes, .populate = true};
+  const std::shared_ptr<MappedFile> json = MappedFile::open(files.tokenizer_json, text_file);
   std::string config;
   if (!files.tokenizer_config_json.empty()) {
-    config = std::string(MappedFile(files.tokenizer_config_json).text());
+    config = std::string(MappedFile::open(files.tokenizer_config_json, text_file)->text());
   } else {
     log::warn("tokenizer: no tokenizer_config.json beside {}; eos/pad default to <|im_end|>/<|endoftext|>",
               files.tokenizer_json.string());
   }
   std::optional<std::string> chat_template;
-  if (!files.chat_template_jinja.empty()) chat_template = std::string(MappedFile(files.chat_template_jinja).text());
-  return from_json(json.text(), config, files.tokenizer_json.string(), chat_template);
+  if (!files.chat_template_jinja.empty())
+    chat_template = std::string(MappedFile::open(files.chat_template_jinja, text_file)->text());
+  return from_json(json->text(), config, files.tokenizer_json.string(), chat_template);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json,

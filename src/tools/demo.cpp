@@ -9,12 +9,12 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/stopwatch.h"
+#include "data/whoami_data.h"
 #include "infer/generator.h"
 #include "infer/qwen3_cached_lm.h"
 #include "infer/stop_conditions.h"
 #include "io/synth_model.h"
 #include "tokenizer/chat.h"
-#include "train/data/whoami_data.h"
 
 namespace nvfp4lm {
 namespace {

@@ -1,5 +1,5 @@
 // `nvfp4lm demo`: the whole pipeline on bundled data, on the CPU, in a few minutes, with nothing downloaded:
-//   1. write the identity data set of `nvfp4lm data whoami` (train/data/whoami_data.h) for the name "Nova" into the
+//   1. write the identity data set of `nvfp4lm data whoami` (data/whoami_data.h) for the name "Nova" into the
 //      work directory;
 //   2. synthesise a tiny random Qwen3 with the real tokenizer's vocabulary (io/synth_model.h; the bundled Qwen3
 //      tokenizer is copied beside it);
@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "core/files.h"
+#include "data/whoami_data.h"
 #include "io/hf_config.h"
 #include "model/qwen3_model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/whoami_data.h"
 #include "train/trainer.h"
 
 namespace nvfp4lm {

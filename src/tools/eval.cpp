@@ -7,10 +7,10 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "data/batch.h"
+#include "data/eval_windows.h"
 #include "tokenizer/chat_template.h"
 #include "tools/token_scores.h"
-#include "train/data/batch.h"
-#include "train/data/eval_windows.h"
 
 namespace nvfp4lm {
 namespace {

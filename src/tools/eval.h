@@ -4,7 +4,7 @@
 // distribution from the reference's and how often both pick the same top token (tools/token_scores.h).
 //
 // The data goes through the training pipeline: read_dataset renders and masks it exactly as `train` does (same
-// formats, chat template, loss mask), without a length limit; then make_eval_windows (train/data/eval_windows.h)
+// formats, chat template, loss mask), without a length limit; then make_eval_windows (data/eval_windows.h)
 // reads samples longer than --seq-len by sliding windows of seq_len tokens every --stride tokens, each scoring only
 // the tokens the previous one did not; shorter samples are packed into rows of seq_len tokens with attention kept
 // inside each (batch.h), one row per forward pass, no padding. Each row runs through Qwen3Model::forward (every
@@ -22,10 +22,10 @@
 #include <string>
 
 #include "core/files.h"
+#include "data/dataset.h"
 #include "model/qwen3_model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/dataset.h"
 
 namespace nvfp4lm {
 

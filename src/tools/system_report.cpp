@@ -93,20 +93,15 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   }
   const std::string where = cuda_is_emulated() ? " on the emulated CUDA device (the CPU)" : "";
   paths.push_back({"cuda/dense-bf16", true, "bf16 activations, fp32 accumulation (cuBLASLt)" + where});
-  std::string nvfp4_cuda, why_not;
+  // NVFP4 linears on CUDA take two paths by the number of rows (ops/nvfp4_linear.cpp): decode rows run the fused
+  // W4A16 kernel, prefill and training dequantize into the BF16 scratch and call the cuBLASLt GEMM.
   try {
-    nvfp4_cuda = nvfp4_linear_compute_path(Device::cuda(0));
+    const std::string decode_path = nvfp4_linear_compute_path(Device::cuda(0));
+    paths.push_back({"cuda/dequant-gemm", true,
+                     "NVFP4 weights dequantized to bf16 into a GEMM (cuBLASLt): prefill and training" + where});
+    paths.push_back({decode_path, true, "fused NVFP4 x bf16 GEMV kernel: decode rows" + where});
   } catch (const Error& e) {
-    why_not = e.what();
-  }
-  for (const char* name : {"cuda/dequant-gemm", "cuda/nvfp4-w4a16"}) {
-    if (nvfp4_cuda == name) {
-      paths.push_back({name, true, "NVFP4 linears on cuda:0 take this path" + where});
-    } else if (!nvfp4_cuda.empty()) {
-      paths.push_back({name, false, fmt::format("this build runs NVFP4 linears on CUDA with {}", nvfp4_cuda)});
-    } else {
-      paths.push_back({name, false, why_not});
-    }
+    for (const char* name : {"cuda/dequant-gemm", "cuda/nvfp4-w4a16"}) paths.push_back({name, false, e.what()});
   }
   return paths;
 }

@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "data/batch.h"
 #include "tokenizer/chat_template.h"
 #include "train/checkpoint.h"
-#include "train/data/batch.h"
 #include "train/tensor_model_files.h"
 
 namespace nvfp4lm {

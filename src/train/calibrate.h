@@ -14,11 +14,11 @@
 #include <optional>
 
 #include "core/files.h"
+#include "data/dataset.h"
 #include "io/activation_calibration.h"
 #include "model/qwen3_trainable.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/dataset.h"
 #include "train/export.h"
 
 namespace nvfp4lm {

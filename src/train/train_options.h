@@ -32,11 +32,11 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "data/dataset.h"
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
 #include "quant/nvfp4.h"
 #include "tokenizer/chat.h"
-#include "train/data/dataset.h"
 #include "train/optim/lr_schedule.h"
 
 namespace nvfp4lm {

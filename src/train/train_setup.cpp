@@ -8,10 +8,10 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/logging.h"
+#include "data/eval_split.h"
+#include "data/whoami_data.h"
 #include "io/hf_config.h"
 #include "io/synth_model.h"
-#include "train/data/eval_split.h"
-#include "train/data/whoami_data.h"
 
 namespace nvfp4lm {
 namespace {

@@ -10,12 +10,12 @@
 #include <optional>
 #include <vector>
 
+#include "data/data_loader.h"
+#include "data/dataset.h"
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/data_loader.h"
-#include "train/data/dataset.h"
 #include "train/optim/lr_schedule.h"
 #include "train/optim/optimizer.h"
 #include "train/run_directory.h"

@@ -34,7 +34,7 @@
 // The run directory also gets metrics.jsonl (unless --metrics names another file) and source-model/ (config and
 // tokenizer files of the model, for exports).
 //
-// Evaluation (--eval-data FILE, or --eval-split F held out of the training data by train/data/eval_split.h): the
+// Evaluation (--eval-data FILE, or --eval-split F held out of the training data by data/eval_split.h): the
 // evaluation samples are rendered and cut exactly like the training data and batched in file order like training
 // batches (same --batch, --seq-len, packing), so the evaluation loss is the training loss's quantity on other data;
 // Qwen3Trainable::evaluate runs them with the weights the next step trains from (the QAT forward = the NVFP4

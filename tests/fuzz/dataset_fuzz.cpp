@@ -1,9 +1,9 @@
 #include "dataset_fuzz.h"
 
+#include "data/dataset_records.h"
+#include "data/sample.h"
 #include "fuzz_util.h"
 #include "tokenizer/utf8.h"
-#include "train/data/dataset_records.h"
-#include "train/data/sample.h"
 
 namespace nvfp4lm::fuzz {
 namespace {

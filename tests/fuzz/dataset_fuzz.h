@@ -1,5 +1,5 @@
 // The body of the training-data fuzz targets (fuzz_dataset_{jsonl,tsv,text}.cpp): the input is a data file of one
-// format. It is parsed into records (train/data/dataset_records.h) when it is valid UTF-8 (the parsers' contract:
+// format. It is parsed into records (data/dataset_records.h) when it is valid UTF-8 (the parsers' contract:
 // read_dataset_text checks UTF-8 first), then read whole with read_dataset (file written to the scratch directory,
 // tokenized by the tiny tokenizer fixture) under options chosen by the input's size, so that each option is
 // exercised and an input always replays the same way:
@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "train/data/dataset.h"
+#include "data/dataset.h"
 
 namespace nvfp4lm::fuzz {
 

@@ -4,9 +4,9 @@
 // batches) and open_checkpoint_for_export. The input is the trainer_state.json text, written into a checkpoint
 // directory step-3/ of the scratch directory. Properties: RNG states and settings that parse survive a round trip
 // through their JSON form.
+#include "data/data_loader.h"
 #include "fuzz_util.h"
 #include "train/checkpoint.h"
-#include "train/data/data_loader.h"
 #include "train/export.h"
 #include "train/train_options.h"
 

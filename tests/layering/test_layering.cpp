@@ -119,10 +119,12 @@ LayerRules design_rules() { return parse_layer_rules(read_text(source_path("docs
 
 TEST(Layering, DesignPageHasTheLayersTable) {
   const LayerRules rules = design_rules();
-  for (const char* layer : {"core", "quant", "ops", "io", "tokenizer", "model", "train", "infer", "tools", "cli"})
+  for (const char* layer :
+       {"core", "quant", "ops", "io", "tokenizer", "data", "model", "train", "infer", "tools", "cli"})
     EXPECT_TRUE(rules.count(layer)) << "docs/DESIGN.md's ```layers block has no row for " << layer;
   EXPECT_EQ(rules.at("core"), std::set<std::string>{"core"});
   EXPECT_FALSE(rules.at("train").count("infer")) << "train/ and infer/ are independent";
+  EXPECT_FALSE(rules.at("data").count("train")) << "data/ stands below train/ (eval, demo and `data` read it too)";
 }
 
 TEST(Layering, CheckerFindsPlantedUpwardAndPrivateIncludes) {
@@ -140,11 +142,12 @@ TEST(Layering, CheckerFindsPlantedUpwardAndPrivateIncludes) {
   write("ops/emu_peek.cpp", "  #  include \"core/cuda/emu/settings.h\"\n");              // emu is core/cuda's own
   write("tools/x.cpp", "#include <vector>\n#include \"gtest/gtest.h\"\n#include \"infer/generator.h\"\n");
   write("newlayer/x.cpp", "#include \"core/tensor.h\"\n");
+  write("data/up.cpp", "#include \"data/dataset.h\"\n#include \"train/trainer.h\"\n");  // data -> train: upward
   std::vector<Violation> found = check_tree(root, design_rules());
   std::set<std::string> files;
   for (const Violation& v : found) files.insert(v.file);
-  EXPECT_EQ(files,
-            (std::set<std::string>{"quant/upward.cpp", "infer/internals.cpp", "ops/emu_peek.cpp", "newlayer/x.cpp"}))
+  EXPECT_EQ(files, (std::set<std::string>{"quant/upward.cpp", "infer/internals.cpp", "ops/emu_peek.cpp",
+                                          "newlayer/x.cpp", "data/up.cpp"}))
       << describe(found);
 }
 

@@ -119,6 +119,20 @@ TEST_F(CliCuda, TrainingLossesFollowTheCpu) {
         run_cli("train --model " + quoted(model_path()) + " --data " + quoted(data_path()) + " --output " +
                 quoted(run) + " --device " + device + " --max-steps 5 --lr 1e-3 --seed 1");
     ASSERT_EQ(result.exit_code, 0) << result.err;
+    if (std::strcmp(device, "cuda") == 0) {
+      // The path the header names is one `diagnose` reports available (it once called it unavailable).
+      const std::string header = result.err.substr(0, result.err.find('\n'));
+      EXPECT_NE(header.find("compute path cuda/dequant-gemm"), std::string::npos) << header;
+      const CliResult diagnose = run_cli("diagnose --json");
+      ASSERT_EQ(diagnose.exit_code, 0) << diagnose.err;
+      bool listed = false;
+      for (const json& path : json::parse(diagnose.out)["compute_paths"]) {
+        if (path["name"] != "cuda/dequant-gemm") continue;
+        listed = true;
+        EXPECT_TRUE(path["available"].get<bool>()) << path.dump();
+      }
+      EXPECT_TRUE(listed) << diagnose.out;
+    }
     std::vector<double>& curve = losses.emplace_back();
     for (const json& record : read_jsonl(run / "metrics.jsonl")) curve.push_back(record["loss"].get<double>());
     ASSERT_EQ(curve.size(), 5u) << device;

@@ -1,4 +1,4 @@
-#include "io/mapped_file.h"
+#include "core/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,14 +14,15 @@
 
 namespace nvfp4lm {
 
-std::shared_ptr<MappedFile> MappedFile::open(const fs::path& path) {
+std::shared_ptr<MappedFile> MappedFile::open(const fs::path& path, Options options) {
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
-  const InputFd input = open_input_file(path);  // refuses FIFOs and devices without blocking
+  const InputFd input = open_input_file(path, options.max_bytes);  // refuses FIFOs and devices without blocking
   file->fd_ = input.fd;
   file->size_ = input.size;
   if (file->size_ > 0) {
-    void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, file->fd_, 0);
+    void* map =
+        ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | (options.populate ? MAP_POPULATE : 0), file->fd_, 0);
     NVFP4LM_CHECK(map != MAP_FAILED, "cannot map {} ({} bytes): {}", path.string(), file->size_, std::strerror(errno));
     file->data_ = static_cast<uint8_t*>(map);
   }

@@ -1,4 +1,4 @@
-// Evaluation data (train/data/eval_windows.h, eval_split.h): sliding windows score every maskable token of a long
+// Evaluation data (data/eval_windows.h, eval_split.h): sliding windows score every maskable token of a long
 // sample exactly once, each after the context the rule promises (checked against the closed form "token j is
 // scored by window k = max(0, ceil((j + 1 - T) / S)), with the tokens [k*S, j) as context"); stride T - 1 gives
 // the training split of dataset.h; the sample's own mask still applies; --max-tokens cuts exactly; bad settings are
@@ -8,8 +8,8 @@
 #include <numeric>
 
 #include "common/test_util.h"
-#include "train/data/eval_split.h"
-#include "train/data/eval_windows.h"
+#include "data/eval_split.h"
+#include "data/eval_windows.h"
 
 namespace nvfp4lm {
 namespace {

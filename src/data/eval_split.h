@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "train/data/sample.h"
+#include "data/sample.h"
 
 namespace nvfp4lm {
 

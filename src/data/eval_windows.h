@@ -19,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "train/data/sample.h"
+#include "data/sample.h"
 
 namespace nvfp4lm {
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "train/data/dataset_records.h"
+#include "data/dataset_records.h"
 
 namespace nvfp4lm::data {
 

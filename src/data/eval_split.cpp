@@ -1,5 +1,5 @@
 // See eval_split.h.
-#include "train/data/eval_split.h"
+#include "data/eval_split.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// Dataset readers (train/data/dataset.h) with the bundled Qwen3 tokenizer: each format from small inline files,
+// Dataset readers (data/dataset.h) with the bundled Qwen3 tokenizer: each format from small inline files,
 // the chat loss mask, the next-token target alignment, lengths (truncation, text splitting), skips and the
 // summary.
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "data/dataset.h"
 #include "ops/cross_entropy.h"
 #include "tokenizer/tokenizer_test_util.h"
-#include "train/data/dataset.h"
 
 namespace nvfp4lm {
 namespace {

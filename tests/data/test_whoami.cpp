@@ -1,4 +1,4 @@
-// The identity data set (train/data/whoami_data.h): it reads cleanly as chat data, is deterministic for its options
+// The identity data set (data/whoami_data.h): it reads cleanly as chat data, is deterministic for its options
 // and different for another seed, has the asked share of identity conversations in both languages with the
 // answer that names the model, uses every phrasing once before repeating one, and holds each control question with
 // its ordinary answer.
@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "common/test_util.h"
+#include "data/dataset.h"
+#include "data/whoami_data.h"
 #include "tokenizer/tokenizer_test_util.h"
-#include "train/data/dataset.h"
-#include "train/data/whoami_data.h"
 
 namespace nvfp4lm {
 namespace {

@@ -1,6 +1,6 @@
 // read_dataset (dataset.h): parse the file into records (dataset_{jsonl,tsv,text}.cpp), tokenize them in
 // parallel, then apply lengths, skips and masks in file order so that errors and counts are deterministic.
-#include "train/data/dataset.h"
+#include "data/dataset.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/text_excerpt.h"
-#include "train/data/dataset_records.h"
+#include "data/dataset_records.h"
 
 namespace nvfp4lm {
 namespace {

@@ -1,6 +1,6 @@
 // Plain-text datasets: the whole file as one document, or documents separated by blank lines (dataset.h).
 // Line ends are normalised to "\n"; the document separator token is added at tokenization.
-#include "train/data/dataset_records.h"
+#include "data/dataset_records.h"
 
 namespace nvfp4lm::data {
 

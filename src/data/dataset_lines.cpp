@@ -4,8 +4,8 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "data/dataset_records.h"
 #include "tokenizer/utf8.h"
-#include "train/data/dataset_records.h"
 
 namespace nvfp4lm::data {
 

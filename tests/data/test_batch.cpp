@@ -1,4 +1,4 @@
-// Row layout and batch tensors (train/data/batch.h) on synthetic samples whose token ids are all distinct, so
+// Row layout and batch tensors (data/batch.h) on synthetic samples whose token ids are all distinct, so
 // every token can be traced back to its sample: packing invariants (rows exactly seq_len, positions restart,
 // segments distinct, targets never cross a sample, nothing lost or duplicated) and the no-packing layout.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 
 #include "common/test_util.h"
 #include "core/error.h"
+#include "data/batch.h"
 #include "ops/cross_entropy.h"
-#include "train/data/batch.h"
 
 namespace nvfp4lm {
 namespace {

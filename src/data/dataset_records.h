@@ -1,4 +1,4 @@
-// Internal to train/data: the first stage of read_dataset (dataset.h) — a file's text split into records
+// Internal to data/: the first stage of read_dataset (dataset.h) — a file's text split into records
 // (a conversation, a prompt/target pair or a text document) with their line numbers, before tokenization.
 // Every parser checks its format completely and throws Error naming "<file> line N" (or "entry N") and the
 // problem; tokenization and masking happen later, in dataset.cpp.
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "data/dataset.h"
 #include "tokenizer/chat.h"
-#include "train/data/dataset.h"
 
 namespace nvfp4lm::data {
 

@@ -1,4 +1,4 @@
-// DataLoader (train/data/data_loader.h): seeded shuffling, epochs, exact batch counts, and resuming from a saved
+// DataLoader (data/data_loader.h): seeded shuffling, epochs, exact batch counts, and resuming from a saved
 // position giving exactly the batches of the uninterrupted run.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "common/test_util.h"
 #include "core/error.h"
-#include "train/data/data_loader.h"
+#include "data/data_loader.h"
 
 namespace nvfp4lm {
 namespace {

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/text_excerpt.h"
-#include "train/data/dataset_records.h"
+#include "data/dataset_records.h"
 
 namespace nvfp4lm::data {
 namespace {

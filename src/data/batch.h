@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "train/data/sample.h"
+#include "data/sample.h"
 
 namespace nvfp4lm {
 

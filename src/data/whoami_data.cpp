@@ -1,6 +1,6 @@
 // See whoami_data.h. The phrasings are built as opener + core question + closing request; an opener that ends in
 // a comma or colon lower-cases the first letter of an English core question ("Hey, who are you?").
-#include "train/data/whoami_data.h"
+#include "data/whoami_data.h"
 
 #include <algorithm>
 #include <cmath>

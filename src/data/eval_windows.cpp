@@ -1,5 +1,5 @@
 // See eval_windows.h for the window rule.
-#include "train/data/eval_windows.h"
+#include "data/eval_windows.h"
 
 #include <algorithm>
 

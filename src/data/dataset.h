@@ -53,9 +53,9 @@
 #include <string_view>
 #include <vector>
 
+#include "data/sample.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/sample.h"
 
 namespace nvfp4lm {
 

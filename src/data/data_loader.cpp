@@ -1,5 +1,5 @@
 // See data_loader.h for the order, batch and saved-position conventions.
-#include "train/data/data_loader.h"
+#include "data/data_loader.h"
 
 #include <algorithm>
 #include <numeric>

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "data/dataset.h"
 #include "tokenizer/tokenizer_test_util.h"
-#include "train/data/dataset.h"
 
 namespace nvfp4lm {
 namespace {

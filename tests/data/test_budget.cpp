@@ -1,11 +1,11 @@
-// DatasetOptions::token_budget (train/data/dataset.h, what calibration reads with): the samples are those of a read
+// DatasetOptions::token_budget (data/dataset.h, what calibration reads with): the samples are those of a read
 // without it, as far as the budget reaches, and a huge text costs what its budgeted tokens cost (calibration on
 // 64 MB of NUL bytes used 1.59 GB for 64 tokens).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include "data/dataset.h"
 #include "tokenizer/tokenizer_test_util.h"
-#include "train/data/dataset.h"
 
 namespace nvfp4lm {
 namespace {

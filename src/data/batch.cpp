@@ -1,5 +1,5 @@
 // See batch.h for the row layout and tensor conventions.
-#include "train/data/batch.h"
+#include "data/batch.h"
 
 #include "core/error.h"
 #include "ops/cross_entropy.h"

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "data/batch.h"
+#include "data/sample.h"
 #include "tokenizer/tokenizer.h"
-#include "train/data/batch.h"
-#include "train/data/sample.h"
 
 namespace nvfp4lm {
 

@@ -1,8 +1,10 @@
-// Low-level file access shared by the weight-format readers and writers.
-//  - MappedFile: a whole file mapped read-only (MAP_PRIVATE). Readers validate every offset against size()
-//    before touching data(); tensors built on the mapping hold a shared_ptr to it, so the mapping lives as
-//    long as any view. drop_pages() hands the pages of a range back to the kernel (madvise DONTNEED) so a
-//    streaming pass over a large file keeps its RSS at about one tensor; read_at() is the copy path (pread).
+// Low-level file access shared by the weight-format readers and writers and the tokenizer's loader.
+//  - MappedFile: a whole file mapped read-only (MAP_PRIVATE), optionally pre-faulted (MAP_POPULATE: tokenizer.json
+//    is ~11 MB, parsed in place, and page faults were a large part of its load time) and capped in size. Readers
+//    validate every offset against size() before touching data(); tensors built on the mapping hold a shared_ptr to it,
+//    so the mapping lives as long as any view. drop_pages() hands the pages of a range back to the kernel (madvise
+//    DONTNEED) so a streaming pass over a large file keeps its RSS at about one tensor; read_at() is the copy path
+//    (pread).
 //  - OutputFile: a sequential, buffered binary writer that writes to a temporary sibling of the final name
 //    (core/publish.h), and on commit() flushes, fsyncs and publishes it (refusing an existing file unless
 //    overwrite, atomically). Destroyed without commit() it removes the temporary, so a failed write never leaves a
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/files.h"
@@ -21,8 +24,13 @@ namespace nvfp4lm {
 
 class MappedFile {
  public:
-  // Opens and maps `path`; Error names the path when it is missing, not a regular file or unreadable.
-  static std::shared_ptr<MappedFile> open(const fs::path& path);
+  struct Options {
+    uint64_t max_bytes = UINT64_MAX;  // larger files are an Error (open_input_file)
+    bool populate = false;            // fault every page in now (one sequential read instead of many faults)
+  };
+  // Opens and maps `path`; Error names the path when it is missing, not a regular file, unreadable or too large.
+  static std::shared_ptr<MappedFile> open(const fs::path& path, Options options);
+  static std::shared_ptr<MappedFile> open(const fs::path& path) { return open(path, Options{}); }
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -31,6 +39,10 @@ class MappedFile {
   uint64_t size() const { return size_; }
   // Start of the mapping (nullptr for an empty file). Callers check offsets against size() first.
   const uint8_t* data() const { return data_; }
+  // The whole file as text (empty for an empty file).
+  std::string_view text() const {
+    return size_ == 0 ? std::string_view() : std::string_view(reinterpret_cast<const char*>(data_), size_);
+  }
 
   // Copies [offset, offset + bytes) into dst with pread; the range must lie inside the file.
   void read_at(uint64_t offset, void* dst, uint64_t bytes) const;

@@ -1,5 +1,5 @@
 // See sample.h for the target alignment.
-#include "train/data/sample.h"
+#include "data/sample.h"
 
 #include "core/error.h"
 #include "ops/cross_entropy.h"

@@ -6,7 +6,8 @@
 #   ... refactor, rebuild ...
 #   scripts/golden_outputs.sh build/nvfp4lm /tmp/golden-after > after.txt && diff before.txt after.txt
 #
-# With the emulated CUDA build (NVFP4LM_CUDA=EMULATE) the same steps also run with --device cuda. Every file is
+# With the emulated CUDA build (NVFP4LM_CUDA=EMULATE) training and generation also run with --device cuda (quantize
+# and export take --device only with --calibrate). Every file is
 # hashed except what legitimately changes from run to run: timings and memory in metrics.jsonl and
 # trainer_state.json, the run directory's absolute path, lock files and logs.
 set -euo pipefail
@@ -28,17 +29,17 @@ run data whoami --name Golden --count 48 --out whoami.jsonl
 
 for dev in "${DEVICES[@]}"; do
     d=$dev
-    run quantize base q-dat-$d --format dat --device "$dev"
-    run quantize base q-mo-$d --format modelopt --device "$dev"
-    run quantize base q-mo2d-$d --format modelopt --block 2d --quantize-lm-head --device "$dev"
-    run quantize base q-gguf-$d --format gguf --device "$dev"
+    run quantize base q-dat-$d --format dat
+    run quantize base q-mo-$d --format modelopt
+    run quantize base q-mo2d-$d --format modelopt --block 2d --quantize-lm-head
+    run quantize base q-gguf-$d --format gguf
     run train --model base --data whoami.jsonl --output run-$d --steps 4 --seq-len 64 --batch 2 \
         --save-every 2 --export exp-$d --lr 1e-3 --device "$dev" --calibrate-steps 2
     run train --model base --data whoami.jsonl --output run8-$d --steps 3 --seq-len 64 --batch 2 --lr 1e-3 \
         --fused-update --max-grad-norm 0 --master bf16 --optimizer adamw8bit --device "$dev"
-    run export run-$d exp-dat-$d.dat --format dat --device "$dev"
-    run export run-$d exp-bf16-$d --format bf16 --device "$dev"
-    run export run-$d exp-gguf-$d --format gguf --device "$dev"
+    run export run-$d exp-dat-$d.dat --format dat
+    run export run-$d exp-bf16-$d --format bf16
+    run export run-$d exp-gguf-$d --format gguf
     run train --model base --data whoami.jsonl --output run-$d --steps 6 --seq-len 64 --batch 2 \
         --save-every 2 --export exp-resumed-$d --lr 1e-3 --device "$dev" --resume --overwrite
     for m in q-mo-$d q-dat-$d/model.dat exp-$d exp-dat-$d.dat; do

@@ -2,7 +2,7 @@
 #   AUTO     (default) CUDA when nvcc is found, else the CPU-only engine
 #   ON       CUDA; a missing nvcc is an error
 #   OFF      the CPU-only engine
-#   EMULATE  the .cu sources compiled by the host compiler against the emulated CUDA device (src/core/cuda/emu,
+#   EMULATE  the .cu sources compiled by the host compiler against the emulated CUDA device (src/emu,
 #            docs/cuda-emulation.md): every CUDA test and `--device cuda` run on the CPU. Needs the CUDA toolkit's
 #            headers (not a GPU, not nvcc); when nvcc is there too, the .cu files are also compiled by nvcc as a
 #            check (target nvfp4lm_cuda_compile_check, NVFP4LM_CUDA_COMPILE_CHECK).

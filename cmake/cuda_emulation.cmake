@@ -1,12 +1,12 @@
 # The EMULATE mode (cmake/cuda.cmake, docs/cuda-emulation.md). Every .cu file is compiled as C++ through a
 # generated wrapper that #includes it (the .cu file itself stays a CUDA source for the nvcc compile check), with
-#   -include core/cuda/emu/cuda_emu.h  the emulated device: built-ins, intrinsics, launches (src/core/cuda/emu)
+#   -include emu/cuda_emu.h             the emulated device: built-ins, intrinsics, launches (src/emu)
 #   -O2                                 at -O3, g++'s loop vectorizer turned a kernel's scalar fallback for
 #                                       unaligned views into aligned vector stores (a crash nvcc never has)
 #   -fno-strict-aliasing                kernels pun uint4 / bf16 / float words as CUDA code does
 #   -fsanitize=alignment               a misaligned vector access is an error, as it faults on a GPU
 #   -fsanitize=thread                   (NVFP4LM_EMU_MEMCHECK) the compiler's memory-access instrumentation, whose
-#                                       hooks src/core/cuda/emu/memory_check.cpp implements: shared-memory bounds,
+#                                       hooks src/emu/memory_check.cpp implements: shared-memory bounds,
 #                                       race and initialisation checks of every kernel access, and the race check
 #                                       between blocks in device memory (no TSan runtime); with
 #                                       --param=tsan-distinguish-volatile=1 volatile accesses get hooks of their own
@@ -15,9 +15,9 @@
 # The CUDA host sources (*/cuda/*.cpp) compile unchanged against the emulated runtime and cuBLASLt.
 option(NVFP4LM_EMU_MEMCHECK "Emulated build: check every memory access of the kernels (shared memory, races)" ON)
 set(NVFP4LM_EMULATED_CU_OPTIONS
-    "-include;${CMAKE_SOURCE_DIR}/src/core/cuda/emu/cuda_emu.h;-O2;-fno-strict-aliasing;-fsanitize=alignment;-fno-sanitize-recover=alignment;-Wno-unknown-pragmas")
+    "-include;${CMAKE_SOURCE_DIR}/src/emu/cuda_emu.h;-O2;-fno-strict-aliasing;-fsanitize=alignment;-fno-sanitize-recover=alignment;-Wno-unknown-pragmas")
 if(NVFP4LM_EMU_MEMCHECK)
-  # Every load and store becomes a call into src/core/cuda/emu/memory_check.cpp (no TSan runtime is linked).
+  # Every load and store becomes a call into src/emu/memory_check.cpp (no TSan runtime is linked).
   list(APPEND NVFP4LM_EMULATED_CU_OPTIONS -fsanitize=thread --param=tsan-distinguish-volatile=1)
 endif()
 

@@ -86,7 +86,7 @@ MUTATIONS = [
      "src/quant/cuda/nvfp4.cu",
      "  if (threadIdx.x == 0) atomicMax(&result->amax_bits, __float_as_uint(block));",
      "  if (threadIdx.x == 0 && __float_as_uint(block) > result->amax_bits) result->amax_bits = __float_as_uint(block);",
-     [("test_quant_cuda", "MasterAmaxCuda.*:Nvfp4Cuda.LargeMatrixAmaxAndScale")]),
+     [("test_quant_cuda", "TensorAmaxCuda.*:Nvfp4Cuda.LargeMatrixAmaxAndScale")]),
     ("embedding-grad-plain-add", "one block per position adds into the gradient row of a repeated id, non-atomically",
      "src/ops/cuda/embedding.cu",
      "    if (unique_ids.empty() || unique_ids.back() != id) {",

@@ -2,31 +2,23 @@
 #include "io/gguf_qwen3.h"
 
 #include <array>
-#include <charconv>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "io/weight_names.h"
 
 namespace nvfp4lm {
 namespace {
 
 constexpr std::string_view kArch = "qwen3";
 
-// Suffixes of model.layers.N.<suffix> and their blk.N.<name>.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kLayerNames = {{
-    {"input_layernorm.weight", "attn_norm.weight"},
-    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},
-    {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.o_proj.weight", "attn_output.weight"},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-    {"post_attention_layernorm.weight", "ffn_norm.weight"},
-    {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.down_proj.weight", "ffn_down.weight"},
-}};
+// blk.N.<name> of each layer weight (io/weight_names.h LayerWeight), in its order.
+constexpr std::array<std::string_view, kLayerWeightCount> kLayerNames = {
+    "attn_norm.weight",   "attn_q.weight",      "attn_k.weight",      "attn_v.weight",
+    "attn_output.weight", "attn_q_norm.weight", "attn_k_norm.weight", "ffn_norm.weight",
+    "ffn_gate.weight",    "ffn_up.weight",      "ffn_down.weight",
+};
 
 std::string key(std::string_view suffix) { return fmt::format("{}.{}", kArch, suffix); }
 
@@ -42,20 +34,11 @@ bool looks_special(std::string_view text) {
 }  // namespace
 
 std::string gguf_tensor_name(std::string_view hf_name) {
-  if (hf_name == "model.embed_tokens.weight") return "token_embd.weight";
-  if (hf_name == "model.norm.weight") return "output_norm.weight";
-  if (hf_name == "lm_head.weight") return "output.weight";
-  constexpr std::string_view prefix = "model.layers.";
-  if (hf_name.substr(0, prefix.size()) == prefix) {
-    const std::string_view rest = hf_name.substr(prefix.size());
-    int layer = -1;
-    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-    if (error == std::errc() && layer >= 0 && end < rest.data() + rest.size() && *end == '.') {
-      const std::string_view suffix(end + 1, static_cast<size_t>(rest.data() + rest.size() - end - 1));
-      for (const auto& [hf, gguf_name] : kLayerNames)
-        if (suffix == hf) return fmt::format("blk.{}.{}", layer, gguf_name);
-    }
-  }
+  if (hf_name == kEmbeddingWeightName) return "token_embd.weight";
+  if (hf_name == kFinalNormWeightName) return "output_norm.weight";
+  if (hf_name == kLmHeadWeightName) return "output.weight";
+  if (const auto parsed = parse_layer_weight_name(hf_name))
+    return fmt::format("blk.{}.{}", parsed->layer, kLayerNames[static_cast<size_t>(parsed->weight)]);
   NVFP4LM_FAIL("weight '{}' has no place in llama.cpp's qwen3 architecture, so it cannot be written to GGUF", hf_name);
 }
 

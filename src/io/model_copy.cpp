@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/model_formats.h"
 #include "io/model_writer.h"
 #include "io/quantize_model.h"
 
@@ -13,17 +14,18 @@ namespace nvfp4lm {
 
 std::string copy_obstacle(const ModelFiles& source, ModelFormat format) {
   if (format == ModelFormat::HfSafetensors) return {};
+  const FormatCapabilities& capabilities = format_capabilities(format);
   bool any_nvfp4 = false;
   for (const WeightInfo& info : source.weights()) {
     if (!info.kind || !info.nvfp4) continue;
     any_nvfp4 = true;
-    if (format != ModelFormat::Dat) continue;
+    if (capabilities.stores_tensor_scale) continue;
     const ModelWeight weight = source.load(info.name);
     const float tensor_scale = weight.nvfp4.tensor_scale;
     source.release(info.name);
-    if (tensor_scale != 1.0f)
-      return fmt::format("its NVFP4 weights carry tensor scales (e.g. {} of {}), which the .dat format cannot hold",
-                         tensor_scale, info.name);
+    if (!holds_tensor_scale(capabilities, tensor_scale))
+      return fmt::format("its NVFP4 weights carry tensor scales (e.g. {} of {}), which the {} format cannot hold",
+                         tensor_scale, info.name, model_format_name(format));
   }
   if (!any_nvfp4)
     return fmt::format("it has no NVFP4 weight; writing it as {} would quantize it (nvfp4lm quantize does that)",

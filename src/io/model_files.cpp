@@ -168,9 +168,9 @@ void ModelFiles::finalize_weights(std::vector<WeightInfo> found) {
     file_order.push_back(info.name);
     by_name.emplace(info.name, std::move(info));
   }
-  if (config_.tie_word_embeddings && by_name.count("lm_head.weight")) {
+  if (config_.tie_word_embeddings && by_name.count(std::string(kLmHeadWeightName))) {
     log::warn("{}: lm_head.weight is present but config.json ties it to the embeddings; it is ignored", model);
-    by_name.erase("lm_head.weight");
+    by_name.erase(std::string(kLmHeadWeightName));
   }
   weights_.clear();
   for (const auto& expected : qwen3_expected_weights(config_)) {

@@ -6,6 +6,7 @@
 #include "core/logging.h"
 #include "io/dat_format.h"
 #include "io/gguf_model_writer.h"
+#include "io/model_formats.h"
 #include "io/modelopt.h"
 #include "io/safetensors_writer.h"
 
@@ -210,11 +211,11 @@ void ModelWriter::write_nvfp4(const std::string& name, const Nvfp4Tensor& q) {
     ++next_;
     return;
   }
+  NVFP4LM_CHECK(holds_tensor_scale(format_capabilities(format_, options_.gguf_type), q.tensor_scale),
+                "{}: weight '{}' has tensor scale {}, but the {} format stores none (it reads back as 1); quantize "
+                "it with tensor scale 1",
+                out_dir_.string(), name, q.tensor_scale, model_format_name(format_));
   if (format_ == ModelFormat::Dat) {
-    NVFP4LM_CHECK(q.tensor_scale == 1.0f,
-                  "{}: weight '{}' has tensor scale {}, but the .dat format stores none (it reads back as 1); quantize "
-                  "it with tensor scale 1",
-                  out_dir_.string(), name, q.tensor_scale);
     const std::string prefix = dat_prefix(name);
     impl_->dat->write(prefix + ".qdata", q.codes.view_as(DType::E2M1x2));
     impl_->dat->write(prefix + ".scale", q.block_scales);
@@ -264,7 +265,8 @@ void ModelWriter::finish() {
   if (format_ == ModelFormat::ModeloptNvfp4) {
     std::vector<std::string> exclude;
     bool lm_head_nvfp4 = false;
-    for (const auto& weight : plan_) lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == "lm_head.weight" && weight.nvfp4);
+    for (const auto& weight : plan_)
+      lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == kLmHeadWeightName && weight.nvfp4);
     if (!lm_head_nvfp4) exclude.push_back("lm_head");
     config["quantization_config"] = modelopt_quantization_config(exclude);
     const ActivationCalibration* calibration = options_.calibration ? &*options_.calibration : nullptr;

@@ -1,18 +1,15 @@
 // Post-training NVFP4 quantization of a whole model file, streamed weight by weight (load one, quantize,
 // write, release its pages) so peak memory stays near the largest single weight, whatever the model size.
 //
-// What is quantized: the q/k/v/o and gate/up/down projections, lm_head with quantize_lm_head; embeddings, norms
-// and anything else stay as stored (same dtype). Weights already NVFP4 in the source are copied when the
-// target can hold them exactly, and otherwise dequantized and requantized (reported as such).
-// Tensor scales: `.dat` has none, so every weight is quantized with tensor scale 1; the ModelOpt layout uses
-// amax / (6 * 448), shared by q/k/v and by gate/up of a layer because inference engines fuse them into one GEMM
-// with one scale (quant/nvfp4_fixed_scale.h). This takes one extra read pass (the amax of every member first).
+// What is quantized, lm_head untying and the shape check: the plan export uses too (io/export_plan.h); embeddings,
+// norms and anything else stay as stored (same dtype). Weights already NVFP4 in the source are copied when the
+// target can hold them exactly (io/model_formats.h), and otherwise dequantized and requantized (reported as such).
+// Tensor scales: 1 where the format stores none (`.dat`); otherwise amax / (6 * 448), shared by q/k/v and by
+// gate/up of a layer because inference engines fuse them into one GEMM with one scale
+// (quant/nvfp4_group_scale.h). This takes one extra read pass (the amax of every member first).
 // GGUF (one file for llama.cpp, io/gguf_model_writer.h): with gguf_type nvfp4 the weights are quantized (or copied)
 // exactly as for ModelOpt, tensor scales included; with q4_0 / q8_0 / f16 / bf16 nothing is NVFP4-quantized and the
 // GGUF writer encodes the source values (dequantized first when the source is NVFP4).
-// lm_head with tied embeddings: quantizing it writes a separate NVFP4 lm_head.weight made from the embedding
-// matrix (which itself stays unquantized, since lookups need exact rows) and sets tie_word_embeddings to false
-// in the output config.json, so every loader uses the quantized head instead of the embeddings.
 #pragma once
 
 #include <optional>

@@ -1,26 +1,48 @@
 #include "io/weight_names.h"
 
-#include <cctype>
+#include <array>
+#include <charconv>
+#include <utility>
 
 namespace nvfp4lm {
 namespace {
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
+// Suffix and kind of each LayerWeight, in its order.
+constexpr std::array<std::pair<std::string_view, WeightKind>, kLayerWeightCount> kLayerWeights = {{
+    {"input_layernorm.weight", WeightKind::LayerNorm},
+    {"self_attn.q_proj.weight", WeightKind::AttentionProjection},
+    {"self_attn.k_proj.weight", WeightKind::AttentionProjection},
+    {"self_attn.v_proj.weight", WeightKind::AttentionProjection},
+    {"self_attn.o_proj.weight", WeightKind::AttentionProjection},
+    {"self_attn.q_norm.weight", WeightKind::QkNorm},
+    {"self_attn.k_norm.weight", WeightKind::QkNorm},
+    {"post_attention_layernorm.weight", WeightKind::LayerNorm},
+    {"mlp.gate_proj.weight", WeightKind::MlpProjection},
+    {"mlp.up_proj.weight", WeightKind::MlpProjection},
+    {"mlp.down_proj.weight", WeightKind::MlpProjection},
+}};
 
-// "model.layers.<N>.<rest>" -> rest, or nullopt.
-std::optional<std::string_view> layer_suffix(std::string_view name) {
-  constexpr std::string_view prefix = "model.layers.";
-  if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
-  name.remove_prefix(prefix.size());
-  size_t digits = 0;
-  while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]))) ++digits;
-  if (digits == 0 || digits >= name.size() || name[digits] != '.') return std::nullopt;
-  return name.substr(digits + 1);
-}
+constexpr std::string_view kLayerPrefix = "model.layers.";
 
 }  // namespace
+
+std::string_view layer_weight_suffix(LayerWeight weight) { return kLayerWeights[static_cast<size_t>(weight)].first; }
+
+std::string layer_weight_name(int64_t layer, LayerWeight weight) {
+  return std::string(kLayerPrefix) + std::to_string(layer) + "." + std::string(layer_weight_suffix(weight));
+}
+
+std::optional<LayerWeightName> parse_layer_weight_name(std::string_view name) {
+  if (name.substr(0, kLayerPrefix.size()) != kLayerPrefix) return std::nullopt;
+  name.remove_prefix(kLayerPrefix.size());
+  int64_t layer = -1;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (error != std::errc() || layer < 0 || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  const std::string_view suffix(end + 1, static_cast<size_t>(name.data() + name.size() - end - 1));
+  for (size_t i = 0; i < kLayerWeights.size(); ++i)
+    if (suffix == kLayerWeights[i].first) return LayerWeightName{layer, static_cast<LayerWeight>(i)};
+  return std::nullopt;
+}
 
 std::string_view weight_kind_name(WeightKind kind) {
   switch (kind) {
@@ -44,44 +66,37 @@ std::string_view weight_kind_name(WeightKind kind) {
 
 std::vector<ExpectedWeight> qwen3_expected_weights(const Qwen3Config& c) {
   std::vector<ExpectedWeight> weights;
-  weights.push_back({"model.embed_tokens.weight", Shape{c.vocab_size, c.hidden_size}, WeightKind::Embedding, -1});
+  weights.push_back({std::string(kEmbeddingWeightName), Shape{c.vocab_size, c.hidden_size}, WeightKind::Embedding, -1});
   for (int layer = 0; layer < static_cast<int>(c.num_hidden_layers); ++layer) {
-    const std::string p = "model.layers." + std::to_string(layer) + ".";
-    auto add = [&](const std::string& suffix, Shape shape, WeightKind kind) {
-      weights.push_back({p + suffix, shape, kind, layer});
+    auto add = [&](LayerWeight weight, Shape shape) {
+      weights.push_back(
+          {layer_weight_name(layer, weight), shape, kLayerWeights[static_cast<size_t>(weight)].second, layer});
     };
-    add("input_layernorm.weight", Shape{c.hidden_size}, WeightKind::LayerNorm);
-    add("self_attn.q_proj.weight", Shape{c.q_dim(), c.hidden_size}, WeightKind::AttentionProjection);
-    add("self_attn.k_proj.weight", Shape{c.kv_dim(), c.hidden_size}, WeightKind::AttentionProjection);
-    add("self_attn.v_proj.weight", Shape{c.kv_dim(), c.hidden_size}, WeightKind::AttentionProjection);
-    add("self_attn.o_proj.weight", Shape{c.hidden_size, c.q_dim()}, WeightKind::AttentionProjection);
-    add("self_attn.q_norm.weight", Shape{c.head_dim}, WeightKind::QkNorm);
-    add("self_attn.k_norm.weight", Shape{c.head_dim}, WeightKind::QkNorm);
-    add("post_attention_layernorm.weight", Shape{c.hidden_size}, WeightKind::LayerNorm);
-    add("mlp.gate_proj.weight", Shape{c.intermediate_size, c.hidden_size}, WeightKind::MlpProjection);
-    add("mlp.up_proj.weight", Shape{c.intermediate_size, c.hidden_size}, WeightKind::MlpProjection);
-    add("mlp.down_proj.weight", Shape{c.hidden_size, c.intermediate_size}, WeightKind::MlpProjection);
+    add(LayerWeight::InputNorm, Shape{c.hidden_size});
+    add(LayerWeight::QProj, Shape{c.q_dim(), c.hidden_size});
+    add(LayerWeight::KProj, Shape{c.kv_dim(), c.hidden_size});
+    add(LayerWeight::VProj, Shape{c.kv_dim(), c.hidden_size});
+    add(LayerWeight::OProj, Shape{c.hidden_size, c.q_dim()});
+    add(LayerWeight::QNorm, Shape{c.head_dim});
+    add(LayerWeight::KNorm, Shape{c.head_dim});
+    add(LayerWeight::PostAttentionNorm, Shape{c.hidden_size});
+    add(LayerWeight::GateProj, Shape{c.intermediate_size, c.hidden_size});
+    add(LayerWeight::UpProj, Shape{c.intermediate_size, c.hidden_size});
+    add(LayerWeight::DownProj, Shape{c.hidden_size, c.intermediate_size});
   }
-  weights.push_back({"model.norm.weight", Shape{c.hidden_size}, WeightKind::FinalNorm, -1});
+  weights.push_back({std::string(kFinalNormWeightName), Shape{c.hidden_size}, WeightKind::FinalNorm, -1});
   if (!c.tie_word_embeddings)
-    weights.push_back({"lm_head.weight", Shape{c.vocab_size, c.hidden_size}, WeightKind::LmHead, -1});
+    weights.push_back({std::string(kLmHeadWeightName), Shape{c.vocab_size, c.hidden_size}, WeightKind::LmHead, -1});
   return weights;
 }
 
 std::optional<WeightKind> classify_weight_name(std::string_view name) {
-  if (name == "model.embed_tokens.weight") return WeightKind::Embedding;
-  if (name == "model.norm.weight") return WeightKind::FinalNorm;
-  if (name == "lm_head.weight") return WeightKind::LmHead;
-  const auto rest = layer_suffix(name);
-  if (!rest) return std::nullopt;
-  for (std::string_view s :
-       {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight"})
-    if (*rest == s) return WeightKind::AttentionProjection;
-  for (std::string_view s : {"mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
-    if (*rest == s) return WeightKind::MlpProjection;
-  if (*rest == "self_attn.q_norm.weight" || *rest == "self_attn.k_norm.weight") return WeightKind::QkNorm;
-  if (*rest == "input_layernorm.weight" || *rest == "post_attention_layernorm.weight") return WeightKind::LayerNorm;
-  return std::nullopt;
+  if (name == kEmbeddingWeightName) return WeightKind::Embedding;
+  if (name == kFinalNormWeightName) return WeightKind::FinalNorm;
+  if (name == kLmHeadWeightName) return WeightKind::LmHead;
+  const auto parsed = parse_layer_weight_name(name);
+  if (!parsed) return std::nullopt;
+  return kLayerWeights[static_cast<size_t>(parsed->weight)].second;
 }
 
 bool is_nvfp4_projection(WeightKind kind) {
@@ -89,12 +104,20 @@ bool is_nvfp4_projection(WeightKind kind) {
 }
 
 std::string fused_scale_group(const std::string& name) {
-  if (!layer_suffix(name)) return name;
-  for (std::string_view s : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"})
-    if (ends_with(name, s)) return name.substr(0, name.size() - s.size()) + "self_attn.qkv";
-  for (std::string_view s : {"mlp.gate_proj.weight", "mlp.up_proj.weight"})
-    if (ends_with(name, s)) return name.substr(0, name.size() - s.size()) + "mlp.gate_up";
-  return name;
+  const auto parsed = parse_layer_weight_name(name);
+  if (!parsed) return name;
+  const std::string prefix = name.substr(0, name.size() - layer_weight_suffix(parsed->weight).size());
+  switch (parsed->weight) {
+    case LayerWeight::QProj:
+    case LayerWeight::KProj:
+    case LayerWeight::VProj:
+      return prefix + "self_attn.qkv";
+    case LayerWeight::GateProj:
+    case LayerWeight::UpProj:
+      return prefix + "mlp.gate_up";
+    default:
+      return name;
+  }
 }
 
 }  // namespace nvfp4lm

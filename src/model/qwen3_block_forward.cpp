@@ -7,8 +7,8 @@
 #include "ops/gemm.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
-#include "quant/master_amax.h"
 #include "quant/nvfp4.h"
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm::detail {
 namespace {
@@ -24,7 +24,7 @@ void quantize_activation(const Tensor& x, Tensor& x_q, const char* what) {
 void record_input_amax(ActivationCalibration& calibration, const Tensor& input,
                        std::initializer_list<const std::string*> weight_names) {
   const std::string& first = **weight_names.begin();
-  const float amax = master_weight_amax(token_rows(input), "the input activation of " + first);
+  const float amax = tensor_amax(token_rows(input), "the input activation of " + first);
   for (const std::string* name : weight_names) calibration.observe(*name, amax);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/memory.h"
+#include "io/weight_names.h"
 #include "model/qwen3_trainable.h"
 #include "model/train_loss.h"
 #include "ops/embedding.h"
@@ -133,7 +134,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   rmsnorm_forward(x, final_norm_.use, eps, hidden, &final_rstd);
   if (calibration_) {
-    static const std::string lm_head_name = "lm_head.weight";
+    static const std::string lm_head_name(kLmHeadWeightName);
     detail::record_input_amax(*calibration_, hidden, {&lm_head_name});
   }
 

@@ -154,7 +154,7 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     }
     if (quantized) {
       const int64_t rows = t.master.dim(0), cols = t.master.dim(1);
-      NVFP4LM_CHECK(cols % kNvfp4BlockSize == 0 && (options.block == Nvfp4Block::Row1x16 || rows % 16 == 0),
+      NVFP4LM_CHECK(nvfp4_shape_fits(t.master.shape(), options.block),
                     "{}: [{}, {}] cannot be NVFP4-quantized with {} blocks (needs columns{} divisible by 16); train it "
                     "with --qat off",
                     name, rows, cols, block_name(options.block),
@@ -163,37 +163,37 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     return t;
   };
 
-  model.embed_ = make("model.embed_tokens.weight", train_outer, false, false);
+  model.embed_ = make(std::string(kEmbeddingWeightName), train_outer, false, false);
   model.layers_.resize(static_cast<size_t>(layers));
   for (int i = 0; i < layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
+    auto layer_name = [&](LayerWeight w) { return layer_weight_name(i, w); };
     const bool train = i >= model.first_trained_layer_;
     TrainLayer& l = model.layers_[static_cast<size_t>(i)];
     auto grad = [&](size_t k) { return options.fused_update ? &shared_block_grads[k] : nullptr; };
     auto use = [&](size_t k) { return options.packed_weights && qat ? &shared_block_uses[k] : nullptr; };
-    l.input_norm = make(p + "input_layernorm.weight", train, true, false, grad(0));
-    l.q_proj = make(p + "self_attn.q_proj.weight", train, false, qat, grad(1), use(1));
-    l.k_proj = make(p + "self_attn.k_proj.weight", train, false, qat, grad(2), use(2));
-    l.v_proj = make(p + "self_attn.v_proj.weight", train, false, qat, grad(3), use(3));
-    l.q_norm = make(p + "self_attn.q_norm.weight", train, true, false, grad(4));
-    l.k_norm = make(p + "self_attn.k_norm.weight", train, true, false, grad(5));
-    l.o_proj = make(p + "self_attn.o_proj.weight", train, false, qat, grad(6), use(6));
-    l.post_attention_norm = make(p + "post_attention_layernorm.weight", train, true, false, grad(7));
-    l.gate_proj = make(p + "mlp.gate_proj.weight", train, false, qat, grad(8), use(8));
-    l.up_proj = make(p + "mlp.up_proj.weight", train, false, qat, grad(9), use(9));
-    l.down_proj = make(p + "mlp.down_proj.weight", train, false, qat, grad(10), use(10));
+    l.input_norm = make(layer_name(LayerWeight::InputNorm), train, true, false, grad(0));
+    l.q_proj = make(layer_name(LayerWeight::QProj), train, false, qat, grad(1), use(1));
+    l.k_proj = make(layer_name(LayerWeight::KProj), train, false, qat, grad(2), use(2));
+    l.v_proj = make(layer_name(LayerWeight::VProj), train, false, qat, grad(3), use(3));
+    l.q_norm = make(layer_name(LayerWeight::QNorm), train, true, false, grad(4));
+    l.k_norm = make(layer_name(LayerWeight::KNorm), train, true, false, grad(5));
+    l.o_proj = make(layer_name(LayerWeight::OProj), train, false, qat, grad(6), use(6));
+    l.post_attention_norm = make(layer_name(LayerWeight::PostAttentionNorm), train, true, false, grad(7));
+    l.gate_proj = make(layer_name(LayerWeight::GateProj), train, false, qat, grad(8), use(8));
+    l.up_proj = make(layer_name(LayerWeight::UpProj), train, false, qat, grad(9), use(9));
+    l.down_proj = make(layer_name(LayerWeight::DownProj), train, false, qat, grad(10), use(10));
   }
-  model.final_norm_ = make("model.norm.weight", train_outer, true, false);
+  model.final_norm_ = make(std::string(kFinalNormWeightName), train_outer, true, false);
   const bool quantize_head = qat && options.quantize_lm_head;
   if (config.tie_word_embeddings) {
     TrainTensor& head = model.lm_head_;
-    head.name = "lm_head.weight (tied to model.embed_tokens.weight)";
+    head.name = fmt::format("{} (tied to {})", kLmHeadWeightName, kEmbeddingWeightName);
     head.master = model.embed_.master;
     head.grad = model.embed_.grad;  // both uses accumulate into one gradient
     head.quantized = quantize_head;
     head.use = quantize_head ? Tensor::empty(head.master.shape(), compute, options.device) : model.embed_.use;
   } else {
-    model.lm_head_ = make("lm_head.weight", train_outer, false, quantize_head);
+    model.lm_head_ = make(std::string(kLmHeadWeightName), train_outer, false, quantize_head);
   }
 
   // Parameter lists in the canonical order of io/weight_names.h.

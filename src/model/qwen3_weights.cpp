@@ -97,32 +97,36 @@ size_t Qwen3Weights::nbytes() const {
 Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype, bool dequantize_nvfp4) {
   const Qwen3Config& config = files.config();
   Qwen3Weights weights;
-  const std::string embedding = "model.embed_tokens.weight";
+  const std::string embedding(kEmbeddingWeightName);
   weights.embed_tokens = load_dense(files, embedding, table_dtype(files, embedding, compute_dtype, device), device);
   weights.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
     Qwen3LayerWeights& layer = weights.layers[static_cast<size_t>(i)];
-    layer.input_norm = load_dense(files, p + "input_layernorm.weight", DType::F32, device);
-    layer.post_attention_norm = load_dense(files, p + "post_attention_layernorm.weight", DType::F32, device);
-    layer.q_norm = load_dense(files, p + "self_attn.q_norm.weight", DType::F32, device);
-    layer.k_norm = load_dense(files, p + "self_attn.k_norm.weight", DType::F32, device);
-    layer.q_proj = load_linear(files, p + "self_attn.q_proj.weight", compute_dtype, device, dequantize_nvfp4);
-    layer.k_proj = load_linear(files, p + "self_attn.k_proj.weight", compute_dtype, device, dequantize_nvfp4);
-    layer.v_proj = load_linear(files, p + "self_attn.v_proj.weight", compute_dtype, device, dequantize_nvfp4);
-    layer.o_proj = load_linear(files, p + "self_attn.o_proj.weight", compute_dtype, device, dequantize_nvfp4);
-    layer.gate_proj = load_linear(files, p + "mlp.gate_proj.weight", compute_dtype, device, dequantize_nvfp4);
-    layer.up_proj = load_linear(files, p + "mlp.up_proj.weight", compute_dtype, device, dequantize_nvfp4);
-    layer.down_proj = load_linear(files, p + "mlp.down_proj.weight", compute_dtype, device, dequantize_nvfp4);
+    auto norm = [&](LayerWeight w) { return load_dense(files, layer_weight_name(i, w), DType::F32, device); };
+    auto linear = [&](LayerWeight w) {
+      return load_linear(files, layer_weight_name(i, w), compute_dtype, device, dequantize_nvfp4);
+    };
+    layer.input_norm = norm(LayerWeight::InputNorm);
+    layer.post_attention_norm = norm(LayerWeight::PostAttentionNorm);
+    layer.q_norm = norm(LayerWeight::QNorm);
+    layer.k_norm = norm(LayerWeight::KNorm);
+    layer.q_proj = linear(LayerWeight::QProj);
+    layer.k_proj = linear(LayerWeight::KProj);
+    layer.v_proj = linear(LayerWeight::VProj);
+    layer.o_proj = linear(LayerWeight::OProj);
+    layer.gate_proj = linear(LayerWeight::GateProj);
+    layer.up_proj = linear(LayerWeight::UpProj);
+    layer.down_proj = linear(LayerWeight::DownProj);
   }
-  weights.final_norm = load_dense(files, "model.norm.weight", DType::F32, device);
+  weights.final_norm = load_dense(files, std::string(kFinalNormWeightName), DType::F32, device);
   if (config.tie_word_embeddings) {
     weights.lm_head.out_features = config.vocab_size;
     weights.lm_head.in_features = config.hidden_size;
     weights.lm_head.dense = weights.embed_tokens;
   } else {
-    weights.lm_head = load_linear(files, "lm_head.weight", table_dtype(files, "lm_head.weight", compute_dtype, device),
-                                  device, dequantize_nvfp4);
+    const std::string lm_head(kLmHeadWeightName);
+    weights.lm_head =
+        load_linear(files, lm_head, table_dtype(files, lm_head, compute_dtype, device), device, dequantize_nvfp4);
   }
   return weights;
 }

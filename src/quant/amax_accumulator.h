@@ -6,7 +6,7 @@
 // The record is 16 bytes and lives where the weight lives. On the GPU threads fold into it with atomicMax on the
 // amax's bits (non-negative floats order like their bit patterns, so the integer maximum is the float maximum) and
 // atomicMin on the index: both are exact and independent of order and launch shape, so the result equals the CPU's
-// weight_amax (quant/nvfp4_fixed_scale.h) bit for bit. This header is plain C++ usable from .cu files (no Tensor).
+// tensor_amax (quant/tensor_amax.h) bit for bit. This header is plain C++ usable from .cu files (no Tensor).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ static_assert(sizeof(AmaxAccumulator) == 16, "the record is 16 bytes on host and
 inline constexpr unsigned long long kNoNonFinite = ~0ull;
 
 // Folds element `index` (value `value`) into a thread's or loop's running pair: |value| into `amax` when finite,
-// else `index` into `first_non_finite`. The rule of weight_amax: NaN and +-inf are the non-finite ones.
+// else `index` into `first_non_finite`. The rule of tensor_amax: NaN and +-inf are the non-finite ones.
 NVFP4LM_HD void fold_magnitude(float value, unsigned long long index, float& amax,
                                unsigned long long& first_non_finite) {
   const float magnitude = bits_float(float_bits(value) & 0x7fffffffu);

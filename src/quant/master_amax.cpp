@@ -2,22 +2,13 @@
 
 #include <cstring>
 
+#include "core/error.h"
+#include "core/numeric.h"
 #include "core/storage.h"
-#include "quant/nvfp4_fixed_scale.h"
-
-#if NVFP4LM_HAS_CUDA
-#include "quant/cuda/nvfp4_cuda.h"
-#endif
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm {
 namespace {
-
-// weight_amax's error, for a non-finite element at flat `index` whose value is `value`.
-[[noreturn]] void fail_non_finite(const Tensor& master, int64_t index, float value, const std::string& what) {
-  const int64_t cols = master.rank() >= 1 ? master.dim(-1) : 1;
-  NVFP4LM_FAIL("{}: non-finite value {} at row {}, column {}", what, value, cols ? index / cols : 0,
-               cols ? index % cols : 0);
-}
 
 // Element `index` of a contiguous F32 / BF16 tensor on any device, as fp32.
 float element_value(const Tensor& master, int64_t index) {
@@ -36,26 +27,6 @@ float element_value(const Tensor& master, int64_t index) {
 }
 
 }  // namespace
-
-float master_weight_amax(const Tensor& master, const std::string& what) {
-  NVFP4LM_ASSERT(master.defined(), "{}: no master weight", what);
-  if (master.device().is_cpu()) return weight_amax(master, what);
-#if NVFP4LM_HAS_CUDA
-  NVFP4LM_ASSERT(master.dtype() == DType::F32 || master.dtype() == DType::BF16,
-                 "{}: master weight on {} is {}, expected F32 or BF16", what, master.device().str(), master.str());
-  const Tensor input = master.contiguous();
-  // Any shape as the matrix [numel / last dim, last dim] (a scalar is [1, 1]).
-  const int64_t cols = input.rank() >= 1 ? input.dim(-1) : 1;
-  const int64_t rows = cols ? input.numel() / cols : 0;
-  Tensor scratch = Tensor::empty({cuda::kNvfp4AmaxScratchBytes}, DType::U8, input.device());
-  const cuda::Nvfp4AmaxResult result =
-      cuda::nvfp4_amax(input.raw(), input.dtype() == DType::BF16, rows, cols, scratch.raw());
-  if (result.first_non_finite >= 0) fail_non_finite(input, result.first_non_finite, result.non_finite_value, what);
-  return result.amax;
-#else
-  NVFP4LM_FAIL("{}: master weight on {} in a build without CUDA", what, master.device().str());
-#endif
-}
 
 AmaxAccumulator* UpdatedMasterAmaxes::record(std::span<const Tensor> masters) {
   NVFP4LM_ASSERT(entries_.empty(), "UpdatedMasterAmaxes: one update per object, and this one was recorded already");
@@ -93,7 +64,7 @@ std::optional<float> UpdatedMasterAmaxes::take(const Tensor& master, const std::
   const AmaxAccumulator& result = read_back_[it->second];
   if (result.first_non_finite != kNoNonFinite) {
     const auto index = static_cast<int64_t>(result.first_non_finite);
-    fail_non_finite(master, index, element_value(master, index), what);
+    fail_non_finite_element(master, index, element_value(master, index), what);
   }
   return bits_float(result.amax_bits);
 }

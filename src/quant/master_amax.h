@@ -1,12 +1,7 @@
-// The largest magnitude of a master weight, computed where the weight lives: the tensor scale of the QAT refresh
-// (model/qwen3_trainable.cpp) without copying CUDA masters to the host. CPU tensors take quant/nvfp4_fixed_scale.h's
-// weight_amax (the reference); CUDA tensors (F32 or BF16, contiguous, any shape) the quantizer's own amax kernel
-// (quant/cuda/nvfp4_cuda.h's nvfp4_amax), which gives the same value (a maximum is exact) and, formatted here, the
-// same error for a non-finite element.
-//
-// UpdatedMasterAmaxes: the same amaxes, measured by an optimizer update while it writes the masters (it folds every
-// value it stores into an AmaxAccumulator, quant/amax_accumulator.h), handed to the refresh that follows so that the
-// refresh skips its own pass over those masters. Staleness is ruled out by the object's life, not by bookkeeping:
+// UpdatedMasterAmaxes: the amaxes of master weights (quant/tensor_amax.h), measured by an optimizer update while it
+// writes the masters (it folds every value it stores into an AmaxAccumulator, quant/amax_accumulator.h), handed to
+// the refresh that follows (model/qwen3_trainable.cpp) so that the refresh skips its own pass over those masters.
+// Staleness is ruled out by the object's life, not by bookkeeping:
 // one object per update, made empty by the caller just before the update, filled by it, read by the refresh right
 // after, then dropped; neither the model nor the optimizer keeps it. Masters written any other way (loading a
 // checkpoint, building the model, a test) are refreshed without one and measured. Each entry is given out once.
@@ -23,9 +18,6 @@
 
 namespace nvfp4lm {
 
-// max |x|; Error naming `what`, the row and the column (of the last axis) of the first non-finite element.
-float master_weight_amax(const Tensor& master, const std::string& what);
-
 class UpdatedMasterAmaxes {
  public:
   UpdatedMasterAmaxes() = default;
@@ -40,8 +32,8 @@ class UpdatedMasterAmaxes {
 
   // The consumer: the amax of `master` as the update wrote it, when the update recorded this master (the same
   // memory, dtype and size) and it was not taken before; std::nullopt otherwise, and the caller measures it. Throws
-  // master_weight_amax's Error (same text) when the update wrote a non-finite value. The first call reads every
-  // accumulator back at once (one synchronization for a CUDA update).
+  // tensor_amax's Error (same text, quant/tensor_amax.h) when the update wrote a non-finite value. The first call reads
+  // every accumulator back at once (one synchronization for a CUDA update).
   std::optional<float> take(const Tensor& master, const std::string& what);
   size_t taken() const { return taken_; }  // how many amaxes were given out (the passes the refresh skipped)
 

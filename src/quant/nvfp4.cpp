@@ -1,19 +1,18 @@
 // NVFP4 quantize / dequantize / fake-quantize: argument checks, the CPU reference (fp32, OpenMP over rows or
 // 16-row tiles) and the dispatch to the CUDA twin (quant/cuda/nvfp4.cu) for tensors on a GPU. The rules for
 // one block and one element are in nvfp4_block.h, shared with the twin so both give the same bytes.
-// Quantization is two passes over the input: the tensor amax (which also finds non-finite values), then
-// blocks. Fake quantization runs the same second pass but writes decoded values instead of codes, so it
+// Quantization is two passes over the input: the tensor amax (quant/tensor_amax.h, which also finds non-finite
+// values), then blocks. Fake quantization runs the same second pass but writes decoded values instead of codes, so it
 // equals dequantize(quantize(w)) bit for bit.
 #include "quant/nvfp4.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
-#include <limits>
 
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "quant/nvfp4_block.h"
+#include "quant/tensor_amax.h"
 
 #if NVFP4LM_HAS_CUDA
 #include "quant/cuda/nvfp4_cuda.h"
@@ -59,43 +58,6 @@ inline float load(const uint16_t* data, int64_t index) { return bf16_to_float(da
 
 inline void store(float* data, int64_t index, float value) { data[index] = value; }
 inline void store(uint16_t* data, int64_t index, float value) { data[index] = float_to_bf16(value); }
-
-[[noreturn]] void fail_non_finite(const char* what, float value, int64_t flat_index, int64_t rows, int64_t cols) {
-  NVFP4LM_FAIL("{}: non-finite value {} at row {}, column {} of [{}, {}]; NVFP4 quantization needs finite values", what,
-               value, flat_index / cols, flat_index % cols, rows, cols);
-}
-
-// Largest magnitude of the matrix; throws naming the first (lowest row, then column) non-finite element.
-template <typename T>
-float amax_cpu(const T* data, int64_t rows, int64_t cols, const char* what) {
-  float amax = 0.0f;
-  int64_t first_bad = std::numeric_limits<int64_t>::max();
-#pragma omp parallel for schedule(static) reduction(max     \
-                                                    : amax) \
-    reduction(min                                           \
-              : first_bad) if (rows * cols >= kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = data + r * cols;
-    float row_amax = 0.0f;
-    bool bad = false;
-    for (int64_t c = 0; c < cols; ++c) {
-      const float magnitude = std::fabs(load(row, c));
-      row_amax = std::max(row_amax, magnitude);
-      bad |= !(magnitude <= FLT_MAX);  // inf and NaN
-    }
-    if (bad) {
-      for (int64_t c = 0; c < cols; ++c)
-        if (!std::isfinite(load(row, c))) {
-          first_bad = std::min(first_bad, r * cols + c);
-          break;
-        }
-    }
-    amax = std::max(amax, row_amax);
-  }
-  if (first_bad != std::numeric_limits<int64_t>::max())
-    fail_non_finite(what, load(data, first_bad), first_bad, rows, cols);
-  return amax;
-}
 
 // The second pass. For each block (16 columns of one row, or of a 16-row tile) computes the scale byte and
 // the 16 codes of each of its rows, then hands them to emit(row, block_index, codes, scale_byte,
@@ -144,12 +106,12 @@ float chosen_tensor_scale(const Nvfp4QuantOptions& options, float amax) {
 }
 
 template <typename T>
-Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, const Nvfp4QuantOptions& options,
-                         const char* what) {
+Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, float tensor_scale,
+                         const Nvfp4QuantOptions& options) {
   Nvfp4Tensor q;
   q.rows = rows;
   q.cols = cols;
-  q.tensor_scale = chosen_tensor_scale(options, amax_cpu(data, rows, cols, what));
+  q.tensor_scale = tensor_scale;
   q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
   q.block_scales = Tensor::empty({rows, cols / kBlock}, DType::E4M3);
   uint8_t* codes_out = q.codes.data<uint8_t>();
@@ -166,9 +128,8 @@ Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, const Nvfp4Q
 }
 
 template <typename T, typename Out>
-void fake_quantize_cpu(const T* data, Out* out, int64_t rows, int64_t cols, const Nvfp4QuantOptions& options,
-                       const char* what) {
-  const float tensor_scale = chosen_tensor_scale(options, amax_cpu(data, rows, cols, what));
+void fake_quantize_cpu(const T* data, Out* out, int64_t rows, int64_t cols, float tensor_scale,
+                       const Nvfp4QuantOptions& options) {
   quantize_blocks_cpu(data, rows, cols, tensor_scale, options,
                       [&](int64_t r, int64_t b, const uint8_t* codes, uint8_t, float denominator) {
                         const int64_t first = r * cols + b * kBlock;
@@ -227,14 +188,10 @@ void check_layout(const Nvfp4Tensor& q, const std::string& what) {
 #if NVFP4LM_HAS_CUDA
 // ---- CUDA: argument handling and errors here, kernels in cuda/nvfp4.cu --------------------------------------
 
-float amax_cuda(const Tensor& weight, const char* what) {
-  const int64_t rows = weight.dim(0), cols = weight.dim(1);
-  NVFP4LM_CHECK(cols <= int64_t{65535} * 128, "{}: {} columns are more than the CUDA NVFP4 kernels handle", what, cols);
-  Tensor scratch = Tensor::empty({cuda::kNvfp4AmaxScratchBytes}, DType::U8, weight.device());
-  const cuda::Nvfp4AmaxResult result =
-      cuda::nvfp4_amax(weight.raw(), weight.dtype() == DType::BF16, rows, cols, scratch.raw());
-  if (result.first_non_finite >= 0) fail_non_finite(what, result.non_finite_value, result.first_non_finite, rows, cols);
-  return result.amax;
+// The quantize kernels' grid takes at most 65535 column groups of 128.
+void check_cuda_columns(const Tensor& weight, const char* what) {
+  NVFP4LM_CHECK(weight.dim(1) <= int64_t{65535} * 128, "{}: {} columns are more than the CUDA NVFP4 kernels handle",
+                what, weight.dim(1));
 }
 
 cuda::Nvfp4KernelOptions kernel_options(const Nvfp4QuantOptions& options, float tensor_scale) {
@@ -247,10 +204,11 @@ cuda::Nvfp4KernelOptions kernel_options(const Nvfp4QuantOptions& options, float 
 }
 
 Nvfp4Tensor quantize_cuda(const Tensor& weight, const Nvfp4QuantOptions& options, const char* what) {
+  check_cuda_columns(weight, what);
   Nvfp4Tensor q;
   q.rows = weight.dim(0);
   q.cols = weight.dim(1);
-  q.tensor_scale = chosen_tensor_scale(options, amax_cuda(weight, what));
+  q.tensor_scale = chosen_tensor_scale(options, tensor_amax(weight, what));
   q.codes = Tensor::empty({q.rows, q.cols / 2}, DType::E2M1x2, weight.device());
   q.block_scales = Tensor::empty({q.rows, q.cols / kBlock}, DType::E4M3, weight.device());
   cuda::nvfp4_quantize(weight.raw(), weight.dtype() == DType::BF16, q.rows, q.cols,
@@ -260,7 +218,8 @@ Nvfp4Tensor quantize_cuda(const Tensor& weight, const Nvfp4QuantOptions& options
 }
 
 void fake_quantize_cuda(const Tensor& weight, Tensor& out, const Nvfp4QuantOptions& options, const char* what) {
-  const float tensor_scale = chosen_tensor_scale(options, amax_cuda(weight, what));
+  check_cuda_columns(weight, what);
+  const float tensor_scale = chosen_tensor_scale(options, tensor_amax(weight, what));
   cuda::nvfp4_fake_quantize(weight.raw(), weight.dtype() == DType::BF16, weight.dim(0), weight.dim(1),
                             kernel_options(options, tensor_scale), out.raw(), out.dtype() == DType::BF16);
 }
@@ -269,6 +228,10 @@ void fake_quantize_cuda(const Tensor& weight, Tensor& out, const Nvfp4QuantOptio
 }  // namespace
 
 float nvfp4_tensor_scale(float amax) { return nvfp4_tensor_scale_of(amax); }
+
+bool nvfp4_shape_fits(const Shape& shape, Nvfp4Block block) {
+  return shape.rank() == 2 && shape[1] % kBlock == 0 && shape[0] % rows_per_block(block) == 0;
+}
 
 Nvfp4Tensor quantize_nvfp4(const Tensor& weight, const Nvfp4QuantOptions& options, const char* what) {
   check_weight(weight, options, what);
@@ -281,8 +244,9 @@ Nvfp4Tensor quantize_nvfp4(const Tensor& weight, const Nvfp4QuantOptions& option
   }
   const Tensor input = weight.contiguous();
   const int64_t rows = input.dim(0), cols = input.dim(1);
-  if (input.dtype() == DType::F32) return quantize_cpu(input.data<float>(), rows, cols, options, what);
-  return quantize_cpu(input.data<uint16_t>(), rows, cols, options, what);
+  const float tensor_scale = chosen_tensor_scale(options, tensor_amax(input, what));
+  if (input.dtype() == DType::F32) return quantize_cpu(input.data<float>(), rows, cols, tensor_scale, options);
+  return quantize_cpu(input.data<uint16_t>(), rows, cols, tensor_scale, options);
 }
 
 void dequantize_nvfp4(const Nvfp4Tensor& q, Tensor& out) {
@@ -326,11 +290,12 @@ void fake_quantize_nvfp4(const Tensor& weight, Tensor& out, const Nvfp4QuantOpti
   }
   const Tensor input = weight.contiguous();
   const int64_t rows = input.dim(0), cols = input.dim(1);
+  const float s = chosen_tensor_scale(options, tensor_amax(input, what));
   const bool f32_in = input.dtype() == DType::F32, f32_out = out.dtype() == DType::F32;
-  if (f32_in && f32_out) fake_quantize_cpu(input.data<float>(), out.data<float>(), rows, cols, options, what);
-  if (f32_in && !f32_out) fake_quantize_cpu(input.data<float>(), out.data<uint16_t>(), rows, cols, options, what);
-  if (!f32_in && f32_out) fake_quantize_cpu(input.data<uint16_t>(), out.data<float>(), rows, cols, options, what);
-  if (!f32_in && !f32_out) fake_quantize_cpu(input.data<uint16_t>(), out.data<uint16_t>(), rows, cols, options, what);
+  if (f32_in && f32_out) fake_quantize_cpu(input.data<float>(), out.data<float>(), rows, cols, s, options);
+  if (f32_in && !f32_out) fake_quantize_cpu(input.data<float>(), out.data<uint16_t>(), rows, cols, s, options);
+  if (!f32_in && f32_out) fake_quantize_cpu(input.data<uint16_t>(), out.data<float>(), rows, cols, s, options);
+  if (!f32_in && !f32_out) fake_quantize_cpu(input.data<uint16_t>(), out.data<uint16_t>(), rows, cols, s, options);
 }
 
 Tensor unpack_e2m1_codes(const Tensor& packed) {

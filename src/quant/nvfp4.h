@@ -69,6 +69,10 @@ Tensor dequantize_nvfp4(const Nvfp4Tensor& q, DType dtype);
 void fake_quantize_nvfp4(const Tensor& weight, Tensor& out, const Nvfp4QuantOptions& options = {},
                          const char* what = "weight");
 
+// Whether a tensor of `shape` can be NVFP4 with these blocks: [rows, cols] with cols a multiple of 16 (rows too for
+// 16x16 tiles). Callers that plan NVFP4 weights (export, quantize, QAT) check it and name the weight in their error.
+bool nvfp4_shape_fits(const Shape& shape, Nvfp4Block block);
+
 // The tensor scale quantize_nvfp4 uses: amax / (6 * 448), or 1 when amax is 0 (or so small that the
 // quotient underflows). The block/element rules are in quant/nvfp4_block.h.
 float nvfp4_tensor_scale(float amax);

@@ -1,7 +1,6 @@
 #include "quant/nvfp4_fixed_scale.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -37,28 +36,6 @@ Tensor checked_matrix(const Tensor& weight, const std::string& what) {
 }
 
 }  // namespace
-
-float weight_amax(const Tensor& weight, const std::string& what) {
-  const Tensor input = checked_matrix(weight, what);
-  const FloatLoader load{input.raw(), input.dtype()};
-  const int64_t count = input.numel();
-  float amax = 0.0f;
-  int64_t first_bad = std::numeric_limits<int64_t>::max();
-#pragma omp parallel for schedule(static) reduction(max : amax) reduction(min : first_bad)
-  for (int64_t i = 0; i < count; ++i) {
-    const float magnitude = std::fabs(load(i));
-    if (!(magnitude <= FLT_MAX))
-      first_bad = std::min(first_bad, i);
-    else
-      amax = std::max(amax, magnitude);
-  }
-  if (first_bad != std::numeric_limits<int64_t>::max()) {
-    const int64_t cols = input.rank() >= 1 ? input.dim(-1) : 1;
-    NVFP4LM_FAIL("{}: non-finite value {} at row {}, column {}", what, load(first_bad), cols ? first_bad / cols : 0,
-                 cols ? first_bad % cols : 0);
-  }
-  return amax;
-}
 
 Nvfp4Tensor quantize_nvfp4_with_tensor_scale(const Tensor& weight, float tensor_scale, Nvfp4Block block,
                                              const std::string& what) {

@@ -1,9 +1,6 @@
-// NVFP4 quantization with a tensor scale chosen by the caller, for the two file formats that need one other
-// than the weight's own amax / (6 * 448):
-//  - `.dat` stores no tensor scale (it reads back with 1), so its weights are quantized with tensor scale 1;
-//  - the ModelOpt layout is loaded by vLLM / TensorRT-LLM, which fuse q/k/v (and gate/up) into one GEMM with
-//    ONE tensor scale (they take the max of the three weight_scale_2); ModelOpt therefore quantizes such
-//    groups with a shared tensor scale from the group's joint amax, and so do we.
+// NVFP4 quantization with a tensor scale chosen by the caller, for outputs that need one other than the weight's
+// own amax / (6 * 448): the shared scale of a fused group (quant/nvfp4_group_scale.h), or 1 for a format that
+// stores none (io/model_formats.h).
 // It is quantize_nvfp4 with Nvfp4QuantOptions::tensor_scale set (plus F16 input). CPU only, round-to-nearest-even,
 // 1x16 or 16x16 blocks.
 #pragma once
@@ -14,9 +11,6 @@
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm {
-
-// Largest magnitude of a CPU F32/BF16/F16 tensor; Error (naming `what`, row and column) on a non-finite value.
-float weight_amax(const Tensor& weight, const std::string& what);
 
 // Quantizes a CPU [rows, cols] F32/BF16/F16 matrix with the given tensor scale (finite, positive).
 Nvfp4Tensor quantize_nvfp4_with_tensor_scale(const Tensor& weight, float tensor_scale, Nvfp4Block block,

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 
-#include "quant/master_amax.h"
 #include "quant/nvfp4.h"
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm {
 
-void Nvfp4GroupScale::add(const Tensor& member, const std::string& what) { add_amax(master_weight_amax(member, what)); }
+void Nvfp4GroupScale::add(const Tensor& member, const std::string& what) { add_amax(tensor_amax(member, what)); }
 
 void Nvfp4GroupScale::add_amax(float member_amax) { amax_ = std::max(amax_, member_amax); }
 

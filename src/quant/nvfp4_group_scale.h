@@ -5,7 +5,7 @@
 // quantizes such a group with a shared scale from the group's joint amax; so do we. Which weights form a group is
 // named by fused_scale_group (io/weight_names.h: "…self_attn.qkv", "…mlp.gate_up", every other weight alone).
 // The scale is nvfp4_tensor_scale(max over the members' amax) = amax / (6 · 448); each member's amax is measured
-// where it lives (master_weight_amax: the CPU reference, or the CUDA kernel, which gives the same value).
+// where it lives (quant/tensor_amax.h: the CPU scan, or the CUDA kernel, which gives the same value).
 #pragma once
 
 #include <string>

@@ -11,6 +11,7 @@
 #include "core/logging.h"
 #include "core/memory.h"
 #include "io/checksum.h"
+#include "io/export_plan.h"
 #include "io/hf_config.h"
 #include "io/model_writer.h"
 #include "io/safetensors_reader.h"
@@ -23,9 +24,6 @@ namespace nvfp4lm {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr const char* kLmHead = "lm_head.weight";
-constexpr const char* kEmbedding = "model.embed_tokens.weight";
 
 std::optional<DType> dtype_of_torch_name(const json& config) {
   if (!config.contains("torch_dtype") || !config["torch_dtype"].is_string()) return std::nullopt;
@@ -40,26 +38,7 @@ const char* torch_name(DType dtype) {
   return dtype == DType::F32 ? "float32" : dtype == DType::F16 ? "float16" : "bfloat16";
 }
 
-const char* format_title(ModelFormat format) {
-  switch (format) {
-    case ModelFormat::ModeloptNvfp4:
-      return "NVFP4 (ModelOpt safetensors)";
-    case ModelFormat::Dat:
-      return "NVFP4 (.dat)";
-    case ModelFormat::HfSafetensors:
-      return "BF16 safetensors";
-    case ModelFormat::Gguf:
-      return "GGUF";
-  }
-  return "?";
-}
-
 Tensor host(const Tensor& tensor) { return tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu()); }
-
-struct PlannedExport {
-  WeightPlan plan;
-  std::string source;  // master it is made from
-};
 
 }  // namespace
 
@@ -87,9 +66,8 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   const MemoryPhase phase("export");
   check_export_target(out, source, options.overwrite, model_output_kind(options.format));
   const Qwen3Config config = parse_qwen3_config(source.config_json, "the model's config.json");
-  const bool nvfp4_format = options.format != ModelFormat::HfSafetensors &&
-                            (options.format != ModelFormat::Gguf || options.gguf_type == gguf::GgmlType::NVFP4);
-  NVFP4LM_CHECK(!options.calibration || options.format == ModelFormat::ModeloptNvfp4,
+  const FormatCapabilities& format = format_capabilities(options.format, options.gguf_type);
+  NVFP4LM_CHECK(!options.calibration || format.activation_scales,
                 "activation calibration is written as the ModelOpt format's input_scale; --format {} stores none: "
                 "export --format modelopt, or leave out --calibrate / --calibrate-steps",
                 export_format_flag_name(options.format));
@@ -97,47 +75,46 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   ExportReport report;
   report.out = out;
   report.format = options.format;
-  report.dense_dtype = nvfp4_format
+  report.dense_dtype = format.nvfp4_weights
                            ? options.dense_dtype.value_or(dtype_of_torch_name(source.config_json).value_or(DType::BF16))
                            : DType::BF16;
   NVFP4LM_CHECK(
       report.dense_dtype == DType::BF16 || report.dense_dtype == DType::F32 || report.dense_dtype == DType::F16,
       "dense weights can be exported as bf16, f32 or f16, not {}", dtype_name(report.dense_dtype));
 
+  // The masters the config needs, as the plan's sources.
   std::unordered_map<std::string, const Tensor*> by_name;
   for (const NamedTensor& master : masters) by_name[master.name] = &master.tensor;
-  std::vector<PlannedExport> plan;
-  const int64_t row_multiple = options.block == Nvfp4Block::Tile16x16 ? 16 : 1;
+  std::vector<WeightInfo> sources;
   for (const ExpectedWeight& expected : qwen3_expected_weights(config)) {
     auto it = by_name.find(expected.name);
     NVFP4LM_CHECK(it != by_name.end(), "export: the trained weights have no '{}' (needed by the model's config)",
                   expected.name);
     NVFP4LM_CHECK(it->second->shape() == expected.shape, "export: '{}' has shape {}, the config needs {}",
                   expected.name, it->second->shape().str(), expected.shape.str());
-    const bool nvfp4 = nvfp4_format && (is_nvfp4_projection(expected.kind) ||
-                                        (expected.kind == WeightKind::LmHead && options.quantize_lm_head));
-    if (nvfp4) {
-      NVFP4LM_CHECK(expected.shape[1] % kNvfp4BlockSize == 0 && expected.shape[0] % row_multiple == 0,
-                    "export: '{}' of shape {} cannot be NVFP4 with {} blocks; export --format bf16 instead",
-                    expected.name, expected.shape.str(), block_flag_name(options.block));
-    }
-    plan.push_back({{expected.name, expected.shape, nvfp4, report.dense_dtype}, expected.name});
-    if (expected.kind == WeightKind::FinalNorm && config.tie_word_embeddings && nvfp4_format &&
-        options.quantize_lm_head) {
-      plan.push_back({{kLmHead, by_name.at(kEmbedding)->shape(), true, report.dense_dtype}, kEmbedding});
-      report.lm_head_untied = true;
-    }
+    WeightInfo info;
+    info.name = expected.name;
+    info.shape = expected.shape;
+    info.kind = expected.kind;
+    info.dtype = it->second->dtype();
+    sources.push_back(std::move(info));
   }
+  const ExportPlan plan = plan_export(sources, config.tie_word_embeddings,
+                                      {.format = format,
+                                       .block = options.block,
+                                       .quantize_lm_head = options.quantize_lm_head,
+                                       .dense_dtype = report.dense_dtype},
+                                      "export");
+  report.lm_head_untied = plan.lm_head_untied;
 
-  // Tensor scale per fused group: the trained forward's (joint amax / (6 * 448)), or 1 for `.dat`.
+  // Tensor scale per fused group: the trained forward's (joint amax / (6 * 448)), or 1 where the format stores none.
   std::map<std::string, float> group_scale;
-  if (options.format == ModelFormat::ModeloptNvfp4 || (options.format == ModelFormat::Gguf && nvfp4_format)) {
+  if (format.stores_tensor_scale) {
     std::map<std::string, Nvfp4GroupScale> groups;
-    for (const PlannedExport& weight : plan)
-      if (weight.plan.nvfp4)
-        groups[fused_scale_group(weight.plan.name)].add(host(*by_name.at(weight.source)), weight.source);
+    for (const PlannedWeight& weight : plan.weights)
+      if (weight.out.nvfp4) groups[weight.scale_group].add(host(*by_name.at(weight.source)), weight.source);
     for (const auto& [group, scale] : groups) group_scale[group] = scale.tensor_scale();
-  } else if (options.format == ModelFormat::Dat) {
+  } else if (format.nvfp4_weights) {
     log::warn(
         "the .dat format stores no tensor scale: NVFP4 weights are quantized with tensor scale 1, which is "
         "close to but not exactly the trained QAT forward (export --format modelopt for an exact copy)");
@@ -157,22 +134,20 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
     writer_options.copy_files.push_back(file);
     report.copied_files.push_back(name);
   }
-  std::vector<WeightPlan> writer_plan;
-  for (const PlannedExport& weight : plan) writer_plan.push_back(weight.plan);
-  ModelWriter writer(options.format, out, writer_plan, writer_options);
-  for (const PlannedExport& weight : plan) {
+  ModelWriter writer(options.format, out, plan.writer_plan(), writer_options);
+  for (const PlannedWeight& weight : plan.weights) {
     const Tensor values = host(*by_name.at(weight.source));
-    if (weight.plan.nvfp4) {
-      const auto scale = group_scale.find(fused_scale_group(weight.plan.name));
+    if (weight.out.nvfp4) {
+      const auto scale = group_scale.find(weight.scale_group);
       const float tensor_scale = scale == group_scale.end() ? 1.0f : scale->second;
-      writer.write_nvfp4(weight.plan.name,
-                         quantize_nvfp4_with_tensor_scale(values, tensor_scale, options.block, weight.plan.name));
+      writer.write_nvfp4(weight.out.name,
+                         quantize_nvfp4_with_tensor_scale(values, tensor_scale, options.block, weight.out.name));
       ++report.nvfp4_tensors;
     } else {
-      writer.write_dense(weight.plan.name, values);
+      writer.write_dense(weight.out.name, values);
       ++report.dense_tensors;
     }
-    report.parameters += weight.plan.shape.numel();
+    report.parameters += weight.out.shape.numel();
   }
   writer.finish();
   report.weight_bytes = writer.bytes_written();
@@ -322,8 +297,8 @@ ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::pat
 }
 
 std::string describe_export(const ExportReport& report) {
-  std::string text =
-      fmt::format("exported {} to {} in {:.1f} s: ", format_title(report.format), report.out.string(), report.seconds);
+  std::string text = fmt::format("exported {} to {} in {:.1f} s: ", format_capabilities(report.format).title,
+                                 report.out.string(), report.seconds);
   if (report.format == ModelFormat::HfSafetensors) {
     text += fmt::format("{} BF16 tensors", report.dense_tensors);
   } else if (report.format == ModelFormat::Gguf) {

@@ -2,6 +2,7 @@
 // safetensors (io/model_writer.h), from a live model at the end of `train --export` or from a checkpoint
 // (`nvfp4lm export`).
 //
+// Which weights are NVFP4, lm_head untying and the shape check: the plan quantize uses too (io/export_plan.h).
 // NVFP4 (ModelOpt): the projections (and lm_head with quantize_lm_head) are quantized exactly as QAT computed
 // them in training (model/qwen3_trainable.h refresh_quantized): the run's block shape, round-to-nearest-even, and
 // one tensor scale per fused group (q/k/v, gate/up; io/weight_names.h fused_scale_group) from the group's joint
@@ -11,8 +12,6 @@
 // close to but not exactly the QAT forward; a warning says so. BF16: every master rounded to BF16.
 // Dense weights (embeddings, norms) of the NVFP4 formats are stored in `dense_dtype` (default: the dtype the
 // source config's torch_dtype names, else BF16); config.json's torch_dtype says which.
-// A tied lm_head with quantize_lm_head is written as its own NVFP4 lm_head.weight (from the embedding master) and
-// the config's tie_word_embeddings becomes false, as `nvfp4lm quantize` does.
 //
 // Safety: OUT is refused when it is, contains, or lies inside a protected path (the source model, the checkpoint,
 // the run directory): an export never overwrites what it reads. An existing OUT is replaced only with overwrite.

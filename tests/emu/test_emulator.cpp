@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/emu/settings.h"
 #include "core/numeric.h"
 #include "core/rng.h"
 #include "emu/emu_kernels.h"
+#include "emu/settings.h"
 
 namespace nvfp4lm::emu_test {
 namespace {

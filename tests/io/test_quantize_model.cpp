@@ -15,6 +15,7 @@
 #include "io/safetensors_reader.h"
 #include "io/synth_model.h"
 #include "quant/nvfp4_fixed_scale.h"
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -79,7 +80,7 @@ TEST(Quantize, ModeloptRoundTripIsCodecExact) {
         members.push_back(prefix + m + ".weight");
     }
     float amax = 0;
-    for (const auto& member : members) amax = std::max(amax, weight_amax(source->load(member).dense, member));
+    for (const auto& member : members) amax = std::max(amax, tensor_amax(source->load(member).dense, member));
     return nvfp4_tensor_scale(amax);
   };
   expect_codec_exact(*source, *quantized, group_scale);

@@ -1,9 +1,11 @@
 // The include direction of docs/DESIGN.md section 2, enforced: every `#include "layer/..."` in src/ must name a
 // layer the including file's layer may use (the table in the ```layers block of DESIGN.md, read at test time,
-// so the page and the check cannot disagree), and a backend folder (`cpu/`, `cuda/`, `emu/` below a layer) is
-// private to the folder that holds it: ops/cpu/ is included from ops/ only, quant/cuda/ from quant/ only,
-// core/cuda/emu/ from core/cuda/ only. core/cuda/ is the exception: the CUDA runtime as every layer's CUDA code
-// uses it. The checker itself is tested first on a planted tree, so a check that cannot fail does not pass.
+// so the page and the check cannot disagree), and a backend folder (`cpu/`, `cuda/` below a layer) is private to
+// the folder that holds it: ops/cpu/ is included from ops/ only, quant/cuda/ from quant/ only. core/cuda/ is the
+// exception: the CUDA runtime as every layer's CUDA code uses it. emu/, the emulated CUDA device, is a floor of its
+// own that no other layer includes: core/cuda/ calls it only through the functions it declares itself (the CUDA
+// runtime's, core/cuda/emulation.h), and the build links it only in the emulated mode.
+// The checker itself is tested first on a planted tree, so a check that cannot fail does not pass.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -63,13 +65,13 @@ struct Violation {
   std::string file, include, why;
 };
 
-// The folder a backend subfolder is private to: "ops/cpu/gemm.h" -> "ops/", "core/cuda/emu/x.h" -> "core/cuda/";
-// "" for a public header.
+// The folder a backend subfolder is private to: "ops/cpu/gemm.h" -> "ops/", "quant/cuda/nvfp4_cuda.h" -> "quant/";
+// "" for a public header (core/cuda/ included).
 std::string private_owner(const std::string& include) {
   for (size_t at = 0, slash; (slash = include.find('/', at)) != std::string::npos; at = slash + 1) {
     const std::string folder = include.substr(at, slash - at);
     const std::string owner = include.substr(0, at);
-    if ((folder == "cpu" || folder == "cuda" || folder == "emu") && owner != "core/") return owner;
+    if ((folder == "cpu" || folder == "cuda") && owner != "core/") return owner;
   }
   return {};
 }
@@ -120,9 +122,15 @@ LayerRules design_rules() { return parse_layer_rules(read_text(source_path("docs
 TEST(Layering, DesignPageHasTheLayersTable) {
   const LayerRules rules = design_rules();
   for (const char* layer :
-       {"core", "quant", "ops", "io", "tokenizer", "data", "model", "train", "infer", "tools", "cli"})
+       {"core", "emu", "quant", "ops", "io", "tokenizer", "data", "model", "train", "infer", "tools", "cli"})
     EXPECT_TRUE(rules.count(layer)) << "docs/DESIGN.md's ```layers block has no row for " << layer;
   EXPECT_EQ(rules.at("core"), std::set<std::string>{"core"});
+  EXPECT_EQ(rules.at("emu"), (std::set<std::string>{"emu", "core"})) << "the emulated device stands on core alone";
+  for (const auto& [layer, allowed] : rules) {
+    if (layer != "emu" && layer != "cli") {
+      EXPECT_FALSE(allowed.count("emu")) << layer << "/ may not include emu/";
+    }
+  }
   EXPECT_FALSE(rules.at("train").count("infer")) << "train/ and infer/ are independent";
   EXPECT_FALSE(rules.at("data").count("train")) << "data/ stands below train/ (eval, demo and `data` read it too)";
 }
@@ -135,11 +143,14 @@ TEST(Layering, CheckerFindsPlantedUpwardAndPrivateIncludes) {
     std::ofstream(root / file) << text;
   };
   write("quant/nvfp4.cpp", "#include \"quant/nvfp4.h\"\n#include \"core/tensor.h\"\n");
-  write("quant/upward.cpp", "#include \"train/optim/optimizer.h\"\n");                   // quant -> train: upward
-  write("infer/internals.cpp", "#include \"ops/cpu/gemm.h\"\n");                         // ops/cpu is ops/'s own
-  write("ops/gemm.cpp", "#include \"ops/cpu/gemm.h\"\n#include \"ops/cuda/gemm.h\"\n");  // its owner: fine
-  write("model/graph.cpp", "#include \"core/cuda/graph.h\"\n");                          // core/cuda is public
-  write("ops/emu_peek.cpp", "  #  include \"core/cuda/emu/settings.h\"\n");              // emu is core/cuda's own
+  write("quant/upward.cpp", "#include \"train/optim/optimizer.h\"\n");                     // quant -> train: upward
+  write("infer/internals.cpp", "#include \"ops/cpu/gemm.h\"\n");                           // ops/cpu is ops/'s own
+  write("ops/gemm.cpp", "#include \"ops/cpu/gemm.h\"\n#include \"ops/cuda/gemm.h\"\n");    // its owner: fine
+  write("model/graph.cpp", "#include \"core/cuda/graph.h\"\n");                            // core/cuda is public
+  write("ops/emu_peek.cpp", "  #  include \"emu/settings.h\"\n");                          // emu: no layer's to use
+  write("core/cuda/runtime.cpp", "#include \"emu/settings.h\"\n");                         // not even the runtime's
+  write("emu/runtime_api.cpp", "#include \"core/error.h\"\n#include \"emu/stream.h\"\n");  // emu on core: fine
+  write("emu/stream.cpp", "#include \"ops/gemm.h\"\n");  // the device stands below ops
   write("tools/x.cpp", "#include <vector>\n#include \"gtest/gtest.h\"\n#include \"infer/generator.h\"\n");
   write("newlayer/x.cpp", "#include \"core/tensor.h\"\n");
   write("data/up.cpp", "#include \"data/dataset.h\"\n#include \"train/trainer.h\"\n");  // data -> train: upward
@@ -147,7 +158,7 @@ TEST(Layering, CheckerFindsPlantedUpwardAndPrivateIncludes) {
   std::set<std::string> files;
   for (const Violation& v : found) files.insert(v.file);
   EXPECT_EQ(files, (std::set<std::string>{"quant/upward.cpp", "infer/internals.cpp", "ops/emu_peek.cpp",
-                                          "newlayer/x.cpp", "data/up.cpp"}))
+                                          "core/cuda/runtime.cpp", "emu/stream.cpp", "newlayer/x.cpp", "data/up.cpp"}))
       << describe(found);
 }
 

@@ -8,6 +8,7 @@
 #include "io/quantize_model.h"
 #include "model_test_util.h"
 #include "quant/nvfp4_fixed_scale.h"
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -57,7 +58,7 @@ TEST(Qwen3QatModes, ForwardWeightsAreNvfp4WithSharedScales) {
   const std::string p = "model.layers.1.self_attn.";
   float amax = 0;
   for (const char* n : {"q_proj", "k_proj", "v_proj"})
-    amax = std::max(amax, weight_amax(masters[p + n + ".weight"], n));
+    amax = std::max(amax, tensor_amax(masters[p + n + ".weight"], n));
   Nvfp4QuantOptions shared;
   shared.tensor_scale = nvfp4_tensor_scale(amax);
   for (const auto& [name, used] : {std::pair<const char*, Tensor>{"q_proj", layer.q_proj.dense},

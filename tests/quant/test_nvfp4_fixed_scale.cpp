@@ -10,6 +10,7 @@
 #include "io/io_test_util.h"
 #include "quant/nvfp4.h"
 #include "quant/nvfp4_fixed_scale.h"
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -34,7 +35,7 @@ TEST(Nvfp4FixedScale, MatchesTheCodecWithItsOwnTensorScale) {
       Nvfp4QuantOptions options;
       options.block = block;
       const Nvfp4Tensor reference = quantize_nvfp4(input, options);
-      const float own_scale = nvfp4_tensor_scale(weight_amax(input, "w"));
+      const float own_scale = nvfp4_tensor_scale(tensor_amax(input, "w"));
       EXPECT_EQ(own_scale, reference.tensor_scale);
       const Nvfp4Tensor ours = quantize_nvfp4_with_tensor_scale(input, own_scale, block, "w");
       EXPECT_TRUE(same_bytes(ours.codes, reference.codes)) << dtype_name(dtype);
@@ -47,7 +48,7 @@ TEST(Nvfp4FixedScale, MatchesTheCodecWithItsOwnTensorScale) {
 TEST(Nvfp4FixedScale, OtherTensorScalesStayWithinTheCodecsDequantization) {
   Rng rng(3);
   const Tensor weight = random_normal({16, 64}, rng, 0.02f);
-  for (float tensor_scale : {1.0f, nvfp4_tensor_scale(weight_amax(weight, "w")) * 2.0f}) {
+  for (float tensor_scale : {1.0f, nvfp4_tensor_scale(tensor_amax(weight, "w")) * 2.0f}) {
     const Nvfp4Tensor q = quantize_nvfp4_with_tensor_scale(weight, tensor_scale, Nvfp4Block::Row1x16, "w");
     validate_nvfp4(q, "w");
     EXPECT_EQ(q.tensor_scale, tensor_scale);
@@ -74,7 +75,7 @@ TEST(Nvfp4FixedScale, RejectsBadInput) {
   weight.data<float>()[17] = NAN;
   expect_error([&] { quantize_nvfp4_with_tensor_scale(weight, 1.0f, Nvfp4Block::Row1x16, "layer.w"); },
                {"layer.w", "row 1, column 1"});
-  expect_error([&] { weight_amax(weight, "layer.w"); }, {"layer.w", "non-finite"});
+  expect_error([&] { tensor_amax(weight, "layer.w"); }, {"layer.w", "non-finite"});
   const Tensor odd = Tensor::from_floats(std::vector<float>(24, 0.5f), {2, 12});
   expect_error([&] { quantize_nvfp4_with_tensor_scale(odd, 1.0f, Nvfp4Block::Row1x16, "odd"); }, {"odd", "16"});
   const Tensor rows = Tensor::from_floats(std::vector<float>(32, 0.5f), {2, 16});

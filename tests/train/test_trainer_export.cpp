@@ -19,6 +19,7 @@
 #include "io/weight_names.h"
 #include "model/qwen3_model.h"
 #include "quant/nvfp4_fixed_scale.h"
+#include "quant/tensor_amax.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -83,7 +84,7 @@ std::function<float(const std::string&)> group_tensor_scales(const std::map<std:
   for (const auto& [name, tensor] : masters) {
     if (name.find("_proj.weight") == std::string::npos) continue;
     float& group = (*amax)[fused_scale_group(name)];
-    group = std::max(group, weight_amax(tensor, name));
+    group = std::max(group, tensor_amax(tensor, name));
   }
   return [amax](const std::string& name) { return nvfp4_tensor_scale(amax->at(fused_scale_group(name))); };
 }

@@ -1,7 +1,7 @@
 // The optimizer measures the amax of the masters it writes (UpdatedMasterAmaxes, quant/master_amax.h) and the QAT
 // refresh takes it instead of reading the masters again, on the CPU:
 //  - AdamW and AdamW8bit, F32 and BF16 masters (stochastic rounding), whole and chunked (--step-chunk-rows): each
-//    amax is the bits of master_weight_amax of the updated master; a non-finite updated master gives the refresh
+//    amax is the bits of tensor_amax of the updated master; a non-finite updated master gives the refresh
 //    pass's error, word for word (the first non-finite element by its index in the whole parameter);
 //  - each amax is given out once and only for the master it was measured on;
 //  - the forward weights after a step (Optimizer::step + refresh_quantized, apply_update, the fused update) are the
@@ -22,6 +22,7 @@
 #include "core/numeric.h"
 #include "quant/master_amax.h"
 #include "quant/nvfp4.h"
+#include "quant/tensor_amax.h"
 #include "update_refresh_support.h"
 
 namespace nvfp4lm::test {
@@ -87,7 +88,7 @@ TEST(UpdateAmax, IsTheAmaxOfTheMastersTheUpdateWrote) {
       for (const Parameter& p : params) {
         const std::optional<float> amax = updated.take(p.value, p.name);
         ASSERT_TRUE(amax.has_value()) << p.name;
-        EXPECT_EQ(float_bits(*amax), float_bits(master_weight_amax(p.value, p.name))) << p.name << " step " << step;
+        EXPECT_EQ(float_bits(*amax), float_bits(tensor_amax(p.value, p.name))) << p.name << " step " << step;
       }
       EXPECT_EQ(updated.taken(), params.size());
     }
@@ -134,11 +135,11 @@ TEST(UpdateAmax, NonFiniteMasterIsTheRefreshPassError) {
       UpdatedMasterAmaxes updated;
       optimizer->step(params, 1e-3, 1.0f, &updated);
       const std::string& name = params[3].name;
-      const std::string measured = error_text([&] { master_weight_amax(params[3].value, name); });
+      const std::string measured = error_text([&] { tensor_amax(params[3].value, name); });
       ASSERT_NE(measured.find(fmt::format("row {}, column {}", place.row, place.col)), std::string::npos) << measured;
       EXPECT_EQ(error_text([&] { updated.take(params[3].value, name); }), measured);
       EXPECT_EQ(float_bits(*updated.take(params[4].value, params[4].name)),
-                float_bits(master_weight_amax(params[4].value, "")));  // the others stay usable
+                float_bits(tensor_amax(params[4].value, "")));  // the others stay usable
     }
   }
 }
@@ -196,7 +197,7 @@ TEST(UpdateAmax, FusedRefreshTakesTheUpdatesAmaxAndAPlainRefreshMeasures) {
       if (p.name.find("layers.2.self_attn.") == std::string::npos || p.name.find("_proj") == std::string::npos ||
           p.name.find("o_proj") != std::string::npos)
         continue;
-      updated_amax = std::max(updated_amax, master_weight_amax(p.value, p.name));
+      updated_amax = std::max(updated_amax, tensor_amax(p.value, p.name));
       float* values = p.value.data<float>();
       for (int64_t i = 0; i < p.value.numel(); ++i) values[i] *= 0.5f;  // exact
     }

@@ -1,5 +1,5 @@
 // Kernel launches and shared-memory declarations: the only CUDA syntax whose spelling differs between the real
-// build (nvcc) and the emulated one (g++ against core/cuda/emu/, docs/cuda-emulation.md). Kernels use these
+// build (nvcc) and the emulated one (g++ against emu/, docs/cuda-emulation.md). Kernels use these
 // three macros and never write <<<>>> or __shared__ themselves, so both builds compile the same source:
 //
 //   NVFP4LM_LAUNCH(kernel, grid, block, shared_bytes)(args...);   // on stream(); then NVFP4LM_CUDA_CHECK_LAUNCH()

@@ -13,7 +13,7 @@
 #include "core/memory.h"
 
 #if NVFP4LM_CUDA_EMULATION
-#include "core/cuda/emu/settings.h"
+#include "core/cuda/emulation.h"
 #endif
 
 namespace nvfp4lm::cuda {
@@ -29,7 +29,7 @@ void fail_cublas(int status, const char* expr, const char* file, int line) {
 
 std::string emulation_summary() {
 #if NVFP4LM_CUDA_EMULATION
-  return emu::describe_settings();
+  return emulated::settings_summary();
 #else
   return {};
 #endif

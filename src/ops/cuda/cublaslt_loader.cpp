@@ -2,7 +2,7 @@
 // libcublasLt (~200 MB of RSS and startup time) would be mapped by every command, `--version` and CPU runs
 // included. Each function below has cublasLt.h's exact signature and forwards to the library's own, resolved
 // once. A missing or unloadable library is an Error naming it and how to fix it, raised where CUDA GEMMs start.
-// The emulated build has its own cuBLASLt (core/cuda/emu/) and does not compile this file's body.
+// The emulated build has its own cuBLASLt (emu/) and does not compile this file's body.
 #if !NVFP4LM_CUDA_EMULATION
 
 #include <cublasLt.h>

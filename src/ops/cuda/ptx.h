@@ -1,5 +1,5 @@
 // Every inline-PTX instruction of nvfp4lm's kernels, in one place (included by .cu files only). In the emulated
-// build (docs/cuda-emulation.md) each has a C++ twin in core/cuda/emu/device_api.h with the PTX ISA's semantics;
+// build (docs/cuda-emulation.md) each has a C++ twin in emu/device_api.h with the PTX ISA's semantics;
 // tests/emu/ptx_probe.cu runs them all on random inputs in both builds for a bitwise comparison on a real GPU.
 //  - cp.async.{cg,ca}.shared.global with a source size (0: fill with zeros) + commit_group / wait_group 0;
 //  - ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16;

@@ -1,7 +1,7 @@
 // CUDA twin of the NVFP4 codec (quant/nvfp4.h), implemented in quant/cuda/nvfp4.cu. Same rules
 // (quant/nvfp4_block.h), so codes, scales, tensor scale and decoded values are bit-identical to the CPU
 // reference for the same input, with round-to-nearest-even and with stochastic rounding.
-// These are raw-pointer launchers: quant/nvfp4.cpp (and, for the amax, quant/master_amax.cpp) check arguments,
+// These are raw-pointer launchers: quant/nvfp4.cpp (and, for the amax, quant/tensor_amax.cpp) check arguments,
 // allocate, format errors and call them. (The .cu file stays free of Tensor and fmt, whose compile-time format
 // strings nvcc cannot compile in C++20.) Matrices are contiguous row-major [rows, cols], cols a multiple of 16
 // (rows too in tile mode; nvfp4_amax takes any shape); `bf16` says whether a float matrix is BF16 (else F32).
@@ -20,7 +20,7 @@ struct Nvfp4AmaxResult {
 
 inline constexpr int64_t kNvfp4AmaxScratchBytes = 16;
 
-// max |x| over the finite elements of the matrix (exact: a maximum, so the CPU's weight_amax gives the same) and
+// max |x| over the finite elements of the matrix (exact: a maximum, so the CPU's tensor_amax gives the same) and
 // its first non-finite element; synchronizes the stream to read them back. Any rows and cols, 0 included: a tensor
 // of any shape is the matrix [numel / last dim, last dim]. scratch: kNvfp4AmaxScratchBytes of device memory.
 Nvfp4AmaxResult nvfp4_amax(const void* input, bool bf16, int64_t rows, int64_t cols, void* scratch);

@@ -2,7 +2,7 @@
 //  - AdamW and AdamW8bit, F32 and BF16 masters, weight decay on and off, gradient multipliers != 1, parameters of
 //    odd sizes and 2-D shapes: three steps from identical state give bit-identical masters and moments (8-bit codes
 //    and block maxima too), checked after every step so a report names the first step that differs; the amax each
-//    update measured (UpdatedMasterAmaxes) is the bits of master_weight_amax of its master, whole and chunked, and a
+//    update measured (UpdatedMasterAmaxes) is the bits of tensor_amax of its master, whole and chunked, and a
 //    non-finite updated master gives the CPU refresh pass's error;
 //  - the state lives on the GPU, and a checkpoint written from the GPU resumes on the GPU and on the CPU exactly;
 //  - global gradient norm (relative 1e-10: both sum in double, in different orders), bit-for-bit repeatable; clipping
@@ -23,6 +23,7 @@
 #include "common/test_util.h"
 #include "core/numeric.h"
 #include "quant/master_amax.h"
+#include "quant/tensor_amax.h"
 #include "train/checkpoint.h"
 #include "train/optim/grad_clip.h"
 #include "train/optim/optimizer.h"
@@ -138,13 +139,13 @@ void expect_same_state(const std::vector<Parameter>& gpu, const Optimizer& gpu_o
 }
 
 // Each master's amax as the update measured it is the bits of a separate pass over the CPU result (the GPU's own
-// pass gives the same: tests/quant/cuda/test_master_amax_cuda.cpp).
+// pass gives the same: tests/quant/cuda/test_tensor_amax_cuda.cpp).
 void expect_amaxes_of(UpdatedMasterAmaxes& updated, const std::vector<Parameter>& updated_masters,
                       const std::vector<Parameter>& cpu_masters, const std::string& what) {
   for (size_t k = 0; k < cpu_masters.size(); ++k) {
     const std::optional<float> amax = updated.take(updated_masters[k].value, cpu_masters[k].name);
     ASSERT_TRUE(amax.has_value()) << what << ": no amax for " << cpu_masters[k].name;
-    const float expected = master_weight_amax(cpu_masters[k].value, cpu_masters[k].name);
+    const float expected = tensor_amax(cpu_masters[k].value, cpu_masters[k].name);
     EXPECT_EQ(float_bits(*amax), float_bits(expected))
         << what << " amax of " << cpu_masters[k].name << ": " << *amax << ", measured " << expected;
   }
@@ -332,7 +333,7 @@ TEST_P(OptimizerCuda, NonFiniteUpdatedMasterIsTheRefreshPassError) {
       }
       return std::string();
     };
-    const std::string measured = message([&] { master_weight_amax(poisoned.value, poisoned.name); });
+    const std::string measured = message([&] { tensor_amax(poisoned.value, poisoned.name); });
     EXPECT_NE(measured.find("row 20, column 7"), std::string::npos) << measured;
     EXPECT_EQ(message([&] { updated.take(gpu[5].value, poisoned.name); }), measured) << "chunks of " << chunk_rows;
   }

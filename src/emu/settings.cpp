@@ -1,5 +1,5 @@
 // See settings.h.
-#include "core/cuda/emu/settings.h"
+#include "emu/settings.h"
 
 #include <unistd.h>
 
@@ -7,8 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/cuda/emu/global_race_check.h"
+#include "core/cuda/emulation.h"
 #include "core/error.h"
+#include "emu/global_race_check.h"
 
 namespace nvfp4lm::emu {
 namespace {
@@ -133,3 +134,10 @@ std::string describe_settings() {
 }
 
 }  // namespace nvfp4lm::emu
+
+namespace nvfp4lm::cuda::emulated {
+
+int64_t grid_stride_cap() { return emu::settings().grid_cap; }
+std::string settings_summary() { return emu::describe_settings(); }
+
+}  // namespace nvfp4lm::cuda::emulated

@@ -1,4 +1,4 @@
-// master_weight_amax (quant/master_amax.h) on the GPU vs the CPU reference: the same value, exactly (a maximum), for
+// tensor_amax (quant/tensor_amax.h) on the GPU vs the CPU reference: the same value, exactly (a maximum), for
 // F32 and BF16 masters of odd sizes and shapes (shorter than a warp, not a multiple of 8 or 16: the kernel's tail),
 // for views whose pointers are not 16-byte aligned (its scalar path), and the CPU's error for the first non-finite
 // element, in the vectorized body or in the tail. Skipped without a GPU.
@@ -10,7 +10,7 @@
 
 #include "common/test_util.h"
 #include "core/rng.h"
-#include "quant/master_amax.h"
+#include "quant/tensor_amax.h"
 
 namespace nvfp4lm {
 namespace {
@@ -29,14 +29,14 @@ Tensor master_of(const Tensor& values, DType dtype) {
 
 std::string error_text(const Tensor& master) {
   try {
-    master_weight_amax(master, "layers.3.mlp.up_proj.weight");
+    tensor_amax(master, "layers.3.mlp.up_proj.weight");
   } catch (const Error& e) {
     return e.what();
   }
   return {};
 }
 
-TEST(MasterAmaxCuda, IsExactForF32AndBf16) {
+TEST(TensorAmaxCuda, IsExactForF32AndBf16) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   Rng rng(12);
   for (DType dtype : {DType::F32, DType::BF16}) {
@@ -47,16 +47,16 @@ TEST(MasterAmaxCuda, IsExactForF32AndBf16) {
       // The largest magnitude at the last element, negative, in a quarter of the cases.
       if (rng.below(4) == 0) v[values.numel() - 1] = -1.5f;
       const Tensor master = master_of(values, dtype);
-      const float expected = master_weight_amax(master, "w");
+      const float expected = tensor_amax(master, "w");
       EXPECT_GT(expected, 0.0f);
-      EXPECT_EQ(master_weight_amax(master.to(kGpu), "w"), expected);
+      EXPECT_EQ(tensor_amax(master.to(kGpu), "w"), expected);
     }
     const Tensor zeros = Tensor::zeros({3, 5}, dtype, kGpu);
-    EXPECT_EQ(master_weight_amax(zeros, "zeros"), 0.0f);
+    EXPECT_EQ(tensor_amax(zeros, "zeros"), 0.0f);
   }
 }
 
-TEST(MasterAmaxCuda, UnalignedViewsAreExact) {
+TEST(TensorAmaxCuda, UnalignedViewsAreExact) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   Rng rng(14);
   for (DType dtype : {DType::F32, DType::BF16}) {
@@ -66,14 +66,14 @@ TEST(MasterAmaxCuda, UnalignedViewsAreExact) {
     for (int64_t first : {1, 2, 3}) {  // row starts 37, 74 or 111 elements in: not 16-byte aligned
       SCOPED_TRACE(fmt::format("{} rows {}..40", dtype_name(dtype), first));
       const Tensor view = gpu.narrow(0, first, 41 - first);
-      const float expected = master_weight_amax(view.to(Device::cpu()), "w");
+      const float expected = tensor_amax(view.to(Device::cpu()), "w");
       EXPECT_EQ(expected, 2.5f);
-      EXPECT_EQ(master_weight_amax(view, "w"), expected);
+      EXPECT_EQ(tensor_amax(view, "w"), expected);
     }
   }
 }
 
-TEST(MasterAmaxCuda, NonFiniteIsTheCpuError) {
+TEST(TensorAmaxCuda, NonFiniteIsTheCpuError) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   constexpr float kNan = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
   struct Case {

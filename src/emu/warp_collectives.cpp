@@ -1,6 +1,6 @@
 // See warp_collectives.h. Fragment layouts are those of the PTX ISA (mma.m16n8k16 with .bf16, ldmatrix.m8n8);
 // groupID = lane / 4 and threadID_in_group = lane % 4 as PTX names them.
-#include "core/cuda/emu/warp_collectives.h"
+#include "emu/warp_collectives.h"
 
 #include <fmt/format.h>
 

@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/emu/device_memory.h"
-#include "core/cuda/emu/fiber.h"
-#include "core/cuda/emu/global_race_check.h"
-#include "core/cuda/emu/settings.h"
-#include "core/cuda/emu/shared_memory.h"
-#include "core/cuda/emu/thread_context.h"
-#include "core/cuda/emu/warp_collectives.h"
+#include "emu/device_memory.h"
+#include "emu/fiber.h"
+#include "emu/global_race_check.h"
+#include "emu/settings.h"
+#include "emu/shared_memory.h"
+#include "emu/thread_context.h"
+#include "emu/warp_collectives.h"
 
 namespace nvfp4lm::emu {
 

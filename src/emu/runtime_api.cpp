@@ -10,13 +10,13 @@
 #include <memory>
 #include <vector>
 
-#include "core/cuda/emu/block_runner.h"
-#include "core/cuda/emu/device_memory.h"
-#include "core/cuda/emu/fault.h"
-#include "core/cuda/emu/grid.h"
-#include "core/cuda/emu/last_error.h"
-#include "core/cuda/emu/settings.h"
-#include "core/cuda/emu/stream.h"
+#include "emu/block_runner.h"
+#include "emu/device_memory.h"
+#include "emu/fault.h"
+#include "emu/grid.h"
+#include "emu/last_error.h"
+#include "emu/settings.h"
+#include "emu/stream.h"
 
 namespace nvfp4lm::emu {
 namespace {

@@ -1,5 +1,5 @@
 // See shared_memory.h.
-#include "core/cuda/emu/shared_memory.h"
+#include "emu/shared_memory.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>

@@ -1,5 +1,5 @@
 // See stream.h.
-#include "core/cuda/emu/stream.h"
+#include "emu/stream.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <set>
 
-#include "core/cuda/emu/fault.h"
-#include "core/cuda/emu/settings.h"
+#include "emu/fault.h"
+#include "emu/settings.h"
 
 namespace nvfp4lm::emu {
 namespace {

@@ -20,5 +20,5 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
-#include "core/cuda/emu/device_api.h"
-#include "core/cuda/emu/kernel_launch.h"
+#include "emu/device_api.h"
+#include "emu/kernel_launch.h"

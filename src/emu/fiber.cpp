@@ -1,5 +1,5 @@
 // See fiber.h.
-#include "core/cuda/emu/fiber.h"
+#include "emu/fiber.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

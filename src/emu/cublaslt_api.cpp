@@ -15,10 +15,10 @@
 #include <memory>
 #include <vector>
 
-#include "core/cuda/emu/device_memory.h"
-#include "core/cuda/emu/fault.h"
-#include "core/cuda/emu/stream.h"
 #include "core/numeric.h"
+#include "emu/device_memory.h"
+#include "emu/fault.h"
+#include "emu/stream.h"
 
 struct cublasLtContext {
   int magic = 0x4c74;

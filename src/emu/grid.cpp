@@ -1,5 +1,5 @@
 // See grid.h.
-#include "core/cuda/emu/grid.h"
+#include "emu/grid.h"
 
 #include <fmt/format.h>
 
@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/cuda/emu/block_runner.h"
-#include "core/cuda/emu/global_race_check.h"
-#include "core/cuda/emu/settings.h"
+#include "emu/block_runner.h"
+#include "emu/global_race_check.h"
+#include "emu/settings.h"
 
 namespace nvfp4lm::emu {
 namespace {

@@ -1,5 +1,5 @@
 // See global_race_check.h.
-#include "core/cuda/emu/global_race_check.h"
+#include "emu/global_race_check.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -11,8 +11,8 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "core/cuda/emu/device_memory.h"
-#include "core/cuda/emu/settings.h"
+#include "emu/device_memory.h"
+#include "emu/settings.h"
 
 namespace nvfp4lm::emu {
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "core/cuda/emu/kernel_launch.h"
+#include "emu/kernel_launch.h"
 
 namespace nvfp4lm::emu {
 

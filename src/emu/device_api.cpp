@@ -1,13 +1,13 @@
 // The out-of-line half of device_api.h: entry points from kernel code into the running thread's block runner,
 // the PTX instruction twins, and kernel launches.
-#include "core/cuda/emu/device_api.h"
+#include "emu/device_api.h"
 
 #include <cmath>
 
-#include "core/cuda/emu/global_race_check.h"
-#include "core/cuda/emu/grid.h"
-#include "core/cuda/emu/last_error.h"
-#include "core/cuda/emu/stream.h"
+#include "emu/global_race_check.h"
+#include "emu/grid.h"
+#include "emu/last_error.h"
+#include "emu/stream.h"
 
 namespace nvfp4lm::emu {
 

@@ -1,5 +1,5 @@
 // See fault.h.
-#include "core/cuda/emu/fault.h"
+#include "emu/fault.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "core/cuda/emu/block_runner.h"
-#include "core/cuda/emu/device_memory.h"
-#include "core/cuda/emu/thread_context.h"
+#include "emu/block_runner.h"
+#include "emu/device_memory.h"
+#include "emu/thread_context.h"
 
 namespace nvfp4lm::emu {
 namespace {

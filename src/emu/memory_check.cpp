@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/cuda/emu/block_runner.h"
-#include "core/cuda/emu/thread_context.h"
+#include "emu/block_runner.h"
+#include "emu/thread_context.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // See block_runner.h.
-#include "core/cuda/emu/block_runner.h"
+#include "emu/block_runner.h"
 
 #include <dlfcn.h>
 
@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/cuda/emu/fault.h"
 #include "core/error.h"
+#include "emu/fault.h"
 
 namespace nvfp4lm::emu {
 

@@ -1,5 +1,5 @@
 // See device_memory.h.
-#include "core/cuda/emu/device_memory.h"
+#include "emu/device_memory.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -12,9 +12,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/cuda/emu/global_race_check.h"
-#include "core/cuda/emu/settings.h"
 #include "core/error.h"
+#include "emu/global_race_check.h"
+#include "emu/settings.h"
 
 namespace nvfp4lm::emu {
 

@@ -14,9 +14,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/cuda/emu/block_runner.h"
-#include "core/cuda/emu/thread_context.h"
-#include "core/cuda/emu/warp_collectives.h"
+#include "emu/block_runner.h"
+#include "emu/thread_context.h"
+#include "emu/warp_collectives.h"
 
 // ---- built-in variables ---------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 // See last_error.h.
-#include "core/cuda/emu/last_error.h"
+#include "emu/last_error.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/cuda/emu/fault.h"
+#include "emu/fault.h"
 
 namespace nvfp4lm::emu {
 namespace {

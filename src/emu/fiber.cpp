@@ -69,11 +69,6 @@ void Fiber::suspend() {
   caller_ = back.fctx;
 }
 
-bool Fiber::stack_contains(const void* address) const {
-  const auto* p = static_cast<const unsigned char*>(address);
-  return p >= mapping_ + guard_bytes_ && p < mapping_ + mapping_bytes_;
-}
-
 bool Fiber::guard_contains(const void* address) const {
   const auto* p = static_cast<const unsigned char*>(address);
   return p >= mapping_ && p < mapping_ + guard_bytes_;

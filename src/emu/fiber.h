@@ -32,8 +32,7 @@ class Fiber {
   // that were live are dropped without unwinding (emulated kernels hold no resources); used after a fault.
   void restart();
 
-  // True when `address` lies in this fiber's stack or its guard page (for the fault handler).
-  bool stack_contains(const void* address) const;
+  // True when `address` lies in this fiber's guard page (for the fault handler: a stack overflow).
   bool guard_contains(const void* address) const;
 
   void* user = nullptr;  // what the entry function works on (the emulator's thread record)

@@ -13,7 +13,6 @@ constexpr int kLanes = 16;                 // int32 lanes per chunk
 constexpr int kBlocksPerPair = 16;         // blocks per pair of chunks
 constexpr float kUnscale = 1.0f / 128.0f;  // undoes the activations' 128·s_b
 
-
 // ---- AVX2: per chunk, vpmaddubsw + vpmaddwd for vpdpbusd, vphaddd for the lane pairs -------------------------
 template <int N>
 __attribute__((target("avx2,fma"))) void rows_avx2(const Int8Weights& w, int64_t first, int64_t last,

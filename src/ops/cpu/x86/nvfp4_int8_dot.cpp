@@ -16,7 +16,6 @@ constexpr int kBlocksPerChunk = 8;
 constexpr int kBlock = 16;
 constexpr int64_t kPrefetchBytes = 1024;  // how far ahead of the codes the AVX-512 kernel prefetches
 
-
 // ---- AVX2: a chunk as two 32-byte halves (blocks 0..3 and 4..7); vpmaddubsw + vpmaddwd for vpdpbusd ----------
 template <int N>
 __attribute__((target("avx2,fma,f16c"))) void rows_avx2(const Nvfp4Rows& w, int64_t first, int64_t last,

@@ -13,7 +13,6 @@ namespace {
 
 constexpr int64_t kBlock = 16;
 
-
 // ---- AVX-512 VNNI + VBMI: a block of 16 rows is 2 loads, 4 vpermb, 4 vpdpbusd a row of x, one scale decode ------
 template <int N>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) void groups_avx512(

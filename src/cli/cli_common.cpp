@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>

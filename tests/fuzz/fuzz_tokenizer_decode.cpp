@@ -8,13 +8,17 @@
 
 #include "fuzz_util.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_files.h"
 #include "tokenizer_checks.h"
 
 using namespace nvfp4lm;
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)fuzz::bundled_qwen3();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const Tokenizer qwen3 = Tokenizer::load(bundled_qwen3_tokenizer_dir());
+  const Tokenizer& qwen3 = fuzz::bundled_qwen3();
   std::vector<int32_t> ids;
   bool all_tokens = true;
   for (size_t at = 0; at + 4 <= size; at += 4) {

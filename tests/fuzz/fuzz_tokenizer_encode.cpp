@@ -8,14 +8,18 @@
 #include "fuzz_util.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_files.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer_checks.h"
 
 using namespace nvfp4lm;
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)fuzz::bundled_qwen3();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const Tokenizer qwen3 = Tokenizer::load(bundled_qwen3_tokenizer_dir());
+  const Tokenizer& qwen3 = fuzz::bundled_qwen3();
   const std::string_view raw = fuzz::as_text(data, size);
   const bool valid = tokenizer::is_valid_utf8(raw);
   const bool encoded = fuzz::expect_error_only([&] { (void)qwen3.encode(raw); });

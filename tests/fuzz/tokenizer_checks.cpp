@@ -8,9 +8,16 @@
 #include "tokenizer/chat.h"
 #include "tokenizer/nfc.h"
 #include "tokenizer/streaming_decoder.h"
+#include "tokenizer/tokenizer_files.h"
 #include "tokenizer/utf8.h"
 
 namespace nvfp4lm::fuzz {
+
+const Tokenizer& bundled_qwen3() {
+  static const Tokenizer qwen3 = Tokenizer::load(bundled_qwen3_tokenizer_dir());
+  return qwen3;
+}
+
 namespace {
 
 void check_ids_in_range(const Tokenizer& tokenizer, std::span<const int32_t> ids, std::string_view what) {

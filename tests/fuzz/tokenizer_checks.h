@@ -9,6 +9,11 @@
 
 namespace nvfp4lm::fuzz {
 
+// The bundled Qwen3 tokenizer (models/qwen3-tokenizer), loaded on the first call. The targets that use it call this
+// from LLVMFuzzerInitialize: loading takes seconds in the unoptimised sanitizer build, and inside the first input it
+// counted against libFuzzer's -timeout (a CI run on a loaded machine reported the empty input as a timeout).
+const Tokenizer& bundled_qwen3();
+
 // For a tokenizer built from a fuzzed file: encodes a few fixed probes (ASCII, CJK, emoji, whitespace runs,
 // special tokens; with and without allow_special), a chat in both templates, and decodes the first ids. Errors
 // may come out; otherwise ids are inside the vocabulary and decoded text is valid UTF-8.

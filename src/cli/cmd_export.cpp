@@ -3,7 +3,7 @@
 // shape and lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override
 // them. ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
 // --calibrate-tokens tokens on --device (train/calibrate.h); else the ranges the run recorded with
-// --calibrate-steps, when it did; else 1.0 placeholders with a warning (io/model_writer.h).
+// --calibrate-steps, when it did; else the export is weight-only, quant_algo W4A16_NVFP4 (io/modelopt.h).
 #include <chrono>
 #include <memory>
 #include <string>
@@ -132,8 +132,8 @@ CommandRegistration registration(
                       cli->dtype),
               FlagUse(rows::overwrite(), cli->overwrite, "replace an existing output directory"),
               FlagUse(rows::calibrate(), cli->calibrate,
-                      "modelopt: measure each linear's input range on this text with the exported weights and write "
-                      "input_scale = amax / (6*448) instead of 1.0 placeholders"),
+                      "modelopt: measure each linear's input range on this text with the exported weights: a W4A4 "
+                      "export (input_scale = amax / (6*448)); without it the export is weight-only (W4A16_NVFP4)"),
               FlagUse(rows::calibrate_tokens(), cli->calibrate_tokens),
           });
       add_flags(app, device_flags(cli->device));

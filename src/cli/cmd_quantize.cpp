@@ -6,7 +6,7 @@
 // without --overwrite.
 // --calibrate FILE first runs the source model (unquantized, as ModelOpt calibrates) over up to --calibrate-tokens
 // tokens of FILE on --device and writes input_scale = amax / (6 * 448) of each linear's input (train/calibrate.h);
-// without it every input_scale is a 1.0 placeholder and the log and hf_quant_config.json say so.
+// without it the export is weight-only (quant_algo W4A16_NVFP4, no input_scale; io/modelopt.h), and the log says so.
 #include <fmt/ranges.h>
 
 #include <chrono>

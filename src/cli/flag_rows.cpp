@@ -106,8 +106,8 @@ FlagRow gguf_type() {
 FlagRow calibrate() {
   return {.name = "--calibrate",
           .help =
-              "modelopt: measure each linear's input range on this text (any training data format) and write "
-              "input_scale = amax / (6*448) instead of 1.0 placeholders"};
+              "modelopt: measure each linear's input range on this text (any training data format): a W4A4 export "
+              "(input_scale = amax / (6*448)); without it the export is weight-only (W4A16_NVFP4)"};
 }
 
 FlagRow calibrate_tokens() {

@@ -10,7 +10,7 @@
 // anyway, so their amax are equal; the rule takes the group's max all the same. An amax of 0 gives scale 1
 // (nvfp4_tensor_scale), never a zero that an engine would divide by.
 //
-// Without calibration every input_scale is 1.0, a placeholder: the export's log and hf_quant_config.json say so.
+// Without calibration an export is weight-only (quant_algo W4A16_NVFP4) and has no input_scale (io/modelopt.h).
 #pragma once
 
 #include <cstdint>

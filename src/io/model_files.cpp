@@ -12,6 +12,7 @@
 #include "core/logging.h"
 #include "io/gguf_reader.h"
 #include "io/model_files_impl.h"
+#include "io/modelopt.h"
 
 namespace nvfp4lm {
 namespace {
@@ -50,7 +51,8 @@ bool config_says_modelopt(const fs::path& config_path) {
       config_path.string(), method);
   const std::string algo = q.contains("quant_algo") && q["quant_algo"].is_string() ? q["quant_algo"].get<std::string>()
                                                                                    : std::string("(none)");
-  NVFP4LM_CHECK(algo == "NVFP4", "{}: ModelOpt quant_algo '{}' is not supported (only NVFP4)", config_path.string(),
+  NVFP4LM_CHECK(modelopt_quant_algo_supported(algo),
+                "{}: ModelOpt quant_algo '{}' is not supported (only NVFP4 and W4A16_NVFP4)", config_path.string(),
                 algo);
   return true;
 }

@@ -26,13 +26,14 @@ uint64_t dense_bytes(const WeightPlan& weight) {
   return static_cast<uint64_t>(weight.shape.numel()) * dtype_bytes(weight.dtype);
 }
 
-uint64_t planned_bytes(const WeightPlan& weight) {
-  return weight.nvfp4 ? modelopt_weight_bytes(weight.shape[0], weight.shape[1]) : dense_bytes(weight);
+// with_input_scale: a W4A4 ModelOpt export (measured activation scales), io/modelopt.h.
+uint64_t planned_bytes(const WeightPlan& weight, bool with_input_scale) {
+  return weight.nvfp4 ? modelopt_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale) : dense_bytes(weight);
 }
 
-void add_entries(std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& weight) {
+void add_entries(std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& weight, bool with_input_scale) {
   if (weight.nvfp4)
-    declare_modelopt_weight(entries, weight.name, weight.shape[0], weight.shape[1]);
+    declare_modelopt_weight(entries, weight.name, weight.shape[0], weight.shape[1], with_input_scale);
   else
     entries.push_back({weight.name, weight.dtype, weight.shape});
 }
@@ -104,7 +105,7 @@ void ModelWriter::setup_writers() {
   uint64_t shard_bytes = 0;
   size_t shards = plan_.empty() ? 1 : 0;
   for (const auto& weight : plan_) {
-    const uint64_t bytes = planned_bytes(weight);
+    const uint64_t bytes = planned_bytes(weight, options_.calibration.has_value());
     if (shards == 0 || (shard_bytes > 0 && shard_bytes + bytes > options_.max_shard_bytes)) {
       ++shards;
       shard_bytes = 0;
@@ -126,7 +127,7 @@ void ModelWriter::open_shard(size_t shard) {
   if (impl_->shard) impl_->shard->finish();
   std::vector<SafetensorsEntrySpec> entries;
   for (size_t i = 0; i < plan_.size(); ++i)
-    if (shard_of_[i] == shard) add_entries(entries, plan_[i]);
+    if (shard_of_[i] == shard) add_entries(entries, plan_[i], options_.calibration.has_value());
   impl_->shard = std::make_unique<SafetensorsWriter>(staging_dir() / shard_files_[shard], std::move(entries));
   impl_->shard_index = shard;
 }
@@ -220,8 +221,8 @@ void ModelWriter::write_nvfp4(const std::string& name, const Nvfp4Tensor& q) {
     impl_->dat->write(prefix + ".qdata", q.codes.view_as(DType::E2M1x2));
     impl_->dat->write(prefix + ".scale", q.block_scales);
   } else {
-    const float input_scale =
-        options_.calibration ? options_.calibration->input_scale(name) : kModeloptWeightOnlyInputScale;
+    const std::optional<float> input_scale =
+        options_.calibration ? std::optional(options_.calibration->input_scale(name)) : std::nullopt;
     write_modelopt_weight(*impl_->shard, name, q, input_scale);
   }
   bytes_written_ += q.codes.nbytes() + q.block_scales.nbytes();
@@ -251,7 +252,7 @@ void ModelWriter::finish() {
       uint64_t total = 0;
       for (size_t i = 0; i < plan_.size(); ++i) {
         std::vector<SafetensorsEntrySpec> entries;
-        add_entries(entries, plan_[i]);
+        add_entries(entries, plan_[i], options_.calibration.has_value());
         for (const auto& entry : entries) {
           weight_map[entry.name] = shard_files_[shard_of_[i]];
           total += SafetensorsWriter::entry_bytes(entry);
@@ -268,13 +269,15 @@ void ModelWriter::finish() {
     for (const auto& weight : plan_)
       lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == kLmHeadWeightName && weight.nvfp4);
     if (!lm_head_nvfp4) exclude.push_back("lm_head");
-    config["quantization_config"] = modelopt_quantization_config(exclude);
     const ActivationCalibration* calibration = options_.calibration ? &*options_.calibration : nullptr;
+    const std::string_view algo = modelopt_quant_algo(calibration != nullptr);
+    config["quantization_config"] = modelopt_quantization_config(exclude, algo);
     const json note = modelopt_calibration_note(calibration != nullptr, calibration ? calibration->source : "",
                                                 calibration ? calibration->tokens : 0);
-    write_file_atomic(staging_dir() / "hf_quant_config.json", hf_quant_config_json(exclude, note).dump(4) + "\n",
+    write_file_atomic(staging_dir() / "hf_quant_config.json", hf_quant_config_json(exclude, algo, note).dump(4) + "\n",
                       /*overwrite=*/false);
-    if (calibration == nullptr) log::warn("{}", uncalibrated_input_scale_warning(out_dir_.string()));
+    if (calibration == nullptr) log::info("{}", weight_only_export_notice(out_dir_.string()));
+    if (lm_head_nvfp4) log::warn("{}", quantized_lm_head_warning(out_dir_.string()));
   }
   write_file_atomic(staging_dir() / "config.json", config.dump(2) + "\n", /*overwrite=*/false);
   if (options_.generation_config)

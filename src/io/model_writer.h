@@ -9,8 +9,8 @@
 //                    + model.safetensors.index.json when the data exceeds max_shard_bytes
 //   modelopt-nvfp4:  the same with NVFP4 weights as in io/modelopt.h, hf_quant_config.json, and the
 //                    quantization_config block in config.json (exclude_modules: "lm_head" unless it is NVFP4);
-//                    input_scale from `calibration` when given, else 1.0 with a warning in the log and the
-//                    "uncalibrated" note in hf_quant_config.json
+//                    with `calibration`, a W4A4 export (quant_algo NVFP4, each input_scale measured), without
+//                    it a weight-only one (W4A16_NVFP4, no input_scale; said in the log and hf_quant_config.json)
 //   gguf:            OUT is one file (io/gguf_model_writer.h: weights, hyperparameters, and the tokenizer read from
 //                    the tokenizer.json / tokenizer_config.json among copy_files), nothing else is written
 //   dat:             model.dat (NVFP4 weights as "<layer>.qdata" type 100 + "<layer>.scale" type 101; the

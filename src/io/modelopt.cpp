@@ -32,6 +32,12 @@ float read_scalar(const SafetensorsSet& set, const std::string& name) {
 
 }  // namespace
 
+std::string_view modelopt_quant_algo(bool calibrated) { return calibrated ? kModeloptW4A4Algo : kModeloptW4A16Algo; }
+
+bool modelopt_quant_algo_supported(std::string_view quant_algo) {
+  return quant_algo == kModeloptW4A4Algo || quant_algo == kModeloptW4A16Algo;
+}
+
 ModeloptQuantConfig load_hf_quant_config(const fs::path& path) {
   const std::string where = path.string();
   const json config = read_json_file(path);
@@ -47,9 +53,9 @@ ModeloptQuantConfig load_hf_quant_config(const fs::path& path) {
   NVFP4LM_CHECK(q.contains("quant_algo") && q["quant_algo"].is_string(), "{}: quantization.quant_algo is missing",
                 where);
   result.quant_algo = q["quant_algo"].get<std::string>();
-  NVFP4LM_CHECK(result.quant_algo == "NVFP4",
-                "{}: quant_algo {} is not supported; only NVFP4 ModelOpt checkpoints can be read", where,
-                result.quant_algo);
+  NVFP4LM_CHECK(modelopt_quant_algo_supported(result.quant_algo),
+                "{}: quant_algo {} is not supported; only NVFP4 and W4A16_NVFP4 ModelOpt checkpoints can be read",
+                where, result.quant_algo);
   if (q.contains("group_size") && !q["group_size"].is_null()) {
     NVFP4LM_CHECK(q["group_size"].is_number_integer(), "{}: quantization.group_size must be an integer", where);
     result.group_size = q["group_size"].get<int64_t>();
@@ -67,10 +73,11 @@ ModeloptQuantConfig load_hf_quant_config(const fs::path& path) {
   return result;
 }
 
-json hf_quant_config_json(const std::vector<std::string>& exclude_modules, const json& calibration_note) {
+json hf_quant_config_json(const std::vector<std::string>& exclude_modules, std::string_view quant_algo,
+                          const json& calibration_note) {
   return {{"producer", {{"name", "nvfp4lm"}, {"version", NVFP4LM_VERSION}}},
           {"quantization",
-           {{"quant_algo", "NVFP4"},
+           {{"quant_algo", std::string(quant_algo)},
             {"kv_cache_quant_algo", nullptr},
             {"group_size", 16},
             {"exclude_modules", exclude_modules}}},
@@ -79,18 +86,26 @@ json hf_quant_config_json(const std::vector<std::string>& exclude_modules, const
 
 json modelopt_calibration_note(bool calibrated, const std::string& source, int64_t tokens) {
   if (calibrated) return {{"input_scale", "calibrated"}, {"calibration", {{"source", source}, {"tokens", tokens}}}};
-  return {{"input_scale", "uncalibrated"},
+  return {{"input_scale", "none"},
           {"note",
-           "every input_scale is a 1.0 placeholder, not measured activation ranges: engines that quantize "
-           "activations to 4 bits with it flush small activation blocks and clip above 6 * 448; export or quantize "
-           "with --calibrate FILE (or train with --calibrate-steps N) for real scales"}};
+           "weight-only NVFP4 (quant_algo W4A16_NVFP4): activations were not calibrated, so no input_scale is "
+           "written and engines keep activations in 16 bits; export or quantize with --calibrate FILE (or train "
+           "with --calibrate-steps N) for a W4A4 checkpoint (quant_algo NVFP4) with measured activation scales"}};
 }
 
-std::string uncalibrated_input_scale_warning(const std::string& out) {
+std::string weight_only_export_notice(const std::string& out) {
   return fmt::format(
-      "{}: activation scales are uncalibrated (every input_scale is 1.0, a placeholder; hf_quant_config.json says "
-      "so): fine for weight-only NVFP4 (W4A16) engines, but an engine with 4-bit activations would flush small "
-      "activation blocks and clip above 6 * 448; pass --calibrate FILE for measured scales",
+      "{}: weight-only NVFP4 (quant_algo W4A16_NVFP4, no input_scale): activations were not calibrated; pass "
+      "--calibrate FILE (train: --calibrate-steps N) for a W4A4 export with measured activation scales",
+      out);
+}
+
+std::string quantized_lm_head_warning(const std::string& out) {
+  return fmt::format(
+      "{}: lm_head is quantized (--quantize-lm-head): vLLM up to at least 0.22.1 cannot load it (its ParallelLMHead "
+      "registers only lm_head.weight: \"There is no module or parameter named 'lm_head.input_scale'\" / "
+      "'lm_head.weight_scale', vllm-project/vllm issues 44081 and 45102); nvfp4lm loads it; for vLLM export "
+      "without --quantize-lm-head",
       out);
 }
 
@@ -103,12 +118,13 @@ bool modelopt_input_scales_calibrated(const fs::path& model_dir) {
   return json_field_or(note, "input_scale", std::string(), path.string()) == "calibrated";
 }
 
-json modelopt_quantization_config(const std::vector<std::string>& exclude_modules) {
+json modelopt_quantization_config(const std::vector<std::string>& exclude_modules, std::string_view quant_algo) {
   const json four_bit = {{"dynamic", false}, {"num_bits", 4}, {"type", "float"}, {"group_size", 16}};
+  const json activations = quant_algo == kModeloptW4A4Algo ? four_bit : json(nullptr);
   return {{"config_groups",
-           {{"group_0", {{"input_activations", four_bit}, {"weights", four_bit}, {"targets", {"Linear"}}}}}},
+           {{"group_0", {{"input_activations", activations}, {"weights", four_bit}, {"targets", {"Linear"}}}}}},
           {"ignore", exclude_modules},
-          {"quant_algo", "NVFP4"},
+          {"quant_algo", std::string(quant_algo)},
           {"producer", {{"name", "nvfp4lm"}, {"version", NVFP4LM_VERSION}}},
           {"quant_method", "modelopt"}};
 }
@@ -164,7 +180,7 @@ void drop_modelopt_weight_pages(const SafetensorsSet& set, const std::string& we
 }
 
 void declare_modelopt_weight(std::vector<SafetensorsEntrySpec>& entries, const std::string& weight_name, int64_t rows,
-                             int64_t cols) {
+                             int64_t cols, bool with_input_scale) {
   NVFP4LM_CHECK(cols % 16 == 0 && cols > 0 && rows > 0,
                 "'{}': [{}, {}] cannot be stored as NVFP4 (columns must be a positive multiple of 16)", weight_name,
                 rows, cols);
@@ -172,24 +188,24 @@ void declare_modelopt_weight(std::vector<SafetensorsEntrySpec>& entries, const s
   entries.push_back({names.weight, DType::U8, Shape{rows, cols / 2}});
   entries.push_back({names.weight_scale, DType::E4M3, Shape{rows, cols / 16}});
   entries.push_back({names.weight_scale_2, DType::F32, Shape{}});
-  entries.push_back({names.input_scale, DType::F32, Shape{}});
+  if (with_input_scale) entries.push_back({names.input_scale, DType::F32, Shape{}});
 }
 
-uint64_t modelopt_weight_bytes(int64_t rows, int64_t cols) {
-  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols / 2 + cols / 16) + 8;
+uint64_t modelopt_weight_bytes(int64_t rows, int64_t cols, bool with_input_scale) {
+  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols / 2 + cols / 16) + (with_input_scale ? 8 : 4);
 }
 
 void write_modelopt_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q,
-                           float input_scale) {
+                           std::optional<float> input_scale) {
   validate_nvfp4(q, weight_name);
-  NVFP4LM_CHECK(std::isfinite(input_scale) && input_scale > 0, "'{}': input_scale {} must be finite and positive",
-                weight_name, input_scale);
+  NVFP4LM_CHECK(!input_scale || (std::isfinite(*input_scale) && *input_scale > 0),
+                "'{}': input_scale {} must be finite and positive", weight_name, input_scale.value_or(0.0f));
   NVFP4LM_CHECK(q.device().is_cpu(), "'{}': quantized weight must be on the CPU to be written", weight_name);
   const ModeloptNames names = modelopt_names(weight_name);
   writer.write(names.weight, q.codes);
   writer.write(names.weight_scale, q.block_scales);
   writer.write_bytes(names.weight_scale_2, &q.tensor_scale, sizeof(float));
-  writer.write_bytes(names.input_scale, &input_scale, sizeof(float));
+  if (input_scale) writer.write_bytes(names.input_scale, &*input_scale, sizeof(float));
 }
 
 }  // namespace nvfp4lm

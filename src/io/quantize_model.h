@@ -31,7 +31,7 @@ struct QuantizeOptions {
   bool overwrite = false;
   uint64_t max_shard_bytes = kDefaultMaxShardBytes;
   // ModelOpt: measured activation ranges for the input_scale of every quantized weight (see io/model_writer.h);
-  // none: 1.0 placeholders and a warning.
+  // none: a weight-only export (W4A16_NVFP4, io/modelopt.h).
   std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 

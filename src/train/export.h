@@ -53,8 +53,8 @@ struct ExportOptions {
   bool quantize_lm_head = false;
   std::optional<DType> dense_dtype;  // NVFP4 formats: dtype of the dense weights (see above)
   bool overwrite = false;
-  // ModelOpt: measured activation ranges for input_scale (train/calibrate.h); none: 1.0 placeholders, a warning in
-  // the log and the "uncalibrated" note in hf_quant_config.json (io/model_writer.h). Error with another format.
+  // ModelOpt: measured activation ranges for input_scale (train/calibrate.h), a W4A4 export; none: a weight-only one
+  // (W4A16_NVFP4, no input_scale; io/modelopt.h). Error with another format.
   std::optional<ActivationCalibration> calibration = std::nullopt;
 };
 

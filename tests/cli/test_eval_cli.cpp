@@ -2,7 +2,8 @@
 // executable, on the fixture model with the tiny tokenizer: eval prints the header line (device, compute path,
 // precision), a progress bar on stderr and the result (--json: one object, with KL 0 against the model itself);
 // empty data and a reference of another vocabulary are one-line errors; a calibrated quantize says so in
-// hf_quant_config.json; every uncalibrated ModelOpt export (also a second one of the same checkpoint) warns; train
+// hf_quant_config.json (W4A4, quant_algo NVFP4); every uncalibrated ModelOpt export (also a second one of the same
+// checkpoint) is weight-only (W4A16_NVFP4) and says so; a quantized lm_head warns which engine refuses it; train
 // shows the evaluation in its progress lines.
 #include <gtest/gtest.h>
 
@@ -69,7 +70,9 @@ TEST(EvalCli, CalibratedQuantizeAndUncalibratedExportsSaySo) {
               quoted(tiny_tokenizer_dir()) + " --calibrate " + quoted(dir / "calib.txt"));
   ASSERT_EQ(calibrated.exit_code, 0) << calibrated.err;
   EXPECT_EQ(read_json_file(dir / "q" / "hf_quant_config.json")["nvfp4lm"]["input_scale"], "calibrated");
-  EXPECT_EQ(calibrated.err.find("uncalibrated"), std::string::npos) << calibrated.err;
+  EXPECT_EQ(read_json_file(dir / "q" / "hf_quant_config.json")["quantization"]["quant_algo"], "NVFP4");
+  EXPECT_EQ(calibrated.err.find("weight-only"), std::string::npos) << calibrated.err;
+  EXPECT_EQ(calibrated.err.find("lm_head is quantized"), std::string::npos) << calibrated.err;
   EXPECT_NE(calibrated.err.find("nvfp4lm quantize --calibrate: device cpu"), std::string::npos) << calibrated.err;
 
   const fs::path data = write_pairs_jsonl(dir / "pairs.jsonl", 8);
@@ -81,13 +84,22 @@ TEST(EvalCli, CalibratedQuantizeAndUncalibratedExportsSaySo) {
   for (const char* out : {"e1", "e2"}) {
     const CliResult exported = run_cli("export " + quoted(dir / "run") + " " + quoted(dir / out));
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
-    EXPECT_NE(exported.err.find("activation scales are uncalibrated"), std::string::npos) << exported.err;
-    EXPECT_EQ(read_json_file(dir / out / "hf_quant_config.json")["nvfp4lm"]["input_scale"], "uncalibrated");
+    EXPECT_NE(exported.err.find("weight-only NVFP4 (quant_algo W4A16_NVFP4, no input_scale)"), std::string::npos)
+        << exported.err;
+    const json quant_config = read_json_file(dir / out / "hf_quant_config.json");
+    EXPECT_EQ(quant_config["nvfp4lm"]["input_scale"], "none");
+    EXPECT_EQ(quant_config["quantization"]["quant_algo"], "W4A16_NVFP4");
   }
   const CliResult recalibrated = run_cli("export " + quoted(dir / "run") + " " + quoted(dir / "e3") + " --calibrate " +
                                          quoted(dir / "calib.txt") + " --calibrate-tokens 8");
   ASSERT_EQ(recalibrated.exit_code, 0) << recalibrated.err;
   EXPECT_EQ(read_json_file(dir / "e3" / "hf_quant_config.json")["nvfp4lm"]["calibration"]["tokens"], 8);
+  EXPECT_EQ(read_json_file(dir / "e3" / "hf_quant_config.json")["quantization"]["quant_algo"], "NVFP4");
+
+  // A quantized lm_head: the export says which engine cannot load it.
+  const CliResult head = run_cli("export " + quoted(dir / "run") + " " + quoted(dir / "e4") + " --quantize-lm-head");
+  ASSERT_EQ(head.exit_code, 0) << head.err;
+  EXPECT_NE(head.err.find("lm_head is quantized (--quantize-lm-head): vLLM"), std::string::npos) << head.err;
 }
 
 }  // namespace

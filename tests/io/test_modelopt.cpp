@@ -27,7 +27,7 @@ TEST(Modelopt, WeightRoundTrip) {
   TempDir dir;
   const Nvfp4Tensor q = sample_weight();
   std::vector<SafetensorsEntrySpec> specs;
-  declare_modelopt_weight(specs, kName, 32, 48);
+  declare_modelopt_weight(specs, kName, 32, 48, /*with_input_scale=*/true);
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].name, kName);
   EXPECT_EQ(specs[1].name, "model.layers.0.mlp.down_proj.weight_scale");
@@ -35,7 +35,7 @@ TEST(Modelopt, WeightRoundTrip) {
   EXPECT_EQ(specs[3].name, "model.layers.0.mlp.down_proj.input_scale");
   uint64_t bytes = 0;
   for (const auto& spec : specs) bytes += SafetensorsWriter::entry_bytes(spec);
-  EXPECT_EQ(bytes, modelopt_weight_bytes(32, 48));
+  EXPECT_EQ(bytes, modelopt_weight_bytes(32, 48, true));
   {
     SafetensorsWriter writer(dir / "m.safetensors", specs);
     write_modelopt_weight(writer, kName, q, 0.125f);
@@ -57,12 +57,40 @@ TEST(Modelopt, WeightRoundTrip) {
   EXPECT_EQ(modelopt_weight_file_bytes(set, kName), bytes);
 }
 
+// A weight-only (W4A16) weight has three tensors, no input_scale, and reads back the same.
+TEST(Modelopt, WeightOnlyWeightHasNoInputScale) {
+  TempDir dir;
+  const Nvfp4Tensor q = sample_weight();
+  std::vector<SafetensorsEntrySpec> specs;
+  declare_modelopt_weight(specs, kName, 32, 48, /*with_input_scale=*/false);
+  ASSERT_EQ(specs.size(), 3u);
+  uint64_t bytes = 0;
+  for (const auto& spec : specs) bytes += SafetensorsWriter::entry_bytes(spec);
+  EXPECT_EQ(bytes, modelopt_weight_bytes(32, 48, false));
+  {
+    SafetensorsWriter writer(dir / "m.safetensors", specs);
+    write_modelopt_weight(writer, kName, q, std::nullopt);
+    writer.finish();
+  }
+  const SafetensorsSet set = SafetensorsSet::open_file(dir / "m.safetensors");
+  EXPECT_FALSE(set.contains(modelopt_names(kName).input_scale));
+  const Nvfp4Tensor back = read_modelopt_weight(set, kName);
+  EXPECT_EQ(back.tensor_scale, q.tensor_scale);
+  EXPECT_EQ(std::memcmp(back.codes.raw(), q.codes.raw(), q.codes.nbytes()), 0);
+  EXPECT_EQ(modelopt_weight_file_bytes(set, kName), bytes);
+  // A scale that is not a measured one is refused on the way in, never written.
+  std::vector<SafetensorsEntrySpec> w4a4;
+  declare_modelopt_weight(w4a4, kName, 32, 48, true);
+  SafetensorsWriter writer(dir / "bad.safetensors", w4a4);
+  expect_error([&] { write_modelopt_weight(writer, kName, q, 0.0f); }, {kName, "input_scale", "finite and positive"});
+}
+
 // Writes the four tensors with one of them altered.
 fs::path write_variant(const TempDir& dir, const std::string& which, const SafetensorsEntrySpec& replacement,
                        const std::string& replacement_bytes) {
   const Nvfp4Tensor q = sample_weight();
   std::vector<SafetensorsEntrySpec> specs;
-  declare_modelopt_weight(specs, kName, 32, 48);
+  declare_modelopt_weight(specs, kName, 32, 48, /*with_input_scale=*/true);
   const float one = 1.0f;
   std::vector<std::string> data = {std::string(static_cast<const char*>(q.codes.raw()), q.codes.nbytes()),
                                    std::string(static_cast<const char*>(q.block_scales.raw()), q.block_scales.nbytes()),
@@ -117,18 +145,26 @@ TEST(Modelopt, MalformedWeightsAreErrors) {
 TEST(Modelopt, QuantConfigFiles) {
   TempDir dir;
   const fs::path path = dir / "hf_quant_config.json";
-  write_file(path, hf_quant_config_json({"lm_head"}, modelopt_calibration_note(false, "", 0)).dump());
-  const ModeloptQuantConfig config = load_hf_quant_config(path);
+  // Uncalibrated: weight-only.
+  EXPECT_EQ(modelopt_quant_algo(false), "W4A16_NVFP4");
+  EXPECT_EQ(modelopt_quant_algo(true), "NVFP4");
+  write_file(
+      path,
+      hf_quant_config_json({"lm_head"}, modelopt_quant_algo(false), modelopt_calibration_note(false, "", 0)).dump());
+  const ModeloptQuantConfig weight_only = load_hf_quant_config(path);
+  EXPECT_EQ(weight_only.quant_algo, "W4A16_NVFP4");
   EXPECT_FALSE(modelopt_input_scales_calibrated(dir.path()));
   // Engines read only "quantization": our note lives beside it, never inside.
   const nlohmann::json written = read_json_file(path);
   EXPECT_EQ(written["quantization"].size(), 4u);
-  EXPECT_EQ(written["nvfp4lm"]["input_scale"], "uncalibrated");
-  write_file(
-      path,
-      hf_quant_config_json({"lm_head"}, modelopt_calibration_note(true, "quantize --calibrate c.txt", 64)).dump());
+  EXPECT_EQ(written["nvfp4lm"]["input_scale"], "none");
+  // Calibrated: W4A4.
+  write_file(path, hf_quant_config_json({"lm_head"}, modelopt_quant_algo(true),
+                                        modelopt_calibration_note(true, "quantize --calibrate c.txt", 64))
+                       .dump());
   EXPECT_TRUE(modelopt_input_scales_calibrated(dir.path()));
   EXPECT_EQ(read_json_file(path)["nvfp4lm"]["calibration"]["tokens"], 64);
+  const ModeloptQuantConfig config = load_hf_quant_config(path);
   EXPECT_EQ(config.producer_name, "nvfp4lm");
   EXPECT_EQ(config.quant_algo, "NVFP4");
   EXPECT_EQ(config.group_size, 16);
@@ -141,16 +177,22 @@ TEST(Modelopt, QuantConfigFiles) {
                        "exclude_modules": ["lm_head"]}})");
   EXPECT_EQ(load_hf_quant_config(path).kv_cache_quant_algo, "FP8");
   write_file(path, R"({"quantization": {"quant_algo": "FP8"}})");
-  expect_error([&] { load_hf_quant_config(path); }, {path.string(), "FP8", "only NVFP4"});
+  expect_error([&] { load_hf_quant_config(path); }, {path.string(), "FP8", "only NVFP4 and W4A16_NVFP4"});
   write_file(path, R"({"quantization": {"quant_algo": "NVFP4", "group_size": 32}})");
   expect_error([&] { load_hf_quant_config(path); }, {"group_size 32"});
   write_file(path, R"({"producer": {}})");
   expect_error([&] { load_hf_quant_config(path); }, {"'quantization'"});
 
-  const json block = modelopt_quantization_config({"lm_head"});
-  EXPECT_EQ(block["quant_method"], "modelopt");
-  EXPECT_EQ(block["config_groups"]["group_0"]["input_activations"]["num_bits"], 4);
-  EXPECT_EQ(block["config_groups"]["group_0"]["targets"], json({"Linear"}));
+  // config.json's block: 4-bit activations only in the W4A4 form (ModelOpt's convert_hf_quant_config_format).
+  const json w4a4 = modelopt_quantization_config({"lm_head"}, modelopt_quant_algo(true));
+  EXPECT_EQ(w4a4["quant_method"], "modelopt");
+  EXPECT_EQ(w4a4["quant_algo"], "NVFP4");
+  EXPECT_EQ(w4a4["config_groups"]["group_0"]["input_activations"]["num_bits"], 4);
+  EXPECT_EQ(w4a4["config_groups"]["group_0"]["targets"], json({"Linear"}));
+  const json w4a16 = modelopt_quantization_config({"lm_head"}, modelopt_quant_algo(false));
+  EXPECT_EQ(w4a16["quant_algo"], "W4A16_NVFP4");
+  EXPECT_TRUE(w4a16["config_groups"]["group_0"]["input_activations"].is_null());
+  EXPECT_EQ(w4a16["config_groups"]["group_0"]["weights"]["num_bits"], 4);
 }
 
 }  // namespace

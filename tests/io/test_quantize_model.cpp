@@ -98,21 +98,21 @@ TEST(Quantize, ModeloptRoundTripIsCodecExact) {
   const auto& scale_2 = file->at("model.layers.0.self_attn.q_proj.weight_scale_2");
   EXPECT_EQ(scale_2.dtype, DType::F32);
   EXPECT_EQ(scale_2.shape.rank(), 0);
-  const auto& input_scale = file->at("model.layers.0.self_attn.q_proj.input_scale");
-  EXPECT_EQ(input_scale.shape.rank(), 0);
-  EXPECT_EQ(to_float_vector(file->tensor(input_scale)).at(0), 1.0f);
+  // Uncalibrated: weight-only, no input_scale anywhere (never a placeholder an engine would use).
+  for (const auto& entry : file->entries()) EXPECT_FALSE(entry.name.ends_with(".input_scale")) << entry.name;
   EXPECT_EQ(file->at("model.embed_tokens.weight").dtype, DType::BF16);
   EXPECT_FALSE(file->find("lm_head.weight"));
 
   const json quant_config = json::parse(read_file(dir / "mo" / "hf_quant_config.json"));
   EXPECT_EQ(quant_config["producer"]["name"], "nvfp4lm");
-  EXPECT_EQ(quant_config["quantization"]["quant_algo"], "NVFP4");
+  EXPECT_EQ(quant_config["quantization"]["quant_algo"], "W4A16_NVFP4");
   EXPECT_EQ(quant_config["quantization"]["group_size"], 16);
   EXPECT_TRUE(quant_config["quantization"]["kv_cache_quant_algo"].is_null());
   EXPECT_EQ(quant_config["quantization"]["exclude_modules"], json({"lm_head"}));
   const json config = json::parse(read_file(dir / "mo" / "config.json"));
   EXPECT_EQ(config["quantization_config"]["quant_method"], "modelopt");
-  EXPECT_EQ(config["quantization_config"]["quant_algo"], "NVFP4");
+  EXPECT_EQ(config["quantization_config"]["quant_algo"], "W4A16_NVFP4");
+  EXPECT_TRUE(config["quantization_config"]["config_groups"]["group_0"]["input_activations"].is_null());
   EXPECT_EQ(config["quantization_config"]["ignore"], json({"lm_head"}));
   EXPECT_EQ(config["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"], 16);
   EXPECT_EQ(config["quantization_config"]["config_groups"]["group_0"]["weights"]["num_bits"], 4);

@@ -11,8 +11,9 @@ The expected file is `nvfp4lm info --json --checksums`: for every data file, eve
 sum and sum of absolute values of its elements in float64 (packed FP4 bytes summed as integers, F8_E4M3 decoded).
 The script loads each file with safetensors.torch.load_file, prints dtype/shape/sum per tensor, and compares.
 For a ModelOpt directory (hf_quant_config.json present) it also checks the layout vLLM's modelopt_fp4 loader
-relies on: U8 weight [out, in/2], float8_e4m3fn weight_scale [out, in/16], float32 scalar (shape []) weight_scale_2
-and input_scale, and one weight_scale_2 shared by q/k/v and by gate/up of a layer.
+relies on: U8 weight [out, in/2], float8_e4m3fn weight_scale [out, in/16], float32 scalar (shape []) weight_scale_2,
+a float32 scalar input_scale exactly when quant_algo is NVFP4 (W4A4; a W4A16_NVFP4 export has none), and one
+weight_scale_2 shared by q/k/v and by gate/up of a layer.
 Exit status 0 when everything matches, 1 otherwise (each mismatch is printed).
 """
 import json
@@ -40,7 +41,10 @@ def close(a: float, b: float, scale: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9 * max(scale, 1e-30))
 
 
-def check_modelopt_layout(tensors: dict, problems: list) -> int:
+def check_modelopt_layout(tensors: dict, quant_algo: str, problems: list) -> int:
+    if quant_algo not in ("NVFP4", "W4A16_NVFP4"):
+        problems.append(f"hf_quant_config.json: quant_algo {quant_algo!r}, expected NVFP4 or W4A16_NVFP4")
+    w4a4 = quant_algo == "NVFP4"
     checked = 0
     groups = {}
     for name, scale in tensors.items():
@@ -50,15 +54,19 @@ def check_modelopt_layout(tensors: dict, problems: list) -> int:
         weight = tensors.get(prefix + ".weight")
         scale_2 = tensors.get(prefix + ".weight_scale_2")
         input_scale = tensors.get(prefix + ".input_scale")
-        if weight is None or scale_2 is None or input_scale is None:
-            problems.append(f"{prefix}: weight, weight_scale_2 and input_scale must accompany weight_scale")
+        if weight is None or scale_2 is None:
+            problems.append(f"{prefix}: weight and weight_scale_2 must accompany weight_scale")
+            continue
+        if (input_scale is not None) != w4a4:
+            problems.append(f"{prefix}.input_scale: {'missing' if w4a4 else 'present'}, but quant_algo is {quant_algo}")
             continue
         if weight.dtype != torch.uint8 or weight.dim() != 2:
             problems.append(f"{prefix}.weight: expected uint8 [out, in/2], got {weight.dtype} {list(weight.shape)}")
         if DTYPE_NAMES.get(scale.dtype) != "F8_E4M3" or list(scale.shape) != [weight.shape[0], weight.shape[1] * 2 // 16]:
             problems.append(f"{name}: expected float8_e4m3fn [{weight.shape[0]}, {weight.shape[1] * 2 // 16}], "
                             f"got {scale.dtype} {list(scale.shape)}")
-        for scalar_name, scalar in ((prefix + ".weight_scale_2", scale_2), (prefix + ".input_scale", input_scale)):
+        scalars = [(prefix + ".weight_scale_2", scale_2)] + ([(prefix + ".input_scale", input_scale)] if w4a4 else [])
+        for scalar_name, scalar in scalars:
             if scalar.dtype != torch.float32 or scalar.dim() != 0:
                 problems.append(f"{scalar_name}: expected a float32 scalar (shape []), got {scalar.dtype} "
                                 f"{list(scalar.shape)}")
@@ -109,8 +117,11 @@ def main() -> int:
             if not close(total, want["sum"], want["abs_sum"]) or not close(abs_total, want["abs_sum"], want["abs_sum"]):
                 problems.append(f"{name}: sum {total!r} / abs_sum {abs_total!r}, expected {want['sum']!r} / "
                                 f"{want['abs_sum']!r}")
-    if os.path.exists(os.path.join(model_dir, "hf_quant_config.json")):
-        checked = check_modelopt_layout(all_tensors, problems)
+    quant_config_path = os.path.join(model_dir, "hf_quant_config.json")
+    if os.path.exists(quant_config_path):
+        with open(quant_config_path) as f:
+            quant_algo = json.load(f).get("quantization", {}).get("quant_algo")
+        checked = check_modelopt_layout(all_tensors, quant_algo, problems)
         print(f"ModelOpt layout: {checked} quantized weights checked")
     for problem in problems:
         print("MISMATCH", problem)

@@ -2,7 +2,7 @@
 //  - `quantize --calibrate`: every quantized linear's input_scale is amax / (6 * 448) of its input activations over
 //    the calibration text, recomputed here by a forward written out with the CPU ops (and layer 0's q/k/v input by
 //    plain loops: embedding row, RMSNorm); q/k/v and gate/up share one; hf_quant_config.json says "calibrated";
-//  - without calibration every input_scale is 1.0 and hf_quant_config.json says "uncalibrated", also when a
+//  - without calibration the export is weight-only (W4A16_NVFP4, no input_scale, "none"), also when a
 //    calibrated checkpoint's export is redone without --calibrate;
 //  - `export --calibrate` measures the exported (quantized) forward; `train --calibrate-steps N` records during the
 //    last N steps, saves the ranges in its checkpoints and writes them at --export; resume keeps them bit for bit;
@@ -44,6 +44,10 @@ float input_scale_in(const fs::path& model_dir, const std::string& weight_name) 
   float value;
   std::memcpy(&value, location.file->bytes_of(*location.entry), sizeof(float));
   return value;
+}
+
+bool has_input_scale(const fs::path& model_dir, const std::string& weight_name) {
+  return SafetensorsSet::open_dir(model_dir).contains(modelopt_names(weight_name).input_scale);
 }
 
 std::string calibration_note(const fs::path& model_dir) {
@@ -170,10 +174,11 @@ TEST(Calibration, QuantizeWritesAmaxOver6x448OfTheRecomputedActivations) {
   }
   EXPECT_EQ(checked, 14);
 
-  // Without calibration: placeholders, said so.
+  // Without calibration: weight-only, no scale at all, said so.
   quantize_model(*source, dir / "plain", QuantizeOptions{});
-  EXPECT_EQ(calibration_note(dir / "plain"), "uncalibrated");
-  EXPECT_EQ(input_scale_in(dir / "plain", "model.layers.1.mlp.down_proj.weight"), 1.0f);
+  EXPECT_EQ(calibration_note(dir / "plain"), "none");
+  EXPECT_FALSE(has_input_scale(dir / "plain", "model.layers.1.mlp.down_proj.weight"));
+  EXPECT_TRUE(has_input_scale(dir / "calibrated", "model.layers.1.mlp.down_proj.weight"));
   // The calibrated model still loads and reads as NVFP4.
   EXPECT_TRUE(open_model(dir / "calibrated")->at("model.layers.0.self_attn.q_proj.weight").nvfp4);
 
@@ -225,7 +230,7 @@ TEST(Calibration, TrainRecordsTheLastStepsExportsThemAndResumesThemBitForBit) {
   EXPECT_EQ(resumed.calibration().tokens, uninterrupted.tokens);
 }
 
-TEST(Calibration, ExportCalibratesTheExportedForwardAndAReexportWithoutItSaysUncalibrated) {
+TEST(Calibration, ExportCalibratesTheExportedForwardAndAReexportWithoutItIsWeightOnly) {
   TempDir dir;
   const fs::path data = test::write_pairs_jsonl(dir / "pairs.jsonl", 8);
   test::write_file(dir / "calib.txt", kCalibrationText);
@@ -244,8 +249,8 @@ TEST(Calibration, ExportCalibratesTheExportedForwardAndAReexportWithoutItSaysUnc
   EXPECT_NE(input_scale_in(dir / "calibrated", q), 1.0f);
 
   export_checkpoint(input, dir / "again", ExportOptions{});
-  EXPECT_EQ(calibration_note(dir / "again"), "uncalibrated");
-  EXPECT_EQ(input_scale_in(dir / "again", q), 1.0f);
+  EXPECT_EQ(calibration_note(dir / "again"), "none");
+  EXPECT_FALSE(has_input_scale(dir / "again", q));
 
   ExportOptions dat;
   dat.format = ModelFormat::Dat;

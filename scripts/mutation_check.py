@@ -113,6 +113,18 @@ MUTATIONS = [
      "  if (threadIdx.x == 0) atomicExch(done, 0u);",
      "",
      [("test_ops_cuda", "AttentionCuda.DecodeAndQueryOffsetMatchCpu:AttentionCuda.PerRowStartsReadOnTheDevice")]),
+    # Issue 30: the fused distillation loss.
+    ("distill-max-scratch-reuse", "no barrier after a row maximum: the teacher's reduction overwrites the student's "
+     "warp maxima while other warps still read them",
+     "src/ops/cuda/distillation.cu",
+     "  for (int w = 1; w < kRowWarps; ++w) m = merge(m, scratch[w]);\n  __syncthreads();",
+     "  for (int w = 1; w < kRowWarps; ++w) m = merge(m, scratch[w]);",
+     [("test_ops_cuda", "*BackendOps.*distillation*")]),
+    ("distill-ce-onehot", "the cross-entropy share of the distillation gradient without its one-hot term",
+     "src/ops/cuda/distillation.cu",
+     " - (j == target ? ce_scale : 0.f);",
+     ";",
+     [("test_ops_cuda", "*BackendOps.*distillation*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

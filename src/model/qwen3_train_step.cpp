@@ -1,6 +1,6 @@
 // Qwen3Trainable's forward / backward over a batch (see qwen3_trainable.h):
 //   x = embed(ids); frozen blocks run in place without saving; trained blocks save their activations;
-//   h = final_norm(x); loss head (CE through the lm_head, or L1);
+//   h = final_norm(x); loss head (CE through the lm_head, distillation against a teacher's forward, or L1);
 //   backward: final norm, trained blocks top-down, then the embedding (when trained).
 // With fused_update, each group of parameters goes to the GradientSink as soon as its gradients are final.
 // Buffers are allocated per call: the residual stream of every trained block (its saved input) plus one set of
@@ -40,19 +40,25 @@ const RopeTable& Qwen3Trainable::rope_for(int64_t max_position) {
   return *rope_;
 }
 
-LossStats Qwen3Trainable::forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss,
+LossStats Qwen3Trainable::forward_backward(const TrainBatch& batch, float grad_scale, const TrainLoss& loss,
                                            const GradientSink* sink) {
   NVFP4LM_ASSERT((sink != nullptr) == options_.fused_update,
                  "forward_backward: a gradient sink goes with fused_update, and only with it");
   return run(batch, grad_scale, loss, true, sink);
 }
 
-LossStats Qwen3Trainable::evaluate(const TrainBatch& batch, LossKind loss) {
+LossStats Qwen3Trainable::evaluate(const TrainBatch& batch, const TrainLoss& loss) {
   return run(batch, 0.0f, loss, false, nullptr);
 }
 
-LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward,
-                              const GradientSink* sink) {
+Tensor Qwen3Trainable::final_hidden(const TrainBatch& batch) {
+  Tensor hidden;
+  run(batch, 0.0f, TrainLoss{}, false, nullptr, &hidden);
+  return hidden;
+}
+
+LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const TrainLoss& loss, bool backward,
+                              const GradientSink* sink, Tensor* hidden_out) {
   NVFP4LM_CHECK(
       batch.ids.defined() && batch.ids.dtype() == DType::I32 && batch.ids.rank() == 2 && batch.ids.numel() > 0,
       "batch ids must be a non-empty I32 [batch, tokens] tensor, got {}",
@@ -84,6 +90,24 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   if (batch.segment_ids.defined()) {
     check_batch_tensor(batch.segment_ids, "segment_ids", b, t);
     segments = batch.segment_ids.contiguous().to(device);
+  }
+
+  // Distillation: the teacher's forward first (frozen, on this device), so its work buffers are gone before this
+  // forward saves its own activations; only its final hidden state stays.
+  Tensor teacher_hidden;
+  if (loss.distills()) {
+    NVFP4LM_ASSERT(loss.kind == LossKind::CrossEntropy && loss.teacher != this,
+                   "distillation mixes with cross-entropy and needs a teacher other than the student");
+    NVFP4LM_CHECK(loss.teacher->device() == device && loss.teacher->compute_dtype() == dtype,
+                  "the teacher runs on {} in {}, the student on {} in {}: distillation needs both on one device",
+                  loss.teacher->device().str(), dtype_name(loss.teacher->compute_dtype()), device.str(),
+                  dtype_name(dtype));
+    NVFP4LM_CHECK(loss.teacher->lm_head_weights().dim(0) == lm_head_.use.dim(0),
+                  "the teacher's vocabulary has {} tokens, the student's {}: distillation compares distributions over "
+                  "one vocabulary",
+                  loss.teacher->lm_head_weights().dim(0), lm_head_.use.dim(0));
+    const MemoryPhase teacher_phase("teacher forward");
+    teacher_hidden = loss.teacher->final_hidden(batch);
   }
 
   detail::BlockContext context;
@@ -133,6 +157,10 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
   Tensor final_rstd = Tensor::empty({b * t}, DType::F32, device);
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   rmsnorm_forward(x, final_norm_.use, eps, hidden, &final_rstd);
+  if (hidden_out != nullptr) {
+    *hidden_out = hidden;
+    return {};
+  }
   if (calibration_) {
     static const std::string lm_head_name(kLmHeadWeightName);
     detail::record_input_amax(*calibration_, hidden, {&lm_head_name});
@@ -140,8 +168,9 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, LossKin
 
   Tensor d_hidden;
   if (any_backward) d_hidden = Tensor::empty({b, t, h}, dtype, device);
-  const LossStats stats = detail::loss_head(loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale,
-                                            any_backward ? &d_hidden : nullptr);
+  const LossStats stats =
+      detail::loss_head(loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale,
+                        any_backward ? &d_hidden : nullptr, teacher_hidden.defined() ? &teacher_hidden : nullptr);
   if (!any_backward) return stats;
   // Fused update: a non-finite loss means nothing of this step may be applied; the caller sees the loss.
   if (sink != nullptr && !std::isfinite(stats.loss_sum)) return stats;

@@ -102,6 +102,15 @@ LossKind parse_loss_kind(std::string_view name) {
   NVFP4LM_FAIL("unknown loss '{}' (choose ce or l1)", name);
 }
 
+LossStats& LossStats::operator+=(const LossStats& other) {
+  loss_sum += other.loss_sum;
+  tokens += other.tokens;
+  correct += other.correct;
+  kl_sum += other.kl_sum;
+  agree += other.agree;
+  return *this;
+}
+
 int64_t count_loss_tokens(const TrainBatch& batch) {
   NVFP4LM_CHECK(batch.targets.defined() && batch.targets.dtype() == DType::I32,
                 "batch targets must be an I32 tensor, got {}", batch.targets.defined() ? batch.targets.str() : "none");

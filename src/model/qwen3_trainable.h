@@ -46,6 +46,10 @@
 // positions, i.e. target[t] is the token expected after ids[t]):
 //  - CrossEntropy: token cross-entropy of the lm_head logits (fused lm_head + CE, chunked: no [tokens, vocab]
 //    tensor), in nats; `correct` counts argmax hits.
+//  - Distillation (TrainLoss with a teacher): ops/distillation.h's weight · τ² · KL(teacher ‖ student) +
+//    (1 - weight) · CE per token, fused with the lm_head like CE; `correct` as CE, kl_sum and `agree` (student and
+//    teacher argmax equal) besides. The teacher is another Qwen3Trainable (normally the unquantized base, frozen:
+//    train_last_layers 0, QAT off) whose final_hidden() runs on the same batch inside this forward.
 //  - L1: a debug loss that exercises the whole backward without the lm_head: per token, mean_j |h_j| of the final
 //    hidden state h after the final norm; loss_sum sums it over the non-ignored tokens (loss_sum / tokens = mean
 //    |h| over their elements). Its gradient is sign(h) / hidden_size (0 where h == 0); `correct` stays 0.
@@ -66,6 +70,7 @@
 #include "model/parameter.h"
 #include "model/qwen3_block.h"
 #include "model/qwen3_model.h"
+#include "ops/distillation.h"
 #include "ops/rope.h"
 #include "quant/master_amax.h"
 #include "quant/nvfp4.h"
@@ -107,11 +112,30 @@ enum class LossKind { CrossEntropy, L1 };
 std::string_view loss_kind_name(LossKind kind);  // "ce", "l1"
 LossKind parse_loss_kind(std::string_view name);
 
+class Qwen3Trainable;
+
+// A forward's loss: `kind` on the student alone, or with a teacher the distillation loss of ops/distillation.h, the
+// student's distribution against the teacher's on the same batch (the teacher's forward runs inside the student's,
+// frozen, on the same device: QAD, quantization-aware distillation), mixed with cross-entropy by
+// distillation.weight. The teacher must outlive the call and have the student's vocabulary; kind stays CrossEntropy.
+struct TrainLoss {
+  TrainLoss(LossKind loss_kind = LossKind::CrossEntropy) : kind(loss_kind) {}  // implicit: a plain loss
+  LossKind kind;
+  Qwen3Trainable* teacher = nullptr;
+  DistillationSettings distillation;
+  bool distills() const { return teacher != nullptr; }
+};
+
 struct LossStats {
   double loss_sum = 0;  // summed over non-ignored tokens
   int64_t tokens = 0;   // non-ignored tokens
   int64_t correct = 0;  // CrossEntropy: tokens whose argmax logit is the target
+  // Distillation only: Σ KL(teacher ‖ student) at the temperature, and tokens where both argmaxes agree.
+  double kl_sum = 0;
+  int64_t agree = 0;
   double mean() const { return tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0; }
+  double mean_kl() const { return tokens > 0 ? kl_sum / static_cast<double>(tokens) : 0.0; }
+  LossStats& operator+=(const LossStats& other);
 };
 
 // Non-ignored targets (!= -100) of a batch: the usual denominator of grad_scale.
@@ -155,10 +179,15 @@ class Qwen3Trainable {
 
   // Forward + backward: gradients of grad_scale * loss_sum are accumulated into parameters()' grads. With
   // fused_update, `sink` (required) receives each group as its gradients become final (see the top of this file).
-  LossStats forward_backward(const TrainBatch& batch, float grad_scale, LossKind loss = LossKind::CrossEntropy,
+  LossStats forward_backward(const TrainBatch& batch, float grad_scale, const TrainLoss& loss = {},
                              const GradientSink* sink = nullptr);
   // Forward only (no activations saved, no gradients).
-  LossStats evaluate(const TrainBatch& batch, LossKind loss = LossKind::CrossEntropy);
+  LossStats evaluate(const TrainBatch& batch, const TrainLoss& loss = {});
+  // Forward only: the final hidden state (after the final norm), [B, T, hidden_size] in compute_dtype() on the
+  // model's device: what a teacher gives a distilling student, with lm_head_weights().
+  Tensor final_hidden(const TrainBatch& batch);
+  // The lm_head the forward uses ([vocab, hidden_size]; the embedding when tied).
+  const Tensor& lm_head_weights() const { return lm_head_.use; }
   // grads = 0 for every trainable parameter.
   void zero_grad();
 
@@ -175,7 +204,9 @@ class Qwen3Trainable {
 
  private:
   Qwen3Trainable() = default;
-  LossStats run(const TrainBatch& batch, float grad_scale, LossKind loss, bool backward, const GradientSink* sink);
+  // hidden_out: stop after the final norm and hand the hidden state over (final_hidden).
+  LossStats run(const TrainBatch& batch, float grad_scale, const TrainLoss& loss, bool backward,
+                const GradientSink* sink, Tensor* hidden_out = nullptr);
   const RopeTable& rope_for(int64_t max_position);
   // Forward weights recomputed from the masters, per group (refresh_quantized() runs them all); `updated` as there.
   void refresh_embedding(UpdatedMasterAmaxes* updated);  // and a tied lm_head

@@ -1,5 +1,6 @@
 // Loss heads of Qwen3Trainable (see train_loss.h).
-//  - CrossEntropy goes through ops/cross_entropy.h's fused lm_head + CE (chunked, ignored targets skipped).
+//  - CrossEntropy goes through ops/cross_entropy.h's fused lm_head + CE (chunked, ignored targets skipped);
+//    distillation through ops/distillation.h's fused twin, with the teacher's hidden state and lm_head.
 //  - L1 (a debugging loss, no lm_head) is computed on the host in double: it is cheap (one pass over [N, H]) and
 //    needs no kernel of its own; on a GPU the hidden state is copied over and the gradient copied back.
 #include "model/train_loss.h"
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "ops/cross_entropy.h"
+#include "ops/distillation.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm::detail {
@@ -49,12 +51,12 @@ LossStats l1_loss(const Tensor& hidden, const Tensor& targets, float grad_scale,
 
 }  // namespace
 
-LossStats loss_head(LossKind kind, const Tensor& hidden, TrainTensor& head, bool quantize_input, const Tensor& targets,
-                    float grad_scale, Tensor* d_hidden) {
+LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
+                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const Tensor* teacher_hidden) {
   const int64_t rows = hidden.dim(0) * hidden.dim(1);
   const Tensor flat_targets = targets.reshape({rows});
   // Targets come from data: ids outside the vocabulary are Errors (the CE op checks its own).
-  if (kind == LossKind::L1) {
+  if (loss.kind == LossKind::L1) {
     const Tensor host = flat_targets.to(Device::cpu());
     const int32_t* t = host.data<int32_t>();
     for (int64_t i = 0; i < rows; ++i)
@@ -72,6 +74,13 @@ LossStats loss_head(LossKind kind, const Tensor& hidden, TrainTensor& head, bool
   Tensor d_rows;
   if (d_hidden != nullptr) d_rows = token_rows(*d_hidden);
   Tensor* d_weight = d_hidden != nullptr && head.trainable() ? &head.grad : nullptr;
+  if (loss.distills()) {
+    NVFP4LM_ASSERT(teacher_hidden != nullptr, "distillation without the teacher's hidden state");
+    const DistillationResult result = lm_head_distillation(
+        input, head.use, token_rows(*teacher_hidden), loss.teacher->lm_head_weights(), flat_targets, loss.distillation,
+        grad_scale, d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+    return LossStats{result.loss_sum, result.tokens, result.correct, result.kl_sum, result.agree};
+  }
   const CrossEntropyResult result = lm_head_cross_entropy(input, head.use, flat_targets, grad_scale,
                                                           d_hidden != nullptr ? &d_rows : nullptr, d_weight);
   return LossStats{result.loss_sum, result.tokens, result.correct};

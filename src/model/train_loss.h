@@ -9,10 +9,11 @@
 namespace nvfp4lm::detail {
 
 // hidden: [B, T, H] after the final norm; targets: I32 [B, T] on the device. d_hidden ([B, T, H], overwritten)
-// and the head's gradient (accumulated, CrossEntropy only, when the head is trainable) are filled when
-// d_hidden is given. quantize_input: fake-quantize hidden before the lm_head (W4A4 with a quantized lm_head),
-// with a straight-through gradient.
-LossStats loss_head(LossKind kind, const Tensor& hidden, TrainTensor& head, bool quantize_input, const Tensor& targets,
-                    float grad_scale, Tensor* d_hidden);
+// and the head's gradient (accumulated, CrossEntropy and distillation only, when the head is trainable) are filled
+// when d_hidden is given. quantize_input: fake-quantize hidden before the lm_head (W4A4 with a quantized lm_head),
+// with a straight-through gradient. teacher_hidden: [B, T, Ht], the teacher's final hidden state, when
+// loss.distills() (the teacher's lm_head is loss.teacher->lm_head_weights()).
+LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
+                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const Tensor* teacher_hidden);
 
 }  // namespace nvfp4lm::detail

@@ -26,14 +26,12 @@
 namespace nvfp4lm {
 
 #if NVFP4LM_HAS_CUDA
-namespace {
+namespace cuda {
 
-// Bytes of the [rows, V] logits buffer, the one large scratch of the op (BF16: ~1770 rows of a 151936-token
-// vocabulary). NVFP4LM_CE_LOGITS_BYTES overrides it: less memory, or more rows per chunk (fewer passes over the
-// F32 dW; see ops/cuda/cross_entropy.h).
+// The default budget: ~1770 BF16 rows of a 151936-token vocabulary (see ops/cuda/cross_entropy.h).
 constexpr size_t kDefaultLogitsBytes = size_t(512) << 20;
 
-size_t logits_budget_bytes() {
+size_t lm_head_logits_budget_bytes() {
   const char* text = std::getenv("NVFP4LM_CE_LOGITS_BYTES");
   if (text == nullptr || *text == '\0') return kDefaultLogitsBytes;
   char* end = nullptr;
@@ -42,6 +40,10 @@ size_t logits_budget_bytes() {
                 "NVFP4LM_CE_LOGITS_BYTES='{}' is not a positive number of bytes", text);
   return static_cast<size_t>(value);
 }
+
+}  // namespace cuda
+
+namespace {
 
 CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
                                               float grad_scale, Tensor* dhidden, Tensor* dweight) {
@@ -103,7 +105,7 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
 
   const int64_t ld = cuda::cross_entropy_logits_ld(vocab);
   const int64_t row_bytes = ld * static_cast<int64_t>(dtype_bytes(dtype));
-  const int64_t max_rows = std::max<int64_t>(1, static_cast<int64_t>(logits_budget_bytes()) / row_bytes);
+  const int64_t max_rows = std::max<int64_t>(1, static_cast<int64_t>(cuda::lm_head_logits_budget_bytes()) / row_bytes);
   const int64_t chunks = (tokens + max_rows - 1) / max_rows;
   const int64_t chunk_rows = (tokens + chunks - 1) / chunks;  // balanced chunks
   Tensor logits = Tensor::empty({chunk_rows, ld}, dtype, device);

@@ -38,6 +38,8 @@ json step_metrics_json(const StepMetrics& m) {
               {"device_peak_bytes", m.device_peak_bytes},
               {"rss_bytes", m.rss_bytes}};
   if (m.skipped) out["skip_reason"] = m.skip_reason;
+  if (m.kl) out["kl"] = finite_or_null(*m.kl);
+  if (m.agreement) out["teacher_agreement"] = *m.agreement;
   if (m.eval) {
     out["eval_loss"] = finite_or_null(m.eval->loss);
     out["eval_perplexity"] = finite_or_null(m.eval->perplexity);
@@ -45,6 +47,8 @@ json step_metrics_json(const StepMetrics& m) {
     out["eval_tokens"] = m.eval->tokens;
     out["eval_s"] = m.eval->seconds;
     out["eval_best"] = m.eval->best;
+    if (m.eval->kl) out["eval_kl"] = finite_or_null(*m.eval->kl);
+    if (m.eval->agreement) out["eval_teacher_agreement"] = *m.eval->agreement;
   }
   return out;
 }
@@ -93,13 +97,14 @@ std::string format_step_line(const StepMetrics& m, Device device) {
     line += fmt::format("SKIPPED ({}) | ", m.skip_reason);
   } else {
     line += fmt::format("loss {:.4f} | acc {:5.1f}% | ", m.loss, 100.0 * m.token_accuracy);
+    if (m.kl) line += fmt::format("kl {:.4f} | agree {:5.1f}% | ", *m.kl, 100.0 * m.agreement.value_or(0));
   }
   line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
                       m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),
                       to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.label());
   if (m.eval)
-    line += fmt::format(" | eval loss {:.4f} ppl {:.2f}{}", m.eval->loss, m.eval->perplexity,
-                        m.eval->best ? " (best)" : "");
+    line += fmt::format(" | eval loss {:.4f} ppl {:.2f}{}{}", m.eval->loss, m.eval->perplexity,
+                        m.eval->kl ? fmt::format(" kl {:.4f}", *m.eval->kl) : "", m.eval->best ? " (best)" : "");
   return line;
 }
 

@@ -25,6 +25,8 @@ struct EvalMetrics {
   double loss = 0;  // mean over the evaluation tokens
   double perplexity = 0;
   double token_accuracy = 0;
+  std::optional<double> kl;         // distillation: mean KL(teacher ‖ student) per token, at the temperature
+  std::optional<double> agreement;  // distillation: share of tokens where student and teacher argmax agree
   int64_t tokens = 0;
   double seconds = 0;
   bool best = false;  // the lowest evaluation loss of the run so far
@@ -36,8 +38,10 @@ struct StepMetrics {
   double epoch = 0;         // epochs completed, fractional (after this step)
   double loss = 0;          // mean over the step's trained tokens (NaN when non-finite)
   double token_accuracy = 0;
-  int64_t loss_tokens = 0;   // trained targets in the step (the loss normaliser)
-  int64_t input_tokens = 0;  // non-padding tokens run through the model
+  std::optional<double> kl;         // distillation (--distill-from): mean KL(teacher ‖ student) per trained token
+  std::optional<double> agreement;  // distillation: share of trained tokens where student and teacher argmax agree
+  int64_t loss_tokens = 0;          // trained targets in the step (the loss normaliser)
+  int64_t input_tokens = 0;         // non-padding tokens run through the model
   int micro_batches = 0;
   double lr = 0;
   double grad_norm = 0;  // before clipping
@@ -56,8 +60,9 @@ struct StepMetrics {
 
 // JSON object of one step: step, total_steps, epoch, loss (null when non-finite), token_accuracy, loss_tokens,
 // input_tokens, micro_batches, lr, grad_norm, clip_coefficient, skipped, skip_reason (when skipped), step_s,
-// tokens_per_s, elapsed_s, eta_s, device_bytes, device_peak_bytes, rss_bytes; on steps that evaluated also eval_loss,
-// eval_perplexity, eval_token_accuracy, eval_tokens, eval_s, eval_best.
+// tokens_per_s, elapsed_s, eta_s, device_bytes, device_peak_bytes, rss_bytes; distilling also kl and
+// teacher_agreement; on steps that evaluated also eval_loss, eval_perplexity, eval_token_accuracy, eval_tokens,
+// eval_s, eval_best (and eval_kl, eval_teacher_agreement when distilling).
 nlohmann::json step_metrics_json(const StepMetrics& metrics);
 
 class MetricsFile {

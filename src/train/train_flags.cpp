@@ -221,6 +221,48 @@ std::vector<TrainFlag> make_train_flags() {
        .key = "loss",
        .resume = G::Identity,
        .value = choice(&O::loss, parse_loss_kind, loss_kind_name)},
+      {.name = "--distill-from",
+       .help = "quantization-aware distillation: train the student towards this frozen model's token distribution "
+               "(normally the unquantized base; any model nvfp4lm loads, with the student's vocabulary), its forward "
+               "run on the same batches and device",
+       .key = "distill_from",
+       .resume = G::Identity,
+       .value = path(&O::distill_from),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.distill_from.empty() || o.loss == LossKind::CrossEntropy,
+                           "--distill-from replaces the loss with distillation (mixed with cross-entropy by "
+                           "--distill-weight): drop --loss {}",
+                           loss_kind_name(o.loss));
+           },
+       .added_later = true},
+      {.name = "--distill-weight",
+       .help = "share of the distillation term (temperature² · KL(teacher ‖ student)) in the loss, the rest "
+               "cross-entropy with the data's tokens (default 1: distillation only)",
+       .key = "distill_weight",
+       .resume = G::Identity,
+       .value = number(&O::distill_weight),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.distill_weight >= 0 && o.distill_weight <= 1, "--distill-weight must be in [0, 1], got {}",
+                           o.distill_weight);
+             NVFP4LM_CHECK(o.distill_weight == 1.0 || !o.distill_from.empty(),
+                           "--distill-weight mixes the distillation loss of --distill-from TEACHER: add it");
+           },
+       .added_later = true},
+      {.name = "--distill-temperature",
+       .help = "softmax temperature of both distributions in the KL term (default 1)",
+       .key = "distill_temperature",
+       .resume = G::Identity,
+       .value = number(&O::distill_temperature),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.distill_temperature) && o.distill_temperature > 0,
+                           "--distill-temperature must be positive, got {}", o.distill_temperature);
+             NVFP4LM_CHECK(o.distill_temperature == 1.0 || !o.distill_from.empty(),
+                           "--distill-temperature sets the distillation loss of --distill-from TEACHER: add it");
+           },
+       .added_later = true},
       {.name = "--compute-dtype",
        .help = "activation precision: auto (default: the device's), float32 (the CPU's, exact) or bfloat16 (CUDA's); "
                "float16 is not supported",

@@ -67,6 +67,11 @@ struct TrainOptions {
   bool quantize_lm_head = false;
   Nvfp4Block block = Nvfp4Block::Row1x16;
   LossKind loss = LossKind::CrossEntropy;
+  // --distill-from TEACHER: quantization-aware distillation (ops/distillation.h) against this frozen model's token
+  // distribution on the same batches; the loss is distill_weight · τ² · KL + (1 - distill_weight) · CE.
+  std::string distill_from;
+  double distill_weight = 1.0;         // [0, 1]
+  double distill_temperature = 1.0;    // τ > 0
   std::optional<DType> compute_dtype;  // activations; nullopt: the device's (F32 on the CPU, BF16 on CUDA)
   int train_last_layers = -1;          // <= 0: all
   bool bf16_master = false;            // --master bf16

@@ -70,7 +70,14 @@ std::vector<std::string> Trainer::setup_lines() const {
                   lr_decay_name(options_.lr_schedule), options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
   lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", plan_.describe(), options_.batch,
                               options_.seq_len, options_.packing ? "packed" : "one sample a row",
-                              loss_kind_name(options_.loss), options_.seed));
+                              teacher_ ? "distillation" : loss_kind_name(options_.loss), options_.seed));
+  if (teacher_)
+    lines.push_back(fmt::format(
+        "distillation (QAD) from {} ({}): loss = {:g} x temperature^2 x KL(teacher || student) at temperature {:g}{}; "
+        "the teacher's forward runs on each batch ({:.2f}M parameters, frozen)",
+        options_.distill_from, teacher_->model.describe(), options_.distill_weight, options_.distill_temperature,
+        options_.distill_weight < 1 ? fmt::format(" + {:g} x cross-entropy", 1 - options_.distill_weight) : "",
+        teacher_->files->config().total_parameters() / 1e6));
   if (resumed_from_)
     lines.push_back(fmt::format("resuming {} at step {} of {}", resume_->checkpoint.dir.string(), *resumed_from_,
                                 plan_.total_steps));

@@ -173,6 +173,47 @@ Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFil
   return Qwen3Trainable::from_files(files, model_options);
 }
 
+std::optional<DistillationTeacher> load_distillation_teacher(const TrainOptions& options, const ModelFiles& student,
+                                                             const Tokenizer& tokenizer, Device device) {
+  if (options.distill_from.empty()) return std::nullopt;
+  std::unique_ptr<ModelFiles> files = open_model(options.distill_from, OpenModelOptions{});
+  const std::string where = "--distill-from " + options.distill_from;
+  NVFP4LM_CHECK(files->config().vocab_size == student.config().vocab_size,
+                "{}: the teacher's vocabulary has {} tokens, the student's ({}) {}: distillation compares token "
+                "distributions over one vocabulary; use a teacher of the student's model family",
+                where, files->config().vocab_size, student.path().string(), student.config().vocab_size);
+  if (const std::optional<fs::path> dir = files->tokenizer_dir()) {
+    const Tokenizer teacher_tokenizer = Tokenizer::load(*dir);
+    bool same = teacher_tokenizer.vocab_size() == tokenizer.vocab_size();
+    for (size_t id = 0; same && id < tokenizer.vocab_size(); ++id) {
+      const auto token = static_cast<int32_t>(id);
+      same = !tokenizer.is_used(token) ||
+             (teacher_tokenizer.is_used(token) && teacher_tokenizer.token_bytes(token) == tokenizer.token_bytes(token));
+    }
+    NVFP4LM_CHECK(same,
+                  "{}: the teacher's tokenizer ({}) gives other tokens than the student's: distillation compares "
+                  "the two models token by token, so both must use one tokenizer",
+                  where, (*dir / "tokenizer.json").string());
+  }
+  TrainModelOptions model_options;
+  model_options.qat = QatMode::Off;
+  model_options.train_last_layers = 0;
+  model_options.device = device;
+  model_options.bf16_master = !device.is_cpu();
+  Qwen3Trainable model = Qwen3Trainable::from_files(*files, model_options);
+  return DistillationTeacher{std::move(files), std::move(model)};
+}
+
+TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher) {
+  TrainLoss loss(options.loss);
+  if (teacher != nullptr) {
+    loss.teacher = &teacher->model;
+    loss.distillation.weight = static_cast<float>(options.distill_weight);
+    loss.distillation.temperature = static_cast<float>(options.distill_temperature);
+  }
+  return loss;
+}
+
 std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, Qwen3Trainable& model) {
   AdamWOptions adamw;
   adamw.weight_decay = options.weight_decay;

@@ -57,6 +57,18 @@ StepPlan plan_training_steps(const TrainOptions& options, const DataLoader& load
 LrSchedule training_schedule(const TrainOptions& options, int64_t total_steps);
 
 Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFiles& files, Device device);
+
+// --distill-from: the teacher, frozen (QAT off, nothing trained, BF16 weights on CUDA as it computes) on the training
+// device. Error unless it has the student's vocabulary and, when a tokenizer.json is beside it, the same tokens.
+struct DistillationTeacher {
+  std::unique_ptr<ModelFiles> files;
+  Qwen3Trainable model;
+};
+std::optional<DistillationTeacher> load_distillation_teacher(const TrainOptions& options, const ModelFiles& student,
+                                                             const Tokenizer& tokenizer, Device device);
+// The loss of every step and evaluation: --loss, or distillation against `teacher` with --distill-weight and
+// --distill-temperature.
+TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher);
 std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, Qwen3Trainable& model);
 
 // config.json and generation_config.json (the file beside the model, else the defaults of its config) and the

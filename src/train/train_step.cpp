@@ -11,15 +11,10 @@
 namespace nvfp4lm {
 
 LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches, float grad_scale,
-                               LossKind loss) {
+                               const TrainLoss& loss) {
   const MemoryPhase phase("forward");
   LossStats total;
-  for (const TrainBatch& batch : micro_batches) {
-    const LossStats stats = model.forward_backward(batch, grad_scale, loss);
-    total.loss_sum += stats.loss_sum;
-    total.tokens += stats.tokens;
-    total.correct += stats.correct;
-  }
+  for (const TrainBatch& batch : micro_batches) total += model.forward_backward(batch, grad_scale, loss);
   return total;
 }
 
@@ -44,7 +39,7 @@ UpdateResult apply_update(Qwen3Trainable& model, Optimizer& optimizer, double lo
 }
 
 FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,
-                                 LossKind loss, double lr) {
+                                 const TrainLoss& loss, double lr) {
   NVFP4LM_ASSERT(model.options().fused_update, "fused_train_step: the model was not built with fused_update");
   FusedStepResult result;
   double sum_of_squares = 0;

@@ -35,7 +35,7 @@ namespace nvfp4lm {
 
 // Forward and backward of each micro-batch, gradients accumulated; the summed loss statistics.
 LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches, float grad_scale,
-                               LossKind loss);
+                               const TrainLoss& loss);
 
 // The parts of a step, in order, as `after` callbacks see them. A fused step is one part (Backward): its optimizer
 // and refresh run inside the backward.
@@ -61,11 +61,11 @@ struct FusedStepResult {
 };
 
 FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,
-                                 LossKind loss, double lr);
+                                 const TrainLoss& loss, double lr);
 
 struct StepSettings {
   float grad_scale = 1;  // 1 / trained tokens of the whole step
-  LossKind loss = LossKind::CrossEntropy;
+  TrainLoss loss;        // cross-entropy, L1, or distillation against a teacher
   double lr = 0;
   double max_grad_norm = 0;  // unfused only: <= 0 no clipping (a fused step cannot clip)
 };

@@ -59,6 +59,7 @@ void Trainer::load() {
   schedule_ = training_schedule(options_, plan_.total_steps);
   model_.emplace(build_trainable_model(options_, *files_, device_));
   optimizer_ = make_training_optimizer(options_, *model_);
+  teacher_ = load_distillation_teacher(options_, *files_, tokenizer_->tokenizer, device_);
 }
 
 void Trainer::restore_checkpoint() {
@@ -130,7 +131,7 @@ StepMetrics Trainer::train_step() {
   }
   StepSettings settings;
   settings.grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
-  settings.loss = options_.loss;
+  settings.loss = training_loss(options_, teacher_ ? &*teacher_ : nullptr);
   settings.lr = m.lr;
   settings.max_grad_norm = options_.max_grad_norm;
   StepResult result;
@@ -145,6 +146,10 @@ StepMetrics Trainer::train_step() {
                  m.step, result.stats.tokens, m.loss_tokens);
   m.loss = result.stats.loss_sum / static_cast<double>(m.loss_tokens);
   m.token_accuracy = static_cast<double>(result.stats.correct) / static_cast<double>(m.loss_tokens);
+  if (teacher_) {
+    m.kl = result.stats.mean_kl();
+    m.agreement = static_cast<double>(result.stats.agree) / static_cast<double>(m.loss_tokens);
+  }
   m.grad_norm = result.grad_norm;
   if (!result.applied) {
     apply_nonfinite_policy(m, !std::isfinite(m.loss) ? "non-finite loss" : "non-finite gradient norm",
@@ -213,18 +218,18 @@ EvalMetrics Trainer::evaluate() {
   NVFP4LM_CHECK(!data_.eval.batches.empty(), "no evaluation data (--eval-data FILE or --eval-split F)");
   const Clock::time_point start = Clock::now();
   const MemoryPhase phase("evaluate");
+  const TrainLoss loss = training_loss(options_, teacher_ ? &*teacher_ : nullptr);
   LossStats total;
-  for (const TrainBatch& batch : data_.eval.batches) {
-    const LossStats stats = model_->evaluate(batch, options_.loss);
-    total.loss_sum += stats.loss_sum;
-    total.tokens += stats.tokens;
-    total.correct += stats.correct;
-  }
+  for (const TrainBatch& batch : data_.eval.batches) total += model_->evaluate(batch, loss);
   EvalMetrics eval;
   eval.tokens = total.tokens;
   eval.loss = total.mean();
   eval.perplexity = std::exp(eval.loss);
   eval.token_accuracy = total.tokens > 0 ? static_cast<double>(total.correct) / static_cast<double>(total.tokens) : 0;
+  if (teacher_) {
+    eval.kl = total.mean_kl();
+    eval.agreement = total.tokens > 0 ? static_cast<double>(total.agree) / static_cast<double>(total.tokens) : 0;
+  }
   eval.seconds = seconds_between(start, Clock::now());
   return eval;
 }
@@ -274,6 +279,7 @@ std::vector<GuardedInput> Trainer::read_paths() const {
   if (!options_.data.empty()) inputs.push_back({options_.data, "the training data (--data)"});
   if (!options_.eval_data.empty()) inputs.push_back({options_.eval_data, "the evaluation data (--eval-data)"});
   if (!options_.tokenizer.empty()) inputs.push_back({options_.tokenizer, "the tokenizer (--tokenizer)"});
+  if (!options_.distill_from.empty()) inputs.push_back({options_.distill_from, "the teacher (--distill-from)"});
   if (files_ && files_->path() != files_->directory()) inputs.push_back({files_->config_path(), "the model's config"});
   return inputs;
 }

@@ -181,6 +181,7 @@ class Trainer {
   std::optional<TrainTokenizer> tokenizer_;
   SourceModelFiles source_;
   std::optional<Qwen3Trainable> model_;
+  std::optional<DistillationTeacher> teacher_;  // --distill-from
   TrainData data_;
   StepPlan plan_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -249,6 +249,52 @@ TEST_F(TrainCli, ImpossibleResumesAndOccupiedRunDirectoriesAreRefused) {
   EXPECT_EQ(read_file(run / "metrics.jsonl"), metrics);  // nothing was touched
 }
 
+// --distill-from: the fixture model learns from a teacher fine-tuned from it on the same data (plain training, a BF16
+// export), as QAD recovers a quantized model from its base. The header names the teacher and the loss; every metrics
+// line carries kl and teacher_agreement, the evaluation eval_kl; the held-out KL to the teacher falls; resuming with
+// another teacher is refused (the teacher is part of the run); the distillation flags without a teacher, with the L1
+// loss, and a teacher of another vocabulary are one-line errors.
+TEST_F(TrainCli, DistillationFromATeacherReportsAndLowersTheKl) {
+  const fs::path run = dir_ / "run", tuned = dir_ / "teacher";
+  const CliResult tuning = run_cli(train(
+      "--output " + quoted(dir_ / "teacher-run") + " --qat off --export " + quoted(tuned) + " --export-format bf16",
+      {{"--max-steps", "16"}, {"--lr", "1e-2"}}));
+  ASSERT_EQ(tuning.exit_code, 0) << tuning.err;
+  const std::string teacher = quoted(tuned);
+  const CliResult result = run_cli(train("--output " + quoted(run) + " --distill-from " + teacher +
+                                             " --distill-weight 0.9 --distill-temperature 2 --eval-split 0.25 "
+                                             "--eval-every 4",
+                                         {{"--max-steps", "12"}, {"--lr", "1e-2"}}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("distillation (QAD) from " + tuned.string()), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("0.9 x temperature^2 x KL(teacher || student) at temperature 2 + 0.1 x cross-entropy"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("| kl "), std::string::npos) << result.err;
+  const std::vector<json> metrics = read_jsonl(run / "metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 12u);
+  for (const json& m : metrics) {
+    EXPECT_TRUE(m["kl"].is_number()) << m.dump();
+    EXPECT_TRUE(m["teacher_agreement"].is_number()) << m.dump();
+  }
+  // The held-out KL to the teacher (the same samples each time) falls.
+  ASSERT_TRUE(metrics[3]["eval_kl"].is_number()) << metrics[3].dump();
+  ASSERT_TRUE(metrics[11]["eval_kl"].is_number()) << metrics[11].dump();
+  EXPECT_LT(metrics[11]["eval_kl"].get<double>(), metrics[3]["eval_kl"].get<double>());
+
+  expect_one_line_error(run_cli(train("--output " + quoted(run) + " --resume --distill-from " +
+                                      quoted(tiny_model_dir()) + " --distill-weight 0.9 --distill-temperature 2")),
+                        {"--distill-from"}, "resume with another teacher");
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "r2") + " --distill-weight 0.5")),
+                        {"--distill-weight", "--distill-from"}, "a weight without a teacher");
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "r3") + " --distill-from " + teacher + " --loss l1")),
+                        {"--distill-from", "--loss l1"}, "distillation with the L1 loss");
+  // The tiny preset has the real Qwen3 vocabulary (151936 tokens), the fixture 512.
+  ASSERT_EQ(run_cli("synth --preset tiny " + quoted(dir_ / "other")).exit_code, 0);
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "r4") + " --distill-from " + quoted(dir_ / "other"))),
+                        {"--distill-from", "vocabulary has 151936 tokens"}, "a teacher of another vocabulary");
+}
+
 // The default run directory is named by the second (runs/train-YYYYmmdd-HHMMSS): a run started in the same second
 // as another (a script's loop; CI once ran the migration table's two trainings within one) gets its own directory
 // with a suffix, never the other run's checkpoints. The next seconds' names are taken beforehand, each by a run with

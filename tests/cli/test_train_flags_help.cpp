@@ -24,7 +24,13 @@ std::pair<size_t, std::string> help_line(const std::string& help, std::string_vi
     if (start == std::string::npos || line.compare(start, name.size(), name) != 0) continue;
     const size_t end = start + name.size();
     if (end != line.size() && line[end] != ' ' && line[end] != ',') continue;
-    const bool names_only = line.find("  ", start) == std::string::npos;  // no gap before a help column
+    // Names only: the names and at most a type word (INT, TEXT, ...). A name that fills the column exactly is
+    // followed by its help after a single space, so a missing double space does not say it.
+    std::istringstream words(line.substr(start));
+    std::string names, type, more;
+    words >> names >> type >> more;
+    const bool type_word = !type.empty() && type.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos;
+    const bool names_only = type.empty() || (type_word && more.empty());
     std::string next;
     if (names_only && std::getline(lines, next)) {
       // append(), not `" " + next.substr(...)`: GCC 12 reports a false -Wrestrict on the latter under -O2.

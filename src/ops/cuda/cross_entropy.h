@@ -15,12 +15,17 @@
 // from BF16 logits, computed in fp32.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
 #include "ops/cuda/rows.h"
 
 namespace nvfp4lm::cuda {
+
+// Bytes the fused lm_head losses (this one and ops/distillation.h) may spend on [rows, V] logits buffers: 512 MiB, or
+// NVFP4LM_CE_LOGITS_BYTES (less memory, or more rows per chunk: fewer passes over the F32 dW). Host code.
+size_t lm_head_logits_budget_bytes();
 
 // Rows of the logits buffer are padded to a multiple of 8 elements so every row starts on 16 bytes.
 inline int64_t cross_entropy_logits_ld(int64_t vocab) { return (vocab + 7) / 8 * 8; }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
+#include <utility>
 
 #include "model/model_test_util.h"
 #include "model/qwen3_decode_step.h"
@@ -240,6 +242,45 @@ TEST(Qwen3Cuda, TrainingGradientsMatchPyTorch) {
         TrainCase{"qat recompute+packed weights", false, "qat.", QatMode::W4A16, false, Recompute::Block, true}}) {
     SCOPED_TRACE(c.name);
     check_training_pass(c);
+  }
+}
+
+// Distillation (QAD) on the device: an NVFP4 W4A16 student learning from a frozen BF16 teacher (the tied fixture;
+// train/train_setup.cpp builds teachers the same way) follows the same pass on the CPU: loss, KL, agreement and every
+// gradient within the BF16 bounds above.
+TEST(Qwen3Cuda, DistillationFollowsTheCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const Reference ref(false);
+  const TrainBatch batch = ref.batch(true);
+  const float grad_scale = 1.0f / static_cast<float>(count_loss_tokens(batch));
+  auto run = [&](Device device) {
+    TrainModelOptions teacher_options;
+    teacher_options.qat = QatMode::Off;
+    teacher_options.train_last_layers = 0;
+    teacher_options.device = device;
+    teacher_options.bf16_master = !device.is_cpu();
+    TrainModelOptions student_options;
+    student_options.device = device;
+    auto teacher = std::make_unique<Qwen3Trainable>(Qwen3Trainable::from_files(*open_tiny(true), teacher_options));
+    auto student = std::make_unique<Qwen3Trainable>(Qwen3Trainable::from_files(*open_tiny(false), student_options));
+    TrainLoss loss;
+    loss.teacher = teacher.get();
+    loss.distillation = {2.0f, 0.8f};
+    const LossStats stats = student->forward_backward(batch, grad_scale, loss);
+    return std::make_pair(stats, std::move(student));
+  };
+  const auto [cpu, cpu_model] = run(Device::cpu());
+  const auto [cuda, cuda_model] = run(gpu());
+  std::fprintf(stderr, "[bf16] distillation loss %.6f vs cpu %.6f, kl %.6f vs %.6f, agree %lld vs %lld of %lld\n",
+               cuda.mean(), cpu.mean(), cuda.mean_kl(), cpu.mean_kl(), static_cast<long long>(cuda.agree),
+               static_cast<long long>(cpu.agree), static_cast<long long>(cpu.tokens));
+  EXPECT_EQ(cuda.tokens, cpu.tokens);
+  EXPECT_NEAR(cuda.mean(), cpu.mean(), kLossBound * cpu.mean());
+  EXPECT_NEAR(cuda.mean_kl(), cpu.mean_kl(), 0.05 * cpu.mean_kl() + 1e-3);
+  EXPECT_LE(std::abs(cuda.agree - cpu.agree), 1 + cpu.tokens / 10);
+  for (size_t i = 0; i < cpu_model->parameters().size(); ++i) {
+    const Parameter& p = cuda_model->parameters()[i];
+    expect_rel_close(p.grad, cpu_model->parameters()[i].grad, kGradBound, "distillation grad of " + p.name);
   }
 }
 

@@ -1,0 +1,17 @@
+// CPU reference of ops/distillation.h.
+#pragma once
+
+#include "core/tensor.h"
+#include "ops/distillation.h"
+
+namespace nvfp4lm::cpu {
+
+// Rows of target tokens processed per pair of lm_head GEMMs (the logits scratch is 2 x chunk_rows x V floats).
+inline constexpr int64_t kDistillationChunkRows = 64;
+
+DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_head, const Tensor& teacher_hidden,
+                                        const Tensor& teacher_lm_head, const Tensor& targets,
+                                        const DistillationSettings& settings, float grad_scale, Tensor* dhidden,
+                                        Tensor* dweight);
+
+}  // namespace nvfp4lm::cpu

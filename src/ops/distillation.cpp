@@ -1,0 +1,182 @@
+// Shape checks and device dispatch for ops/distillation.h, and the host side of the CUDA twin: the chunk loop over
+// target rows that drives the student's and the teacher's lm_head GEMMs (public gemm(), cuBLASLt on CUDA) and the
+// kernels of ops/cuda/distillation.h. Built as the fused cross-entropy's (ops/cross_entropy.cpp): targets validated
+// and compacted on the host, rows in chunks of whole logit rows, one logits buffer each for the student and the
+// teacher.
+#include "ops/distillation.h"
+
+#include <cmath>
+
+#include "ops/cpu/distillation.h"
+#include "ops/dispatch.h"
+
+#if NVFP4LM_HAS_CUDA
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/cross_entropy.h"
+#include "ops/cuda/cross_entropy.h"
+#include "ops/cuda/distillation.h"
+#include "ops/cuda/embedding.h"
+#include "ops/cuda/input_errors.h"
+#include "ops/cuda/tensor_rows.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+#endif
+
+namespace nvfp4lm {
+
+#if NVFP4LM_HAS_CUDA
+namespace {
+
+DistillationResult cuda_lm_head_distillation(const Tensor& hidden, const Tensor& lm_head, const Tensor& teacher_hidden,
+                                             const Tensor& teacher_lm_head, const Tensor& targets,
+                                             const DistillationSettings& settings, float grad_scale, Tensor* dhidden,
+                                             Tensor* dweight) {
+  const DType dtype = hidden.dtype();
+  const Device device = hidden.device();
+  NVFP4LM_ASSERT(lm_head.dtype() == dtype && teacher_hidden.dtype() == dtype && teacher_lm_head.dtype() == dtype &&
+                     (dtype == DType::BF16 || dtype == DType::F32),
+                 "lm_head_distillation on CUDA: hidden {}, lm_head {}, teacher hidden {} and teacher lm_head {} must "
+                 "share one dtype, BF16 or F32",
+                 hidden.str(), lm_head.str(), teacher_hidden.str(), teacher_lm_head.str());
+  NVFP4LM_ASSERT(dhidden == nullptr || dhidden->dtype() == DType::BF16 || dhidden->dtype() == DType::F32,
+                 "lm_head_distillation on CUDA: dhidden {} must be BF16 or F32", dhidden->str());
+  NVFP4LM_ASSERT(dweight == nullptr || dweight->dtype() == DType::F32,
+                 "lm_head_distillation on CUDA: dweight {} must be F32 (a parameter gradient)", dweight->str());
+  (void)cuda::device_int32(targets, "lm_head_distillation targets");
+  const int64_t rows = hidden.dim(0), hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
+
+  const Tensor host_targets = targets.to(Device::cpu());
+  cuda::throw_pending_input_errors();
+  const int32_t* target = rows > 0 ? host_targets.data<int32_t>() : nullptr;
+  std::vector<int32_t> active, source_row(static_cast<size_t>(rows), -1), active_targets;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (target[i] == kIgnoreIndex) continue;
+    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
+                  "distillation: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
+                  "a position)",
+                  target[i], i, vocab, kIgnoreIndex);
+    source_row[static_cast<size_t>(i)] = static_cast<int32_t>(active.size());
+    active.push_back(static_cast<int32_t>(i));
+    active_targets.push_back(target[i]);
+  }
+  DistillationResult result;
+  result.tokens = static_cast<int64_t>(active.size());
+  if (result.tokens == 0) {
+    if (dhidden != nullptr) fill(*dhidden, 0.f);
+    return result;
+  }
+  const int64_t tokens = result.tokens;
+  const bool all_active = tokens == rows;
+
+  // One upload: [active rows | source row of every row (-1: ignored) | targets of the active rows].
+  std::vector<int32_t> packed(active);
+  packed.insert(packed.end(), source_row.begin(), source_row.end());
+  packed.insert(packed.end(), active_targets.begin(), active_targets.end());
+  const Tensor index = Tensor::from_ints(packed, Shape{static_cast<int64_t>(packed.size())}).to(device);
+  const auto* index_data = static_cast<const int32_t*>(index.raw());
+  const int32_t* device_active = index_data;
+  const int32_t* device_source_row = index_data + tokens;
+  const int32_t* device_targets = index_data + tokens + rows;
+
+  // The student's and the teacher's hidden rows with a target, compacted (unless that is all of them).
+  Tensor h = hidden, ht = teacher_hidden;
+  if (!all_active) {
+    h = Tensor::empty({tokens, hidden_dim}, dtype, device);
+    ht = Tensor::empty({tokens, teacher_hidden.dim(1)}, dtype, device);
+    cuda::gather_rows(device_active, cuda::device_matrix(hidden, "lm_head_distillation hidden"),
+                      cuda::device_matrix(h, "lm_head_distillation compacted hidden"), nullptr);
+    cuda::gather_rows(device_active, cuda::device_matrix(teacher_hidden, "lm_head_distillation teacher hidden"),
+                      cuda::device_matrix(ht, "lm_head_distillation compacted teacher hidden"), nullptr);
+  }
+  Tensor dh;
+  if (dhidden != nullptr) dh = all_active ? *dhidden : Tensor::empty({tokens, hidden_dim}, dhidden->dtype(), device);
+
+  const int64_t ld = cuda::cross_entropy_logits_ld(vocab);
+  const int64_t row_bytes = 2 * ld * static_cast<int64_t>(dtype_bytes(dtype));
+  // The fused cross-entropy's logits budget, shared by the student's and the teacher's rows.
+  const int64_t max_rows = std::max<int64_t>(1, static_cast<int64_t>(cuda::lm_head_logits_budget_bytes()) / row_bytes);
+  const int64_t chunks = (tokens + max_rows - 1) / max_rows;
+  const int64_t chunk_rows = (tokens + chunks - 1) / chunks;  // balanced chunks
+  Tensor student_logits = Tensor::empty({chunk_rows, ld}, dtype, device);
+  Tensor teacher_logits = Tensor::empty({chunk_rows, ld}, dtype, device);
+  Tensor row_terms = Tensor::empty({4 * tokens}, DType::F32, device);  // kl | ce | correct (I32) | agree (I32)
+  auto* terms = static_cast<float*>(row_terms.raw());
+  const cuda::DistillationRowsOut out{terms, terms + tokens, reinterpret_cast<int32_t*>(terms + 2 * tokens),
+                                      reinterpret_cast<int32_t*>(terms + 3 * tokens)};
+  const bool want_grad = dhidden != nullptr || dweight != nullptr;
+
+  for (int64_t first = 0; first < tokens; first += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, tokens - first);
+    const Tensor h_chunk = h.narrow(0, first, count);
+    Tensor z = student_logits.narrow(0, 0, count).narrow(1, 0, vocab);
+    Tensor t = teacher_logits.narrow(0, 0, count).narrow(1, 0, vocab);
+    gemm(h_chunk, false, lm_head, true, z);
+    gemm(ht.narrow(0, first, count), false, teacher_lm_head, true, t);
+    const cuda::DistillationRowsOut chunk_out{out.kl + first, out.ce + first, out.correct + first, out.agree + first};
+    cuda::distillation_rows(z.raw(), t.raw(), dtype, count, vocab, device_targets + first, settings.temperature,
+                            settings.weight, grad_scale, want_grad, chunk_out);
+    if (dhidden != nullptr) {
+      Tensor dh_chunk = dh.narrow(0, first, count);
+      gemm(z, false, lm_head, false, dh_chunk);
+    }
+    if (dweight != nullptr) gemm(z, true, h_chunk, false, *dweight, 1.f, 1.f);
+  }
+  if (dhidden != nullptr && !all_active) {
+    cuda::expand_rows(cuda::device_matrix(dh, "lm_head_distillation compacted dhidden"), device_source_row,
+                      cuda::device_matrix(*dhidden, "lm_head_distillation dhidden"));
+  }
+
+  Tensor sums = Tensor::empty({4 * static_cast<int64_t>(sizeof(double))}, DType::U8, device);
+  cuda::distillation_sums(out, tokens, static_cast<double*>(sums.raw()));
+  const Tensor host_sums = sums.to(Device::cpu());
+  double values[4];
+  std::memcpy(values, host_sums.raw(), sizeof(values));
+  result.kl_sum = values[0];
+  result.ce_sum = values[1];
+  result.correct = std::llround(values[2]);
+  result.agree = std::llround(values[3]);
+  const double tau = settings.temperature;
+  result.loss_sum =
+      settings.weight * tau * tau * result.kl_sum + (1.0 - static_cast<double>(settings.weight)) * result.ce_sum;
+  return result;
+}
+
+}  // namespace
+#endif
+
+DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_head, const Tensor& teacher_hidden,
+                                        const Tensor& teacher_lm_head, const Tensor& targets,
+                                        const DistillationSettings& settings, float grad_scale, Tensor* dhidden,
+                                        Tensor* dweight) {
+  NVFP4LM_ASSERT(hidden.rank() == 2 && lm_head.rank() == 2 && hidden.dim(1) == lm_head.dim(1),
+                 "lm_head_distillation: hidden {} must be [N, H] and lm_head {} [V, H]", hidden.str(), lm_head.str());
+  NVFP4LM_ASSERT(teacher_hidden.rank() == 2 && teacher_lm_head.rank() == 2 && teacher_hidden.dim(0) == hidden.dim(0) &&
+                     teacher_hidden.dim(1) == teacher_lm_head.dim(1) && teacher_lm_head.dim(0) == lm_head.dim(0),
+                 "lm_head_distillation: teacher hidden {} must be [N, Ht] and teacher lm_head {} [V, Ht] (student "
+                 "hidden {}, lm_head {})",
+                 teacher_hidden.str(), teacher_lm_head.str(), hidden.str(), lm_head.str());
+  NVFP4LM_ASSERT(targets.dtype() == DType::I32 && targets.rank() == 1 && targets.dim(0) == hidden.dim(0),
+                 "lm_head_distillation: targets {} must be I32 [{}]", targets.str(), hidden.dim(0));
+  NVFP4LM_ASSERT(dhidden == nullptr || dhidden->shape() == hidden.shape(),
+                 "lm_head_distillation: dhidden {} vs hidden {}", dhidden->str(), hidden.str());
+  NVFP4LM_ASSERT(dweight == nullptr || dweight->shape() == lm_head.shape(),
+                 "lm_head_distillation: dweight {} vs lm_head {}", dweight->str(), lm_head.str());
+  NVFP4LM_ASSERT(
+      std::isfinite(settings.temperature) && settings.temperature > 0 && settings.weight >= 0 && settings.weight <= 1,
+      "lm_head_distillation: temperature {} must be positive and weight {} in [0, 1]", settings.temperature,
+      settings.weight);
+  [[maybe_unused]] const Device device = common_device(
+      "lm_head_distillation", {&hidden, &lm_head, &teacher_hidden, &teacher_lm_head, &targets, dhidden, dweight});
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda())
+    return cuda_lm_head_distillation(hidden, lm_head, teacher_hidden, teacher_lm_head, targets, settings, grad_scale,
+                                     dhidden, dweight);
+#endif
+  return cpu::lm_head_distillation(hidden, lm_head, teacher_hidden, teacher_lm_head, targets, settings, grad_scale,
+                                   dhidden, dweight);
+}
+
+}  // namespace nvfp4lm

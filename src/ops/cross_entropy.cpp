@@ -19,6 +19,7 @@
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/embedding.h"
 #include "ops/cuda/input_errors.h"
+#include "ops/cuda/loss_targets.h"
 #include "ops/cuda/tensor_rows.h"
 #include "ops/elementwise.h"
 #endif
@@ -41,6 +42,36 @@ size_t lm_head_logits_budget_bytes() {
   return static_cast<size_t>(value);
 }
 
+LossTargetRows compact_loss_targets(const Tensor& targets, int64_t vocab, const char* loss) {
+  const int64_t rows = targets.dim(0);
+  const Tensor host_targets = targets.to(Device::cpu());
+  throw_pending_input_errors();  // e.g. a bad token id seen by this step's embedding kernel
+  const int32_t* target = rows > 0 ? host_targets.data<int32_t>() : nullptr;
+  std::vector<int32_t> active, source_row(static_cast<size_t>(rows), -1), active_targets;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (target[i] == kIgnoreIndex) continue;
+    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
+                  "{}: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore a position)",
+                  loss, target[i], i, vocab, kIgnoreIndex);
+    source_row[static_cast<size_t>(i)] = static_cast<int32_t>(active.size());
+    active.push_back(static_cast<int32_t>(i));
+    active_targets.push_back(target[i]);
+  }
+  LossTargetRows out;
+  out.rows = rows;
+  out.tokens = static_cast<int64_t>(active.size());
+  if (out.tokens == 0) return out;
+  std::vector<int32_t> packed(active);
+  packed.insert(packed.end(), source_row.begin(), source_row.end());
+  packed.insert(packed.end(), active_targets.begin(), active_targets.end());
+  out.index = Tensor::from_ints(packed, Shape{static_cast<int64_t>(packed.size())}).to(targets.device());
+  const auto* index_data = static_cast<const int32_t*>(out.index.raw());
+  out.active = index_data;
+  out.source_row = index_data + out.tokens;
+  out.targets = index_data + out.tokens + rows;
+  return out;
+}
+
 }  // namespace cuda
 
 namespace {
@@ -59,39 +90,18 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
   (void)cuda::device_int32(targets, "lm_head_cross_entropy targets");
   const int64_t rows = hidden.dim(0), hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
 
-  // Targets come to the host (the one synchronisation before the work): validated and compacted there.
-  const Tensor host_targets = targets.to(Device::cpu());
-  cuda::throw_pending_input_errors();  // e.g. a bad token id seen by this step's embedding kernel
-  const int32_t* target = rows > 0 ? host_targets.data<int32_t>() : nullptr;
-  std::vector<int32_t> active, source_row(static_cast<size_t>(rows), -1), active_targets;
-  for (int64_t i = 0; i < rows; ++i) {
-    if (target[i] == kIgnoreIndex) continue;
-    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
-                  "cross-entropy: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
-                  "a position)",
-                  target[i], i, vocab, kIgnoreIndex);
-    source_row[static_cast<size_t>(i)] = static_cast<int32_t>(active.size());
-    active.push_back(static_cast<int32_t>(i));
-    active_targets.push_back(target[i]);
-  }
+  const cuda::LossTargetRows compact = cuda::compact_loss_targets(targets, vocab, "cross-entropy");
   CrossEntropyResult result;
-  result.tokens = static_cast<int64_t>(active.size());
+  result.tokens = compact.tokens;
   if (result.tokens == 0) {
     if (dhidden != nullptr) fill(*dhidden, 0.f);
     return result;
   }
   const int64_t tokens = result.tokens;
   const bool all_active = tokens == rows;
-
-  // One upload: [active rows | source row of every row (-1: ignored) | targets of the active rows].
-  std::vector<int32_t> packed(active);
-  packed.insert(packed.end(), source_row.begin(), source_row.end());
-  packed.insert(packed.end(), active_targets.begin(), active_targets.end());
-  const Tensor index = Tensor::from_ints(packed, Shape{static_cast<int64_t>(packed.size())}).to(device);
-  const auto* index_data = static_cast<const int32_t*>(index.raw());
-  const int32_t* device_active = index_data;
-  const int32_t* device_source_row = index_data + tokens;
-  const int32_t* device_targets = index_data + tokens + rows;
+  const int32_t* device_active = compact.active;
+  const int32_t* device_source_row = compact.source_row;
+  const int32_t* device_targets = compact.targets;
 
   // The hidden rows with a target, compacted (unless that is all of them).
   Tensor h = hidden;

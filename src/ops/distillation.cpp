@@ -19,7 +19,7 @@
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/distillation.h"
 #include "ops/cuda/embedding.h"
-#include "ops/cuda/input_errors.h"
+#include "ops/cuda/loss_targets.h"
 #include "ops/cuda/tensor_rows.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
@@ -48,38 +48,18 @@ DistillationResult cuda_lm_head_distillation(const Tensor& hidden, const Tensor&
   (void)cuda::device_int32(targets, "lm_head_distillation targets");
   const int64_t rows = hidden.dim(0), hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
 
-  const Tensor host_targets = targets.to(Device::cpu());
-  cuda::throw_pending_input_errors();
-  const int32_t* target = rows > 0 ? host_targets.data<int32_t>() : nullptr;
-  std::vector<int32_t> active, source_row(static_cast<size_t>(rows), -1), active_targets;
-  for (int64_t i = 0; i < rows; ++i) {
-    if (target[i] == kIgnoreIndex) continue;
-    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
-                  "distillation: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
-                  "a position)",
-                  target[i], i, vocab, kIgnoreIndex);
-    source_row[static_cast<size_t>(i)] = static_cast<int32_t>(active.size());
-    active.push_back(static_cast<int32_t>(i));
-    active_targets.push_back(target[i]);
-  }
+  const cuda::LossTargetRows compact = cuda::compact_loss_targets(targets, vocab, "distillation");
   DistillationResult result;
-  result.tokens = static_cast<int64_t>(active.size());
+  result.tokens = compact.tokens;
   if (result.tokens == 0) {
     if (dhidden != nullptr) fill(*dhidden, 0.f);
     return result;
   }
   const int64_t tokens = result.tokens;
   const bool all_active = tokens == rows;
-
-  // One upload: [active rows | source row of every row (-1: ignored) | targets of the active rows].
-  std::vector<int32_t> packed(active);
-  packed.insert(packed.end(), source_row.begin(), source_row.end());
-  packed.insert(packed.end(), active_targets.begin(), active_targets.end());
-  const Tensor index = Tensor::from_ints(packed, Shape{static_cast<int64_t>(packed.size())}).to(device);
-  const auto* index_data = static_cast<const int32_t*>(index.raw());
-  const int32_t* device_active = index_data;
-  const int32_t* device_source_row = index_data + tokens;
-  const int32_t* device_targets = index_data + tokens + rows;
+  const int32_t* device_active = compact.active;
+  const int32_t* device_source_row = compact.source_row;
+  const int32_t* device_targets = compact.targets;
 
   // The student's and the teacher's hidden rows with a target, compacted (unless that is all of them).
   Tensor h = hidden, ht = teacher_hidden;

@@ -60,6 +60,22 @@ const KernelFamily<SoftmaxRowFn>& cross_entropy_family() {
 
 const KernelFamilyInfo& cross_entropy_kernel_family() { return cross_entropy_family(); }
 
+std::vector<int64_t> active_target_rows(const int32_t* target, int64_t rows, int64_t vocab, const MatrixF32* dhidden,
+                                        const char* loss) {
+  std::vector<int64_t> active;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (target[i] == kIgnoreIndex) {
+      if (dhidden != nullptr) std::fill_n(dhidden->row(i), dhidden->cols, 0.f);
+      continue;
+    }
+    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
+                  "{}: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore a position)",
+                  loss, target[i], i, vocab, kIgnoreIndex);
+    active.push_back(i);
+  }
+  return active;
+}
+
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
                                          float grad_scale, Tensor* dhidden, Tensor* dweight) {
   const MatrixF32 hid = as_matrix(hidden, "lm_head_cross_entropy hidden");
@@ -69,18 +85,8 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
   if (dhidden != nullptr) dhid = as_matrix(*dhidden, "lm_head_cross_entropy dhidden");
   if (dweight != nullptr) (void)as_matrix(*dweight, "lm_head_cross_entropy dweight");  // layout check
 
-  std::vector<int64_t> active;  // rows with a target, in order
-  for (int64_t i = 0; i < rows; ++i) {
-    if (target[i] == kIgnoreIndex) {
-      if (dhidden != nullptr) std::fill_n(dhid.row(i), hidden_dim, 0.f);
-      continue;
-    }
-    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
-                  "cross-entropy: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
-                  "a position)",
-                  target[i], i, vocab, kIgnoreIndex);
-    active.push_back(i);
-  }
+  const std::vector<int64_t> active =
+      active_target_rows(target, rows, vocab, dhidden != nullptr ? &dhid : nullptr, "cross-entropy");
   CrossEntropyResult result;
   result.tokens = static_cast<int64_t>(active.size());
   if (active.empty()) return result;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cpu/cross_entropy.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/vector_math.h"
 #include "ops/cpu/views.h"
@@ -107,18 +108,8 @@ DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_h
   if (dhidden != nullptr) dhid = as_matrix(*dhidden, "lm_head_distillation dhidden");
   if (dweight != nullptr) (void)as_matrix(*dweight, "lm_head_distillation dweight");  // layout check
 
-  std::vector<int64_t> active;  // rows with a target, in order
-  for (int64_t i = 0; i < rows; ++i) {
-    if (target[i] == kIgnoreIndex) {
-      if (dhidden != nullptr) std::fill_n(dhid.row(i), hidden_dim, 0.f);
-      continue;
-    }
-    NVFP4LM_CHECK(target[i] >= 0 && target[i] < vocab,
-                  "distillation: target token {} at position {} is outside the vocabulary [0, {}) (use {} to ignore "
-                  "a position)",
-                  target[i], i, vocab, kIgnoreIndex);
-    active.push_back(i);
-  }
+  const std::vector<int64_t> active =
+      active_target_rows(target, rows, vocab, dhidden != nullptr ? &dhid : nullptr, "distillation");
   DistillationResult result;
   result.tokens = static_cast<int64_t>(active.size());
   if (active.empty()) return result;

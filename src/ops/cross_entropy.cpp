@@ -72,6 +72,13 @@ LossTargetRows compact_loss_targets(const Tensor& targets, int64_t vocab, const 
   return out;
 }
 
+Tensor active_rows(const Tensor& matrix, const LossTargetRows& compact, const char* what) {
+  if (compact.all_active()) return matrix;
+  Tensor out = Tensor::empty({compact.tokens, matrix.dim(1)}, matrix.dtype(), matrix.device());
+  gather_rows(compact.active, device_matrix(matrix, what), device_matrix(out, what), nullptr);
+  return out;
+}
+
 }  // namespace cuda
 
 namespace {
@@ -88,7 +95,7 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
   NVFP4LM_ASSERT(dweight == nullptr || dweight->dtype() == DType::F32,
                  "lm_head_cross_entropy on CUDA: dweight {} must be F32 (a parameter gradient)", dweight->str());
   (void)cuda::device_int32(targets, "lm_head_cross_entropy targets");
-  const int64_t rows = hidden.dim(0), hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
+  const int64_t hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
 
   const cuda::LossTargetRows compact = cuda::compact_loss_targets(targets, vocab, "cross-entropy");
   CrossEntropyResult result;
@@ -98,18 +105,9 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
     return result;
   }
   const int64_t tokens = result.tokens;
-  const bool all_active = tokens == rows;
-  const int32_t* device_active = compact.active;
-  const int32_t* device_source_row = compact.source_row;
-  const int32_t* device_targets = compact.targets;
-
+  const bool all_active = compact.all_active();
   // The hidden rows with a target, compacted (unless that is all of them).
-  Tensor h = hidden;
-  if (!all_active) {
-    h = Tensor::empty({tokens, hidden_dim}, dtype, device);
-    cuda::gather_rows(device_active, cuda::device_matrix(hidden, "lm_head_cross_entropy hidden"),
-                      cuda::device_matrix(h, "lm_head_cross_entropy compacted hidden"), nullptr);
-  }
+  const Tensor h = cuda::active_rows(hidden, compact, "lm_head_cross_entropy hidden");
   Tensor dh;
   if (dhidden != nullptr) dh = all_active ? *dhidden : Tensor::empty({tokens, hidden_dim}, dhidden->dtype(), device);
 
@@ -128,7 +126,7 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
     const Tensor h_chunk = h.narrow(0, first, count);
     Tensor z = logits.narrow(0, 0, count).narrow(1, 0, vocab);
     gemm(h_chunk, false, lm_head, true, z);
-    cuda::cross_entropy_rows(z.raw(), dtype, count, vocab, device_targets + first, grad_scale, want_grad,
+    cuda::cross_entropy_rows(z.raw(), dtype, count, vocab, compact.targets + first, grad_scale, want_grad,
                              static_cast<float*>(row_loss.raw()) + first,
                              static_cast<int32_t*>(row_correct.raw()) + first);
     if (dhidden != nullptr) {
@@ -138,7 +136,7 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
     if (dweight != nullptr) gemm(z, true, h_chunk, false, *dweight, 1.f, 1.f);
   }
   if (dhidden != nullptr && !all_active) {
-    cuda::expand_rows(cuda::device_matrix(dh, "lm_head_cross_entropy compacted dhidden"), device_source_row,
+    cuda::expand_rows(cuda::device_matrix(dh, "lm_head_cross_entropy compacted dhidden"), compact.source_row,
                       cuda::device_matrix(*dhidden, "lm_head_cross_entropy dhidden"));
   }
 

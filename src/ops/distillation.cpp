@@ -18,7 +18,6 @@
 #include "ops/cross_entropy.h"
 #include "ops/cuda/cross_entropy.h"
 #include "ops/cuda/distillation.h"
-#include "ops/cuda/embedding.h"
 #include "ops/cuda/loss_targets.h"
 #include "ops/cuda/tensor_rows.h"
 #include "ops/elementwise.h"
@@ -46,7 +45,7 @@ DistillationResult cuda_lm_head_distillation(const Tensor& hidden, const Tensor&
   NVFP4LM_ASSERT(dweight == nullptr || dweight->dtype() == DType::F32,
                  "lm_head_distillation on CUDA: dweight {} must be F32 (a parameter gradient)", dweight->str());
   (void)cuda::device_int32(targets, "lm_head_distillation targets");
-  const int64_t rows = hidden.dim(0), hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
+  const int64_t hidden_dim = hidden.dim(1), vocab = lm_head.dim(0);
 
   const cuda::LossTargetRows compact = cuda::compact_loss_targets(targets, vocab, "distillation");
   DistillationResult result;
@@ -56,21 +55,10 @@ DistillationResult cuda_lm_head_distillation(const Tensor& hidden, const Tensor&
     return result;
   }
   const int64_t tokens = result.tokens;
-  const bool all_active = tokens == rows;
-  const int32_t* device_active = compact.active;
-  const int32_t* device_source_row = compact.source_row;
-  const int32_t* device_targets = compact.targets;
-
+  const bool all_active = compact.all_active();
   // The student's and the teacher's hidden rows with a target, compacted (unless that is all of them).
-  Tensor h = hidden, ht = teacher_hidden;
-  if (!all_active) {
-    h = Tensor::empty({tokens, hidden_dim}, dtype, device);
-    ht = Tensor::empty({tokens, teacher_hidden.dim(1)}, dtype, device);
-    cuda::gather_rows(device_active, cuda::device_matrix(hidden, "lm_head_distillation hidden"),
-                      cuda::device_matrix(h, "lm_head_distillation compacted hidden"), nullptr);
-    cuda::gather_rows(device_active, cuda::device_matrix(teacher_hidden, "lm_head_distillation teacher hidden"),
-                      cuda::device_matrix(ht, "lm_head_distillation compacted teacher hidden"), nullptr);
-  }
+  const Tensor h = cuda::active_rows(hidden, compact, "lm_head_distillation hidden");
+  const Tensor ht = cuda::active_rows(teacher_hidden, compact, "lm_head_distillation teacher hidden");
   Tensor dh;
   if (dhidden != nullptr) dh = all_active ? *dhidden : Tensor::empty({tokens, hidden_dim}, dhidden->dtype(), device);
 
@@ -96,7 +84,7 @@ DistillationResult cuda_lm_head_distillation(const Tensor& hidden, const Tensor&
     gemm(h_chunk, false, lm_head, true, z);
     gemm(ht.narrow(0, first, count), false, teacher_lm_head, true, t);
     const cuda::DistillationRowsOut chunk_out{out.kl + first, out.ce + first, out.correct + first, out.agree + first};
-    cuda::distillation_rows(z.raw(), t.raw(), dtype, count, vocab, device_targets + first, settings.temperature,
+    cuda::distillation_rows(z.raw(), t.raw(), dtype, count, vocab, compact.targets + first, settings.temperature,
                             settings.weight, grad_scale, want_grad, chunk_out);
     if (dhidden != nullptr) {
       Tensor dh_chunk = dh.narrow(0, first, count);
@@ -105,7 +93,7 @@ DistillationResult cuda_lm_head_distillation(const Tensor& hidden, const Tensor&
     if (dweight != nullptr) gemm(z, true, h_chunk, false, *dweight, 1.f, 1.f);
   }
   if (dhidden != nullptr && !all_active) {
-    cuda::expand_rows(cuda::device_matrix(dh, "lm_head_distillation compacted dhidden"), device_source_row,
+    cuda::expand_rows(cuda::device_matrix(dh, "lm_head_distillation compacted dhidden"), compact.source_row,
                       cuda::device_matrix(*dhidden, "lm_head_distillation dhidden"));
   }
 

@@ -60,6 +60,12 @@ const KernelFamily<SoftmaxRowFn>& cross_entropy_family() {
 
 const KernelFamilyInfo& cross_entropy_kernel_family() { return cross_entropy_family(); }
 
+void gather_target_rows(const MatrixF32& from, const int64_t* index, int64_t count, Tensor& to) {
+  float* out = to.data<float>();
+  for (int64_t r = 0; r < count; ++r)
+    std::memcpy(out + r * from.cols, from.row(index[r]), static_cast<size_t>(from.cols) * sizeof(float));
+}
+
 std::vector<int64_t> active_target_rows(const int32_t* target, int64_t rows, int64_t vocab, const MatrixF32* dhidden,
                                         const char* loss) {
   std::vector<int64_t> active;
@@ -104,10 +110,7 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
     const int64_t* chunk_index = active.data() + first;
     Tensor h = h_chunk.narrow(0, 0, count);
     Tensor z = logits.narrow(0, 0, count);
-    float* h_data = h.data<float>();
-    for (int64_t r = 0; r < count; ++r) {
-      std::memcpy(h_data + r * hidden_dim, hid.row(chunk_index[r]), static_cast<size_t>(hidden_dim) * sizeof(float));
-    }
+    gather_target_rows(hid, chunk_index, count, h);
     gemm(h, false, lm_head, true, z, 1.f, 0.f);
 
     float* z_data = z.data<float>();

@@ -20,6 +20,9 @@ inline constexpr int64_t kCrossEntropyChunkRows = 64;
 std::vector<int64_t> active_target_rows(const int32_t* target, int64_t rows, int64_t vocab, const MatrixF32* dhidden,
                                         const char* loss);
 
+// Rows index[0..count) of `from` into the first `count` rows of the contiguous F32 `to` (a chunk of target rows).
+void gather_target_rows(const MatrixF32& from, const int64_t* index, int64_t count, Tensor& to);
+
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
                                          float grad_scale, Tensor* dhidden, Tensor* dweight);
 // The softmax row kernel's variants (per x86-64 level, ops/cpu/x86/levels.h) and the one this runs.

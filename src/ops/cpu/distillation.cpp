@@ -87,13 +87,6 @@ RowTerms distill_row(float* z, const float* t, int64_t vocab, int32_t target, co
   return row;
 }
 
-// hidden rows `index[0..count)` of `from` into the first `count` rows of `to`.
-void gather(const MatrixF32& from, const int64_t* index, int64_t count, Tensor& to) {
-  float* out = to.data<float>();
-  for (int64_t r = 0; r < count; ++r)
-    std::memcpy(out + r * from.cols, from.row(index[r]), static_cast<size_t>(from.cols) * sizeof(float));
-}
-
 }  // namespace
 
 DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_head, const Tensor& teacher_hidden,
@@ -128,8 +121,8 @@ DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_h
     const int64_t* chunk_index = active.data() + first;
     Tensor h = h_chunk.narrow(0, 0, count);
     Tensor ht = t_chunk.narrow(0, 0, count);
-    gather(hid, chunk_index, count, h);
-    gather(teacher, chunk_index, count, ht);
+    gather_target_rows(hid, chunk_index, count, h);
+    gather_target_rows(teacher, chunk_index, count, ht);
     Tensor z = student_logits.narrow(0, 0, count);
     Tensor t = teacher_logits.narrow(0, 0, count);
     gemm(h, false, lm_head, true, z, 1.f, 0.f);

@@ -15,10 +15,15 @@ struct LossTargetRows {
   const int32_t* active = nullptr;      // the rows with a target, in order
   const int32_t* source_row = nullptr;  // per row, its index among the active ones, or -1
   const int32_t* targets = nullptr;     // the targets of the active rows
+  bool all_active() const { return tokens == rows; }
 };
 
 // targets: I32 [rows] on a CUDA device. Error naming `loss` for a target outside [0, vocab) other than -100 (it
 // comes from data); pending input errors of earlier kernels (a bad token id in the embedding) are thrown first.
 LossTargetRows compact_loss_targets(const Tensor& targets, int64_t vocab, const char* loss);
+
+// The active rows of `matrix` ([rows, width] on the device): `matrix` itself when every row is active, else a
+// compacted copy [tokens, width]. `what` names it in errors.
+Tensor active_rows(const Tensor& matrix, const LossTargetRows& compact, const char* what);
 
 }  // namespace nvfp4lm::cuda

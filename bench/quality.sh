@@ -21,6 +21,9 @@
 #                 exported as ModelOpt NVFP4
 #      qad-1d     the same steps with quantization-aware distillation instead: `--distill-from bf16` (KL to the
 #                 BF16 model's token distribution, temperature 1, no cross-entropy), as ModelOpt's QAD
+#      qad-top32  QAD from a teacher cache instead of the teacher: `nvfp4lm distill-cache --top-k 32` once over the
+#                 batches the run takes (its seed and steps), then `--distill-from` the cache (the KL over the
+#                 teacher's 32 most likely tokens and the rest of the vocabulary as one outcome)
 #    and, so the QAT row is not just "more training", bf16-more: the same QAT_STEPS steps without QAT (--qat off),
 #    and ptq-more: its round-to-nearest quantization. QAT and QAD are scored against both: bf16 (what QAD recovers
 #    towards) and bf16-more (as long a training without quantization).
@@ -87,6 +90,17 @@ if [ ! -d qad-1d ]; then
   "$BIN" train --model bf16 --data corpus/train.txt "${common[@]}" --qat w4a16 --max-steps "$QAT_STEPS" \
     --lr 3e-4 --warmup 20 --weight-decay 0.01 --distill-from bf16 --output run-qad --export qad-1d 2> train-qad.log
 fi
+if [ ! -f teacher-top32.safetensors ]; then
+  "$BIN" distill-cache --model bf16 --distill-from bf16 --data corpus/train.txt --tokenizer "$TOKENIZER" \
+    --data-format text --seq-len "$SEQ_LEN" --batch "$BATCH" --seed 1 --max-steps "$QAT_STEPS" --top-k 32 \
+    --output teacher-top32.safetensors \
+    > distill-cache.out 2> distill-cache.log
+fi
+if [ ! -d qad-top32 ]; then
+  "$BIN" train --model bf16 --data corpus/train.txt "${common[@]}" --qat w4a16 --max-steps "$QAT_STEPS" \
+    --lr 3e-4 --warmup 20 --weight-decay 0.01 --distill-from teacher-top32.safetensors --output run-qad-top32 \
+    --export qad-top32 2> train-qad-top32.log
+fi
 if [ ! -d bf16-more ]; then
   "$BIN" train --model bf16 --data corpus/train.txt "${common[@]}" --qat off --max-steps "$QAT_STEPS" \
     --lr 3e-4 --warmup 20 --weight-decay 0.01 --output run-more --export bf16-more --export-format bf16 \
@@ -100,8 +114,8 @@ fi
 printf '| model | reference | eval loss | perplexity | token acc. | KL(ref ‖ model) mean | p99 | top-1 agreement |\n' \
   > results.md
 printf '|---|---|---|---|---|---|---|---|\n' >> results.md
-for pair in bf16:bf16 ptq-1d:bf16 ptq-2d:bf16 qat-1d:bf16 qad-1d:bf16 bf16-more:bf16-more ptq-more:bf16-more \
-  qat-1d:bf16-more qad-1d:bf16-more; do
+for pair in bf16:bf16 ptq-1d:bf16 ptq-2d:bf16 qat-1d:bf16 qad-1d:bf16 qad-top32:bf16 bf16-more:bf16-more \
+  ptq-more:bf16-more qat-1d:bf16-more qad-1d:bf16-more qad-top32:bf16-more; do
   model=${pair%%:*} reference=${pair##*:}
   "$BIN" eval --model "$model" --tokenizer "$TOKENIZER" --data corpus/heldout.txt --data-format text \
     --seq-len "$SEQ_LEN" --stride $((SEQ_LEN / 2)) --max-tokens "$EVAL_TOKENS" --reference "$reference" --json \
@@ -113,6 +127,7 @@ print(f"| {sys.argv[1]} | {sys.argv[2]} | {r['loss']:.4f} | {r['perplexity']:.3f
       f"{ref['kl_mean']:.5f} | {ref['kl_p99']:.4f} | {100 * ref['top1_agreement']:.2f}% |")
 EOF
 done
+echo "teacher cache: $(head -1 distill-cache.out)" >> results.md
 echo "tokens scored per model: $(python3 -c "import json; print(json.load(open('eval-bf16-bf16.json'))['tokens'])")" \
   >> results.md
 cat results.md

@@ -122,9 +122,21 @@ MUTATIONS = [
      [("test_ops_cuda", "*BackendOps.*distillation*")]),
     ("distill-ce-onehot", "the cross-entropy share of the distillation gradient without its one-hot term",
      "src/ops/cuda/distillation.cu",
-     " - (j == target ? ce_scale : 0.f);",
-     ";",
+     "(q - p) + ce_scale * softmax - (j == target ? ce_scale : 0.f);",
+     "(q - p) + ce_scale * softmax;",
      [("test_ops_cuda", "*BackendOps.*distillation*")]),
+    ("distill-topk-rest", "distillation from a teacher cache: the teacher's rest mass spread over the tokens outside "
+     "the top K by the student's whole distribution instead of its tail (r q_v, not r q_v / q_rest)",
+     "src/ops/cuda/distillation.cu",
+     "const float rest_shift = log_rest - tail_lse;",
+     "const float rest_shift = log_rest - q_lse;",
+     [("test_ops_cuda", "*BackendOps.*distillation_topk*")]),
+    ("distill-topk-sort-barrier", "no barrier after the row's K tokens are sorted into shared memory: the passes "
+     "search the sorted list while other threads still write it",
+     "src/ops/cuda/distillation.cu",
+     "    sorted_p[rank] = __expf(log_p[threadIdx.x]);\n  }\n  __syncthreads();",
+     "    sorted_p[rank] = __expf(log_p[threadIdx.x]);\n  }",
+     [("test_ops_cuda", "*BackendOps.*distillation_topk*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

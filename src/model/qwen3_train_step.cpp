@@ -95,9 +95,18 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
   // Distillation: the teacher's forward first (frozen, on this device), so its work buffers are gone before this
   // forward saves its own activations; only its final hidden state stays.
   Tensor teacher_hidden;
-  if (loss.distills()) {
-    NVFP4LM_ASSERT(loss.kind == LossKind::CrossEntropy && loss.teacher != this,
-                   "distillation mixes with cross-entropy and needs a teacher other than the student");
+  TeacherTopK teacher_top_k;
+  NVFP4LM_ASSERT(!loss.distills() || loss.kind == LossKind::CrossEntropy,
+                 "distillation mixes with cross-entropy, not with {}", loss_kind_name(loss.kind));
+  if (loss.cached_teacher) {
+    NVFP4LM_ASSERT(loss.teacher == nullptr, "a loss with a teacher model and a cached teacher");
+    NVFP4LM_CHECK(batch.teacher_top_k.defined(),
+                  "distillation from a cached teacher, but the batch carries no teacher top K (internal: the "
+                  "trainer attaches them from the cache)");
+    teacher_top_k = batch.teacher_top_k.to(device);
+  }
+  if (loss.teacher != nullptr) {
+    NVFP4LM_ASSERT(loss.teacher != this, "distillation needs a teacher other than the student");
     NVFP4LM_CHECK(loss.teacher->device() == device && loss.teacher->compute_dtype() == dtype,
                   "the teacher runs on {} in {}, the student on {} in {}: distillation needs both on one device",
                   loss.teacher->device().str(), dtype_name(loss.teacher->compute_dtype()), device.str(),
@@ -168,9 +177,9 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
 
   Tensor d_hidden;
   if (any_backward) d_hidden = Tensor::empty({b, t, h}, dtype, device);
-  const LossStats stats =
-      detail::loss_head(loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale,
-                        any_backward ? &d_hidden : nullptr, teacher_hidden.defined() ? &teacher_hidden : nullptr);
+  const LossStats stats = detail::loss_head(
+      loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale, any_backward ? &d_hidden : nullptr,
+      {teacher_hidden.defined() ? &teacher_hidden : nullptr, teacher_top_k.defined() ? &teacher_top_k : nullptr});
   if (!any_backward) return stats;
   // Fused update: a non-finite loss means nothing of this step may be applied; the caller sees the loss.
   if (sink != nullptr && !std::isfinite(stats.loss_sum)) return stats;

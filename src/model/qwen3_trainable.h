@@ -49,7 +49,8 @@
 //  - Distillation (TrainLoss with a teacher): ops/distillation.h's weight · τ² · KL(teacher ‖ student) +
 //    (1 - weight) · CE per token, fused with the lm_head like CE; `correct` as CE, kl_sum and `agree` (student and
 //    teacher argmax equal) besides. The teacher is another Qwen3Trainable (normally the unquantized base, frozen:
-//    train_last_layers 0, QAT off) whose final_hidden() runs on the same batch inside this forward.
+//    train_last_layers 0, QAT off) whose final_hidden() runs on the same batch inside this forward, or its top K
+//    precomputed and carried by the batch (the K + 1-outcome KL of ops/distillation.h).
 //  - L1: a debug loss that exercises the whole backward without the lm_head: per token, mean_j |h_j| of the final
 //    hidden state h after the final norm; loss_sum sums it over the non-ignored tokens (loss_sum / tokens = mean
 //    |h| over their elements). Its gradient is sign(h) / hidden_size (0 where h == 0); `correct` stays 0.
@@ -103,9 +104,11 @@ using GradientSink = std::function<void(std::span<Parameter>, UpdatedMasterAmaxe
 
 // One batch. All I32 [B, T] CPU tensors (moved to the model's device here). targets: -100 (kIgnoreIndex) =
 // no loss. positions: optional (default 0..T-1 in every row). segment_ids: optional; attention stays inside a
-// segment (packed rows; pair them with positions that restart at 0 per sample).
+// segment (packed rows; pair them with positions that restart at 0 per sample). teacher_top_k: for a loss with a
+// cached teacher (TrainLoss::cached_teacher), the teacher's top K at each trained target in row order (CPU).
 struct TrainBatch {
   Tensor ids, targets, positions, segment_ids;
+  TeacherTopK teacher_top_k;
 };
 
 enum class LossKind { CrossEntropy, L1 };
@@ -118,12 +121,15 @@ class Qwen3Trainable;
 // student's distribution against the teacher's on the same batch (the teacher's forward runs inside the student's,
 // frozen, on the same device: QAD, quantization-aware distillation), mixed with cross-entropy by
 // distillation.weight. The teacher must outlive the call and have the student's vocabulary; kind stays CrossEntropy.
+// Or, cached_teacher, the teacher's top K precomputed (`nvfp4lm distill-cache`) and carried by each batch
+// (TrainBatch::teacher_top_k): ops/distillation.h's K + 1-outcome KL, no teacher forward.
 struct TrainLoss {
   TrainLoss(LossKind loss_kind = LossKind::CrossEntropy) : kind(loss_kind) {}  // implicit: a plain loss
   LossKind kind;
   Qwen3Trainable* teacher = nullptr;
+  bool cached_teacher = false;
   DistillationSettings distillation;
-  bool distills() const { return teacher != nullptr; }
+  bool distills() const { return teacher != nullptr || cached_teacher; }
 };
 
 struct LossStats {

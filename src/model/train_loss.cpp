@@ -52,7 +52,7 @@ LossStats l1_loss(const Tensor& hidden, const Tensor& targets, float grad_scale,
 }  // namespace
 
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
-                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const Tensor* teacher_hidden) {
+                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher) {
   const int64_t rows = hidden.dim(0) * hidden.dim(1);
   const Tensor flat_targets = targets.reshape({rows});
   // Targets come from data: ids outside the vocabulary are Errors (the CE op checks its own).
@@ -75,10 +75,17 @@ LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& he
   if (d_hidden != nullptr) d_rows = token_rows(*d_hidden);
   Tensor* d_weight = d_hidden != nullptr && head.trainable() ? &head.grad : nullptr;
   if (loss.distills()) {
-    NVFP4LM_ASSERT(teacher_hidden != nullptr, "distillation without the teacher's hidden state");
-    const DistillationResult result = lm_head_distillation(
-        input, head.use, token_rows(*teacher_hidden), loss.teacher->lm_head_weights(), flat_targets, loss.distillation,
-        grad_scale, d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+    DistillationResult result;
+    if (loss.cached_teacher) {
+      NVFP4LM_ASSERT(teacher.top_k != nullptr, "cached distillation without the batch's teacher top K");
+      result = lm_head_distillation_topk(input, head.use, *teacher.top_k, flat_targets, loss.distillation, grad_scale,
+                                         d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+    } else {
+      NVFP4LM_ASSERT(teacher.hidden != nullptr, "distillation without the teacher's hidden state");
+      result = lm_head_distillation(input, head.use, token_rows(*teacher.hidden), loss.teacher->lm_head_weights(),
+                                    flat_targets, loss.distillation, grad_scale,
+                                    d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+    }
     return LossStats{result.loss_sum, result.tokens, result.correct, result.kl_sum, result.agree};
   }
   const CrossEntropyResult result = lm_head_cross_entropy(input, head.use, flat_targets, grad_scale,

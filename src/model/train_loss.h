@@ -12,8 +12,13 @@ namespace nvfp4lm::detail {
 // and the head's gradient (accumulated, CrossEntropy and distillation only, when the head is trainable) are filled
 // when d_hidden is given. quantize_input: fake-quantize hidden before the lm_head (W4A4 with a quantized lm_head),
 // with a straight-through gradient. teacher_hidden: [B, T, Ht], the teacher's final hidden state, when
-// loss.distills() (the teacher's lm_head is loss.teacher->lm_head_weights()).
+// loss.teacher (the teacher's lm_head is loss.teacher->lm_head_weights()); teacher_top_k, on the model's device, when
+// loss.cached_teacher.
+struct LossTeacher {
+  const Tensor* hidden = nullptr;
+  const TeacherTopK* top_k = nullptr;
+};
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
-                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const Tensor* teacher_hidden);
+                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher);
 
 }  // namespace nvfp4lm::detail

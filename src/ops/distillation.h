@@ -43,4 +43,37 @@ DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_h
                                         const DistillationSettings& settings, float grad_scale, Tensor* dhidden,
                                         Tensor* dweight);
 
+// ---- distillation from a precomputed teacher (`nvfp4lm distill-cache`) --------------------------------------------
+// The teacher's distribution at τ kept as its top K tokens and the mass of all the others, for the trained tokens
+// only (those whose target is not -100), in row order:
+//   ids       I32 [M, K]  the K most likely tokens, by probability descending (ties: the lower id first), distinct
+//   log_probs F32 [M, K]  log p_v at τ of each
+//   log_rest  F32 [M]     log of the probability outside the K (-inf when nothing is left)
+// The loss then compares the two distributions over K + 1 outcomes, the K tokens and "any other token":
+//   KL_i = Σ_k p_k (log p_k - log q_k) + r (log r - log q_rest),  q_rest = Σ_{v ∉ K} q_v,  r = exp(log_rest)
+// which is the full KL(p ‖ q) when r = 0 and otherwise a lower bound of it (the student's tail is only held to the
+// teacher's tail mass, not to its shape). dτ²KL/dz_v = τ (q_v - p_v) for v in K and τ q_v (1 - r / q_rest) outside.
+// CE, the counts and grad_scale are as in lm_head_distillation; agree compares the student's argmax with ids[i, 0].
+struct TeacherTopK {
+  Tensor ids, log_probs, log_rest;
+
+  bool defined() const { return ids.defined(); }
+  int64_t rows() const { return ids.defined() ? ids.dim(0) : 0; }
+  int64_t k() const { return ids.defined() ? ids.dim(1) : 0; }
+  TeacherTopK to(Device device) const { return {ids.to(device), log_probs.to(device), log_rest.to(device)}; }
+};
+
+// The largest K a cache may keep (the CUDA kernel holds a row's K tokens in shared memory).
+inline constexpr int64_t kMaxTeacherTopK = 256;
+
+// hidden [N, H], lm_head [V, H], targets I32 [N] with M entries other than -100, `teacher` on the same device with
+// M rows and ids in [0, V). dhidden / dweight as in lm_head_distillation.
+DistillationResult lm_head_distillation_topk(const Tensor& hidden, const Tensor& lm_head, const TeacherTopK& teacher,
+                                             const Tensor& targets, const DistillationSettings& settings,
+                                             float grad_scale, Tensor* dhidden, Tensor* dweight);
+
+// The teacher's side of a cache, on the host: for each row of F32 CPU `logits` [M, V], the top `k` tokens at
+// `temperature` into out (CPU tensors of M rows, allocated here), in double.
+TeacherTopK select_teacher_top_k(const Tensor& logits, int64_t k, float temperature);
+
 }  // namespace nvfp4lm

@@ -44,7 +44,7 @@ ActivationCalibration calibrate_activations(Qwen3Trainable& model, const Tokeniz
     for (size_t i = 0; i < samples.size(); ++i) {
       const auto length = static_cast<int64_t>(samples[i].ids.size());
       const TokenBatch batch = assemble_batch(samples, {{static_cast<int64_t>(i)}}, length, /*pad_id=*/0);
-      model.evaluate({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+      model.evaluate({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
       done += length;
       if (progress) progress(done, total);
     }

@@ -224,7 +224,8 @@ std::vector<TrainFlag> make_train_flags() {
       {.name = "--distill-from",
        .help = "quantization-aware distillation: train the student towards this frozen model's token distribution "
                "(normally the unquantized base; any model nvfp4lm loads, with the student's vocabulary), its forward "
-               "run on the same batches and device",
+               "run on the same batches and device; or a teacher cache of `nvfp4lm distill-cache` (its top-K "
+               "log-probabilities, no teacher in memory)",
        .key = "distill_from",
        .resume = G::Identity,
        .value = path(&O::distill_from),

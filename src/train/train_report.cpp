@@ -71,13 +71,24 @@ std::vector<std::string> Trainer::setup_lines() const {
   lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", plan_.describe(), options_.batch,
                               options_.seq_len, options_.packing ? "packed" : "one sample a row",
                               teacher_ ? "distillation" : loss_kind_name(options_.loss), options_.seed));
-  if (teacher_)
-    lines.push_back(fmt::format(
-        "distillation (QAD) from {} ({}): loss = {:g} x temperature^2 x KL(teacher || student) at temperature {:g}{}; "
-        "the teacher's forward runs on each batch ({:.2f}M parameters, frozen)",
-        options_.distill_from, teacher_->model.describe(), options_.distill_weight, options_.distill_temperature,
-        options_.distill_weight < 1 ? fmt::format(" + {:g} x cross-entropy", 1 - options_.distill_weight) : "",
-        teacher_->files->config().total_parameters() / 1e6));
+  if (teacher_) {
+    const std::string terms = fmt::format(
+        "loss = {:g} x temperature^2 x KL(teacher || student) at temperature {:g}{}", options_.distill_weight,
+        options_.distill_temperature,
+        options_.distill_weight < 1 ? fmt::format(" + {:g} x cross-entropy", 1 - options_.distill_weight) : "");
+    if (teacher_->cache) {
+      const DistillCacheInfo& cache = teacher_->cache->info();
+      lines.push_back(fmt::format(
+          "distillation (QAD) from the teacher cache {} (teacher {}, top {} tokens + the rest of the vocabulary at "
+          "each of {} positions): {}, over the K + 1 outcomes (a lower bound of the full KL)",
+          options_.distill_from, cache.teacher, cache.top_k, cache.positions, terms));
+    } else {
+      lines.push_back(fmt::format(
+          "distillation (QAD) from {} ({}): {}; the teacher's forward runs on each batch ({:.2f}M parameters, frozen)",
+          options_.distill_from, teacher_->model->describe(), terms,
+          teacher_->files->config().total_parameters() / 1e6));
+    }
+  }
   if (resumed_from_)
     lines.push_back(fmt::format("resuming {} at step {} of {}", resume_->checkpoint.dir.string(), *resumed_from_,
                                 plan_.total_steps));

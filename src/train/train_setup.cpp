@@ -51,7 +51,7 @@ EvalSet load_eval_set(const TrainOptions& options, std::vector<Sample> held_out,
   for (int64_t i = 0; i < batches; ++i) {
     const TokenBatch batch = loader.next_batch();
     eval.tokens += batch.tokens_in_batch;
-    eval.batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+    eval.batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
   }
   return eval;
 }
@@ -176,6 +176,22 @@ Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFil
 std::optional<DistillationTeacher> load_distillation_teacher(const TrainOptions& options, const ModelFiles& student,
                                                              const Tokenizer& tokenizer, Device device) {
   if (options.distill_from.empty()) return std::nullopt;
+  if (is_distill_cache(options.distill_from)) {
+    DistillationTeacher teacher;
+    teacher.cache.emplace(DistillCache::open(options.distill_from));
+    const DistillCacheInfo& info = teacher.cache->info();
+    NVFP4LM_CHECK(info.vocab == student.config().vocab_size,
+                  "--distill-from {}: the cache's teacher ({}) has {} tokens, the student ({}) {}: distillation "
+                  "compares token distributions over one vocabulary",
+                  options.distill_from, info.teacher, info.vocab, student.path().string(), student.config().vocab_size);
+    NVFP4LM_CHECK(static_cast<float>(info.temperature) == static_cast<float>(options.distill_temperature),
+                  "--distill-from {}: the cache holds the teacher's distribution at temperature {:g}, the run asks "
+                  "for {:g}: pass --distill-temperature {:g}, or make a cache at {:g} (distill-cache "
+                  "--distill-temperature)",
+                  options.distill_from, info.temperature, options.distill_temperature, info.temperature,
+                  options.distill_temperature);
+    return teacher;
+  }
   std::unique_ptr<ModelFiles> files = open_model(options.distill_from, OpenModelOptions{});
   const std::string where = "--distill-from " + options.distill_from;
   NVFP4LM_CHECK(files->config().vocab_size == student.config().vocab_size,
@@ -200,14 +216,49 @@ std::optional<DistillationTeacher> load_distillation_teacher(const TrainOptions&
   model_options.train_last_layers = 0;
   model_options.device = device;
   model_options.bf16_master = !device.is_cpu();
-  Qwen3Trainable model = Qwen3Trainable::from_files(*files, model_options);
-  return DistillationTeacher{std::move(files), std::move(model)};
+  DistillationTeacher teacher;
+  teacher.model.emplace(Qwen3Trainable::from_files(*files, model_options));
+  teacher.files = std::move(files);
+  return teacher;
+}
+
+void attach_teacher_top_k(const DistillationTeacher* teacher, TrainBatch& batch) {
+  if (teacher != nullptr && teacher->cache) teacher->cache->attach(batch);
+}
+
+std::vector<TokenBatch> step_batches(const StepPlan& plan, DataLoader& loader, int64_t step) {
+  std::vector<TokenBatch> batches;
+  const std::optional<int64_t> epoch = plan.epoch_of(step);
+  if (epoch) loader.start_epoch(*epoch);
+  const int64_t count = plan.micro_batches(step);
+  while (static_cast<int64_t>(batches.size()) < count) {
+    batches.push_back(loader.next_batch());
+    if (epoch && batches.back().ends_epoch) break;
+  }
+  return batches;
+}
+
+void for_each_run_batch(const StepPlan& plan, DataLoader& loader, int64_t from_step,
+                        const std::function<void(const TokenBatch&)>& visit) {
+  const nlohmann::json position = loader.state();
+  for (int64_t step = from_step; step < plan.total_steps; ++step)
+    for (const TokenBatch& batch : step_batches(plan, loader, step)) visit(batch);
+  loader.restore(position);
+}
+
+void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPlan& plan, DataLoader& loader,
+                                int64_t from_step) {
+  if (teacher == nullptr || !teacher->cache) return;
+  for_each_run_batch(plan, loader, from_step, [&](const TokenBatch& batch) {
+    teacher->cache->check_covers({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
+  });
 }
 
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher) {
   TrainLoss loss(options.loss);
   if (teacher != nullptr) {
-    loss.teacher = &teacher->model;
+    if (teacher->model) loss.teacher = &*teacher->model;
+    loss.cached_teacher = teacher->cache.has_value();
     loss.distillation.weight = static_cast<float>(options.distill_weight);
     loss.distillation.temperature = static_cast<float>(options.distill_temperature);
   }

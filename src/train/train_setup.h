@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "model/qwen3_trainable.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "train/distill_cache.h"
 #include "train/optim/lr_schedule.h"
 #include "train/optim/optimizer.h"
 #include "train/run_directory.h"
@@ -60,12 +62,28 @@ Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFil
 
 // --distill-from: the teacher, frozen (QAT off, nothing trained, BF16 weights on CUDA as it computes) on the training
 // device. Error unless it has the student's vocabulary and, when a tokenizer.json is beside it, the same tokens.
+// Or a teacher cache (`nvfp4lm distill-cache`, train/distill_cache.h), whose vocabulary and temperature must be the
+// run's; its entries are attached to every batch (attach_teacher_top_k).
 struct DistillationTeacher {
-  std::unique_ptr<ModelFiles> files;
-  Qwen3Trainable model;
+  std::unique_ptr<ModelFiles> files;    // a model
+  std::optional<Qwen3Trainable> model;  // a model
+  std::optional<DistillCache> cache;    // a cache
 };
 std::optional<DistillationTeacher> load_distillation_teacher(const TrainOptions& options, const ModelFiles& student,
                                                              const Tokenizer& tokenizer, Device device);
+// With a cached teacher, the batch's teacher top K from the cache; nothing otherwise.
+void attach_teacher_top_k(const DistillationTeacher* teacher, TrainBatch& batch);
+// The micro-batches of step `step` (0-based) from the loader, which must stand where the previous step left it:
+// --steps-per-epoch starts the step's epoch (leaving the rest of a capped one), and a step ends with its epoch.
+std::vector<TokenBatch> step_batches(const StepPlan& plan, DataLoader& loader, int64_t step);
+// Every batch of steps [from_step, plan.total_steps), the loader's position left as it was: what the rest of a run
+// trains on (`distill-cache` caches the teacher for exactly these).
+void for_each_run_batch(const StepPlan& plan, DataLoader& loader, int64_t from_step,
+                        const std::function<void(const TokenBatch&)>& visit);
+// With a cached teacher: every sample the rest of the run takes has its entries in the cache (Error naming the fix
+// otherwise), before the first step rather than at the step that meets a missing one.
+void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPlan& plan, DataLoader& loader,
+                                int64_t from_step);
 // The loss of every step and evaluation: --loss, or distillation against `teacher` with --distill-weight and
 // --distill-temperature.
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher);

@@ -47,6 +47,8 @@ void Trainer::set_up(const std::set<std::string>& given) {
                         model_output_kind(options_.export_format));
   if (!options_.output_dat.empty()) check_dat_file_target(options_.output_dat, export_source(), options_.overwrite);
   if (resume_) restore_checkpoint();
+  // A teacher cache must hold every sample the rest of the run will take: found now, not at the step that needs it.
+  check_teacher_cache_covers(teacher_ ? &*teacher_ : nullptr, plan_, *data_.loader, step_);
   run_dir_->prepare(source_, resumed_from_);
 }
 
@@ -60,6 +62,7 @@ void Trainer::load() {
   model_.emplace(build_trainable_model(options_, *files_, device_));
   optimizer_ = make_training_optimizer(options_, *model_);
   teacher_ = load_distillation_teacher(options_, *files_, tokenizer_->tokenizer, device_);
+  for (TrainBatch& batch : data_.eval.batches) attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, batch);
 }
 
 void Trainer::restore_checkpoint() {
@@ -89,19 +92,6 @@ void Trainer::restore_checkpoint() {
 
 // ---- one step -------------------------------------------------------------------------------------------------
 
-std::vector<TokenBatch> Trainer::next_batches() {
-  std::vector<TokenBatch> batches;
-  // --steps-per-epoch: start this step's epoch (leaving the rest of a capped one); a step ends with its epoch.
-  const std::optional<int64_t> epoch = plan_.epoch_of(step_);
-  if (epoch) data_.loader->start_epoch(*epoch);
-  const int64_t count = plan_.micro_batches(step_);
-  while (static_cast<int64_t>(batches.size()) < count) {
-    batches.push_back(data_.loader->next_batch());
-    if (epoch && batches.back().ends_epoch) break;
-  }
-  return batches;
-}
-
 StepMetrics Trainer::train_step() {
   NVFP4LM_CHECK(!done(), "the run is complete ({} of {} steps)", step_, plan_.total_steps);
   const Clock::time_point start = Clock::now();
@@ -111,10 +101,11 @@ StepMetrics Trainer::train_step() {
   m.step = step_ + 1;
   m.total_steps = plan_.total_steps;
   std::vector<TrainBatch> micro_batches;
-  for (const TokenBatch& batch : next_batches()) {
+  for (const TokenBatch& batch : step_batches(plan_, *data_.loader, step_)) {
     m.loss_tokens += batch.tokens_in_batch;
     m.input_tokens += batch.rows() * batch.row_tokens() - batch.padding_tokens;
-    micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids});
+    micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
+    attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, micro_batches.back());
   }
   m.micro_batches = static_cast<int>(micro_batches.size());
   NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);

@@ -162,8 +162,6 @@ class Trainer {
   void set_up(const std::set<std::string>& given);
   void load();
   void restore_checkpoint();
-  // The micro-batches of the next step (step_plan.h).
-  std::vector<TokenBatch> next_batches();
   // A step with a non-finite loss or gradient: an Error under --nonfinite stop, else a warning (m.skipped when
   // nothing of the step was applied).
   void apply_nonfinite_policy(StepMetrics& m, const std::string& reason, bool partly_applied) const;

@@ -282,6 +282,35 @@ TEST_F(TrainCli, DistillationFromATeacherReportsAndLowersTheKl) {
   ASSERT_TRUE(metrics[11]["eval_kl"].is_number()) << metrics[11].dump();
   EXPECT_LT(metrics[11]["eval_kl"].get<double>(), metrics[3]["eval_kl"].get<double>());
 
+  // The same teacher through a cache of its top K (distill-cache with the run's data flags): no teacher in memory.
+  const fs::path cache = dir_ / "teacher.safetensors";
+  // The run's flags but the optimizer's: its data, seed and steps say which samples it visits.
+  const std::map<std::string, std::string> run_flags = {{"--max-steps", "8"}, {"--lr", ""}, {"--warmup", ""}};
+  const CliResult made = run_cli("distill-cache " + tiny_train_flags(data_, run_flags) + " --distill-from " + teacher +
+                                 " --distill-temperature 2 --eval-split 0.25 --top-k 64 --output " + quoted(cache));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.err.rfind("nvfp4lm distill-cache: device cpu", 0), 0u) << made.err;
+  EXPECT_NE(made.out.find("8 samples"), std::string::npos) << made.out;
+  const fs::path cached_run = dir_ / "cached";
+  const CliResult cached = run_cli(train("--output " + quoted(cached_run) + " --distill-from " + quoted(cache) +
+                                             " --distill-weight 0.9 --distill-temperature 2 --eval-split 0.25 "
+                                             "--eval-every 4",
+                                         {{"--max-steps", "8"}, {"--lr", "1e-2"}}));
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  EXPECT_NE(cached.err.find("distillation (QAD) from the teacher cache " + cache.string()), std::string::npos)
+      << cached.err;
+  const std::vector<json> cached_metrics = read_jsonl(cached_run / "metrics.jsonl");
+  ASSERT_EQ(cached_metrics.size(), 8u);
+  ASSERT_TRUE(cached_metrics[3]["eval_kl"].is_number()) << cached_metrics[3].dump();
+  ASSERT_TRUE(cached_metrics[7]["eval_kl"].is_number()) << cached_metrics[7].dump();
+  EXPECT_LT(cached_metrics[7]["eval_kl"].get<double>(), cached_metrics[3]["eval_kl"].get<double>());
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "r5") + " --distill-from " + quoted(cache))),
+                        {"--distill-temperature 2"}, "a cache of another temperature");
+  const fs::path more = write_pairs_jsonl(dir_ / "more.jsonl", 12);
+  expect_one_line_error(run_cli("train " + tiny_train_flags(more) + " --output " + quoted(dir_ / "r6") +
+                                " --distill-from " + quoted(cache) + " --distill-temperature 2"),
+                        {"is not in this teacher cache", "distill-cache"}, "a cache of other data");
+
   expect_one_line_error(run_cli(train("--output " + quoted(run) + " --resume --distill-from " +
                                       quoted(tiny_model_dir()) + " --distill-weight 0.9 --distill-temperature 2")),
                         {"--distill-from"}, "resume with another teacher");

@@ -99,6 +99,24 @@ inline int64_t argmax_hits(const Tensor& logits, const Tensor& targets) {
 
 inline std::unique_ptr<ModelFiles> open_tiny(bool tied) { return open_model(tiny_model_dir(tied)); }
 
+// A frozen teacher from a fixture. sharpen > 1 multiplies its embedding (the tied fixture's lm_head too): randomly
+// initialised, both fixtures give nearly uniform distributions, whose KL is too small to check much.
+inline Qwen3Trainable frozen_tiny_teacher(bool tied, float sharpen = 1.0f) {
+  TrainModelOptions options;
+  options.qat = QatMode::Off;
+  options.train_last_layers = 0;
+  Qwen3Trainable model = Qwen3Trainable::from_files(*open_tiny(tied), options);
+  if (sharpen != 1.0f) {
+    for (const NamedTensor& master : model.master_weights()) {
+      if (master.name != "model.embed_tokens.weight") continue;
+      float* v = master.tensor.data<float>();
+      for (int64_t i = 0; i < master.tensor.numel(); ++i) v[i] *= sharpen;
+    }
+    model.refresh_quantized();
+  }
+  return model;
+}
+
 // The fixture model quantized to NVFP4 (ModelOpt layout) at dir / "nvfp4"; returns that path.
 inline fs::path quantize_tiny_modelopt(const TempDir& dir, bool tied, bool quantize_lm_head = false) {
   QuantizeOptions options;

@@ -18,24 +18,6 @@
 namespace nvfp4lm::test {
 namespace {
 
-// A frozen teacher from a fixture. sharpen > 1 multiplies its embedding (the tied fixture's lm_head too): randomly
-// initialised, both fixtures give nearly uniform distributions, whose KL is too small to check much.
-Qwen3Trainable frozen(bool tied, float sharpen = 1.0f) {
-  TrainModelOptions options;
-  options.qat = QatMode::Off;
-  options.train_last_layers = 0;
-  Qwen3Trainable model = Qwen3Trainable::from_files(*open_tiny(tied), options);
-  if (sharpen != 1.0f) {
-    for (const NamedTensor& master : model.master_weights()) {
-      if (master.name != "model.embed_tokens.weight") continue;
-      float* v = master.tensor.data<float>();
-      for (int64_t i = 0; i < master.tensor.numel(); ++i) v[i] *= sharpen;
-    }
-    model.refresh_quantized();
-  }
-  return model;
-}
-
 TrainLoss distill_from(Qwen3Trainable& teacher, float temperature, float weight) {
   TrainLoss loss;
   loss.teacher = &teacher;
@@ -75,7 +57,7 @@ std::pair<double, int64_t> kl_from_logits(const Tensor& student_logits, const Te
 TEST(Qwen3Distillation, KlIsTheOneOfTheTwoModelsLogits) {
   const Reference ref(false);
   Qwen3Trainable student = Qwen3Trainable::from_files(*open_tiny(false), TrainModelOptions{QatMode::Off});
-  Qwen3Trainable teacher = frozen(true, 40.0f);
+  Qwen3Trainable teacher = frozen_tiny_teacher(true, 40.0f);
   for (const bool packed : {false, true}) {
     const TrainBatch batch = ref.batch(packed);
     const Tensor* positions = batch.positions.defined() ? &batch.positions : nullptr;
@@ -100,7 +82,7 @@ TEST(Qwen3Distillation, KlIsTheOneOfTheTwoModelsLogits) {
 void check_finite_differences(bool packed) {
   const Reference ref(false);
   Qwen3Trainable student = Qwen3Trainable::from_files(*open_tiny(false), TrainModelOptions{QatMode::Off});
-  Qwen3Trainable teacher = frozen(true, 40.0f);
+  Qwen3Trainable teacher = frozen_tiny_teacher(true, 40.0f);
   const TrainBatch batch = ref.batch(packed);
   const TrainLoss loss = distill_from(teacher, 1.5f, 0.7f);
   const float grad_scale = 1.0f / static_cast<float>(count_loss_tokens(batch));
@@ -137,7 +119,7 @@ TEST(Qwen3Distillation, GradientsFollowFiniteDifferencesInPackedRows) { check_fi
 TEST(Qwen3Distillation, WeightZeroIsCrossEntropyAndACopyOfItselfTeachesNothing) {
   const Reference ref(false);
   const TrainBatch batch = ref.batch(false);
-  Qwen3Trainable teacher = frozen(true);
+  Qwen3Trainable teacher = frozen_tiny_teacher(true);
   Qwen3Trainable plain = Qwen3Trainable::from_files(*open_tiny(false), TrainModelOptions{QatMode::Off});
   Qwen3Trainable mixed = Qwen3Trainable::from_files(*open_tiny(false), TrainModelOptions{QatMode::Off});
   const LossStats ce = plain.forward_backward(batch, 0.25f);
@@ -149,7 +131,7 @@ TEST(Qwen3Distillation, WeightZeroIsCrossEntropyAndACopyOfItselfTeachesNothing) 
                      "weight 0: grad of " + plain.parameters()[i].name);
   }
 
-  Qwen3Trainable self = frozen(false);
+  Qwen3Trainable self = frozen_tiny_teacher(false);
   Qwen3Trainable student = Qwen3Trainable::from_files(*open_tiny(false), TrainModelOptions{QatMode::Off});
   const LossStats same = student.forward_backward(batch, 1.0f, distill_from(self, 1.0f, 1.0f));
   EXPECT_NEAR(same.kl_sum, 0.0, 1e-5 * static_cast<double>(same.tokens));

@@ -8,10 +8,13 @@
 #include <cstdio>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "model/model_test_util.h"
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
+#include "ops/cross_entropy.h"
+#include "ops/distillation.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -281,6 +284,49 @@ TEST(Qwen3Cuda, DistillationFollowsTheCpu) {
   for (size_t i = 0; i < cpu_model->parameters().size(); ++i) {
     const Parameter& p = cuda_model->parameters()[i];
     expect_rel_close(p.grad, cpu_model->parameters()[i].grad, kGradBound, "distillation grad of " + p.name);
+  }
+}
+
+// The same with the teacher's top 16 carried by the batch (a teacher cache): the loss head's K + 1-outcome form.
+TEST(Qwen3Cuda, DistillationFromATopKCacheFollowsTheCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const Reference ref(false);
+  TrainBatch batch = ref.batch(true);
+  const float grad_scale = 1.0f / static_cast<float>(count_loss_tokens(batch));
+  {
+    TrainModelOptions teacher_options;
+    teacher_options.qat = QatMode::Off;
+    teacher_options.train_last_layers = 0;
+    Qwen3Trainable teacher = Qwen3Trainable::from_files(*open_tiny(true), teacher_options);
+    const Tensor logits = teacher.inference_model().forward(batch.ids, &batch.positions, &batch.segment_ids);
+    const int64_t vocab = logits.dim(2);
+    const int32_t* target = batch.targets.data<int32_t>();
+    std::vector<float> rows;
+    for (int64_t i = 0; i < batch.targets.numel(); ++i)
+      if (target[i] != kIgnoreIndex)
+        rows.insert(rows.end(), logits.data<float>() + i * vocab, logits.data<float>() + (i + 1) * vocab);
+    const auto m = static_cast<int64_t>(rows.size()) / vocab;
+    batch.teacher_top_k = select_teacher_top_k(Tensor::from_floats(rows, {m, vocab}), 16, 2.0f);
+  }
+  auto run = [&](Device device) {
+    TrainModelOptions student_options;
+    student_options.device = device;
+    auto student = std::make_unique<Qwen3Trainable>(Qwen3Trainable::from_files(*open_tiny(false), student_options));
+    TrainLoss loss;
+    loss.cached_teacher = true;
+    loss.distillation = {2.0f, 0.8f};
+    const LossStats stats = student->forward_backward(batch, grad_scale, loss);
+    return std::make_pair(stats, std::move(student));
+  };
+  const auto [cpu, cpu_model] = run(Device::cpu());
+  const auto [cuda, cuda_model] = run(gpu());
+  EXPECT_EQ(cuda.tokens, cpu.tokens);
+  EXPECT_GT(cpu.mean_kl(), 0.0);
+  EXPECT_NEAR(cuda.mean(), cpu.mean(), kLossBound * cpu.mean());
+  EXPECT_NEAR(cuda.mean_kl(), cpu.mean_kl(), 0.05 * cpu.mean_kl() + 1e-3);
+  for (size_t i = 0; i < cpu_model->parameters().size(); ++i) {
+    const Parameter& p = cuda_model->parameters()[i];
+    expect_rel_close(p.grad, cpu_model->parameters()[i].grad, kGradBound, "cached distillation grad of " + p.name);
   }
 }
 

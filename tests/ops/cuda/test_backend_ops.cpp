@@ -474,6 +474,41 @@ Case cross_entropy_case(int64_t rows, int64_t hidden_dim, int64_t vocab, DType d
 
 // ---- fused lm_head + distillation -------------------------------------------------------------------------------
 
+// The outputs both distillation forms compare: the three sums (BF16: per token, an absolute bound), the token count,
+// the argmax counts (a few BF16 near-ties may flip) and the gradients asked for.
+std::vector<Output> distillation_outputs(const DistillationResult& got, const DistillationResult& ref, DType dtype,
+                                         const DeviceView* gdh, const Tensor& dh_ref, const DeviceView* gdw,
+                                         const Tensor& dw_ref) {
+  std::vector<Output> outputs;
+  const double tokens = static_cast<double>(std::max<int64_t>(ref.tokens, 1));
+  for (const auto& [name, g, r] :
+       {std::tuple{"loss_sum", got.loss_sum, ref.loss_sum}, std::tuple{"kl_sum", got.kl_sum, ref.kl_sum},
+        std::tuple{"ce_sum", got.ce_sum, ref.ce_sum}}) {
+    if (dtype == kF32) {
+      outputs.push_back(compare_scalar(name, g, r, kF32Bound));
+    } else {
+      // BF16 logits move each token's terms by at most ~2^-7 |logit|: an absolute bound per token.
+      outputs.push_back(
+          compare_scalar(fmt::format("{} per token", name), std::fabs(g - r) / tokens, 0.0, Bound{2e-2, 2e-2}));
+    }
+  }
+  outputs.push_back(
+      compare_scalar("tokens", static_cast<double>(got.tokens), static_cast<double>(ref.tokens), Bound{1e-30, 0.0}));
+  // Near-ties of the top two logits may flip under BF16 rounding: a few percent of the rows.
+  const double allowed = dtype == kF32 ? 1.0 : 1.0 + 0.1 * static_cast<double>(ref.tokens);
+  for (const auto& [name, g, r] :
+       {std::tuple{"correct", got.correct, ref.correct}, std::tuple{"agree", got.agree, ref.agree}}) {
+    const double diff = std::fabs(static_cast<double>(g - r));
+    outputs.push_back(Output{name, {diff <= allowed ? 0.f : static_cast<float>(diff)}, {0.f}, Bound{1e-30, 0.0}, 0});
+  }
+  // The KL gradient is a difference of two near-equal distributions, q - p: BF16 logits (both rounded to 8 bits) move
+  // it by ~2^-8 of each logit, relatively more than they move cross-entropy's softmax - onehot.
+  const Bound gradient_bound = dtype == kF32 ? kF32Bound : Bound{3e-2, 5e-2};
+  if (gdh != nullptr) outputs.push_back(compare_view("dhidden", *gdh, dh_ref, gradient_bound));
+  if (gdw != nullptr) outputs.push_back(compare_view("dweight", *gdw, dw_ref, gradient_bound));
+  return outputs;
+}
+
 // A teacher wider than the student (Ht = H + 32) whose logits are the student's plus noise, so KL, agreement and the
 // gradient are all non-trivial; half the targets the student's argmax.
 Case distillation_case(int64_t rows, int64_t hidden_dim, int64_t vocab, DType dtype, Ignore ignore,
@@ -530,35 +565,67 @@ Case distillation_case(int64_t rows, int64_t hidden_dim, int64_t vocab, DType dt
               got = lm_head_distillation(gh.view, gw, ght, gwt, target.to(gpu()), settings, grad_scale,
                                          dhidden ? &gdh.view : nullptr, dweight ? &gdw.view : nullptr);
             }
-            std::vector<Output> outputs;
-            const double tokens = static_cast<double>(std::max<int64_t>(ref.tokens, 1));
-            for (const auto& [name, g, r] :
-                 {std::tuple{"loss_sum", got.loss_sum, ref.loss_sum}, std::tuple{"kl_sum", got.kl_sum, ref.kl_sum},
-                  std::tuple{"ce_sum", got.ce_sum, ref.ce_sum}}) {
-              if (dtype == kF32) {
-                outputs.push_back(compare_scalar(name, g, r, kF32Bound));
-              } else {
-                // BF16 logits move each token's terms by at most ~2^-7 |logit|: an absolute bound per token.
-                outputs.push_back(compare_scalar(fmt::format("{} per token", name), std::fabs(g - r) / tokens, 0.0,
-                                                 Bound{2e-2, 2e-2}));
+            return distillation_outputs(got, ref, dtype, dhidden ? &gdh : nullptr, dh_ref, dweight ? &gdw : nullptr,
+                                        dw_ref);
+          }};
+}
+
+// Against a teacher's top K (a teacher cache): the teacher's logits the student's plus noise, so the top K carry most
+// but not all of its mass; K from 1 to the kernel's limit and the whole vocabulary (nothing left outside).
+Case distillation_topk_case(int64_t rows, int64_t hidden_dim, int64_t vocab, int64_t k, DType dtype, Ignore ignore,
+                            DistillationSettings settings, bool dhidden, bool dweight, int64_t budget_rows = 0) {
+  const char* ignore_name = ignore == Ignore::None ? "none" : (ignore == Ignore::Some ? "some" : "all");
+  return {"lm_head_distillation_topk",
+          fmt::format("N={} H={} V={} K={} {} ignored={} tau={} weight={}{}{}{}", rows, hidden_dim, vocab, k,
+                      dtype_str(dtype), ignore_name, settings.temperature, settings.weight, dhidden ? " +dhidden" : "",
+                      dweight ? " +dweight" : "", budget_rows > 0 ? fmt::format(" {} rows/chunk", budget_rows) : ""),
+          [=](Rng& rng) {
+            const float head_scale = 0.5f / std::sqrt(static_cast<float>(hidden_dim));
+            const Tensor h = round_to(random_normal({rows, hidden_dim}, rng), dtype);
+            const Tensor w = round_to(random_normal({vocab, hidden_dim}, rng, head_scale), dtype);
+            Tensor logits = Tensor::empty({rows, vocab}, kF32);
+            gemm(h, false, w, true, logits);
+            std::vector<int32_t> targets(static_cast<size_t>(rows));
+            std::vector<int64_t> trained;
+            const float* z = logits.data<float>();
+            for (int64_t i = 0; i < rows; ++i) {
+              int32_t& t = targets[static_cast<size_t>(i)];
+              if (ignore == Ignore::All || (ignore == Ignore::Some && i % 3 == 1)) {
+                t = kIgnoreIndex;
+                continue;
               }
+              t = i % 2 == 0
+                      ? static_cast<int32_t>(std::max_element(z + i * vocab, z + (i + 1) * vocab) - (z + i * vocab))
+                      : static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
+              trained.push_back(i);
             }
-            outputs.push_back(compare_scalar("tokens", static_cast<double>(got.tokens), static_cast<double>(ref.tokens),
-                                             Bound{1e-30, 0.0}));
-            // Near-ties of the top two logits may flip under BF16 rounding: a few percent of the rows.
-            const double allowed = dtype == kF32 ? 1.0 : 1.0 + 0.1 * static_cast<double>(ref.tokens);
-            for (const auto& [name, g, r] :
-                 {std::tuple{"correct", got.correct, ref.correct}, std::tuple{"agree", got.agree, ref.agree}}) {
-              const double diff = std::fabs(static_cast<double>(g - r));
-              outputs.push_back(
-                  Output{name, {diff <= allowed ? 0.f : static_cast<float>(diff)}, {0.f}, Bound{1e-30, 0.0}, 0});
+            const auto m = static_cast<int64_t>(trained.size());
+            Tensor teacher_logits = random_normal({std::max<int64_t>(m, 1), vocab}, rng, 0.7f);
+            for (int64_t r = 0; r < m; ++r)
+              for (int64_t v = 0; v < vocab; ++v)
+                teacher_logits.data<float>()[r * vocab + v] += z[trained[static_cast<size_t>(r)] * vocab + v];
+            TeacherTopK top = select_teacher_top_k(teacher_logits, k, settings.temperature);
+            if (m == 0) top = {top.ids.narrow(0, 0, 0), top.log_probs.narrow(0, 0, 0), top.log_rest.narrow(0, 0, 0)};
+            const Tensor target = Tensor::from_ints(targets, {rows});
+            const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(rows, 1));
+            const Tensor dw0 = random_normal({vocab, hidden_dim}, rng, grad_scale);
+            Tensor dh_ref = Tensor::empty({rows, hidden_dim}, kF32), dw_ref = dw0.clone();
+            const DistillationResult ref = lm_head_distillation_topk(
+                h, w, top, target, settings, grad_scale, dhidden ? &dh_ref : nullptr, dweight ? &dw_ref : nullptr);
+
+            const DeviceView gh = upload_view(h, dtype, 0, 0);
+            const Tensor gw = upload(w, dtype);
+            DeviceView gdh = poisoned({rows, hidden_dim}, dtype, 0, 0);
+            DeviceView gdw = upload_view(dw0, kF32);
+            DistillationResult got;
+            {
+              const LogitsBudget budget(budget_rows * cuda::cross_entropy_logits_ld(vocab) *
+                                        static_cast<int64_t>(dtype_bytes(dtype)));
+              got = lm_head_distillation_topk(gh.view, gw, top.to(gpu()), target.to(gpu()), settings, grad_scale,
+                                              dhidden ? &gdh.view : nullptr, dweight ? &gdw.view : nullptr);
             }
-            // The KL gradient is a difference of two near-equal distributions, q - p: BF16 logits (both rounded to 8
-            // bits) move it by ~2^-8 of each logit, relatively more than they move cross-entropy's softmax - onehot.
-            const Bound gradient_bound = dtype == kF32 ? kF32Bound : Bound{3e-2, 5e-2};
-            if (dhidden) outputs.push_back(compare_view("dhidden", gdh, dh_ref, gradient_bound));
-            if (dweight) outputs.push_back(compare_view("dweight", gdw, dw_ref, gradient_bound));
-            return outputs;
+            return distillation_outputs(got, ref, dtype, dhidden ? &gdh : nullptr, dh_ref, dweight ? &gdw : nullptr,
+                                        dw_ref);
           }};
 }
 
@@ -691,6 +758,12 @@ std::vector<Case> all_cases() {
     cases.push_back(distillation_case(33, 64, 1000, dtype, Ignore::Some, {1.0f, 0.0f}, false, true));
     cases.push_back(distillation_case(17, 64, 1000, dtype, Ignore::None, {2.0f, 1.0f}, false, false));
     cases.push_back(distillation_case(5, 64, 100, dtype, Ignore::All, {1.0f, 1.0f}, true, true));
+    cases.push_back(distillation_topk_case(1, 64, 17, 17, dtype, Ignore::None, {1.0f, 1.0f}, true, true));
+    cases.push_back(distillation_topk_case(17, 128, 1003, 8, dtype, Ignore::Some, {2.0f, 1.0f}, true, true));
+    cases.push_back(distillation_topk_case(129, 64, 1000, 1, dtype, Ignore::Some, {1.0f, 0.5f}, true, true, 7));
+    cases.push_back(distillation_topk_case(33, 64, 4099, 256, dtype, Ignore::None, {1.5f, 0.8f}, true, false, 10));
+    cases.push_back(distillation_topk_case(17, 64, 1000, 32, dtype, Ignore::None, {2.0f, 1.0f}, false, false));
+    cases.push_back(distillation_topk_case(5, 64, 100, 4, dtype, Ignore::All, {1.0f, 1.0f}, true, true));
   }
   return cases;
 }

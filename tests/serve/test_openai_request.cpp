@@ -410,8 +410,10 @@ TEST(OpenAiRequest, AHugePromptIsRefusedWithoutTokenizingAllOfIt) {
       EXPECT_NE(std::string(error.what()).find("has more than 40 tokens"), std::string::npos) << error.what();
     }
     const long grown_mib = (peak_rss_kib() - before) / 1024;
-    // The chat rendering copies the text; ASan's redzones and quarantine hold more of it.
-    EXPECT_LT(grown_mib, kSanitizerBuild ? 96 : 32) << "peak RSS grew by " << grown_mib << " MiB";
+    // The chat rendering copies the text; ASan's redzones and quarantine hold more of it (113 MiB measured in the
+    // ASan + UBSan build at -O1, under 96 at -O3). Whole-prompt tokenization, what this guards against, took ~170 MiB
+    // in a plain build.
+    EXPECT_LT(grown_mib, kSanitizerBuild ? 128 : 32) << "peak RSS grew by " << grown_mib << " MiB";
   }
 }
 

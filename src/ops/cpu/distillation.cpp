@@ -248,9 +248,14 @@ DistillationResult lm_head_distillation_topk(const Tensor& hidden, const Tensor&
   const float* log_rest = as_matrix(teacher.log_rest, "lm_head_distillation_topk teacher log_rest").data;
   const int64_t vocab = lm_head.dim(0), k = teacher.k();
   const bool want_grad = dhidden != nullptr || dweight != nullptr;
-  return distill_in_chunks(
+  // The teacher's rows are the trained tokens in order: checked against the driver's own compaction, each chunk
+  // before its rows are read and the total at the end.
+  const DistillationResult result = distill_in_chunks(
       hidden, lm_head, targets, settings, dhidden, dweight,
       [&](int64_t first, int64_t count, const int64_t* chunk_index, const Tensor&, float* z_data, RowTerms* terms) {
+        NVFP4LM_ASSERT(first + count <= teacher.rows(),
+                       "lm_head_distillation_topk: the teacher's top K has {} rows for more trained tokens",
+                       teacher.rows());
 #pragma omp parallel if (count * vocab > 65536)
         {
           std::vector<uint8_t> outside(static_cast<size_t>(vocab), 1);
@@ -262,6 +267,10 @@ DistillationResult lm_head_distillation_topk(const Tensor& hidden, const Tensor&
           }
         }
       });
+  NVFP4LM_ASSERT(result.tokens == teacher.rows(),
+                 "lm_head_distillation_topk: the teacher's top K has {} rows for {} trained tokens", teacher.rows(),
+                 result.tokens);
+  return result;
 }
 
 TeacherTopK select_teacher_top_k(const Tensor& logits, int64_t k, float temperature) {

@@ -137,6 +137,12 @@ MUTATIONS = [
      "    sorted_p[rank] = __expf(log_p[threadIdx.x]);\n  }\n  __syncthreads();",
      "    sorted_p[rank] = __expf(log_p[threadIdx.x]);\n  }",
      [("test_ops_cuda", "*BackendOps.*distillation_topk*")]),
+    ("dropout-mask-index", "LoRA dropout: the mask indexed by the position within the chunk's row instead of the "
+     "operand's row-major index, so rows share one mask (and a strided operand's mask differs from its copy's)",
+     "src/ops/cuda/elementwise.cu",
+     "const int64_t base = pos.row * mask_width + pos.col;",
+     "const int64_t base = pos.col;",
+     [("test_ops_cuda", "*BackendOps.*dropout*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

@@ -51,6 +51,7 @@ struct BenchTrainCliOptions {
   std::string recompute = "none";
   bool fused_update = false;
   bool packed_weights = false;
+  int lora = 0;
   int64_t gemm_size = 0;
   std::string json;
   bool overwrite = false;
@@ -94,6 +95,9 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   model_options.recompute = recompute;
   model_options.fused_update = cli.fused_update;
   model_options.packed_weights = cli.packed_weights;
+  model_options.lora.rank = cli.lora;  // alpha = rank, every linear
+  model_options.lora.seed = cli.bench.seed;
+  NVFP4LM_CHECK(cli.lora == 0 || !bf16_master, "bench train: --lora keeps fp32 adapter masters: drop --master bf16");
   std::optional<Qwen3Trainable> model;
   std::unique_ptr<Optimizer> optimizer;
   {
@@ -126,6 +130,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   json["recompute"] = cli.recompute;
   json["fused_update"] = cli.fused_update;
   json["packed_weights"] = cli.packed_weights;
+  json["lora_rank"] = cli.lora;
   json["parameters"] = config.total_parameters();
 
   std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}; optimizer {}{}; recompute {}\n", "model",
@@ -133,6 +138,9 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
                                  device.label(), bench_precision(device, bf16_master, qat), cli.optimizer,
                                  cli.fused_update ? " fused into the backward (no clipping)" : "", cli.recompute);
   if (cli.packed_weights) text += fmt::format("{:<28} packed NVFP4, dequantized per block\n", "forward weights");
+  if (cli.lora > 0)
+    text += fmt::format("{:<28} rank {} on every linear ({} adapter tensors), the base frozen\n", "LoRA", cli.lora,
+                        model->parameters().size());
   text += train_bench_table(result);
   print_bench_result(text, json, cli.json, cli.overwrite, device);
   return 0;
@@ -170,6 +178,9 @@ BenchRegistration registration(
               FlagUse(train_flag_row("fused_update"), options->fused_update,
                       "run each layer's optimizer update inside the backward (one layer's gradients; no clipping)"),
               FlagUse(train_flag_row("recompute"), options->recompute),
+              FlagUse(train_flag_row("lora"), options->lora,
+                      "train rank-R LoRA adapters (alpha R) on every linear over the frozen base (default 0: every "
+                      "weight)"),
               FlagUse(train_flag_row("lr"), options->bench.lr, "constant learning rate (default 1e-5)"),
               FlagUse(train_flag_row("seed"), options->bench.seed,
                       "seed of the random ids and of a --preset's weights (default 0)"),

@@ -18,8 +18,10 @@
 #include "io/model_writer.h"
 #include "train/calibrate.h"
 #include "train/export.h"
+#include "train/lora_merge.h"
 #include "train/metrics.h"
 #include "train/train_options.h"
+#include "train/train_setup.h"
 
 namespace nvfp4lm::cli {
 namespace {
@@ -33,6 +35,7 @@ struct ExportCliOptions {
   bool quantize_lm_head = false;
   std::string dtype;
   bool overwrite = false;
+  bool merge_lora = false;
   std::string calibrate;
   int64_t calibrate_tokens = kDefaultCalibrationTokens;
   DeviceFlags device;
@@ -59,6 +62,43 @@ int run_export(const ExportCliOptions& cli) {
   }
   options.overwrite = cli.overwrite;
   const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
+  std::optional<MergedModel> merged;
+  std::unique_ptr<ModelFiles> base;
+  if (input.run_options.lora_rank > 0 && !cli.merge_lora) {
+    // A LoRA run's checkpoint holds its adapters, not a model: the export is the adapter in PEFT's format.
+    NVFP4LM_CHECK(cli.format == "modelopt" && cli.dtype.empty() && cli.gguf_type.empty() && cli.block.empty() &&
+                      !cli.quantize_lm_head && cli.calibrate.empty(),
+                  "{} is a LoRA run's checkpoint (--lora {}): its export is the adapter in PEFT's format, without "
+                  "--format, --dtype, --gguf-type, --block, --quantize-lm-head or --calibrate; add --merge-lora for a "
+                  "whole model with the adapters merged into the base",
+                  input.checkpoint.string(), input.run_options.lora_rank);
+    log::info("exporting the LoRA adapter of checkpoint {} (step {}, rank {}) as PEFT", input.checkpoint.string(),
+              input.step, input.run_options.lora_rank);
+    const ExportReport report = export_lora_adapter(
+        load_checkpoint_masters(input), input.run_options,
+        parse_qwen3_config(input.source.config_json, input.checkpoint.string() + " (the run's model config)"),
+        input.source, cli.out, cli.overwrite);
+    log::info("{}", describe_export(report));
+    return 0;
+  }
+  if (cli.merge_lora) {
+    NVFP4LM_CHECK(input.run_options.lora_rank > 0,
+                  "--merge-lora merges a LoRA run's adapters; {} is a full-parameter run's checkpoint: drop it",
+                  input.checkpoint.string());
+    NVFP4LM_CHECK(cli.calibrate.empty(),
+                  "--calibrate measures a checkpoint's own weights; with --merge-lora export the merge first (--format "
+                  "bf16), then `nvfp4lm quantize MERGED OUT --format modelopt --calibrate FILE`");
+    check_checkpoint_export_target(input, cli.out, options);  // before the merge's work
+    base = open_training_model(input.run_options);
+    log::info("merging the rank-{} adapters of {} (step {}) into {}", input.run_options.lora_rank,
+              input.checkpoint.string(), input.step, base->path().string());
+    merged = merge_lora_adapters(*base, load_checkpoint_masters(input), input.run_options);
+    if (options.format != ModelFormat::HfSafetensors)
+      log::warn(
+          "{} merged linears are quantized to NVFP4 again: the export approximates base + adapters (measure it "
+          "with `nvfp4lm eval --reference` against a --format bf16 merge)",
+          merged->merged_linears);
+  }
   options.block = cli.block.empty() ? input.run_options.block : parse_block_flag(cli.block);
   options.quantize_lm_head = cli.quantize_lm_head || input.run_options.quantize_lm_head;
   if (options.format != ModelFormat::HfSafetensors && input.run_options.qat != QatMode::Off &&
@@ -97,7 +137,9 @@ int run_export(const ExportCliOptions& cli) {
     log::info("activation scales: recorded by the run ({}, {} tokens)", options.calibration->source,
               options.calibration->tokens);
   }
-  const ExportReport report = export_checkpoint(input, cli.out, options);
+  const ExportReport report =
+      merged ? export_checkpoint(input, cli.out, options, std::span<const NamedTensor>(merged->masters))
+             : export_checkpoint(input, cli.out, options);
   log::info("{}", describe_export(report));
   return 0;
 }
@@ -131,6 +173,11 @@ CommandRegistration registration(
                        .value = FlagChoice{[](const std::string& text) { parse_dense_dtype(text); }}},
                       cli->dtype),
               FlagUse(rows::overwrite(), cli->overwrite, "replace an existing output directory"),
+              FlagUse({.name = "--merge-lora",
+                       .help = "a LoRA run: merge its adapters into the base and export the whole model (default: the "
+                               "adapter alone, in PEFT's format)",
+                       .value = FlagSwitch{}},
+                      cli->merge_lora),
               FlagUse(rows::calibrate(), cli->calibrate,
                       "modelopt: measure each linear's input range on this text with the exported weights: a W4A4 "
                       "export (input_scale = amax / (6*448)); without it the export is weight-only (W4A16_NVFP4)"),

@@ -43,8 +43,8 @@ const char* file_type_name(mode_t mode) {
                           : "a special file";
 }
 
-// Why the directory `dir` is not one nvfp4lm could have written as a model (empty, or config.json and nothing but
-// regular files); empty when it is one.
+// Why the directory `dir` is not one nvfp4lm could have written as a model or a LoRA adapter (empty, or config.json
+// or adapter_config.json and nothing but regular files); empty when it is one.
 std::string foreign_directory_reason(const fs::path& dir) {
   bool empty = true, has_config = false;
   std::error_code ec;
@@ -53,10 +53,12 @@ std::string foreign_directory_reason(const fs::path& dir) {
     const std::optional<struct stat> entry = lstat_path(it->path());
     if (entry && !S_ISREG(entry->st_mode))
       return fmt::format("it holds {}, {}", it->path().filename().string(), file_type_name(entry->st_mode));
-    has_config = has_config || it->path().filename() == "config.json";
+    has_config = has_config || it->path().filename() == "config.json" || it->path().filename() == "adapter_config.json";
   }
   if (ec) return fmt::format("it cannot be listed ({})", ec.message());
-  return empty || has_config ? std::string() : std::string("it holds no config.json, so it is not a model");
+  return empty || has_config
+             ? std::string()
+             : std::string("it holds no config.json, so it is not a model (nor adapter_config.json: not an adapter)");
 }
 
 // The Error of an output that exists (checked before writing, or found by the publishing step).
@@ -174,8 +176,8 @@ void check_replaceable(const fs::path& path, std::string_view what, OutputKind k
   const std::string foreign = foreign_directory_reason(target);
   NVFP4LM_CHECK(
       foreign.empty(),
-      "{} {} is a directory nvfp4lm did not write ({}); --overwrite replaces a model directory only (config.json "
-      "and files, or empty): remove it yourself or choose another name",
+      "{} {} is a directory nvfp4lm did not write ({}); --overwrite replaces a model directory only (config.json and "
+      "files, or a LoRA adapter's adapter_config.json and files, or empty): remove it yourself or choose another name",
       what, path.string(), foreign);
 }
 

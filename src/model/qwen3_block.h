@@ -16,11 +16,13 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "core/tensor.h"
 #include "io/activation_calibration.h"
 #include "io/hf_config.h"
+#include "model/lora.h"
 #include "ops/rope.h"
 #include "quant/nvfp4.h"
 
@@ -36,13 +38,19 @@ struct TrainTensor {
   // packed_weights: `packed` holds Q(master) and `use` is a scratch shared by all blocks, filled from it per block.
   bool keep_packed = false;
   Nvfp4Tensor packed;
+  // LoRA (model/lora.h): an adapter over this frozen linear; the forward adds its low-rank term to the base's.
+  std::optional<LoraAdapter> lora;
   bool trainable() const { return grad.defined(); }
 };
 
 struct TrainLayer {
   TrainTensor input_norm, q_proj, k_proj, v_proj, q_norm, k_norm, o_proj, post_attention_norm, gate_proj, up_proj,
       down_proj;
-  bool trainable() const { return input_norm.trainable(); }
+  // Something in the block trains: its own weights, or (LoRA) an adapter over one of its linears.
+  bool trainable() const {
+    return input_norm.trainable() || q_proj.lora || k_proj.lora || v_proj.lora || o_proj.lora || gate_proj.lora ||
+           up_proj.lora || down_proj.lora;
+  }
 };
 
 struct BlockContext {
@@ -54,6 +62,7 @@ struct BlockContext {
   // When set, block_forward records the amax of each projection's input (before any W4A4 fake quantization) under
   // the projection's weight name: activation calibration (io/activation_calibration.h).
   ActivationCalibration* calibration = nullptr;
+  LoraPass lora;  // LoRA dropout of this pass (training passes only)
 };
 
 // Records max |input| under each weight's name in `calibration` (computed where the tensor lives).
@@ -73,12 +82,17 @@ struct BlockActivations {
 BlockActivations make_block_activations(const Qwen3Config& config, const Tensor& x_in, bool saved,
                                         bool quantize_activations);
 
+// y = x · Wᵀ for the weight the forward uses, plus its LoRA adapter's term when it has one.
+void project(const TrainTensor& w, const BlockContext& context, const Tensor& x, Tensor& y);
+
 // out = block(acts.x_in); out may be acts.x_in (in place) when the activations are not saved.
 void block_forward(const TrainLayer& layer, const BlockContext& context, BlockActivations& acts, Tensor& out);
 
 // Gradient work space shared by every block's backward.
 struct BlockGradBuffers {
   Tensor d_normed, d_q, d_k, d_v, d_attn, d_gate, d_up, d_act;
+  // Where a frozen norm's weight gradient goes (LoRA trains adapters under frozen norms): thrown away.
+  Tensor discarded_hidden_norm_grad, discarded_head_norm_grad;
   BlockGradBuffers(const Qwen3Config& config, int64_t batch, int64_t tokens, DType dtype, Device device);
 };
 

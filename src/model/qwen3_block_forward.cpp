@@ -28,6 +28,11 @@ void record_input_amax(ActivationCalibration& calibration, const Tensor& input,
   for (const std::string* name : weight_names) calibration.observe(*name, amax);
 }
 
+void project(const TrainTensor& w, const BlockContext& context, const Tensor& x, Tensor& y) {
+  linear_forward(x, w.use, y);
+  if (w.lora) lora_forward(*w.lora, x, y, context.lora);
+}
+
 Tensor token_rows(const Tensor& t) {
   const int64_t rows = t.dim(0) * t.dim(1);
   return t.reshape({rows, rows == 0 ? 0 : t.numel() / rows});
@@ -88,9 +93,9 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
   if (w4a4) quantize_activation(a.normed_in, a.qkv_input, "W4A4 activation (q/k/v input)");
   const Tensor qkv_in = token_rows(a.qkv_input);
   Tensor q_rows = token_rows(a.q_raw), k_rows = token_rows(a.k_raw), v_rows = token_rows(a.v);
-  linear_forward(qkv_in, w.q_proj.use, q_rows);
-  linear_forward(qkv_in, w.k_proj.use, k_rows);
-  linear_forward(qkv_in, w.v_proj.use, v_rows);
+  project(w.q_proj, context, qkv_in, q_rows);
+  project(w.k_proj, context, qkv_in, k_rows);
+  project(w.v_proj, context, qkv_in, v_rows);
   rmsnorm_forward(a.q_raw, w.q_norm.use, eps, a.q, &a.rstd_q);
   rmsnorm_forward(a.k_raw, w.k_norm.use, eps, a.k, &a.rstd_k);
   rope_forward(a.q, *context.positions, *context.rope);
@@ -102,7 +107,7 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
   if (context.calibration) record_input_amax(*context.calibration, a.attn, {&w.o_proj.name});
   if (w4a4) quantize_activation(a.attn, a.o_input, "W4A4 activation (o_proj input)");
   Tensor proj = token_rows(a.normed_mid);  // free until the second norm: holds the o_proj output
-  linear_forward(token_rows(a.o_input), w.o_proj.use, proj);
+  project(w.o_proj, context, token_rows(a.o_input), proj);
   add(a.x_in, a.normed_mid, a.x_mid);
 
   // MLP half.
@@ -111,19 +116,19 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
   if (w4a4) quantize_activation(a.normed_mid, a.gate_up_input, "W4A4 activation (gate/up input)");
   const Tensor gate_up_in = token_rows(a.gate_up_input);
   Tensor gate_rows = token_rows(a.gate), up_rows = token_rows(a.up);
-  linear_forward(gate_up_in, w.gate_proj.use, gate_rows);
-  linear_forward(gate_up_in, w.up_proj.use, up_rows);
+  project(w.gate_proj, context, gate_up_in, gate_rows);
+  project(w.up_proj, context, gate_up_in, up_rows);
   swiglu_forward(a.gate, a.up, a.act);
   if (context.calibration) record_input_amax(*context.calibration, a.act, {&w.down_proj.name});
   if (w4a4) quantize_activation(a.act, a.down_input, "W4A4 activation (down_proj input)");
   if (out.raw() == a.x_mid.raw()) {
     // In place (activations not saved): the MLP output needs a buffer of its own; normed_in is free by now.
     Tensor mlp = token_rows(a.normed_in);
-    linear_forward(token_rows(a.down_input), w.down_proj.use, mlp);
+    project(w.down_proj, context, token_rows(a.down_input), mlp);
     add_inplace(out, a.normed_in);
   } else {
     Tensor out_rows = token_rows(out);
-    linear_forward(token_rows(a.down_input), w.down_proj.use, out_rows);
+    project(w.down_proj, context, token_rows(a.down_input), out_rows);
     add_inplace(out, a.x_mid);
   }
 }

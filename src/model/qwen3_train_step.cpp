@@ -126,6 +126,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
   context.rope = &rope_for(max_position);
   context.quantize_activations = options_.qat == QatMode::W4A4;
   context.calibration = calibration_;
+  context.lora = LoraPass{backward, batch.dropout_seed};  // dropout in training passes only
   if (calibration_) calibration_->tokens += b * t;
   const bool w4a4 = context.quantize_activations;
 

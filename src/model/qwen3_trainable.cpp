@@ -32,6 +32,18 @@ Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype
   return master.to(device);
 }
 
+// The file's NVFP4 weight `name` as an owned copy on `device` (LoRA's frozen base: used exactly as stored).
+Nvfp4Tensor load_packed(const ModelFiles& files, const std::string& name, Device device) {
+  const ModelWeight weight = files.load(name);
+  NVFP4LM_ASSERT(weight.is_nvfp4(), "load_packed({}): a dense weight", name);
+  Nvfp4Tensor packed = weight.nvfp4;
+  auto own = [&](const Tensor& t) { return device.is_cpu() ? t.clone() : t.to(device); };
+  packed.codes = own(packed.codes);
+  if (packed.block_scales.defined()) packed.block_scales = own(packed.block_scales);
+  files.release(name);
+  return packed;
+}
+
 // deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the group's shared
 // tensor scale (quant/nvfp4_group_scale.h: what quantize and the export write). A packed member keeps Q(W) (its
 // `use` is filled later, by unpack_layer). A member's amax comes from `updated` when the optimizer step just
@@ -136,6 +148,9 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
   const DType master_dtype = options.bf16_master ? DType::BF16 : DType::F32;
   const DType compute = compute_dtype_for(options.device);
   const bool qat = options.qat != QatMode::Off;
+  const bool lora = options.lora.enabled();  // the base frozen as stored; adapters train (model/lora.h)
+  NVFP4LM_ASSERT(!lora || (!options.bf16_master && !options.quantize_lm_head),
+                 "LoRA keeps F32 adapter masters and the lm_head as stored");
 
   // Fused update: the trained blocks share one gradient tensor per block weight; packed weights: one dequantized
   // scratch per block projection (qwen3_trainable.h).
@@ -144,7 +159,7 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
                   Tensor* shared_use = nullptr) {
     TrainTensor t;
     t.name = name;
-    t.master = load_master(files, name, master_dtype, options.device);
+    t.master = load_master(files, name, lora ? (is_norm ? DType::F32 : compute) : master_dtype, options.device);
     if (trainable && shared_grad != nullptr && shared_grad->defined()) {
       t.grad = *shared_grad;
     } else if (trainable) {
@@ -172,27 +187,74 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     return t;
   };
 
-  model.embed_ = make(std::string(kEmbeddingWeightName), train_outer, false, false);
+  // LoRA: a frozen base linear. Under QAT it stays packed NVFP4 (the file's own NVFP4 as stored; a dense file's
+  // weights are quantized once, per fused group, by refresh_group after the layer is built) and is dequantized into
+  // the shared scratch block by block; without QAT it is the dense weight in the compute dtype.
+  auto make_frozen_linear = [&](const std::string& name, int layer, LayerWeight weight, Tensor* shared_use) {
+    TrainTensor t;
+    t.name = name;
+    t.quantized = qat;
+    const ModelWeight stored = qat ? files.load(name) : ModelWeight{};
+    const bool stored_nvfp4 = stored.is_nvfp4();
+    if (qat) files.release(name);
+    if (stored_nvfp4) {
+      t.packed = load_packed(files, name, options.device);
+    } else {
+      t.master = load_master(files, name, qat ? DType::F32 : compute, options.device);
+    }
+    const int64_t rows = stored_nvfp4 ? t.packed.rows : t.master.dim(0);
+    const int64_t cols = stored_nvfp4 ? t.packed.cols : t.master.dim(1);
+    if (qat) {
+      if (!shared_use->defined()) *shared_use = Tensor::empty({rows, cols}, compute, options.device);
+      t.use = *shared_use;
+      t.keep_packed = true;
+    } else {
+      t.use = t.master;
+    }
+    if (layer >= model.first_trained_layer_ && options.lora.targets_weight(weight))
+      t.lora = make_lora_adapter(name, rows, cols, options.lora, compute, options.device);
+    return t;
+  };
+  model.embed_ = make(std::string(kEmbeddingWeightName), train_outer && !lora, false, false);
   model.layers_.resize(static_cast<size_t>(layers));
   for (int i = 0; i < layers; ++i) {
     auto layer_name = [&](LayerWeight w) { return layer_weight_name(i, w); };
     const bool train = i >= model.first_trained_layer_;
     TrainLayer& l = model.layers_[static_cast<size_t>(i)];
     auto grad = [&](size_t k) { return options.fused_update ? &shared_block_grads[k] : nullptr; };
-    auto use = [&](size_t k) { return options.packed_weights && qat ? &shared_block_uses[k] : nullptr; };
-    l.input_norm = make(layer_name(LayerWeight::InputNorm), train, true, false, grad(0));
-    l.q_proj = make(layer_name(LayerWeight::QProj), train, false, qat, grad(1), use(1));
-    l.k_proj = make(layer_name(LayerWeight::KProj), train, false, qat, grad(2), use(2));
-    l.v_proj = make(layer_name(LayerWeight::VProj), train, false, qat, grad(3), use(3));
-    l.q_norm = make(layer_name(LayerWeight::QNorm), train, true, false, grad(4));
-    l.k_norm = make(layer_name(LayerWeight::KNorm), train, true, false, grad(5));
-    l.o_proj = make(layer_name(LayerWeight::OProj), train, false, qat, grad(6), use(6));
-    l.post_attention_norm = make(layer_name(LayerWeight::PostAttentionNorm), train, true, false, grad(7));
-    l.gate_proj = make(layer_name(LayerWeight::GateProj), train, false, qat, grad(8), use(8));
-    l.up_proj = make(layer_name(LayerWeight::UpProj), train, false, qat, grad(9), use(9));
-    l.down_proj = make(layer_name(LayerWeight::DownProj), train, false, qat, grad(10), use(10));
+    auto use = [&](size_t k) { return (options.packed_weights || lora) && qat ? &shared_block_uses[k] : nullptr; };
+    const bool train_base = train && !lora;
+    auto linear = [&](LayerWeight weight, size_t k) {
+      return lora ? make_frozen_linear(layer_name(weight), i, weight, &shared_block_uses[k])
+                  : make(layer_name(weight), train, false, qat, grad(k), use(k));
+    };
+    l.input_norm = make(layer_name(LayerWeight::InputNorm), train_base, true, false, grad(0));
+    l.q_proj = linear(LayerWeight::QProj, 1);
+    l.k_proj = linear(LayerWeight::KProj, 2);
+    l.v_proj = linear(LayerWeight::VProj, 3);
+    l.q_norm = make(layer_name(LayerWeight::QNorm), train_base, true, false, grad(4));
+    l.k_norm = make(layer_name(LayerWeight::KNorm), train_base, true, false, grad(5));
+    l.o_proj = linear(LayerWeight::OProj, 6);
+    l.post_attention_norm = make(layer_name(LayerWeight::PostAttentionNorm), train_base, true, false, grad(7));
+    l.gate_proj = linear(LayerWeight::GateProj, 8);
+    l.up_proj = linear(LayerWeight::UpProj, 9);
+    l.down_proj = linear(LayerWeight::DownProj, 10);
+    if (lora && qat) {
+      // A dense base is quantized once here, per fused group as quantize would (its F32 copy dropped after); a
+      // member already packed (NVFP4 in the file) keeps its own scales.
+      for (std::initializer_list<TrainTensor*> group :
+           {std::initializer_list<TrainTensor*>{&l.q_proj, &l.k_proj, &l.v_proj},
+            {&l.o_proj},
+            {&l.gate_proj, &l.up_proj},
+            {&l.down_proj}}) {
+        if ((*group.begin())->packed.defined()) continue;
+        refresh_group(group, options.block, nullptr);
+        for (TrainTensor* t : group) t->master = Tensor();
+      }
+    }
   }
-  model.final_norm_ = make(std::string(kFinalNormWeightName), train_outer, true, false);
+  const bool train_outer_weights = train_outer && !lora;
+  model.final_norm_ = make(std::string(kFinalNormWeightName), train_outer_weights, true, false);
   const bool quantize_head = qat && options.quantize_lm_head;
   if (config.tie_word_embeddings) {
     TrainTensor& head = model.lm_head_;
@@ -202,7 +264,29 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     head.quantized = quantize_head;
     head.use = quantize_head ? Tensor::empty(head.master.shape(), compute, options.device) : model.embed_.use;
   } else {
-    model.lm_head_ = make(std::string(kLmHeadWeightName), train_outer, false, quantize_head);
+    model.lm_head_ = make(std::string(kLmHeadWeightName), train_outer_weights, false, quantize_head);
+  }
+
+  model.layer_groups_.resize(static_cast<size_t>(layers));
+  if (lora) {
+    // The adapters are the parameters (and the masters of checkpoints): per layer, in the linears' canonical order.
+    for (int i = 0; i < layers; ++i) {
+      TrainLayer& l = model.layers_[static_cast<size_t>(i)];
+      for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+        if (!t->lora) continue;
+        LoraAdapter& adapter = *t->lora;
+        for (const Parameter& p : {Parameter{lora_a_name(t->name), adapter.a, adapter.grad_a, true},
+                                   Parameter{lora_b_name(t->name), adapter.b, adapter.grad_b, true}}) {
+          model.all_.push_back(p);
+          model.trainable_.push_back(p);
+          model.layer_groups_[static_cast<size_t>(i)].push_back(p);
+        }
+      }
+    }
+    model.refresh_quantized();
+    log::info("training model {}: {}; {} adapter tensors", files.path().string(), model.describe(),
+              model.trainable_.size());
+    return model;
   }
 
   // Parameter lists in the canonical order of io/weight_names.h.
@@ -252,10 +336,21 @@ std::string Qwen3Trainable::describe() const {
                         qat_mode_name(options_.qat), block_name(options_.block),
                         lm_head_.quantized ? "quantized" : "unquantized");
   }
+  if (options_.lora.enabled()) {
+    int adapted_layers = 0;
+    for (const std::vector<Parameter>& group : layer_groups_) adapted_layers += group.empty() ? 0 : 1;
+    text = fmt::format(
+        "{}; LoRA rank {} (alpha {}, scale {}{}) on {} in {} of {} layers, the base frozen{}", text, options_.lora.rank,
+        options_.lora.effective_alpha(), options_.lora.scale(),
+        options_.lora.dropout > 0 ? fmt::format(", dropout {}", options_.lora.dropout) : "",
+        lora_targets_text(options_.lora.targets), adapted_layers, layers_.size(),
+        options_.qat == QatMode::Off ? " as dense weights" : " as packed NVFP4 (dequantized one block at a time)");
+  }
   if (options_.train_last_layers >= 0) text += fmt::format(", training the last {} layers", options_.train_last_layers);
   if (options_.recompute == Recompute::Block) text += ", activations recomputed per block";
   if (options_.fused_update) text += ", optimizer step fused into the backward";
-  if (options_.packed_weights && options_.qat != QatMode::Off) text += ", NVFP4 forward weights kept packed";
+  if (options_.packed_weights && options_.qat != QatMode::Off && !options_.lora.enabled())
+    text += ", NVFP4 forward weights kept packed";
   return text;
 }
 
@@ -291,6 +386,11 @@ void Qwen3Trainable::refresh_lm_head(UpdatedMasterAmaxes* updated) {
 
 void Qwen3Trainable::refresh_layer(TrainLayer& l, UpdatedMasterAmaxes* updated) {
   for (TrainTensor* t : {&l.input_norm, &l.q_norm, &l.k_norm, &l.post_attention_norm}) refresh_copy(*t);
+  if (options_.lora.enabled()) {  // the base is frozen: only the adapters' forward copies change
+    for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      if (t->lora) refresh_lora_adapter(*t->lora);
+    return;
+  }
   if (l.q_proj.quantized) {
     refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block, updated);
     refresh_group({&l.o_proj}, options_.block, updated);
@@ -324,6 +424,8 @@ void Qwen3Trainable::zero_grad() {
 }
 
 Qwen3Model Qwen3Trainable::inference_model() const {
+  NVFP4LM_CHECK(!options_.lora.enabled(),
+                "inference_model(): a LoRA model's adapters are not part of the inference model (merge them first)");
   Qwen3Weights weights;
   auto linear = [](const TrainTensor& t) {
     LinearWeight w;

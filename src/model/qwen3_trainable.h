@@ -38,6 +38,14 @@
 // projections at a time into a scratch shared by all blocks. deq(Q(W)) is the same bits either way, so losses and
 // gradients are identical; the dense copies (2 bytes a weight on CUDA) shrink to ~0.56 bytes plus one block.
 //
+// LoRA (TrainModelOptions::lora, model/lora.h): every base weight is frozen as stored and adapters on the chosen
+// linears train. Under QAT the base linears stay packed NVFP4 — the file's own NVFP4 bits when it has them (the
+// deployed numerics exactly), a dense file's weights quantized once per fused group — and are dequantized one block at
+// a time into a shared scratch (no dense copy of the base); with QAT off they are dense in the compute dtype. The
+// embedding, norms and lm_head are used as stored. parameters() and master_weights() are the adapters (PEFT names),
+// so checkpoints hold only them; with train_last_layers only those layers get adapters. W4A4 fake-quantizes the
+// linears' inputs for the adapters too (they read what the base reads).
+//
 // train_last_layers = N >= 0 trains only the last N decoder blocks: parameters() lists only theirs, frozen
 // weights get no gradient, embeddings / final norm / lm_head stay frozen, and the backward stops at the input of
 // the lowest trained block (frozen blocks below it run forward only, without saving activations).
@@ -68,6 +76,7 @@
 #include "io/activation_calibration.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
+#include "model/lora.h"
 #include "model/parameter.h"
 #include "model/qwen3_block.h"
 #include "model/qwen3_model.h"
@@ -96,6 +105,7 @@ struct TrainModelOptions {
   Recompute recompute = Recompute::None;
   bool fused_update = false;    // optimizer step inside the backward (see the top of this file)
   bool packed_weights = false;  // QAT: block projections' Q(W) stay packed (see the top of this file)
+  LoraOptions lora = {};        // rank > 0: LoRA adapters train over the frozen base (see the top of this file)
 };
 
 // Receives a group of parameters whose gradients are final, during a fused-update backward, and an empty
@@ -109,6 +119,7 @@ using GradientSink = std::function<void(std::span<Parameter>, UpdatedMasterAmaxe
 struct TrainBatch {
   Tensor ids, targets, positions, segment_ids;
   TeacherTopK teacher_top_k;
+  uint64_t dropout_seed = 0;  // LoRA dropout of a training pass over this batch (the trainer: per step and micro-batch)
 };
 
 enum class LossKind { CrossEntropy, L1 };
@@ -170,7 +181,7 @@ class Qwen3Trainable {
   std::span<Parameter> parameters() { return trainable_; }
   std::span<const Parameter> parameters() const { return trainable_; }
   // Every master weight (trained or frozen), HF names, canonical order (no lm_head when tied): views for the
-  // exporter and checkpoints. After writing into them, call refresh_quantized().
+  // exporter and checkpoints. After writing into them, call refresh_quantized(). LoRA: the adapters only.
   std::vector<NamedTensor> master_weights() const;
   // Index of the lowest trained decoder block (num_hidden_layers when none trains).
   int first_trained_layer() const { return first_trained_layer_; }

@@ -65,6 +65,22 @@ void cast(const Tensor& src, Tensor& dst) {
   cpu::cast(src, dst);
 }
 
+void dropout(const Tensor& src, Tensor& dst, float p, uint64_t seed, bool accumulate) {
+  NVFP4LM_ASSERT(src.shape() == dst.shape() && p >= 0.f && p < 1.f, "dropout: src {}, dst {}, p {}", src.str(),
+                 dst.str(), p);
+  [[maybe_unused]] const Device device = common_device("dropout", {&src, &dst});
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(dtype_is_float(src.dtype()) && dst.dtype() == src.dtype(),
+                   "dropout on CUDA: src {} and dst {} must share one float dtype", src.str(), dst.str());
+    cuda::dropout(cuda::device_rows(src, 1, "dropout src"), cuda::device_rows(dst, 1, "dropout dst"), p, seed,
+                  accumulate);
+    return;
+  }
+#endif
+  cpu::dropout(src, dst, p, seed, accumulate);
+}
+
 double sum_squares(const Tensor& a) {
   [[maybe_unused]] const Device device = common_device("sum_squares", {&a});
 #if NVFP4LM_HAS_CUDA

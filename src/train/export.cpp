@@ -14,8 +14,10 @@
 #include "io/export_plan.h"
 #include "io/hf_config.h"
 #include "io/model_writer.h"
+#include "io/peft_adapter.h"
 #include "io/safetensors_reader.h"
 #include "io/weight_names.h"
+#include "model/lora.h"
 #include "quant/nvfp4_fixed_scale.h"
 #include "quant/nvfp4_group_scale.h"
 #include "train/checkpoint.h"
@@ -284,19 +286,94 @@ std::vector<NamedTensor> load_checkpoint_masters(const CheckpointExportInput& in
   return masters;
 }
 
-ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options) {
-  const bool dat_file = options.format == ModelFormat::Dat && out.extension() == ".dat";
-  if (dat_file) {
+namespace {
+
+bool is_dat_file_export(const fs::path& out, const ExportOptions& options) {
+  return options.format == ModelFormat::Dat && out.extension() == ".dat";
+}
+
+}  // namespace
+
+void check_checkpoint_export_target(const CheckpointExportInput& input, const fs::path& out,
+                                    const ExportOptions& options) {
+  if (is_dat_file_export(out, options)) {
     check_dat_file_target(out, input.source, options.overwrite);
   } else {
     check_export_target(out, input.source, options.overwrite, model_output_kind(options.format));
   }
-  const std::vector<NamedTensor> masters = load_checkpoint_masters(input);
-  if (dat_file) return export_dat_file(masters, input.source, out, options);
-  return export_weights(masters, input.source, out, options);
+}
+
+ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options,
+                               std::optional<std::span<const NamedTensor>> masters) {
+  check_checkpoint_export_target(input, out, options);
+  std::vector<NamedTensor> loaded;
+  if (!masters) {
+    loaded = load_checkpoint_masters(input);
+    masters = loaded;
+  }
+  if (is_dat_file_export(out, options)) return export_dat_file(*masters, input.source, out, options);
+  return export_weights(*masters, input.source, out, options);
+}
+
+ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const TrainOptions& run,
+                                 const Qwen3Config& config, const ExportSource& source, const fs::path& out,
+                                 bool overwrite) {
+  NVFP4LM_ASSERT(run.lora_rank > 0, "export_lora_adapter of a run without --lora");
+  const auto start = std::chrono::steady_clock::now();
+  check_export_target(out, source, overwrite, OutputKind::Directory);
+  PeftLoraConfig peft;
+  peft.base_model = run.model;
+  peft.rank = run.lora_rank;
+  peft.dropout = run.lora_dropout;
+  LoraOptions lora;
+  lora.rank = run.lora_rank;
+  lora.alpha = run.lora_alpha;
+  lora.targets = parse_lora_targets(run.lora_targets);
+  peft.alpha = lora.effective_alpha();
+  for (const LoraTarget target : lora.targets) peft.target_modules.emplace_back(lora_target_module(target));
+  const auto layers = static_cast<int>(config.num_hidden_layers);
+  if (run.train_last_layers > 0 && run.train_last_layers < layers) {
+    std::vector<int> adapted;
+    for (int i = layers - run.train_last_layers; i < layers; ++i) adapted.push_back(i);
+    peft.layers_to_transform = adapted;
+  }
+  // Every adapter the config implies, and nothing else, in the file.
+  size_t expected = 0;
+  for (const ExpectedWeight& weight : qwen3_expected_weights(config)) {
+    const std::optional<LayerWeightName> layer = parse_layer_weight_name(weight.name);
+    if (!layer || (peft.layers_to_transform && layer->layer < layers - run.train_last_layers)) continue;
+    if (!lora.targets_weight(layer->weight)) continue;
+    for (const std::string& name : {lora_a_name(weight.name), lora_b_name(weight.name)}) {
+      ++expected;
+      NVFP4LM_CHECK(std::any_of(adapters.begin(), adapters.end(), [&](const NamedTensor& t) { return t.name == name; }),
+                    "the adapters lack {} (the run's --lora-targets {} need it)", name, run.lora_targets);
+    }
+  }
+  NVFP4LM_CHECK(expected == adapters.size(), "{} adapter tensors where the run's settings give {}", adapters.size(),
+                expected);
+  std::vector<PeftTensor> tensors;
+  for (const NamedTensor& t : adapters) tensors.push_back({t.name, t.tensor});
+  write_peft_adapter(out, peft, tensors, overwrite);
+  ExportReport report;
+  report.out = out;
+  report.lora_adapter = true;
+  report.dense_tensors = static_cast<int64_t>(adapters.size());
+  for (const NamedTensor& t : adapters) {
+    report.parameters += t.tensor.numel();
+    report.weight_bytes += t.tensor.nbytes();
+  }
+  report.dense_dtype = DType::F32;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
 }
 
 std::string describe_export(const ExportReport& report) {
+  if (report.lora_adapter)
+    return fmt::format(
+        "exported the LoRA adapter (PEFT: {} and {}) to {} in {:.1f} s: {} F32 tensors, {} parameters, "
+        "{:.1f} MiB",
+        kPeftConfigFileName, kPeftWeightsFileName, report.out.string(), report.seconds, report.dense_tensors,
+        report.parameters, to_mib(report.weight_bytes));
   std::string text = fmt::format("exported {} to {} in {:.1f} s: ", format_capabilities(report.format).title,
                                  report.out.string(), report.seconds);
   if (report.format == ModelFormat::HfSafetensors) {

@@ -69,6 +69,7 @@ struct ExportReport {
   bool lm_head_untied = false;
   std::vector<std::string> copied_files;
   double seconds = 0;
+  bool lora_adapter = false;  // a PEFT LoRA adapter (export_lora_adapter), not a model
 };
 
 // Refuses (Error) an OUT that would overwrite a protected path or a run's own files (a step-N name in a run
@@ -96,6 +97,15 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
                              const ExportOptions& options);
 // (export_checkpoint below writes this layout for a Dat export to a path ending in ".dat".)
 
+// A LoRA run's adapters (Qwen3Trainable::master_weights() of a LoRA model, or a LoRA checkpoint's model.safetensors)
+// as a PEFT adapter directory (io/peft_adapter.h) for the base `base_model` (its path, recorded in the config). The
+// run's
+// --lora, --lora-alpha and --lora-targets give r, lora_alpha and target_modules; with --train-last-layers N the
+// adapted layers are layers_to_transform. Refuses OUT like export_weights.
+ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const TrainOptions& run,
+                                 const Qwen3Config& config, const ExportSource& source, const fs::path& out,
+                                 bool overwrite);
+
 // A checkpoint as an export input: `path` is a checkpoint directory (step-N) or a run directory (its newest
 // complete checkpoint). The config comes from the checkpoint's trainer_state.json ("model"); the tokenizer files
 // from the run directory's source-model/ copy (or, if that is gone, beside the original model).
@@ -112,8 +122,13 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path);
 // The checkpoint's master weights (views of its model.safetensors), after verifying its checksums.
 std::vector<NamedTensor> load_checkpoint_masters(const CheckpointExportInput& input);
 
-// Verifies the checkpoint's checksums, then writes OUT from its model.safetensors.
-ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options);
+// Verifies the checkpoint's checksums, then writes OUT from its model.safetensors; or from `masters` when given (a LoRA
+// checkpoint's adapters merged into its base, train/lora_merge.h), with the checkpoint's config and side files.
+ExportReport export_checkpoint(const CheckpointExportInput& input, const fs::path& out, const ExportOptions& options,
+                               std::optional<std::span<const NamedTensor>> masters = std::nullopt);
+// The refusals of export_checkpoint, on their own: to be called before long work (a merge, a calibration).
+void check_checkpoint_export_target(const CheckpointExportInput& input, const fs::path& out,
+                                    const ExportOptions& options);
 
 // "exported NVFP4 (ModelOpt) to out/ in 1.2 s: 14 NVFP4 + 9 dense tensors, 12.3 MiB of weights, tokenizer copied"
 std::string describe_export(const ExportReport& report);

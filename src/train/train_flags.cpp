@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_text.h"
+#include "model/lora.h"
 #include "tokenizer/chat_template.h"
 
 namespace nvfp4lm {
@@ -432,6 +433,64 @@ std::vector<TrainFlag> make_train_flags() {
        .key = "train_last_layers",
        .resume = G::Identity,
        .value = number(&O::train_last_layers, {-(1 << 16), 1 << 16})},
+      {.name = "--lora",
+       .help = "LoRA: train rank-R adapters over the frozen base (NVFP4 bases stay packed as stored) instead of every "
+               "weight (default 0: full-parameter training); --export writes the adapter in PEFT's format",
+       .key = "lora",
+       .resume = G::Identity,
+       .value = number(&O::lora_rank, {0, 4096}),
+       .check =
+           [](const O& o) {
+             if (o.lora_rank == 0) return;
+             NVFP4LM_CHECK(!o.bf16_master, "--lora keeps the adapters' masters in fp32: drop --master bf16");
+             NVFP4LM_CHECK(!o.quantize_lm_head, "--lora keeps lm_head as stored and frozen: drop --quantize-lm-head");
+             NVFP4LM_CHECK(o.calibrate_steps == 0,
+                           "--calibrate-steps records ranges for a full NVFP4 export; a LoRA run exports its adapter: "
+                           "drop --calibrate-steps");
+             NVFP4LM_CHECK(o.output_dat.empty() && o.export_format == ModelFormat::ModeloptNvfp4,
+                           "a LoRA run exports its adapter (PEFT's adapter_config.json + adapter_model.safetensors) "
+                           "with --export DIR; --output-dat and --export-format write whole models, which a LoRA run "
+                           "does not have: drop them");
+           },
+       .added_later = true},
+      {.name = "--lora-alpha",
+       .help = "LoRA scaling numerator: adapters add (alpha / R) · B·A·x (default 0: alpha = R, a scale of 1)",
+       .key = "lora_alpha",
+       .resume = G::Identity,
+       .value = number(&O::lora_alpha),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.lora_alpha) && o.lora_alpha >= 0, "--lora-alpha must be >= 0, got {}",
+                           o.lora_alpha);
+             NVFP4LM_CHECK(o.lora_alpha == 0 || o.lora_rank > 0,
+                           "--lora-alpha scales the adapters of --lora R: add it");
+           },
+       .added_later = true},
+      {.name = "--lora-dropout",
+       .help = "LoRA: dropout on the adapters' inputs while training, PEFT's lora_dropout (default 0)",
+       .key = "lora_dropout",
+       .resume = G::Identity,
+       .value = number(&O::lora_dropout),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.lora_dropout) && o.lora_dropout >= 0 && o.lora_dropout < 1,
+                           "--lora-dropout must be in [0, 1), got {}", o.lora_dropout);
+             NVFP4LM_CHECK(o.lora_dropout == 0 || o.lora_rank > 0,
+                           "--lora-dropout drops the inputs of --lora R's adapters: add it");
+           },
+       .added_later = true},
+      {.name = "--lora-targets",
+       .help = "the linears that get adapters, a comma list of q, k, v, o, gate, up, down (default all)",
+       .key = "lora_targets",
+       .resume = G::Identity,
+       .value = text(&O::lora_targets),
+       .check =
+           [](const O& o) {
+             parse_lora_targets(o.lora_targets);
+             NVFP4LM_CHECK(o.lora_targets == "all" || o.lora_rank > 0,
+                           "--lora-targets chooses the linears of --lora R's adapters: add it");
+           },
+       .added_later = true},
       {.name = "--save-every",
        .aliases = {"--save-every-steps"},
        .help = "checkpoint every N steps (default: at the end)",

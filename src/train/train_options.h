@@ -78,6 +78,11 @@ struct TrainOptions {
   Recompute recompute = Recompute::None;
   bool fused_update = false;    // --fused-update: optimizer step inside the backward (needs grad_accum 1, no clipping)
   bool packed_weights = false;  // --packed-weights: QAT forward weights stay packed NVFP4 between uses
+  // --lora R: LoRA adapters (model/lora.h) over the frozen base instead of full-parameter training
+  int lora_rank = 0;                 // 0: none
+  double lora_alpha = 0;             // 0: the rank
+  double lora_dropout = 0;           // [0, 1)
+  std::string lora_targets = "all";  // --lora-targets (parse_lora_targets)
   // batches and length
   int64_t seq_len = 512;
   int64_t batch = 4;

@@ -9,6 +9,7 @@
 #include "core/json_text.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/rng.h"
 #include "io/model_writer.h"
 #include "train/train_step.h"
 
@@ -105,6 +106,9 @@ StepMetrics Trainer::train_step() {
     m.loss_tokens += batch.tokens_in_batch;
     m.input_tokens += batch.rows() * batch.row_tokens() - batch.padding_tokens;
     micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
+    // LoRA dropout: a mask per step and micro-batch, from the run's seed (a resumed run draws the same ones).
+    micro_batches.back().dropout_seed =
+        mix64(options_.seed ^ mix64((static_cast<uint64_t>(step_) << 20) + micro_batches.size()));
     attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, micro_batches.back());
   }
   m.micro_batches = static_cast<int>(micro_batches.size());
@@ -286,6 +290,9 @@ ExportReport Trainer::export_model() {
   if (!calibration_.empty() && options_.export_format == ModelFormat::ModeloptNvfp4)
     export_options.calibration = calibration_;
   const std::vector<NamedTensor> masters = model_->master_weights();
+  if (options_.lora_rank > 0)
+    return export_lora_adapter(masters, options_, files_->config(), export_source(), options_.export_path,
+                               options_.overwrite);
   if (!options_.output_dat.empty()) {
     export_options.format = ModelFormat::Dat;
     return export_dat_file(masters, export_source(), options_.output_dat, export_options);

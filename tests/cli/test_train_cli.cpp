@@ -112,6 +112,35 @@ TEST_F(TrainCli, ExportWritesEveryFormatAndNeverOverwritesWithoutTheFlag) {
   EXPECT_FALSE(fs::exists(dir_ / "run2" / "metrics.jsonl"));
 }
 
+// A LoRA run through the command line: the header names the adapters, --export writes a PEFT adapter, `export` of the
+// run writes the same one, `export --merge-lora --format bf16` a whole model that generate runs, and a whole-model
+// format without --merge-lora is a one-line error naming it.
+TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
+  const fs::path run = dir_ / "run", adapter = dir_ / "adapter";
+  const CliResult trained = run_cli(train(
+      "--output " + quoted(run) + " --lora 4 --lora-alpha 8 --lora-targets q,v,down --export " + quoted(adapter)));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_NE(trained.err.find("LoRA rank 4 (alpha 8, scale 2) on q,v,down in 2 of 2 layers"), std::string::npos)
+      << trained.err;
+  EXPECT_NE(trained.err.find("exported the LoRA adapter (PEFT"), std::string::npos) << trained.err;
+  EXPECT_EQ(json::parse(read_file(adapter / "adapter_config.json"))["target_modules"],
+            json({"q_proj", "v_proj", "down_proj"}));
+  const CliResult exported = run_cli("export " + quoted(run) + " " + quoted(dir_ / "again"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(read_file(dir_ / "again" / "adapter_model.safetensors"), read_file(adapter / "adapter_model.safetensors"));
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "whole") + " --format bf16"),
+                        {"LoRA run's checkpoint", "--merge-lora"}, "whole-model format of a LoRA run");
+  const CliResult merged =
+      run_cli("export " + quoted(run) + " " + quoted(dir_ / "merged") + " --merge-lora --format bf16");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_EQ(open_model(dir_ / "merged")->format(), ModelFormat::HfSafetensors);
+  const CliResult generated = run_cli("generate --model " + quoted(dir_ / "merged") +
+                                      " --prompt 'What is 4 plus 3?' --max-tokens 6 --temperature 0");
+  EXPECT_EQ(generated.exit_code, 0) << generated.err;
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "run3") + " --lora-alpha 8")), {"--lora"},
+                        "--lora-alpha without --lora");
+}
+
 // A run that died after step 4, while its step-4 checkpoint was being damaged (model file cut short) and a step-6
 // write had begun (step-6.tmp), resumes from step-2 with a warning and ends with exactly the losses of a run that
 // was never interrupted (the flags given again with their saved values change nothing).

@@ -80,5 +80,48 @@ TEST(Elementwise, SumSquaresMatchesDoubleSum) {
   EXPECT_NEAR(sum_squares(view), expected, 1e-6 * expected);
 }
 
+// Inverted dropout: the share of zeros is p, the kept values are x / (1 - p) exactly, the mask depends on (seed, index)
+// alone (a row-strided view gives the mask of its contiguous copy), accumulate adds, and p = 0 copies.
+TEST(Elementwise, DropoutKeepsOneMinusPScaledByItsInverse) {
+  const int64_t rows = 64, width = 100;
+  std::vector<float> values(static_cast<size_t>(rows * width));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1.0f + static_cast<float>(i % 97) / 8.0f;
+  const Tensor x = Tensor::from_floats(values, Shape{rows, width});
+  Tensor y = Tensor::empty(x.shape(), DType::F32);
+  dropout(x, y, 0.25f, 42);
+  int64_t zeros = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float got = y.data<float>()[i];
+    if (got == 0) {
+      ++zeros;
+    } else {
+      EXPECT_EQ(got, values[static_cast<size_t>(i)] * (1.0f / 0.75f)) << i;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(zeros) / static_cast<double>(x.numel()), 0.25, 0.02);
+
+  Tensor again = Tensor::empty(x.shape(), DType::F32), other = Tensor::empty(x.shape(), DType::F32);
+  dropout(x, again, 0.25f, 42);
+  dropout(x, other, 0.25f, 43);
+  EXPECT_EQ(to_float_vector(again), to_float_vector(y));
+  EXPECT_NE(to_float_vector(other), to_float_vector(y));
+
+  // A [rows, width] window of a wider buffer: the same mask as the contiguous operand.
+  Tensor wide = Tensor::zeros({rows, width + 12}, DType::F32);
+  Tensor window = wide.narrow(1, 5, width);
+  window.copy_from(x);
+  Tensor from_view = Tensor::empty(x.shape(), DType::F32);
+  dropout(window, from_view, 0.25f, 42);
+  EXPECT_EQ(to_float_vector(from_view), to_float_vector(y));
+
+  Tensor sum = x.clone();
+  dropout(x, sum, 0.25f, 42, /*accumulate=*/true);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    EXPECT_EQ(sum.data<float>()[i], values[static_cast<size_t>(i)] + y.data<float>()[i]) << i;
+  Tensor copy = Tensor::empty(x.shape(), DType::F32);
+  dropout(x, copy, 0.0f, 42);
+  EXPECT_EQ(to_float_vector(copy), values);
+}
+
 }  // namespace
 }  // namespace nvfp4lm

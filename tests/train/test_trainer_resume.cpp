@@ -2,8 +2,8 @@
 // with --resume) gives exactly the per-step losses, learning rates and gradient norms of the run that never stopped,
 // and its final master weights and optimizer state are the same bytes. Cases: plain AdamW, gradient accumulation,
 // --epochs runs crossing an epoch boundary (one with a short last step), 8-bit AdamW, BF16 masters (stochastic
-// rounding under QAT w4a16), W4A4 with 16x16 blocks. Also: a resume skips a damaged newest checkpoint (what a kill
-// during a checkpoint write can leave) and an unfinished step-N.tmp, and continues from the previous one.
+// rounding under QAT w4a16), W4A4 with 16x16 blocks, LoRA adapters. Also: a resume skips a damaged newest checkpoint
+// (what a kill during a checkpoint write can leave) and an unfinished step-N.tmp, and continues from the previous one.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -151,6 +151,14 @@ INSTANTIATE_TEST_SUITE_P(Cases, TrainerResume,
                                                       [](TrainOptions& o) {
                                                         o.qat = QatMode::W4A4;
                                                         o.block = Nvfp4Block::Tile16x16;
+                                                      },
+                                                      3, 6},
+                                           // LoRA: the checkpoint holds the adapters and their optimizer state only.
+                                           ResumeCase{"lora",
+                                                      [](TrainOptions& o) {
+                                                        o.lora_rank = 4;
+                                                        o.lora_alpha = 8;
+                                                        o.lr = 1e-2;
                                                       },
                                                       3, 6}),
                          [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/rng.h"
 #include "ops/cpu/views.h"
 
 namespace nvfp4lm::cpu {
@@ -56,6 +57,22 @@ void cast(const Tensor& src, Tensor& dst) {
   Tensor staged = Tensor::empty(dst.shape(), dst.dtype());
   convert_cpu(src, staged);
   dst.copy_from(staged);
+}
+
+void dropout(const Tensor& src, Tensor& dst, float p, uint64_t seed, bool accumulate) {
+  const RowsF32 in(src, 1, "dropout src"), out(dst, 1, "dropout dst");
+  const int64_t rows = in.count(), width = in.width();
+  const float keep_scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = in.row(r);
+    float* y = out.row(r);
+    for (int64_t j = 0; j < width; ++j) {
+      const auto index = static_cast<uint64_t>(r * width + j);
+      const float kept = counter_uniform(seed, index) >= p ? x[j] * keep_scale : 0.0f;
+      y[j] = accumulate ? y[j] + kept : kept;
+    }
+  }
 }
 
 double sum_squares(const Tensor& a) {

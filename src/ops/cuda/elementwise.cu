@@ -5,6 +5,7 @@
 #include "core/cuda/check.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/reduce.cuh"
+#include "core/rng.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/kernel_common.cuh"
 
@@ -55,6 +56,27 @@ __global__ void fill_kernel(DeviceRows a, float value, int64_t chunks_per_row, i
   NVFP4LM_GRID_STRIDE(item, items) {
     const ChunkPosition p = chunk_position(item, chunks_per_row);
     store_chunk(row_ptr<T>(a, p.row), p.col, a.width, vec, x);
+  }
+}
+
+// The chunk's elements are (row, col + k); the mask index is the logical row-major position, so a flattened dense
+// operand (one row) and the same operand as rows give the same mask.
+template <typename T>
+__global__ void dropout_kernel(DeviceRows src, DeviceRows dst, float p, uint64_t seed, int64_t mask_width,
+                               int64_t chunks_per_row, int64_t items, bool vec, bool accumulate) {
+  const float keep_scale = 1.0f / (1.0f - p);
+  NVFP4LM_GRID_STRIDE(item, items) {
+    const ChunkPosition pos = chunk_position(item, chunks_per_row);
+    float x[kChunk], y[kChunk];
+    load_chunk(row_ptr<const T>(src, pos.row), pos.col, src.width, vec, x);
+    if (accumulate) load_chunk(row_ptr<const T>(dst, pos.row), pos.col, src.width, vec, y);
+    const int64_t base = pos.row * mask_width + pos.col;
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      const float kept = counter_uniform(seed, static_cast<uint64_t>(base + k)) >= p ? x[k] * keep_scale : 0.0f;
+      y[k] = accumulate ? y[k] + kept : kept;
+    }
+    store_chunk(row_ptr<T>(dst, pos.row), pos.col, src.width, vec, y);
   }
 }
 
@@ -179,6 +201,20 @@ void cast(const DeviceRows& src_in, const DeviceRows& dst_in) {
       NVFP4LM_LAUNCH((cast_kernel<Src, Dst>), launch.blocks, kThreads, 0)
       (src, dst, launch.chunks_per_row, launch.items, vec);
     });
+  });
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
+void dropout(const DeviceRows& src_in, const DeviceRows& dst_in, float p, uint64_t seed, bool accumulate) {
+  const bool dense = src_in.dense() && dst_in.dense();
+  const DeviceRows src = dense ? flattened(src_in) : src_in, dst = dense ? flattened(dst_in) : dst_in;
+  const Launch launch = launch_for(src);
+  if (launch.items == 0) return;
+  const bool vec = vectorizable(src) && vectorizable(dst);
+  with_float_type(src.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    NVFP4LM_LAUNCH(dropout_kernel<T>, launch.blocks, kThreads, 0)
+    (src, dst, p, seed, src.width, launch.chunks_per_row, launch.items, vec, accumulate);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }

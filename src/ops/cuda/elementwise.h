@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "ops/cuda/rows.h"
 
@@ -18,6 +19,10 @@ void scale(const DeviceRows& a, float s);
 void fill(const DeviceRows& a, float value);
 // dst = src converted between F32, BF16 and F16 (same count and width; any pair of dtypes, equal ones copy).
 void cast(const DeviceRows& src, const DeviceRows& dst);
+
+// dst (= or += with accumulate) the inverted dropout of src (ops/elementwise.h: the mask of element (r, c) is
+// counter_uniform(seed, r · width + c) >= p); one dtype for both.
+void dropout(const DeviceRows& src, const DeviceRows& dst, float p, uint64_t seed, bool accumulate);
 
 // sum of a^2: each of a fixed number of blocks sums a fixed share of the elements (fp32 within 8-element chunks,
 // double across them), then one block adds the block sums in order, in double. The split depends only on the

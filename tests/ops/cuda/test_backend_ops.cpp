@@ -141,6 +141,29 @@ Case cast_case(int64_t rows, int64_t width, DType from, DType to, int64_t pad, i
           }};
 }
 
+Case dropout_case(int64_t rows, int64_t width, DType dtype, int64_t pad, int64_t offset, bool accumulate) {
+  return {"dropout",
+          fmt::format("[{}, {}] {} {}{}", rows, width, dtype_str(dtype), layout(pad, offset),
+                      accumulate ? " accumulate" : ""),
+          [=](Rng& rng) {
+            const Tensor src = round_to(random_normal({rows, width}, rng), dtype);
+            const Tensor dst0 = round_to(random_normal({rows, width}, rng), dtype);
+            Tensor expected = dst0.clone();
+            dropout(src, expected, 0.3f, 77, accumulate);
+            const DeviceView dsrc = upload_view(src, dtype, pad, offset);
+            if (accumulate) {
+              DeviceView ddst = upload_view(dst0, dtype, pad, (offset + 1) % (pad + 1));
+              dropout(dsrc.view, ddst.view, 0.3f, 77, true);
+              return std::vector<Output>{compare_view("dst", ddst, expected, bound_for(dtype))};
+            }
+            DeviceView ddst = poisoned({rows, width}, dtype, pad, (offset + 1) % (pad + 1));
+            dropout(dsrc.view, ddst.view, 0.3f, 77);
+            // One product and one rounding on either side: F32 agrees bit for bit.
+            return std::vector<Output>{
+                compare_view("dst", ddst, expected, dtype == kF32 ? Bound{1e-30, 0.0} : bound_for(dtype))};
+          }};
+}
+
 Case sum_squares_case(int64_t rows, int64_t width, DType dtype, int64_t pad) {
   return {"sum_squares", fmt::format("[{}, {}] {} {}", rows, width, dtype_str(dtype), layout(pad, 0)), [=](Rng& rng) {
             const Tensor a = round_to(random_normal({rows, width}, rng), dtype);
@@ -664,6 +687,10 @@ std::vector<Case> all_cases() {
     cases.push_back(sum_squares_case(1, (1 << 20) + 3, dtype, 0));
     cases.push_back(sum_squares_case(129, 2560, dtype, 0));
     cases.push_back(sum_squares_case(17, 63, dtype, 9));
+    cases.push_back(dropout_case(17, 2560, dtype, 0, 0, false));  // dense: one flat run
+    cases.push_back(dropout_case(3, 17, dtype, 5, 1, false));     // row-strided view, a tail chunk
+    cases.push_back(dropout_case(129, 128, dtype, 8, 0, true));
+    cases.push_back(dropout_case(5, 33, dtype, 0, 0, true));
   }
   for (DType dtype : {kF32, kBF16, DType::F16}) {
     cases.push_back(fill_case(3, 17, dtype, 0, 0));

@@ -1,0 +1,49 @@
+// A LoRA adapter as Hugging Face PEFT saves one (PeftModel.save_pretrained), so PEFT (PeftModel.from_pretrained) and
+// vLLM (--lora-modules NAME=DIR) load it over the base model:
+//   DIR/adapter_config.json        LoraConfig.to_dict(): peft_type "LORA", task_type "CAUSAL_LM", r, lora_alpha,
+//                                  target_modules, lora_dropout, bias "none", fan_in_fan_out false, ... (the fields
+//                                  PEFT writes, with its defaults for what nvfp4lm does not use)
+//   DIR/adapter_model.safetensors  "base_model.model.<module>.lora_A.weight" [r, in] and ".lora_B.weight" [out, r]
+//                                  (PEFT's get_peft_model_state_dict names: the adapter name "default" removed), F32,
+//                                  metadata {"format": "pt"}
+// The directory appears complete or not at all (core/publish.h).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/files.h"
+#include "core/tensor.h"
+
+namespace nvfp4lm {
+
+inline constexpr const char* kPeftConfigFileName = "adapter_config.json";
+inline constexpr const char* kPeftWeightsFileName = "adapter_model.safetensors";
+
+struct PeftLoraConfig {
+  std::string base_model;                               // base_model_name_or_path
+  int rank = 0;                                         // r
+  double alpha = 0;                                     // lora_alpha
+  double dropout = 0;                                   // lora_dropout
+  std::vector<std::string> target_modules;              // "q_proj", ...
+  std::optional<std::vector<int>> layers_to_transform;  // only these decoder layers carry adapters
+};
+
+// adapter_config.json's object.
+nlohmann::json peft_lora_config_json(const PeftLoraConfig& config);
+
+struct PeftTensor {
+  std::string name;  // "base_model.model.<module>.lora_A.weight"
+  Tensor tensor;
+};
+
+// Writes DIR (replacing an existing adapter or model directory only with overwrite). `adapters`: PEFT-named A and B
+// tensors on any device, F32.
+void write_peft_adapter(const fs::path& dir, const PeftLoraConfig& config, std::span<const PeftTensor> adapters,
+                        bool overwrite);
+
+}  // namespace nvfp4lm

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -30,45 +31,26 @@ uint64_t name_hash(std::string_view name) {
 
 }  // namespace
 
-std::string_view lora_target_module(LoraTarget target) {
-  switch (target) {
-    case LoraTarget::Q:
-      return "q_proj";
-    case LoraTarget::K:
-      return "k_proj";
-    case LoraTarget::V:
-      return "v_proj";
-    case LoraTarget::O:
-      return "o_proj";
-    case LoraTarget::Gate:
-      return "gate_proj";
-    case LoraTarget::Up:
-      return "up_proj";
-    case LoraTarget::Down:
-      return "down_proj";
-  }
-  return "?";
-}
+namespace {
 
-LayerWeight lora_target_weight(LoraTarget target) {
-  switch (target) {
-    case LoraTarget::Q:
-      return LayerWeight::QProj;
-    case LoraTarget::K:
-      return LayerWeight::KProj;
-    case LoraTarget::V:
-      return LayerWeight::VProj;
-    case LoraTarget::O:
-      return LayerWeight::OProj;
-    case LoraTarget::Gate:
-      return LayerWeight::GateProj;
-    case LoraTarget::Up:
-      return LayerWeight::UpProj;
-    case LoraTarget::Down:
-      return LayerWeight::DownProj;
-  }
-  return LayerWeight::QProj;
-}
+struct TargetInfo {
+  std::string_view module;  // PEFT's target_modules name
+  LayerWeight weight;
+};
+// In LoraTarget's order.
+constexpr TargetInfo kTargetInfo[] = {{"q_proj", LayerWeight::QProj},       {"k_proj", LayerWeight::KProj},
+                                      {"v_proj", LayerWeight::VProj},       {"o_proj", LayerWeight::OProj},
+                                      {"gate_proj", LayerWeight::GateProj}, {"up_proj", LayerWeight::UpProj},
+                                      {"down_proj", LayerWeight::DownProj}};
+static_assert(std::size(kTargetInfo) == std::size(kAllLoraTargets));
+
+const TargetInfo& target_info(LoraTarget target) { return kTargetInfo[static_cast<size_t>(target)]; }
+
+}  // namespace
+
+std::string_view lora_target_module(LoraTarget target) { return target_info(target).module; }
+
+LayerWeight lora_target_weight(LoraTarget target) { return target_info(target).weight; }
 
 std::vector<LoraTarget> parse_lora_targets(std::string_view list) {
   std::vector<LoraTarget> targets;

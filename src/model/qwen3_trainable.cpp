@@ -247,7 +247,14 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
             {&l.o_proj},
             {&l.gate_proj, &l.up_proj},
             {&l.down_proj}}) {
-        if ((*group.begin())->packed.defined()) continue;
+        const auto packed =
+            std::count_if(group.begin(), group.end(), [](const TrainTensor* t) { return t->packed.defined(); });
+        if (packed == static_cast<std::ptrdiff_t>(group.size())) continue;
+        NVFP4LM_CHECK(packed == 0,
+                      "{}: the model stores some of its fused group ({}) as NVFP4 and some dense; LoRA keeps an "
+                      "NVFP4 base as stored and quantizes a dense one per group, not a mix: train with --qat off, or "
+                      "quantize the whole model first (nvfp4lm quantize)",
+                      (*group.begin())->name, fused_scale_group((*group.begin())->name));
         refresh_group(group, options.block, nullptr);
         for (TrainTensor* t : group) t->master = Tensor();
       }

@@ -23,10 +23,7 @@ TEST(TrainerLearns, QatW4A16CutsTheLossEightfoldInThirtySteps) {
   options.warmup = 3;
   options.weight_decay = 0;
   Trainer trainer(options, {});
-  std::vector<StepMetrics> steps;
-  Trainer::Progress progress;
-  progress.on_step = [&](const StepMetrics& m) { steps.push_back(m); };
-  const TrainSummary summary = trainer.run(progress);
+  const auto [summary, steps] = test::run_recording_steps(trainer);
 
   ASSERT_EQ(steps.size(), 30u);
   // Four pairs, two rows a step: steps 1 and 2 see every sample once, as do steps 29 and 30.

@@ -66,11 +66,8 @@ TEST(TrainerLora, LearnsThePairsOverAFrozenNvfp4BaseAndExportsAPeftAdapter) {
   const fs::path base = nvfp4_base(dir, 30.0f);
   const std::string base_bytes = test::read_file(base / "model.safetensors");
   TrainOptions options = lora_run(dir, base);
-  std::vector<StepMetrics> steps;
   Trainer trainer(options, {});
-  Trainer::Progress progress;
-  progress.on_step = [&](const StepMetrics& m) { steps.push_back(m); };
-  const TrainSummary summary = trainer.run(progress);
+  const auto [summary, steps] = test::run_recording_steps(trainer);
   ASSERT_EQ(steps.size(), 30u);
   const double first = (steps[0].loss + steps[1].loss) / 2;
   const double last = (steps[28].loss + steps[29].loss) / 2;

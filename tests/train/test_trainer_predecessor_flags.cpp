@@ -18,13 +18,7 @@ namespace {
 
 using test::TempDir;
 
-std::vector<StepMetrics> run_all(Trainer& trainer) {
-  std::vector<StepMetrics> steps;
-  Trainer::Progress progress;
-  progress.on_step = [&](const StepMetrics& m) { steps.push_back(m); };
-  trainer.run(progress);
-  return steps;
-}
+std::vector<StepMetrics> run_all(Trainer& trainer) { return test::run_recording_steps(trainer).steps; }
 
 TEST(TrainerPredecessorFlags, StepsPerEpochCapsEachEpochThenMovesOn) {
   TempDir dir;

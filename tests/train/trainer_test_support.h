@@ -18,6 +18,7 @@
 #include "common/test_util.h"
 #include "model/parameter.h"
 #include "train/train_options.h"
+#include "train/trainer.h"
 
 namespace nvfp4lm::test {
 
@@ -84,6 +85,19 @@ inline std::string tiny_train_flags(const fs::path& data, const std::map<std::st
     text += fmt::format("{}{} {}", text.empty() ? "" : " ", flag, value);
   }
   return text;
+}
+
+// Runs the trainer to the end, recording every step's metrics.
+struct RecordedRun {
+  TrainSummary summary;
+  std::vector<StepMetrics> steps;
+};
+inline RecordedRun run_recording_steps(Trainer& trainer) {
+  RecordedRun run;
+  Trainer::Progress progress;
+  progress.on_step = [&](const StepMetrics& m) { run.steps.push_back(m); };
+  run.summary = trainer.run(progress);
+  return run;
 }
 
 // One JSON value a line (blank lines skipped).

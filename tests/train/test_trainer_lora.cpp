@@ -8,6 +8,8 @@
 // (Resume of a LoRA run: test_trainer_resume.cpp's "lora" case.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "common/test_util.h"
@@ -215,6 +217,37 @@ TEST(TrainerLora, AMergedBf16ExportIsTheBasePlusTheScaledProductExactly) {
   const double lora_loss = lora.evaluate(batch).mean(), merged_loss = whole.evaluate(batch).mean();
   std::fprintf(stderr, "LoRA model loss %.5f, merged BF16 model %.5f\n", lora_loss, merged_loss);
   EXPECT_NEAR(merged_loss, lora_loss, 0.02 * lora_loss);
+
+  // The cost of an NVFP4 merge (the merged weights quantized again), measured on the fixture's batch
+  // against the BF16 merge: mean KL(BF16 merge ‖ NVFP4 merge) per position and top-1 agreement. Printed for the notes;
+  // bounded loosely (the re-quantization is a 4-bit rounding of every merged weight).
+  ExportOptions nvfp4;
+  nvfp4.format = ModelFormat::ModeloptNvfp4;
+  export_checkpoint(input, dir / "merged-nvfp4", nvfp4, std::span<const NamedTensor>(merged.masters));
+  const Tensor ids = batch.ids;
+  const Tensor p = whole.inference_model().forward(ids);
+  const Tensor q = Qwen3Trainable::from_files(*open_model(dir / "merged-nvfp4"), frozen).inference_model().forward(ids);
+  const int64_t vocab = p.dim(2), positions = p.numel() / vocab;
+  double kl = 0;
+  int64_t agree = 0;
+  for (int64_t t = 0; t < positions; ++t) {
+    const float* zp = p.data<float>() + t * vocab;
+    const float* zq = q.data<float>() + t * vocab;
+    double max_p = -INFINITY, max_q = -INFINITY;
+    for (int64_t v = 0; v < vocab; ++v) max_p = std::max(max_p, double{zp[v]}), max_q = std::max(max_q, double{zq[v]});
+    double sum_p = 0, sum_q = 0;
+    for (int64_t v = 0; v < vocab; ++v) sum_p += std::exp(zp[v] - max_p), sum_q += std::exp(zq[v] - max_q);
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double lp = zp[v] - max_p - std::log(sum_p), lq = zq[v] - max_q - std::log(sum_q);
+      kl += std::exp(lp) * (lp - lq);
+    }
+    agree += std::max_element(zp, zp + vocab) - zp == std::max_element(zq, zq + vocab) - zq ? 1 : 0;
+  }
+  kl /= static_cast<double>(positions);
+  std::fprintf(stderr, "NVFP4 merge vs BF16 merge: KL %.5f per position, top-1 agreement %.3f over %lld positions\n",
+               kl, static_cast<double>(agree) / static_cast<double>(positions), static_cast<long long>(positions));
+  EXPECT_TRUE(std::isfinite(kl));
+  EXPECT_LT(kl, 1.0);
 }
 
 TEST(TrainerLora, SomeTargetsOnTheLastLayerAreLayersToTransform) {

@@ -93,6 +93,14 @@ TEST(FusedUpdate, BitIdenticalToASeparateStep) {
   TrainModelOptions last{QatMode::W4A16};
   last.train_last_layers = 2;
   cases.push_back({"last 2 layers", untied.get(), last, "adamw"});
+  TrainModelOptions lora{QatMode::W4A16};  // adapters, per layer, over the packed base; dropout's mask per batch
+  lora.lora.rank = 4;
+  lora.lora.dropout = 0.1;
+  lora.recompute = Recompute::Block;
+  cases.push_back({"LoRA rank 4 + dropout + recompute, adamw8bit", tied.get(), lora, "adamw8bit"});
+  lora.lora.targets = parse_lora_targets("q,v");
+  lora.train_last_layers = 1;
+  cases.push_back({"LoRA on q,v of the last layer, adamw", untied.get(), lora, "adamw"});
 
   for (const Case& c : cases) {
     const TrainRun separate = train(*c.files, c.options, c.optimizer, false, 3);

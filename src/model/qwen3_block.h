@@ -91,10 +91,15 @@ void block_forward(const TrainLayer& layer, const BlockContext& context, BlockAc
 // Gradient work space shared by every block's backward.
 struct BlockGradBuffers {
   Tensor d_normed, d_q, d_k, d_v, d_attn, d_gate, d_up, d_act;
-  // Where a frozen norm's weight gradient goes (LoRA trains adapters under frozen norms): thrown away.
+  // Where a frozen norm's weight gradient goes (LoRA trains adapters under frozen norms; the final norm of a run that
+  // trains only the last layers): thrown away.
   Tensor discarded_hidden_norm_grad, discarded_head_norm_grad;
   BlockGradBuffers(const Qwen3Config& config, int64_t batch, int64_t tokens, DType dtype, Device device);
 };
+
+// The weight gradient rmsnorm_backward writes for `norm`: its own, or `discarded` when it is frozen (the input
+// gradient still flows through it).
+Tensor& norm_weight_grad(TrainTensor& norm, Tensor& discarded);
 
 // d_resid: on entry dL/d out, on return dL/d x_in. Accumulates the block's parameter gradients.
 void block_backward(TrainLayer& layer, const BlockContext& context, const BlockActivations& acts,

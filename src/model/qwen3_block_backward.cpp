@@ -33,9 +33,9 @@ void weight_grad(TrainTensor& w, const Tensor& dy, const Tensor& x) {
   if (w.trainable()) linear_backward_weight(dy, x, w.grad);
 }
 
-Tensor& norm_grad(TrainTensor& norm, Tensor& discarded) { return norm.trainable() ? norm.grad : discarded; }
-
 }  // namespace
+
+Tensor& norm_weight_grad(TrainTensor& norm, Tensor& discarded) { return norm.trainable() ? norm.grad : discarded; }
 
 BlockGradBuffers::BlockGradBuffers(const Qwen3Config& c, int64_t batch, int64_t tokens, DType dtype, Device device) {
   d_normed = Tensor::empty({batch, tokens, c.hidden_size}, dtype, device);
@@ -69,7 +69,7 @@ void block_backward(TrainLayer& w, const BlockContext& context, const BlockActiv
   weight_grad(w.gate_proj, d_gate, gate_up_in);
   weight_grad(w.up_proj, d_up, gate_up_in);
   rmsnorm_backward(g.d_normed, a.x_mid, w.post_attention_norm.use, a.rstd_mid, g.d_normed,
-                   norm_grad(w.post_attention_norm, g.discarded_hidden_norm_grad));
+                   norm_weight_grad(w.post_attention_norm, g.discarded_hidden_norm_grad));
   add_inplace(d_resid, g.d_normed);  // now dL/d x_mid
 
   // Attention half.
@@ -83,8 +83,10 @@ void block_backward(TrainLayer& w, const BlockContext& context, const BlockActiv
   attention_backward(g.d_attn, a.q, a.k, a.v, a.attn, a.lse, options, g.d_q, g.d_k, g.d_v);
   rope_backward(g.d_q, *context.positions, *context.rope);
   rope_backward(g.d_k, *context.positions, *context.rope);
-  rmsnorm_backward(g.d_q, a.q_raw, w.q_norm.use, a.rstd_q, g.d_q, norm_grad(w.q_norm, g.discarded_head_norm_grad));
-  rmsnorm_backward(g.d_k, a.k_raw, w.k_norm.use, a.rstd_k, g.d_k, norm_grad(w.k_norm, g.discarded_head_norm_grad));
+  rmsnorm_backward(g.d_q, a.q_raw, w.q_norm.use, a.rstd_q, g.d_q,
+                   norm_weight_grad(w.q_norm, g.discarded_head_norm_grad));
+  rmsnorm_backward(g.d_k, a.k_raw, w.k_norm.use, a.rstd_k, g.d_k,
+                   norm_weight_grad(w.k_norm, g.discarded_head_norm_grad));
   const Tensor d_q = token_rows(g.d_q), d_k = token_rows(g.d_k), d_v = token_rows(g.d_v);
   const Tensor qkv_in = token_rows(a.qkv_input);
   input_grad(w.q_proj, context, d_q, qkv_in, d_normed);
@@ -94,7 +96,7 @@ void block_backward(TrainLayer& w, const BlockContext& context, const BlockActiv
   weight_grad(w.k_proj, d_k, qkv_in);
   weight_grad(w.v_proj, d_v, qkv_in);
   rmsnorm_backward(g.d_normed, a.x_in, w.input_norm.use, a.rstd_in, g.d_normed,
-                   norm_grad(w.input_norm, g.discarded_hidden_norm_grad));
+                   norm_weight_grad(w.input_norm, g.discarded_hidden_norm_grad));
   add_inplace(d_resid, g.d_normed);  // now dL/d x_in
 }
 

@@ -191,11 +191,10 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
   phase.reset();
   phase.emplace("backward");
   Tensor d_resid = Tensor::empty({b, t, h}, dtype, device);
-  Tensor final_norm_grad =
-      final_norm_.trainable() ? final_norm_.grad : Tensor::zeros(final_norm_.master.shape(), DType::F32, device);
-  rmsnorm_backward(d_hidden, x, final_norm_.use, final_rstd, d_resid, final_norm_grad);
-  if (sink != nullptr) deliver(*sink, final_norm_group_, [this](UpdatedMasterAmaxes*) { refresh_final_norm(); });
   detail::BlockGradBuffers buffers(config_, b, t, dtype, device);
+  rmsnorm_backward(d_hidden, x, final_norm_.use, final_rstd, d_resid,
+                   detail::norm_weight_grad(final_norm_, buffers.discarded_hidden_norm_grad));
+  if (sink != nullptr) deliver(*sink, final_norm_group_, [this](UpdatedMasterAmaxes*) { refresh_final_norm(); });
   Tensor recomputed_out;  // recompute: the re-run block's output (unused; the next block's input is saved)
   if (recompute && layers - first_saved > 1) recomputed_out = Tensor::empty({b, t, h}, dtype, device);
   for (int l = layers - 1; l >= first_saved; --l) {

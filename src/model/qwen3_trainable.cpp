@@ -22,25 +22,28 @@ using detail::TrainTensor;
 
 DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
 
-// The master of `name`: the file's values (NVFP4 dequantized) as an owned F32 / BF16 tensor on `device`.
-Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
-  const ModelWeight weight = files.load(name);
+// A weight's values (NVFP4 dequantized) as an owned F32 / BF16 tensor on `device` (also copied out of the read-only
+// file mapping).
+Tensor master_from(const ModelWeight& weight, DType dtype, Device device) {
   const Tensor source = weight.is_nvfp4() ? dequantize_nvfp4(weight.nvfp4, DType::F32) : weight.dense;
   Tensor master = Tensor::empty(source.shape(), dtype, Device::cpu());
-  convert_cpu(source, master);  // also copies out of the read-only file mapping
-  files.release(name);
+  convert_cpu(source, master);
   return master.to(device);
 }
 
-// The file's NVFP4 weight `name` as an owned copy on `device` (LoRA's frozen base: used exactly as stored).
-Nvfp4Tensor load_packed(const ModelFiles& files, const std::string& name, Device device) {
-  const ModelWeight weight = files.load(name);
-  NVFP4LM_ASSERT(weight.is_nvfp4(), "load_packed({}): a dense weight", name);
-  Nvfp4Tensor packed = weight.nvfp4;
+// The master of `name`: the file's values as master_from gives them.
+Tensor load_master(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+  Tensor master = master_from(files.load(name), dtype, device);
+  files.release(name);
+  return master;
+}
+
+// A file's NVFP4 weight as an owned copy on `device` (LoRA's frozen base: used exactly as stored).
+Nvfp4Tensor packed_copy(const Nvfp4Tensor& stored, Device device) {
+  Nvfp4Tensor packed = stored;
   auto own = [&](const Tensor& t) { return device.is_cpu() ? t.clone() : t.to(device); };
   packed.codes = own(packed.codes);
   if (packed.block_scales.defined()) packed.block_scales = own(packed.block_scales);
-  files.release(name);
   return packed;
 }
 
@@ -194,14 +197,14 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     TrainTensor t;
     t.name = name;
     t.quantized = qat;
-    const ModelWeight stored = qat ? files.load(name) : ModelWeight{};
-    const bool stored_nvfp4 = stored.is_nvfp4();
-    if (qat) files.release(name);
+    const ModelWeight stored = files.load(name);
+    const bool stored_nvfp4 = qat && stored.is_nvfp4();
     if (stored_nvfp4) {
-      t.packed = load_packed(files, name, options.device);
+      t.packed = packed_copy(stored.nvfp4, options.device);
     } else {
-      t.master = load_master(files, name, qat ? DType::F32 : compute, options.device);
+      t.master = master_from(stored, qat ? DType::F32 : compute, options.device);
     }
+    files.release(name);
     const int64_t rows = stored_nvfp4 ? t.packed.rows : t.master.dim(0);
     const int64_t cols = stored_nvfp4 ? t.packed.cols : t.master.dim(1);
     if (qat) {

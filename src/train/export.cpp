@@ -321,28 +321,24 @@ ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const Tr
   NVFP4LM_ASSERT(run.lora_rank > 0, "export_lora_adapter of a run without --lora");
   const auto start = std::chrono::steady_clock::now();
   check_export_target(out, source, overwrite, OutputKind::Directory);
+  const LoraOptions lora = train_lora_options(run);
   PeftLoraConfig peft;
   peft.base_model = run.model;
-  peft.rank = run.lora_rank;
-  peft.dropout = run.lora_dropout;
-  LoraOptions lora;
-  lora.rank = run.lora_rank;
-  lora.alpha = run.lora_alpha;
-  lora.targets = parse_lora_targets(run.lora_targets);
+  peft.rank = lora.rank;
   peft.alpha = lora.effective_alpha();
+  peft.dropout = lora.dropout;
   for (const LoraTarget target : lora.targets) peft.target_modules.emplace_back(lora_target_module(target));
-  const auto layers = static_cast<int>(config.num_hidden_layers);
-  if (run.train_last_layers > 0 && run.train_last_layers < layers) {
+  const int64_t layers = config.num_hidden_layers, first_adapted = first_adapted_layer(run, layers);
+  if (first_adapted > 0) {
     std::vector<int> adapted;
-    for (int i = layers - run.train_last_layers; i < layers; ++i) adapted.push_back(i);
+    for (int64_t i = first_adapted; i < layers; ++i) adapted.push_back(static_cast<int>(i));
     peft.layers_to_transform = adapted;
   }
   // Every adapter the config implies, and nothing else, in the file.
   size_t expected = 0;
   for (const ExpectedWeight& weight : qwen3_expected_weights(config)) {
     const std::optional<LayerWeightName> layer = parse_layer_weight_name(weight.name);
-    if (!layer || (peft.layers_to_transform && layer->layer < layers - run.train_last_layers)) continue;
-    if (!lora.targets_weight(layer->weight)) continue;
+    if (!layer || layer->layer < first_adapted || !lora.targets_weight(layer->weight)) continue;
     for (const std::string& name : {lora_a_name(weight.name), lora_b_name(weight.name)}) {
       ++expected;
       NVFP4LM_CHECK(std::any_of(adapters.begin(), adapters.end(), [&](const NamedTensor& t) { return t.name == name; }),

@@ -22,13 +22,9 @@ Tensor f32_copy(const Tensor& source) {
 MergedModel merge_lora_adapters(const ModelFiles& base, std::span<const NamedTensor> adapters,
                                 const TrainOptions& run) {
   NVFP4LM_CHECK(run.lora_rank > 0, "--merge-lora: the run has no LoRA adapters (it trained every weight)");
-  LoraOptions lora;
-  lora.rank = run.lora_rank;
-  lora.alpha = run.lora_alpha;
-  lora.targets = parse_lora_targets(run.lora_targets);
+  const LoraOptions lora = train_lora_options(run);
   const double scale = lora.effective_alpha() / static_cast<double>(lora.rank);
-  const auto layers = static_cast<int64_t>(base.config().num_hidden_layers);
-  const int64_t first_adapted = run.train_last_layers > 0 ? layers - run.train_last_layers : 0;
+  const int64_t first_adapted = first_adapted_layer(run, base.config().num_hidden_layers);
 
   std::map<std::string, Tensor> by_name;
   for (const NamedTensor& t : adapters) {

@@ -24,6 +24,20 @@ Nvfp4Block parse_block_flag(std::string_view name) {
   NVFP4LM_FAIL("unknown --block '{}' (choose 1d for 1x16 blocks or 2d for 16x16 tiles)", name);
 }
 
+LoraOptions train_lora_options(const TrainOptions& options) {
+  LoraOptions lora;
+  lora.rank = options.lora_rank;
+  lora.alpha = options.lora_alpha;
+  lora.dropout = options.lora_dropout;
+  lora.targets = parse_lora_targets(options.lora_targets);
+  lora.seed = options.seed;
+  return lora;
+}
+
+int64_t first_adapted_layer(const TrainOptions& options, int64_t layers) {
+  return options.train_last_layers > 0 ? layers - options.train_last_layers : 0;
+}
+
 std::string_view export_format_flag_name(ModelFormat format) {
   switch (format) {
     case ModelFormat::ModeloptNvfp4:

@@ -125,6 +125,11 @@ struct TrainOptions {
   bool has_eval() const { return !eval_data.empty() || eval_split > 0; }
 };
 
+// The run's adapters (--lora, --lora-alpha, --lora-dropout, --lora-targets, --seed) as the model takes them, and the
+// lowest decoder layer that carries them (--train-last-layers N > 0: the last N of `layers`; else 0).
+LoraOptions train_lora_options(const TrainOptions& options);
+int64_t first_adapted_layer(const TrainOptions& options, int64_t layers);
+
 // Checks values and combinations (the rows' checks, in table order); Error names the flag and the accepted range.
 void validate_train_options(const TrainOptions& options);
 

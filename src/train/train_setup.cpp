@@ -170,11 +170,7 @@ Qwen3Trainable build_trainable_model(const TrainOptions& options, const ModelFil
   model_options.recompute = options.recompute;
   model_options.fused_update = options.fused_update;
   model_options.packed_weights = options.packed_weights;
-  model_options.lora.rank = options.lora_rank;
-  model_options.lora.alpha = options.lora_alpha;
-  model_options.lora.dropout = options.lora_dropout;
-  model_options.lora.targets = parse_lora_targets(options.lora_targets);
-  model_options.lora.seed = options.seed;
+  model_options.lora = train_lora_options(options);
   return Qwen3Trainable::from_files(files, model_options);
 }
 

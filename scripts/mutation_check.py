@@ -143,6 +143,11 @@ MUTATIONS = [
      "const int64_t base = pos.row * mask_width + pos.col;",
      "const int64_t base = pos.col;",
      [("test_ops_cuda", "*BackendOps.*dropout*")]),
+    ("mul-adds", "runtime LoRA's row selection: the elementwise product adds instead of multiplying",
+     "src/ops/cuda/elementwise.cu",
+     "op == Binary::Add ? x[k] + y[k] : x[k] * y[k]",
+     "x[k] + y[k]",
+     [("test_ops_cuda", "*BackendOps.*mul_inplace*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

@@ -93,7 +93,21 @@ Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device 
   LoadedModel loaded = open_flags_model(flags, device);
   print_header(command, device, loaded.model->compute_path(), loaded.model->precision());
   log::info("model {}", model_summary(loaded));
+  if (!flags.lora.empty()) {
+    std::vector<LoraAdapterSpec> specs;
+    for (const std::string& text : flags.lora) specs.push_back(parse_lora_adapter_spec(text));
+    Qwen3Model& model = *loaded.model;
+    model.set_lora_adapters(std::make_shared<const LoraAdapterSet>(
+        LoraAdapterSet::load(specs, model.config(), model.compute_dtype(), model.device())));
+  }
   return std::move(*loaded.model);
+}
+
+int single_lora_adapter(std::string_view command, const ModelFlags& flags) {
+  NVFP4LM_CHECK(flags.lora.size() <= 1,
+                "{} applies one --lora adapter to its answer, got {} (serve takes several and picks one per request)",
+                command, flags.lora.size());
+  return flags.lora.empty() ? kNoLoraAdapter : 0;
 }
 
 Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Device device) {

@@ -60,14 +60,18 @@ class QuietInfoLogs {
 // ---- model ------------------------------------------------------------------------------------------------
 struct ModelFlags {
   std::string model;
-  std::string tokenizer;   // --tokenizer DIR
-  std::string config;      // --config FILE
-  std::string cpu_matmul;  // --cpu-matmul bf16|fp32 (ops/cpu_matmul.h); empty: the reference, fp32
+  std::string tokenizer;          // --tokenizer DIR
+  std::string config;             // --config FILE
+  std::string cpu_matmul;         // --cpu-matmul bf16|fp32 (ops/cpu_matmul.h); empty: the reference, fp32
+  std::vector<std::string> lora;  // --lora NAME=DIR: PEFT adapters applied at run time (model/lora_runtime.h)
 };
 
 // Loads the model onto `device` (its load log silenced, see above), prints the header line for `command`, then
-// one info line about the model.
+// one info line about the model, and one about its LoRA adapters (--lora) when it has any.
 Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device);
+// generate / chat: the adapter every token runs with (the one --lora, index 0), or kNoLoraAdapter without --lora.
+// Error naming `command` for more than one.
+int single_lora_adapter(std::string_view command, const ModelFlags& flags);
 // A second model of a command (eval's --reference): loaded the same way, without a header line; one info line
 // names it with its compute path and precision.
 Qwen3Model load_second_model(std::string_view role, const ModelFlags& flags, Device device);

@@ -41,6 +41,7 @@ int run_chat(const ChatCliOptions& cli) {
   cli.sampling.validate();
   NVFP4LM_CHECK(cli.max_tokens > 0, "--max-tokens must be positive, got {}", cli.max_tokens);
   NVFP4LM_CHECK(cli.context > 1, "--context must be at least 2 tokens, got {}", cli.context);
+  const int adapter = single_lora_adapter("chat", cli.model);
   const Device device = setup_device(cli.device);
   const Qwen3Model model = load_model("chat", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
@@ -53,7 +54,7 @@ int run_chat(const ChatCliOptions& cli) {
                    fmt::format("the conversation's context of {} tokens (--context, at most max_position_embeddings "
                                "{})",
                                context, model_context),
-                   decode_mode_for(device, cli.cuda_graph));
+                   decode_mode_for(device, cli.cuda_graph), adapter);
 
   ChatSessionOptions options;
   options.generation.max_new_tokens = cli.max_tokens;
@@ -78,6 +79,7 @@ CommandRegistration registration(
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ChatCliOptions>();
       add_flags(app, model_flags(options->model));
+      add_flags(app, lora_adapter_flags(options->model, /*several=*/false));
       add_flags(app, cpu_matmul_flags(options->model, "int8"));
       add_flags(app,
                 {

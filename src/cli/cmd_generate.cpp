@@ -76,7 +76,7 @@ PromptFormat prompt_format(const GenerateCliOptions& cli, const Tokenizer& token
 
 // --prompts FILE.jsonl --out FILE.jsonl.
 int run_prompt_file(const GenerateCliOptions& cli, const Qwen3Model& model, const Tokenizer& tokenizer,
-                    const Device device) {
+                    const Device device, int adapter) {
   const std::vector<PromptLine> lines = read_prompt_lines(cli.prompts_file, tokenizer, prompt_format(cli, tokenizer));
   const int64_t model_context = model.config().max_position_embeddings;
   std::vector<SequenceSpec> specs;
@@ -84,6 +84,7 @@ int run_prompt_file(const GenerateCliOptions& cli, const Qwen3Model& model, cons
   for (size_t i = 0; i < lines.size(); ++i) {
     SequenceSpec spec;
     spec.prompt = lines[i].prompt;
+    spec.adapter = adapter;
     spec.options.max_new_tokens = lines[i].max_tokens.value_or(cli.max_tokens);
     spec.options.sampling = cli.sampling;
     spec.options.sampling.seed = cli.sampling.seed + i;
@@ -232,13 +233,14 @@ int run_generate(const GenerateCliOptions& cli) {
   cli.sampling.validate();
   NVFP4LM_CHECK(cli.max_tokens > 0, "--max-tokens must be positive, got {}", cli.max_tokens);
   check_flag_combinations(cli);
+  const int adapter = single_lora_adapter("generate", cli.model);
   if (!cli.prompts_file.empty())
     guard_output(cli.out, "--out", {{cli.prompts_file, "--prompts"}, {cli.model.model, "the model (--model)"}},
                  cli.overwrite, OutputKind::File);
   const Device device = setup_device(cli.device);
   const Qwen3Model model = load_model("generate", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
-  if (!cli.prompts_file.empty()) return run_prompt_file(cli, model, tokenizer, device);
+  if (!cli.prompts_file.empty()) return run_prompt_file(cli, model, tokenizer, device, adapter);
 
   std::vector<int32_t> prompt;
   if (!cli.prompt_ids.empty()) {
@@ -258,7 +260,7 @@ int run_generate(const GenerateCliOptions& cli) {
                    capacity == context
                        ? fmt::format("the model's context of {} tokens (max_position_embeddings)", context)
                        : fmt::format("the KV cache of {} tokens (prompt + --max-tokens)", capacity),
-                   decode_mode_for(device, cli.cuda_graph));
+                   decode_mode_for(device, cli.cuda_graph), adapter);
 
   GenerationOptions options;
   options.max_new_tokens = cli.max_tokens;
@@ -300,6 +302,7 @@ CommandRegistration registration(
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<GenerateCliOptions>();
       add_flags(app, model_flags(options->model));
+      add_flags(app, lora_adapter_flags(options->model, /*several=*/false));
       add_flags(app, cpu_matmul_flags(options->model, "int8"));
       add_flags(
           app,

@@ -1,9 +1,9 @@
 // `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
 // [--max-memory GiB] [--prefill-chunk N] [--prefix-cache on|off] [--max-connections N] [--idle-timeout S]
 // [--header-timeout S] [--body-timeout S] [--write-timeout S] [--max-body-mb MB] [--cors-origin ORIGIN]...
-// [--no-access-log]`: the model behind the OpenAI API (chat completions, completions, models, tokenize, health,
-// metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second signal exits at
-// once). Parsing only: serve/server.h.
+// [--no-access-log] [--lora NAME=DIR]...`: the model behind the OpenAI API (chat completions, completions, models,
+// tokenize, health, metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second
+// signal exits at once). Parsing only: serve/server.h.
 #include <memory>
 #include <string>
 
@@ -46,6 +46,7 @@ CommandRegistration registration(
       auto options = std::make_shared<ServeCliOptions>();
       serve::ServeOptions& serve = options->serve;
       add_flags(app, model_flags(options->model));
+      add_flags(app, lora_adapter_flags(options->model, /*several=*/true));
       add_flags(
           app,
           {

@@ -7,6 +7,7 @@
 #include "cli/train_flags_cli.h"
 #include "io/gguf_model_writer.h"
 #include "io/hf_config.h"
+#include "model/lora_runtime.h"
 #include "ops/cpu_matmul.h"
 #include "tokenizer/chat_template.h"
 
@@ -25,6 +26,18 @@ FlagRow cpu_matmul(const std::string& default_value) {
                               "(the reference, cpu/dequant-gemm); default {}",
                               default_value),
           .value = FlagChoice{[](const std::string& text) { parse_cpu_matmul(text); }}};
+}
+
+FlagRow lora_adapter(bool several) {
+  return {.name = "--lora",
+          .help = several ? "NAME=DIR: a PEFT LoRA adapter applied over the model at run time, chosen per request by "
+                            "\"model\": \"NAME\" (repeat the flag for several; requests naming the model itself get "
+                            "the base)"
+                          : "NAME=DIR or DIR: a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) "
+                            "applied over the model at run time",
+          .value = FlagChoice{[](const std::string& text) { parse_lora_adapter_spec(text); }},
+          .value_name = "NAME=DIR",
+          .one_value_per_flag = true};
 }
 
 FlagRow preset() {
@@ -142,6 +155,10 @@ FlagRow tolerance() {
 FlagTable model_flags(ModelFlags& flags) {
   return {FlagUse(rows::model(), flags.model).required(), FlagUse(rows::tokenizer(), flags.tokenizer),
           FlagUse(rows::config(), flags.config)};
+}
+
+FlagTable lora_adapter_flags(ModelFlags& flags, bool several) {
+  return {FlagUse(rows::lora_adapter(several), flags.lora)};
 }
 
 FlagTable cpu_matmul_flags(ModelFlags& flags, const std::string& default_value) {

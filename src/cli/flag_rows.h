@@ -19,6 +19,7 @@ FlagRow config();     // --config FILE, for a .dat model
 // --cpu-matmul int8|bf16|fp32 (ops/cpu_matmul.h), its help naming `default_value` ("int8" for the commands that run a
 // model for its output, "fp32" for those that measure it).
 FlagRow cpu_matmul(const std::string& default_value);
+FlagRow lora_adapter(bool several);  // --lora NAME=DIR (model/lora_runtime.h): one (generate, chat) or several (serve)
 // --preset NAME: a random model of a preset shape (io/hf_config.h).
 FlagRow preset();
 FlagRow nvfp4();  // --nvfp4: quantize a --preset model first (bench)
@@ -60,6 +61,8 @@ namespace nvfp4lm::cli {
 FlagTable model_flags(ModelFlags& flags);
 // --cpu-matmul, its field set to `default_value` (rows::cpu_matmul).
 FlagTable cpu_matmul_flags(ModelFlags& flags, const std::string& default_value);
+// --lora NAME=DIR into flags.lora: `several` (serve) per request, else one for every answer (generate, chat).
+FlagTable lora_adapter_flags(ModelFlags& flags, bool several);
 // --device, --max-memory.
 FlagTable device_flags(DeviceFlags& flags);
 // --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --presence-penalty, --frequency-penalty, --seed,

@@ -21,6 +21,7 @@ struct BatchEngine::Sequence {
   std::vector<int32_t> history;  // prompt + chosen tokens (the repetition penalty sees all, presence and frequency
                                  // penalties the chosen ones)
   int top_logprobs = -1;
+  int adapter = kNoLoraAdapter;
   Sampler sampler;
   AnswerStream answer;
   std::unique_ptr<TokenConstraint> constraint;  // SequenceSpec::grammar
@@ -30,6 +31,7 @@ struct BatchEngine::Sequence {
       : prompt_tokens(static_cast<int64_t>(spec.prompt.size())),
         history(spec.prompt),
         top_logprobs(spec.top_logprobs),
+        adapter(spec.adapter),
         sampler(spec.options.sampling),
         answer(tokenizer, spec.options, max_new, context_bound) {}
 
@@ -115,6 +117,9 @@ void BatchEngine::check(const SequenceSpec& spec) const {
                 "top logprobs must be between 0 and {}, got {}", kMaxTopLogprobs, spec.top_logprobs);
   spec.options.sampling.validate();
   for (const auto& stop : spec.options.stop_strings) NVFP4LM_CHECK(!stop.empty(), "a stop string must not be empty");
+  const int adapters = model_.lora_adapters() ? model_.lora_adapters()->count() : 0;
+  NVFP4LM_CHECK(spec.adapter == kNoLoraAdapter || (spec.adapter >= 0 && spec.adapter < adapters),
+                "LoRA adapter {} asked of a model with {} adapters", spec.adapter, adapters);
   const int64_t vocab = std::min<int64_t>(model_.config().vocab_size, static_cast<int64_t>(tokenizer_.vocab_size()));
   for (int32_t id : spec.prompt)
     NVFP4LM_CHECK(id >= 0 && id < vocab, "prompt token id {} is outside the vocabulary [0, {})", id, vocab);
@@ -142,14 +147,14 @@ int64_t BatchEngine::cached_tokens() const {
   return tokens;
 }
 
-std::pair<int32_t, int64_t> BatchEngine::choose_slot(const std::vector<int32_t>& prompt) const {
+std::pair<int32_t, int64_t> BatchEngine::choose_slot(const std::vector<int32_t>& prompt, int adapter) const {
   int32_t best = -1;
   int64_t best_common = -1;
   for (size_t i = 0; i < slot_state_.size(); ++i) {
     const Slot& slot = slot_state_[i];
     if (slot.used) continue;
     if (!options_.prefix_cache) return {static_cast<int32_t>(i), 0};  // the first free one
-    const int64_t common = common_prefix(slot.tokens, prompt);
+    const int64_t common = slot.adapter == adapter ? common_prefix(slot.tokens, prompt) : 0;
     if (common > best_common ||
         (common == best_common && slot.released_at < slot_state_[static_cast<size_t>(best)].released_at)) {
       best = static_cast<int32_t>(i);
@@ -172,13 +177,14 @@ int64_t BatchEngine::begin(SequenceSpec spec) {
   if (spec.grammar)
     sequence->constraint =
         std::make_unique<constrain::GrammarConstraint>(spec.grammar, token_trie(), spec.options.eos_ids);
-  const auto [slot, reused] = choose_slot(spec.prompt);
+  const auto [slot, reused] = choose_slot(spec.prompt, spec.adapter);
   sequence->id = next_id_++;
   sequence->slot = slot;
   sequence->cached = reused;
   Slot& state = slot_state_[static_cast<size_t>(slot)];
   state.used = true;
   state.tokens.clear();  // rewritten from `reused` on; release() says what it holds then
+  state.adapter = spec.adapter;
   last_reused_tokens_ = reused;
   sequences_.push_back(std::move(sequence));
   return sequences_.back()->id;
@@ -211,7 +217,7 @@ int64_t BatchEngine::prefill_chunk(size_t index, int64_t max_tokens, const Seque
     view.set_length(sequence.cached);  // forward_cached appends here, at positions from here on
     const auto first = sequence.history.begin() + static_cast<std::ptrdiff_t>(sequence.cached);
     const Tensor ids = Tensor::from_ints(std::vector<int32_t>(first, first + tokens), Shape{1, tokens});
-    Tensor logits = model_.forward_cached(ids, view);
+    Tensor logits = model_.forward_cached(ids, view, /*all_logits=*/false, sequence.adapter);
     sequence.cached += tokens;
     if (sequence.prefilling()) return tokens;
     logits = logits.to(Device::cpu()).contiguous();
@@ -245,7 +251,8 @@ void BatchEngine::step(const SequenceEventSink& sink) {
   std::vector<DecodeRow> rows(static_cast<size_t>(bucket));
   for (int64_t i = 0; i < running; ++i) {
     const Sequence& sequence = *decoding[static_cast<size_t>(i)];
-    rows[static_cast<size_t>(i)] = {sequence.history.back(), static_cast<int32_t>(sequence.cached), sequence.slot};
+    rows[static_cast<size_t>(i)] = {sequence.history.back(), static_cast<int32_t>(sequence.cached), sequence.slot,
+                                    sequence.adapter};
   }
   // Padding rows (graph buckets) write the spare slot, at distinct positions while the context has room (their
   // results are dropped; a shared position would only make a padding row's own output depend on the order).

@@ -12,7 +12,8 @@
 // joins; step() leaves prefilling sequences alone. start() is begin() plus the whole prompt at once.
 //
 // Prefix caching (BatchEngineOptions::prefix_cache): a slot keeps the K/V of its last sequence after it ends
-// (the prompt and the generated tokens that were fed back), and remembers those tokens. begin() takes the free
+// (the prompt and the generated tokens that were fed back), and remembers those tokens and their LoRA adapter (K/V
+// computed with another adapter are not the same prefix). begin() takes the free
 // slot whose remembered tokens share the longest prefix with the new prompt (ties and no match: the least recently
 // used one, so hot prefixes survive), keeps min(shared, prompt - 1) tokens (the last prompt token is always computed,
 // for its logits) and prefills only the rest. Nothing is copied: the new sequence continues in the same slot.
@@ -72,6 +73,9 @@ struct SequenceSpec {
   // soon as the text is closed, and it is kept closable within max_new_tokens (constrain/grammar_constraint.h).
   // logprobs still describe the model's raw logits.
   std::shared_ptr<const constrain::Grammar> grammar;
+  // The LoRA adapter of the model's set the sequence runs with (model/lora_runtime.h), or the base. Sequences of
+  // different adapters share the decode steps; a slot's cached prefix is reused only by the same adapter.
+  int adapter = kNoLoraAdapter;
 };
 
 // What one sequence did in one step (start or step): the token it chose and what that changed.
@@ -148,12 +152,13 @@ class BatchEngine {
   struct Slot {
     bool used = false;
     std::vector<int32_t> tokens;
+    int adapter = kNoLoraAdapter;  // the adapter whose K/V `tokens` are
     uint64_t released_at = 0;
   };
   // Chooses the next token of `sequence` from its logits row and reports it.
   void choose(Sequence& sequence, std::span<const float> logits, const SequenceEventSink& sink);
   // The free slot for `prompt` and how many of its tokens it holds; see the top of this file.
-  std::pair<int32_t, int64_t> choose_slot(const std::vector<int32_t>& prompt) const;
+  std::pair<int32_t, int64_t> choose_slot(const std::vector<int32_t>& prompt, int adapter) const;
   int64_t prefill_chunk(size_t index, int64_t max_tokens, const SequenceEventSink& sink);
   Qwen3DecodeStep& decode_step(int64_t rows);
   // The vocabulary's prefix tree for constrained sequences, built by the first one.

@@ -13,8 +13,11 @@
 namespace nvfp4lm {
 
 Qwen3CachedLm::Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note,
-                             std::optional<DecodeMode> decode)
-    : model_(model), cache_(model.make_cache(1, max_tokens)), capacity_note_(std::move(capacity_note)) {
+                             std::optional<DecodeMode> decode, int adapter)
+    : model_(model),
+      adapter_(adapter),
+      cache_(model.make_cache(1, max_tokens)),
+      capacity_note_(std::move(capacity_note)) {
   if (decode) decode_step_ = std::make_unique<Qwen3DecodeStep>(model_, cache_, *decode);
 }
 
@@ -29,11 +32,11 @@ std::string Qwen3CachedLm::capacity_note() const {
 
 Tensor Qwen3CachedLm::device_logits(std::span<const int32_t> ids) {
   NVFP4LM_ASSERT(cache_.length() == length(), "KV cache holds {} tokens, expected {}", cache_.length(), length());
-  if (decode_step_ && ids.size() == 1) return decode_step_->run(ids);
+  if (decode_step_ && ids.size() == 1) return decode_step_->run(ids, adapter_);
   const Tensor batch =
       Tensor::from_ints(std::vector<int32_t>(ids.begin(), ids.end()), Shape{1, static_cast<int64_t>(ids.size())})
           .to(model_.device());
-  const Tensor logits = model_.forward_cached(batch, cache_);
+  const Tensor logits = model_.forward_cached(batch, cache_, /*all_logits=*/false, adapter_);
   NVFP4LM_ASSERT(logits.dtype() == DType::F32 && logits.numel() == vocab_size(), "forward_cached returned {}",
                  logits.str());
   return logits;

@@ -22,9 +22,10 @@ namespace nvfp4lm {
 class Qwen3CachedLm : public CachedLm {
  public:
   // The model must outlive this object. capacity_note names where max_tokens came from (for messages).
-  // decode: how single-token steps run; none = forward_cached (see the top of this file).
+  // decode: how single-token steps run; none = forward_cached (see the top of this file). adapter: the LoRA adapter
+  // of the model's set every token runs with (model/lora_runtime.h), or the base.
   Qwen3CachedLm(const Qwen3Model& model, int64_t max_tokens, std::string capacity_note = {},
-                std::optional<DecodeMode> decode = std::nullopt);
+                std::optional<DecodeMode> decode = std::nullopt, int adapter = kNoLoraAdapter);
 
   int64_t vocab_size() const override { return model_.config().vocab_size; }
   int64_t capacity() const override { return cache_.max_tokens(); }
@@ -43,6 +44,7 @@ class Qwen3CachedLm : public CachedLm {
 
  private:
   const Qwen3Model& model_;
+  int adapter_ = kNoLoraAdapter;
   KVCache cache_;
   std::unique_ptr<Qwen3DecodeStep> decode_step_;  // refers to cache_ (declared after it)
   std::string capacity_note_;

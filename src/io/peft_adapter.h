@@ -6,10 +6,12 @@
 //   DIR/adapter_model.safetensors  "base_model.model.<module>.lora_A.weight" [r, in] and ".lora_B.weight" [out, r]
 //                                  (PEFT's get_peft_model_state_dict names: the adapter name "default" removed), F32,
 //                                  metadata {"format": "pt"}
-// The directory appears complete or not at all (core/publish.h).
+// The directory appears complete or not at all (core/publish.h). read_peft_adapter reads such a directory back (ours or
+// one PEFT wrote) for inference over a base model (model/lora_runtime.h).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -45,5 +47,21 @@ struct PeftTensor {
 // tensors on any device, F32.
 void write_peft_adapter(const fs::path& dir, const PeftLoraConfig& config, std::span<const PeftTensor> adapters,
                         bool overwrite);
+
+// An adapter directory read back: its config and its tensors (F32 CPU copies, whatever float dtype the file holds).
+struct PeftAdapter {
+  fs::path dir;
+  PeftLoraConfig config;
+  bool use_rslora = false;  // PEFT's rank-stabilised scale alpha / √r instead of alpha / r
+  std::map<std::string, Tensor> tensors;
+  // The factor of B·A: lora_alpha / r, or lora_alpha / √r with use_rslora.
+  double scale() const;
+};
+
+// Reads DIR/adapter_config.json and DIR/adapter_model.safetensors. Error naming the file and the field for what a plain
+// LoRA over the linears cannot express: peft_type other than "LORA", use_dora, bias other than "none",
+// fan_in_fan_out, rank_pattern / alpha_pattern, modules_to_save, target_modules as a regular expression, a rank or
+// alpha out of range, non-float or non-finite tensors, only a pickled adapter_model.bin (convert it with PEFT).
+PeftAdapter read_peft_adapter(const fs::path& dir);
 
 }  // namespace nvfp4lm

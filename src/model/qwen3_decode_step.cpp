@@ -21,6 +21,8 @@ struct Qwen3DecodeStep::State {
   Tensor ids, positions, cache_rows, cache_slots;  // views of `inputs`: [B, 1], [B, 1], [B], [B]
   RopeTable rope;
   detail::InferenceBuffers buffers;
+  Tensor lora_mask_host;  // CPU [B, width] in the compute dtype (with LoRA adapters)
+  Tensor lora_mask;       // the same on the model's device; the graph reads it
 #if NVFP4LM_HAS_CUDA
   cuda::CapturedGraph graph;
 #endif
@@ -88,11 +90,16 @@ void Qwen3DecodeStep::forward_once() {
   step.positions_on_device = true;
   step.cache_rows = &state_->cache_rows;
   step.cache_slots = &state_->cache_slots;
+  if (model_.lora_adapters() != nullptr) {
+    step.lora = model_.lora_adapters();
+    step.lora_mask = &state_->lora_mask;
+  }
   detail::qwen3_inference_forward(model_.config(), model_.weights(), *model_.workspace_, step, &state_->buffers);
 }
 
 void Qwen3DecodeStep::launch() {
   state_->inputs.copy_from(state_->host_inputs);  // stream-ordered before the step's kernels
+  if (state_->lora_mask.defined()) state_->lora_mask.copy_from(state_->lora_mask_host);
   const std::lock_guard<std::mutex> lock(model_.workspace_->mutex);
 #if NVFP4LM_HAS_CUDA
   if (mode_ == DecodeMode::Graph && state_->graph.valid()) {
@@ -108,7 +115,7 @@ void Qwen3DecodeStep::launch() {
   ++state_->steps;
 }
 
-const Tensor& Qwen3DecodeStep::run(std::span<const int32_t> ids) {
+const Tensor& Qwen3DecodeStep::run(std::span<const int32_t> ids, int adapter) {
   const int64_t batch = cache_.batch(), start = cache_.length();
   NVFP4LM_CHECK(static_cast<int64_t>(ids.size()) == batch && rows() == batch,
                 "decode step: {} ids for a cache of {} rows", ids.size(), batch);
@@ -118,7 +125,8 @@ const Tensor& Qwen3DecodeStep::run(std::span<const int32_t> ids) {
                 start, cache_.max_tokens());
   std::vector<DecodeRow> rows(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b)
-    rows[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)], static_cast<int32_t>(start), static_cast<int32_t>(b)};
+    rows[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)], static_cast<int32_t>(start), static_cast<int32_t>(b),
+                                    adapter};
   const Tensor& logits = run_rows(rows);
   cache_.set_length(start + 1);
   return logits;
@@ -143,6 +151,21 @@ const Tensor& Qwen3DecodeStep::run_rows(std::span<const DecodeRow> rows) {
     host[batch + b] = row.position;
     host[2 * batch + b] = row.cache_row;
     host[3 * batch + b] = static_cast<int32_t>(row.cache_row * max_tokens + row.position);
+  }
+  if (const LoraAdapterSet* lora = model_.lora_adapters()) {
+    std::vector<int> adapters;
+    for (const DecodeRow& row : rows) {
+      NVFP4LM_CHECK(row.adapter == kNoLoraAdapter || (row.adapter >= 0 && row.adapter < lora->count()),
+                    "decode step: LoRA adapter {} of {}", row.adapter, lora->count());
+      adapters.push_back(row.adapter);
+    }
+    state_->lora_mask_host = lora_mask_rows(*lora, adapters, model_.compute_dtype(), Device::cpu());
+    if (!state_->lora_mask.defined())
+      state_->lora_mask = Tensor::empty(state_->lora_mask_host.shape(), model_.compute_dtype(), model_.device());
+  } else {
+    for (const DecodeRow& row : rows)
+      NVFP4LM_CHECK(row.adapter == kNoLoraAdapter, "decode step: LoRA adapter {} of a model without adapters",
+                    row.adapter);
   }
   launch();
   return state_->buffers.logits;

@@ -5,6 +5,9 @@
 // tensors that the captured kernels read (model/qwen3_inference.h, InferenceStep::positions_on_device): the host
 // copies the new values in, replays, and reads the logits back.
 //
+// With LoRA adapters on the model (Qwen3Model::set_lora_adapters) every step runs their terms, each row masked to its
+// own adapter (DecodeRow::adapter) by a device tensor the host rewrites like the ids: one graph for any mix.
+//
 // Two ways to drive it: run(ids) decodes every row of the cache together (row b in cache row b, all at
 // cache.length(), which it advances: generate and chat); run_rows(rows) decodes B sequences that each sit in
 // their own row of a larger cache at their own position (the slot pool of infer/batch_engine.h, where sequences
@@ -34,12 +37,14 @@ namespace nvfp4lm {
 
 enum class DecodeMode { Eager, Graph };
 
-// One row of run_rows: the token to run, its position (also its token slot in the cache row) and the cache row
-// that holds the sequence's earlier tokens.
+// One row of run_rows: the token to run, its position (also its token slot in the cache row), the cache row
+// that holds the sequence's earlier tokens, and the LoRA adapter of the sequence (model/lora_runtime.h; the model's
+// adapter set decides which exist, kNoLoraAdapter for the base).
 struct DecodeRow {
   int32_t token = 0;
   int32_t position = 0;
   int32_t cache_row = 0;
+  int adapter = kNoLoraAdapter;
 };
 
 class Qwen3DecodeStep {
@@ -51,10 +56,10 @@ class Qwen3DecodeStep {
   Qwen3DecodeStep(const Qwen3DecodeStep&) = delete;
   Qwen3DecodeStep& operator=(const Qwen3DecodeStep&) = delete;
 
-  // Runs `ids` (one per cache row) at position cache.length() and advances the cache by one. Returns logits
-  // F32 [B, V] on the model's device: the step's own tensor, overwritten by the next call. Throws Error when the
-  // cache is full (the message names its size), like forward_cached.
-  const Tensor& run(std::span<const int32_t> ids);
+  // Runs `ids` (one per cache row) at position cache.length() and advances the cache by one, every row with
+  // `adapter`. Returns logits F32 [B, V] on the model's device: the step's own tensor, overwritten by the next call.
+  // Throws Error when the cache is full (the message names its size), like forward_cached.
+  const Tensor& run(std::span<const int32_t> ids, int adapter = kNoLoraAdapter);
   // Runs rows() sequences, each at its own position in its own cache row (distinct rows); logits F32 [rows(), V]
   // as run(). cache.length() is not used or changed. Error for a token outside the vocabulary, a position outside
   // the cache or a cache row outside it.

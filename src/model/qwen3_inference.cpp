@@ -7,13 +7,15 @@
 // q, k, v, gate and up live in separate contiguous buffers so that K / V rows can be copied into the cache with
 // plain (per batch row contiguous) copies on any device. A decode step on CUDA (one token a row, NVFP4 weights)
 // fuses q/k/v, o_proj + residual add, gate/up + SwiGLU and down_proj + residual add into one launch each, with the
-// same results (ops/nvfp4_linear.h). Activations are in the weights' compute dtype; norm
-// weights are F32.
+// same results (ops/nvfp4_linear.h). With LoRA adapters (InferenceStep::lora) each adapted linear adds its rows'
+// adapter terms right after the base's output (add_lora); gate / up with adapters are then not fused. Activations are
+// in the weights' compute dtype; norm weights are F32.
 #include "model/qwen3_inference.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <initializer_list>
 
 #include "ops/attention.h"
 #include "ops/cross_entropy.h"
@@ -60,6 +62,27 @@ void store_in_cache(const Tensor& fresh, Tensor& cached, int64_t start) {
   }
 }
 
+// y += the LoRA term of each row's adapter (model/lora_runtime.h): ((x · A_stackᵀ) ⊙ mask) · B_stackᵀ.
+void add_lora(const InferenceStep& step, InferenceBuffers& buf, int64_t layer, LoraTarget target, const Tensor& x,
+              Tensor& y, LinearRows rows) {
+  if (step.lora == nullptr) return;
+  const LoraStack& stack = step.lora->stack(layer, target);
+  if (!stack.defined()) return;
+  linear_forward(x, stack.a, buf.lora_t, rows);
+  mul_inplace(buf.lora_t, *step.lora_mask);
+  Tensor out = buf.lora_out.narrow(1, 0, y.dim(1));
+  linear_forward(buf.lora_t, stack.b, out, rows);
+  add_inplace(y, out);
+}
+
+// Whether any adapter of the step sits on one of `targets` in `layer` (a fused decode kernel that hides the linear's
+// output cannot take one).
+bool has_lora(const InferenceStep& step, int64_t layer, std::initializer_list<LoraTarget> targets) {
+  if (step.lora == nullptr) return false;
+  return std::any_of(targets.begin(), targets.end(),
+                     [&](LoraTarget target) { return step.lora->stack(layer, target).defined(); });
+}
+
 // q, k, v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ: one launch in a decode step on CUDA (ops/nvfp4_linear.h's fusions), three linears
 // otherwise.
 void qkv_projections(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& q, Tensor& k, Tensor& v, Tensor& scratch,
@@ -85,16 +108,20 @@ void project_and_add(const LinearWeight& weight, const Tensor& x, Tensor& residu
   add_inplace(residual, proj);
 }
 
-// act = silu(h·Wgateᵀ) * h·Wupᵀ: one launch in a decode step on CUDA, two linears and the SwiGLU otherwise.
+// act = silu(h·Wgateᵀ + LoRA) * (h·Wupᵀ + LoRA): one launch in a decode step on CUDA without adapters on gate / up,
+// two linears and the SwiGLU otherwise.
 void gated_activation(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& gate, Tensor& up, Tensor& act,
-                      Tensor& scratch, LinearRows rows, CpuMatmul matmul) {
-  if (rows == LinearRows::Independent &&
+                      Tensor& scratch, LinearRows rows, CpuMatmul matmul, const InferenceStep& step,
+                      InferenceBuffers& buf, int64_t layer) {
+  if (rows == LinearRows::Independent && !has_lora(step, layer, {LoraTarget::Gate, LoraTarget::Up}) &&
       nvfp4_decode_fusions_supported(normed, {&w.gate_proj.nvfp4, &w.up_proj.nvfp4})) {
     nvfp4_swiglu_forward(normed, w.gate_proj.nvfp4, w.up_proj.nvfp4, act);
     return;
   }
   apply_linear(w.gate_proj, normed, gate, scratch, rows, matmul);
+  add_lora(step, buf, layer, LoraTarget::Gate, normed, gate, rows);
   apply_linear(w.up_proj, normed, up, scratch, rows, matmul);
+  add_lora(step, buf, layer, LoraTarget::Up, normed, up, rows);
   swiglu_forward(gate, up, act);
 }
 
@@ -108,6 +135,9 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   const Tensor normed = rows_of(buf.normed);
   Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
   qkv_projections(w, normed, q2, k2, v2, scratch, rows, matmul);
+  add_lora(step, buf, layer, LoraTarget::Q, normed, q2, rows);
+  add_lora(step, buf, layer, LoraTarget::K, normed, k2, rows);
+  add_lora(step, buf, layer, LoraTarget::V, normed, v2, rows);
   AttentionOptions options;
   options.scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim));
   options.segment_ids = step.segment_ids;
@@ -141,12 +171,25 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   }
   attention_forward(buf.q, keys, values, buf.attn, options);
   Tensor proj = rows_of(buf.proj), residual = rows_of(buf.x);
-  project_and_add(w.o_proj, rows_of(buf.attn), residual, proj, scratch, rows, matmul);
+  const Tensor attn = rows_of(buf.attn);
+  project_and_add(w.o_proj, attn, residual, proj, scratch, rows, matmul);
+  add_lora(step, buf, layer, LoraTarget::O, attn, residual, rows);
 
   rmsnorm_forward(buf.x, w.post_attention_norm, eps, buf.normed);
   Tensor gate = rows_of(buf.gate), up = rows_of(buf.up), act = rows_of(buf.act);
-  gated_activation(w, normed, gate, up, act, scratch, rows, matmul);
+  gated_activation(w, normed, gate, up, act, scratch, rows, matmul, step, buf, layer);
   project_and_add(w.down_proj, act, residual, proj, scratch, rows, matmul);
+  add_lora(step, buf, layer, LoraTarget::Down, act, residual, rows);
+}
+
+// The LoRA work space of `buf` (once: a decode step's captured graph keeps these addresses).
+void ensure_lora_buffers(const Qwen3Config& c, const LoraAdapterSet& lora, InferenceBuffers& buf) {
+  const int64_t rows = buf.x.dim(0) * buf.x.dim(1);
+  if (buf.lora_t.defined() && buf.lora_t.dim(1) == lora.width()) return;
+  const int64_t widest = std::max(
+      {c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim, c.hidden_size, c.intermediate_size});
+  buf.lora_t = Tensor::empty({rows, lora.width()}, buf.x.dtype(), buf.x.device());
+  buf.lora_out = Tensor::empty({rows, widest}, buf.x.dtype(), buf.x.device());
 }
 
 }  // namespace
@@ -211,6 +254,14 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
   NVFP4LM_ASSERT(buf.x.dim(0) == batch && buf.x.dim(1) == tokens, "qwen3_inference_forward: buffers {} for ids {}",
                  buf.x.str(), ids.str());
   const RopeTable& rope = step.rope != nullptr ? *step.rope : *workspace.rope;
+  NVFP4LM_ASSERT((step.lora == nullptr) == (step.lora_mask == nullptr), "qwen3_inference_forward: LoRA without a mask");
+  if (step.lora != nullptr) {
+    NVFP4LM_ASSERT(step.lora_mask->rank() == 2 && step.lora_mask->dim(0) == batch * tokens &&
+                       step.lora_mask->dim(1) == step.lora->width() && step.lora_mask->dtype() == buf.x.dtype(),
+                   "qwen3_inference_forward: LoRA mask {} for {} rows of width {}", step.lora_mask->str(),
+                   batch * tokens, step.lora->width());
+    ensure_lora_buffers(config, *step.lora, buf);
+  }
 
   embedding_forward(ids, weights.embed_tokens, buf.x);
   for (size_t layer = 0; layer < weights.layers.size(); ++layer)

@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "io/hf_config.h"
 #include "model/kv_cache.h"
+#include "model/lora_runtime.h"
 #include "model/qwen3_weights.h"
 #include "ops/cpu_matmul.h"
 #include "ops/int8_lm_head.h"
@@ -48,6 +49,11 @@ struct InferenceStep {
   bool positions_on_device = false;
   const Tensor* cache_rows = nullptr;   // I32 [B] on the model's device (decode form)
   const Tensor* cache_slots = nullptr;  // I32 [B] on the model's device (decode form)
+  // LoRA adapters over the base (model/lora_runtime.h): every adapted linear adds its rows' adapter terms, selected by
+  // lora_mask [B * T, lora->width()] in the compute dtype on the model's device (each token row its sequence's mask
+  // row). Both null: the base alone.
+  const LoraAdapterSet* lora = nullptr;
+  const Tensor* lora_mask = nullptr;
 };
 
 // The activation buffers of one forward, shared by every layer, and its outputs. A caller that passes its own
@@ -57,6 +63,9 @@ struct InferenceBuffers {
   Tensor hidden;         // [rows, H]: the final norm of the returned rows
   Tensor logits;         // F32 [rows, V]
   Tensor narrow_logits;  // [rows, V] in the compute dtype when a quantized lm_head writes it (then cast)
+  // With LoRA adapters (allocated by the first forward that has them, then kept: a captured graph reuses them):
+  Tensor lora_t;    // [B * T, width]: x · A_stackᵀ, then masked
+  Tensor lora_out;  // [B * T, widest linear output]: the adapters' term before it is added
   // Logits (and `hidden`) for every position with all_logits, else for the last; logit_tokens as in InferenceStep.
   InferenceBuffers(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
                    bool all_logits, int64_t logit_tokens = 0);

@@ -11,6 +11,7 @@
 #include "core/memory.h"
 #include "model/qwen3_inference.h"
 #include "ops/cpu_backend.h"
+#include "ops/elementwise.h"
 #include "ops/nvfp4_linear.h"
 
 namespace nvfp4lm {
@@ -177,11 +178,43 @@ KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {
 }
 
 uint64_t Qwen3Model::forward_work_bytes(int64_t batch, int64_t tokens) const {
-  return detail::InferenceBuffers::bytes(config_, weights_, batch, tokens, /*all_logits=*/false);
+  uint64_t bytes = detail::InferenceBuffers::bytes(config_, weights_, batch, tokens, /*all_logits=*/false);
+  if (lora_) {
+    // The LoRA work space (InferenceBuffers::lora_t, lora_out) and the mask.
+    const int64_t widest =
+        std::max({config_.num_attention_heads * config_.head_dim, config_.hidden_size, config_.intermediate_size});
+    bytes += static_cast<uint64_t>(batch * tokens * (2 * lora_->width() + widest)) * dtype_bytes(compute_dtype());
+  }
+  return bytes;
 }
 
-Tensor Qwen3Model::forward(const Tensor& ids, const Tensor* positions, const Tensor* segment_ids) const {
+void Qwen3Model::set_lora_adapters(std::shared_ptr<const LoraAdapterSet> adapters) {
+  lora_ = std::move(adapters);
+  if (lora_)
+    log::info("LoRA adapters over the base, applied per request: {} ({:.1f} MiB of stacked {} A / B on {})",
+              lora_->describe(), to_mib(lora_->bytes()), dtype_name(compute_dtype()), device().label());
+}
+
+void Qwen3Model::check_adapter(int adapter) const {
+  NVFP4LM_CHECK(adapter == kNoLoraAdapter || (lora_ && adapter >= 0 && adapter < lora_->count()),
+                "LoRA adapter {} asked of a model with {} adapters", adapter, lora_ ? lora_->count() : 0);
+}
+
+Tensor lora_mask_rows(const LoraAdapterSet& lora, std::span<const int> adapters, DType dtype, Device device) {
+  const auto rows = static_cast<int64_t>(adapters.size());
+  Tensor mask = Tensor::empty({rows, lora.width()}, DType::F32);
+  for (int64_t r = 0; r < rows; ++r)
+    lora.mask_row(adapters[static_cast<size_t>(r)],
+                  std::span<float>(mask.data<float>() + r * lora.width(), static_cast<size_t>(lora.width())));
+  if (dtype == DType::F32) return mask.to(device);
+  Tensor narrow = Tensor::empty(mask.shape(), dtype);
+  cast(mask, narrow);  // 0 and 1: exact in every float dtype
+  return narrow.to(device);
+}
+
+Tensor Qwen3Model::forward(const Tensor& ids, const Tensor* positions, const Tensor* segment_ids, int adapter) const {
   check_i32_batch(ids, "forward: ids", -1, -1);
+  check_adapter(adapter);
   const int64_t batch = ids.dim(0), tokens = ids.dim(1);
   NVFP4LM_CHECK(batch > 0 && tokens > 0, "forward: ids {} holds no tokens", ids.str());
   Tensor position_tensor;
@@ -204,7 +237,7 @@ Tensor Qwen3Model::forward(const Tensor& ids, const Tensor* positions, const Ten
     check_i32_batch(*segment_ids, "forward: segment_ids", batch, tokens);
     segments = on_device(*segment_ids, device());
   }
-  return run(ids, position_tensor, segment_ids ? &segments : nullptr, nullptr, true, max_position);
+  return run(ids, position_tensor, segment_ids ? &segments : nullptr, nullptr, true, max_position, 0, adapter);
 }
 
 Tensor Qwen3Model::forward_last(const Tensor& ids, int64_t last_tokens) const {
@@ -218,8 +251,9 @@ Tensor Qwen3Model::forward_last(const Tensor& ids, int64_t last_tokens) const {
   return run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, nullptr, true, tokens - 1, last_tokens);
 }
 
-Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_logits) const {
+Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_logits, int adapter) const {
   check_i32_batch(ids, "forward_cached: ids", cache.batch(), ids.rank() == 2 ? ids.dim(1) : 0);
+  check_adapter(adapter);
   const int64_t batch = ids.dim(0), tokens = ids.dim(1), start = cache.length();
   NVFP4LM_CHECK(tokens > 0, "forward_cached: ids {} holds no tokens", ids.str());
   NVFP4LM_CHECK(start + tokens <= cache.max_tokens(),
@@ -231,16 +265,20 @@ Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_lo
   std::vector<int32_t> values(static_cast<size_t>(batch * tokens));
   for (int64_t i = 0; i < batch * tokens; ++i)
     values[static_cast<size_t>(i)] = static_cast<int32_t>(start + i % tokens);
-  Tensor logits =
-      run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, &cache, all_logits, start + tokens - 1);
+  Tensor logits = run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, &cache, all_logits,
+                      start + tokens - 1, 0, adapter);
   cache.set_length(start + tokens);
   return logits;
 }
 
 Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache,
-                       bool all_logits, int64_t max_position, int64_t logit_tokens) const {
+                       bool all_logits, int64_t max_position, int64_t logit_tokens, int adapter) const {
   const Tensor device_ids = on_device(ids, device());
   const Tensor device_positions = on_device(positions, device());
+  Tensor mask;
+  if (adapter != kNoLoraAdapter)
+    mask =
+        lora_mask_rows(*lora_, std::vector<int>(static_cast<size_t>(ids.numel()), adapter), compute_dtype(), device());
   const std::lock_guard<std::mutex> lock(workspace_->mutex);
   workspace_->ensure_rope(config_, max_position + 1, device());
   detail::InferenceStep step;
@@ -250,6 +288,10 @@ Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor*
   step.cache = cache;
   step.all_logits = all_logits;
   step.logit_tokens = logit_tokens;
+  if (adapter != kNoLoraAdapter) {
+    step.lora = lora_.get();
+    step.lora_mask = &mask;
+  }
   return detail::qwen3_inference_forward(config_, weights_, *workspace_, step);
 }
 

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "core/files.h"
@@ -20,6 +21,7 @@
 #include "io/hf_config.h"
 #include "io/model_files.h"
 #include "model/kv_cache.h"
+#include "model/lora_runtime.h"
 #include "model/qwen3_weights.h"
 #include "ops/cpu_matmul.h"
 
@@ -66,9 +68,15 @@ class Qwen3Model {
   const fs::path& source() const { return source_; }
   const std::optional<fs::path>& tokenizer_dir() const { return tokenizer_dir_; }
 
+  // LoRA adapters applied at run time over these weights (model/lora_runtime.h), shared by the model's copies; a
+  // forward names the one its rows use (`adapter`: an index of the set, or kNoLoraAdapter for the base alone).
+  void set_lora_adapters(std::shared_ptr<const LoraAdapterSet> adapters);
+  const LoraAdapterSet* lora_adapters() const { return lora_.get(); }
+
   // Full causal forward without a cache. ids: I32 [B, T] (on any device). positions: I32 [B, T] (default
   // 0..T-1); segment_ids: I32 [B, T] for packed rows (attention stays inside a segment). Returns F32 [B, T, V].
-  Tensor forward(const Tensor& ids, const Tensor* positions = nullptr, const Tensor* segment_ids = nullptr) const;
+  Tensor forward(const Tensor& ids, const Tensor* positions = nullptr, const Tensor* segment_ids = nullptr,
+                 int adapter = kNoLoraAdapter) const;
   // forward(ids) with logits for the last `last_tokens` positions of each row only (1 <= last_tokens <= T):
   // F32 [B, last_tokens, V]. The same computation up to the final norm; the lm_head runs on fewer rows, so a long
   // sequence's reference logits need not hold T x V floats.
@@ -77,7 +85,7 @@ class Qwen3Model {
   // Appends ids I32 [B, T] at positions cache.length() .. cache.length()+T-1, advances the cache, and returns
   // logits F32 [B, V] of the last position (or [B, T, V] when all_logits). Throws Error when the cache would
   // overflow (the message names the context length and how to raise it).
-  Tensor forward_cached(const Tensor& ids, KVCache& cache, bool all_logits = false) const;
+  Tensor forward_cached(const Tensor& ids, KVCache& cache, bool all_logits = false, int adapter = kNoLoraAdapter) const;
 
   // A cache for `batch` rows of up to `max_tokens` tokens in the compute dtype on the model's device (also
   // extends the RoPE table to max_tokens so decoding never rebuilds it).
@@ -91,13 +99,20 @@ class Qwen3Model {
   friend class Qwen3DecodeStep;  // model/qwen3_decode_step.h: shares the workspace (RoPE table, scratch, mutex)
   // logit_tokens: logits of the last logit_tokens positions of each row (0: every position).
   Tensor run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache, bool all_logits,
-             int64_t max_position, int64_t logit_tokens = 0) const;
+             int64_t max_position, int64_t logit_tokens = 0, int adapter = kNoLoraAdapter) const;
+  // Error unless `adapter` is kNoLoraAdapter or an index of the adapter set.
+  void check_adapter(int adapter) const;
 
   Qwen3Config config_;
   Qwen3Weights weights_;
   fs::path source_;
   std::optional<fs::path> tokenizer_dir_;
   std::shared_ptr<detail::InferenceWorkspace> workspace_;
+  std::shared_ptr<const LoraAdapterSet> lora_;
 };
+
+// Fills `mask` (CPU F32 [rows, lora.width()]) with the mask row of each row's adapter (`adapters`, one per row) and
+// returns it in `dtype` on `device`: the InferenceStep::lora_mask of those rows.
+Tensor lora_mask_rows(const LoraAdapterSet& lora, std::span<const int> adapters, DType dtype, Device device);
 
 }  // namespace nvfp4lm

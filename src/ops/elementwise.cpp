@@ -28,6 +28,21 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
   cpu::add(a, b, out);
 }
 
+void mul_inplace(Tensor& a, const Tensor& b) {
+  NVFP4LM_ASSERT(b.shape() == a.shape(), "mul_inplace: a {}, b {}", a.str(), b.str());
+  [[maybe_unused]] const Device device = common_device("mul_inplace", {&a, &b});
+#if NVFP4LM_HAS_CUDA
+  if (device.is_cuda()) {
+    NVFP4LM_ASSERT(dtype_is_float(a.dtype()) && b.dtype() == a.dtype(),
+                   "mul_inplace on CUDA: a {}, b {} must share one float dtype", a.str(), b.str());
+    cuda::mul(cuda::device_rows(a, 1, "mul_inplace a"), cuda::device_rows(b, 1, "mul_inplace b"),
+              cuda::device_rows(a, 1, "mul_inplace a"));
+    return;
+  }
+#endif
+  cpu::mul_inplace(a, b);
+}
+
 void scale_inplace(Tensor& a, float s) {
   [[maybe_unused]] const Device device = common_device("scale_inplace", {&a});
 #if NVFP4LM_HAS_CUDA

@@ -1,6 +1,6 @@
-// Small elementwise ops: residual adds, scaling, filling, dtype casts, dropout and the sum of squares (gradient norms).
-// Operands are [..., dim] with free row strides (inner dim contiguous) unless stated; shapes must match.
-// Op conventions (shared by ops/*.h): outputs are allocated by the caller; backward ops OVERWRITE activation
+// Small elementwise ops: residual adds, products, scaling, filling, dtype casts, dropout and the sum of squares
+// (gradient norms). Operands are [..., dim] with free row strides (inner dim contiguous) unless stated; shapes must
+// match. Op conventions (shared by ops/*.h): outputs are allocated by the caller; backward ops OVERWRITE activation
 // gradients (=) and ACCUMULATE parameter gradients (+=); CPU tensors are F32; shape / dtype / device mismatches
 // are internal errors (NVFP4LM_ASSERT).
 // (cast also takes BF16 / F16 on the CPU.)
@@ -16,6 +16,8 @@ namespace nvfp4lm {
 void add_inplace(Tensor& a, const Tensor& b);
 // out = a + b (out may alias a or b).
 void add(const Tensor& a, const Tensor& b, Tensor& out);
+// a *= b (element by element).
+void mul_inplace(Tensor& a, const Tensor& b);
 // a *= s.
 void scale_inplace(Tensor& a, float s);
 // a = value.

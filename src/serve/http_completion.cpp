@@ -94,12 +94,17 @@ void CompletionAnswer::prepare(const std::string& body) {
     CompletionRequest request = parse_completion_request(parsed.value, endpoint_, model.defaults);
     if (!request.ignored.empty())
       log::debug("serve: {} ignores unknown field(s) {}", endpoint_path(endpoint_), fmt::join(request.ignored, ", "));
-    if (!request.model.empty() && request.model != service_.model_name_)
+    const std::optional<int> adapter = model.adapter_for(request.model, service_.model_name_);
+    if (!adapter)
       throw ApiError(404, "invalid_request_error",
-                     fmt::format("The model '{}' does not exist; this server serves '{}' (GET /v1/models)",
-                                 request.model, service_.model_name_),
+                     fmt::format("The model '{}' does not exist; this server serves '{}'{} (GET /v1/models)",
+                                 request.model, service_.model_name_,
+                                 model.lora_adapters.empty()
+                                     ? ""
+                                     : fmt::format(" and its LoRA adapters {}", fmt::join(model.lora_adapters, ", "))),
                      "model", "model_not_found");
-    const SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, service_.random_u64());
+    SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, service_.random_u64());
+    spec.adapter = *adapter;
     // n choices are n sequences, choice i sampled with seed + i (choice 0 is what n = 1 gives). All are queued or
     // none: a 429 for a later one withdraws the earlier ones.
     std::vector<std::shared_ptr<RequestChannel>> channels;
@@ -132,8 +137,10 @@ void CompletionAnswer::started(const CompletionRequest& request,
   closed_.assign(channels_.size(), false);
   if (gone_ || done_) return cancel_channels();
   stream_ = request.stream;
+  // The answer names the model the request asked for (an adapter's name, as vLLM does), else the served one.
   response_.emplace(request, service_.model_.tokenizer, service_.response_id(endpoint_), std::time(nullptr),
-                    service_.model_name_, answer_parsing(request, service_.model_.rules));
+                    request.model.empty() ? service_.model_name_ : request.model,
+                    answer_parsing(request, service_.model_.rules));
   for (const auto& channel : channels_)
     channel->set_listener([weak = weak_from_this()] {
       if (const auto self = weak.lock()) self->wake();

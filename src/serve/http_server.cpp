@@ -167,12 +167,21 @@ struct HttpServer::Impl final : HttpConnectionHost {
   bool authorized(const HttpRequest& request) const {
     return options.api_key.empty() || request[http::field::authorization] == "Bearer " + options.api_key;
   }
-  json model_object() const {
-    return {{"id", options.model_name},
-            {"object", "model"},
-            {"created", created},
-            {"owned_by", "nvfp4lm"},
-            {"max_model_len", model.rules.context}};
+  // The served model, or (adapter) one of its LoRA adapters, which vLLM lists with the base as "parent".
+  json model_object(int adapter = kNoLoraAdapter) const {
+    json object = {{"id", options.model_name},
+                   {"object", "model"},
+                   {"created", created},
+                   {"owned_by", "nvfp4lm"},
+                   {"root", options.model_name},
+                   {"parent", nullptr},
+                   {"max_model_len", model.rules.context}};
+    if (adapter != kNoLoraAdapter) {
+      object["id"] = model.lora_adapters[static_cast<size_t>(adapter)];
+      object["root"] = model.lora_adapters[static_cast<size_t>(adapter)];
+      object["parent"] = options.model_name;
+    }
+    return object;
   }
   void log_closed(std::string_view reason, const std::string& line);
 
@@ -256,11 +265,15 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
       gauges.connections = open_connections();
       return connection->reply({200, "text/plain; version=0.0.4", metrics.render(gauges), {}});
     }
-    case Route::Models:
-      return answer(json_reply(200, {{"object", "list"}, {"data", json::array({model_object()})}}));
+    case Route::Models: {
+      json data = json::array({model_object()});
+      for (size_t k = 0; k < model.lora_adapters.size(); ++k) data.push_back(model_object(static_cast<int>(k)));
+      return answer(json_reply(200, {{"object", "list"}, {"data", std::move(data)}}));
+    }
     case Route::Model: {
       const std::optional<std::string> id = percent_decoded(match.model_id);
-      if (id && *id == options.model_name) return answer(json_reply(200, model_object()));
+      const std::optional<int> adapter = id && !id->empty() ? model.adapter_for(*id, options.model_name) : std::nullopt;
+      if (adapter) return answer(json_reply(200, model_object(*adapter)));
       return answer(api_error_reply(ApiError(404, "invalid_request_error",
                                              fmt::format("The model '{}' does not exist; this server serves '{}'",
                                                          excerpt(id ? *id : match.model_id), options.model_name),
@@ -471,5 +484,12 @@ void HttpServer::stop(std::chrono::steady_clock::time_point deadline) {
 }
 
 int64_t HttpServer::active_requests() const { return impl_->completions.active(); }
+
+std::optional<int> ServedModel::adapter_for(std::string_view requested, std::string_view model_name) const {
+  if (requested.empty() || requested == model_name) return kNoLoraAdapter;
+  for (size_t k = 0; k < lora_adapters.size(); ++k)
+    if (lora_adapters[k] == requested) return static_cast<int>(k);
+  return std::nullopt;
+}
 
 }  // namespace nvfp4lm::serve

@@ -20,7 +20,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "serve/metrics.h"
@@ -58,6 +60,12 @@ struct ServedModel {
   RequestDefaults defaults;
   int64_t slots = 0;
   std::string device;  // for /metrics
+  // The model's LoRA adapters by name (model/lora_runtime.h; index = the adapter's id): a request whose "model" is
+  // one of them runs with it, one naming the served model runs the base. /v1/models lists them too.
+  std::vector<std::string> lora_adapters = {};
+  // The adapter a request's "model" selects: kNoLoraAdapter for the served model's own name (or none given); nullopt
+  // when it is neither.
+  std::optional<int> adapter_for(std::string_view requested, std::string_view model_name) const;
 };
 
 class HttpServer {

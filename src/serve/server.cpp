@@ -111,6 +111,15 @@ Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions option
     const fs::path source = model.source();
     options_.http.model_name = (source.has_filename() ? source : source.parent_path()).filename().string();
   }
+  if (const LoraAdapterSet* lora = model.lora_adapters()) {
+    for (int k = 0; k < lora->count(); ++k) {
+      NVFP4LM_CHECK(lora->name(k) != options_.http.model_name,
+                    "--lora {}: the adapter has the served model's name, which requests use for the base (name it "
+                    "otherwise, or set --model-name)",
+                    lora->name(k));
+      served.lora_adapters.push_back(lora->name(k));
+    }
+  }
 
   SchedulerOptions scheduler_options;
   scheduler_options.max_queue = options_.max_queue;

@@ -3,12 +3,13 @@
 // at different steps, 10 at once (past the 8 rows of one kernel call), stop strings and end-of-sequence ids —
 // penalties and logit bias as Generator's (counting the answer's tokens only), cancelling frees a slot without
 // disturbing the others, specs that cannot run are one-line Errors, and the log-probabilities are the log-softmax of
-// the logits.
+// the logits; sequences of different LoRA adapters batched together get what each gets alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
+#include "common/lora_test_util.h"
 #include "core/memory.h"
 #include "infer/batch_engine.h"
 #include "infer/generator.h"
@@ -48,7 +49,7 @@ SequenceSpec spec_for(const std::string& prompt, int64_t max_tokens, float tempe
 
 // What Generator gives for the spec alone (host sampling, a cache of exactly the engine's context).
 GenerationResult alone(const Qwen3Model& model, const SequenceSpec& spec, int64_t context) {
-  Qwen3CachedLm lm(model, context);
+  Qwen3CachedLm lm(model, context, {}, std::nullopt, spec.adapter);
   GenerationOptions options = spec.options;
   options.token_choice = TokenChoicePlace::Host;
   Generator generator(lm, qwen3_tokenizer(), options);
@@ -147,6 +148,68 @@ TEST(BatchEngine, GreedyBatchedEqualsOneAtATime) {
 
 TEST(BatchEngine, SampledBatchedEqualsOneAtATime) {
   expect_like_alone(dense_model(), eight_requests(0.8f), kJoins, 8, "dense sampled");
+}
+
+// Sequences of two LoRA adapters and of the base in one batch (model/lora_runtime.h): each gets exactly the tokens
+// Generator gives it alone over a model that holds its adapter only (the base's: over the model without adapters),
+// and a slot's cached prefix is reused by the same adapter only.
+TEST(BatchEngine, SequencesOfDifferentAdaptersBatchedEqualEachAlone) {
+  const TempDir dir;
+  std::vector<RandomAdapter> adapters(2);
+  adapters[1].seed = 2;
+  adapters[1].rank = 8;
+  adapters[1].alpha = 16;
+  adapters[1].targets = {LoraTarget::Q, LoraTarget::V, LoraTarget::Gate};
+  std::vector<LoraAdapterSpec> files;
+  for (size_t k = 0; k < adapters.size(); ++k) {
+    files.push_back({"adapter" + std::to_string(k), dir / ("adapter" + std::to_string(k))});
+    write_random_adapter(files.back().dir, dense_model().config(), adapters[k]);
+  }
+  Qwen3Model served = dense_model();
+  served.set_lora_adapters(
+      std::make_shared<const LoraAdapterSet>(LoraAdapterSet::load(files, served.config(), DType::F32, Device::cpu())));
+  std::vector<Qwen3Model> single;  // the base with adapter k alone
+  for (const LoraAdapterSpec& file : files) {
+    single.push_back(dense_model());
+    single.back().set_lora_adapters(std::make_shared<const LoraAdapterSet>(
+        LoraAdapterSet::load(std::span(&file, 1), served.config(), DType::F32, Device::cpu())));
+  }
+
+  std::vector<SequenceSpec> specs = eight_requests(0.f);
+  for (int i = 0; i < 3; ++i) specs.push_back(spec_for("The capital of France is", 8, 0.f, 7));
+  for (size_t i = 0; i < specs.size(); ++i) specs[i].adapter = static_cast<int>(i % 3) - 1;
+  std::vector<int> joins = kJoins;
+  joins.insert(joins.end(), {2, 2, 5});
+  const int64_t context = 96;
+  BatchEngine engine = make_engine(served, static_cast<int64_t>(specs.size()), context);
+  const std::vector<Collected> batched = run_schedule(engine, specs, joins);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SequenceSpec own = specs[i];
+    const Qwen3Model& model = own.adapter == kNoLoraAdapter ? dense_model() : single[static_cast<size_t>(own.adapter)];
+    if (own.adapter != kNoLoraAdapter) own.adapter = 0;
+    const GenerationResult expected = alone(model, own, context);
+    EXPECT_EQ(batched[i].tokens, expected.tokens) << "sequence " << i << ", adapter " << specs[i].adapter;
+    EXPECT_EQ(batched[i].text, expected.text) << "sequence " << i;
+  }
+  // One prompt, three adapters: three answers.
+  const size_t first = specs.size() - 3;
+  EXPECT_NE(batched[first].tokens, batched[first + 1].tokens);
+  EXPECT_NE(batched[first + 1].tokens, batched[first + 2].tokens);
+  EXPECT_NE(batched[first].tokens, batched[first + 2].tokens);
+
+  BatchEngineOptions options;
+  options.slots = 1;
+  options.context = context;
+  options.prefix_cache = true;
+  BatchEngine cached(served, qwen3_tokenizer(), options);
+  SequenceSpec spec = spec_for("The capital of France is", 3, 0.f, 7);
+  spec.adapter = 0;
+  run_schedule(cached, {spec}, {0});
+  spec.adapter = 1;
+  run_schedule(cached, {spec}, {0});
+  EXPECT_EQ(cached.last_reused_tokens(), 0) << "another adapter's K/V reused";
+  run_schedule(cached, {spec}, {0});
+  EXPECT_GT(cached.last_reused_tokens(), 0) << "the same adapter's prefix not reused";
 }
 
 // Presence and frequency penalties count the answer's tokens only, as Generator's do; a bias applies each step.

@@ -1,5 +1,5 @@
-// Elementwise ops: add / add_inplace / scale / fill on strided views (untouched neighbours), casts against
-// core's scalar conversions, sum_squares vs a double sum (single- and multi-chunk, strided).
+// Elementwise ops: add / add_inplace / mul_inplace / scale / fill on strided views (untouched neighbours), casts
+// against core's scalar conversions, sum_squares vs a double sum (single- and multi-chunk, strided).
 #include <gtest/gtest.h>
 
 #include "core/numeric.h"
@@ -28,6 +28,10 @@ TEST(Elementwise, AddScaleFillOnViews) {
   scale_inplace(a, -0.5f);
   for (size_t i = 0; i < expected.size(); ++i) expected[i] = (expected[i] - bd[i]) * -0.5;
   test::expect_near_doubles(a, expected, test::kForwardTol, "scale_inplace");
+
+  mul_inplace(a, b);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] *= bd[i];
+  test::expect_near_doubles(a, expected, test::kForwardTol, "mul_inplace");
 
   fill(a, 3.25f);
   for (float value : to_float_vector(a)) EXPECT_EQ(value, 3.25f);

@@ -29,6 +29,18 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
   }
 }
 
+void mul_inplace(Tensor& a, const Tensor& b) {
+  const RowsF32 as(a, 1, "mul_inplace a"), bs(b, 1, "mul_inplace b");
+  const int64_t rows = as.count(), width = as.width();
+#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* x = as.row(r);
+    const float* y = bs.row(r);
+#pragma omp simd
+    for (int64_t j = 0; j < width; ++j) x[j] *= y[j];
+  }
+}
+
 void scale_inplace(Tensor& a, float s) {
   const RowsF32 as(a, 1, "scale_inplace a");
   const int64_t rows = as.count(), width = as.width();

@@ -8,6 +8,7 @@
 namespace nvfp4lm::cpu {
 
 void add(const Tensor& a, const Tensor& b, Tensor& out);
+void mul_inplace(Tensor& a, const Tensor& b);
 void scale_inplace(Tensor& a, float s);
 void fill(Tensor& a, float value);
 void cast(const Tensor& src, Tensor& dst);

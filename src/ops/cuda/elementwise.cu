@@ -21,16 +21,19 @@ constexpr int kSumBlocks = 1024;
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < (items); \
        item += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
-template <typename T>
-__global__ void add_kernel(DeviceRows a, DeviceRows b, DeviceRows out, int64_t chunks_per_row, int64_t items,
-                           bool vec) {
+// The two-operand ops: out = a + b, out = a * b (in fp32, rounded once to T).
+enum class Binary { Add, Mul };
+
+template <typename T, Binary op>
+__global__ void binary_kernel(DeviceRows a, DeviceRows b, DeviceRows out, int64_t chunks_per_row, int64_t items,
+                              bool vec) {
   NVFP4LM_GRID_STRIDE(item, items) {
     const ChunkPosition p = chunk_position(item, chunks_per_row);
     float x[kChunk], y[kChunk];
     load_chunk(row_ptr<const T>(a, p.row), p.col, a.width, vec, x);
     load_chunk(row_ptr<const T>(b, p.row), p.col, a.width, vec, y);
 #pragma unroll
-    for (int k = 0; k < kChunk; ++k) x[k] += y[k];
+    for (int k = 0; k < kChunk; ++k) x[k] = op == Binary::Add ? x[k] + y[k] : x[k] * y[k];
     store_chunk(row_ptr<T>(out, p.row), p.col, a.width, vec, x);
   }
 }
@@ -158,9 +161,8 @@ void in_place(const DeviceRows& a_in, LaunchKernel&& launch_kernel) {
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void add(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_in) {
+template <Binary op>
+void binary(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_in) {
   const bool dense = a_in.dense() && b_in.dense() && out_in.dense();
   const DeviceRows a = dense ? flattened(a_in) : a_in, b = dense ? flattened(b_in) : b_in;
   const DeviceRows out = dense ? flattened(out_in) : out_in;
@@ -169,10 +171,17 @@ void add(const DeviceRows& a_in, const DeviceRows& b_in, const DeviceRows& out_i
   const bool vec = vectorizable(a) && vectorizable(b) && vectorizable(out);
   with_float_type(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    NVFP4LM_LAUNCH(add_kernel<T>, launch.blocks, kThreads, 0)(a, b, out, launch.chunks_per_row, launch.items, vec);
+    NVFP4LM_LAUNCH((binary_kernel<T, op>), launch.blocks, kThreads, 0)
+    (a, b, out, launch.chunks_per_row, launch.items, vec);
   });
   NVFP4LM_CUDA_CHECK_LAUNCH();
 }
+
+}  // namespace
+
+void add(const DeviceRows& a, const DeviceRows& b, const DeviceRows& out) { binary<Binary::Add>(a, b, out); }
+
+void mul(const DeviceRows& a, const DeviceRows& b, const DeviceRows& out) { binary<Binary::Mul>(a, b, out); }
 
 void scale(const DeviceRows& a_in, float s) {
   in_place(a_in, [&](auto tag, const DeviceRows& a, const Launch& launch, bool vec) {

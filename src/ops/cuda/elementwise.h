@@ -13,6 +13,8 @@ namespace nvfp4lm::cuda {
 
 // out = a + b; one dtype for all three; out may alias a or b element for element.
 void add(const DeviceRows& a, const DeviceRows& b, const DeviceRows& out);
+// out = a * b; as add.
+void mul(const DeviceRows& a, const DeviceRows& b, const DeviceRows& out);
 // a *= s.
 void scale(const DeviceRows& a, float s);
 // a = value (rounded to a's dtype).

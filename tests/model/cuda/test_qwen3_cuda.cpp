@@ -1,8 +1,8 @@
 // Qwen3 on the GPU against the CPU and the PyTorch fixtures, at bf16 tolerance (activations bf16, fp32
 // accumulation; DESIGN.md §3): full-forward logits (untied, tied, packed rows, NVFP4 ModelOpt), KV-cache decoding
 // against the GPU's own full forward, greedy continuations GPU vs CPU, and the training forward/backward (loss and
-// every gradient, QAT w4a16) with the low-memory modes. Every comparison prints its measured error, so a GPU run
-// shows how much room each bound leaves.
+// every gradient, QAT w4a16) with the low-memory modes, LoRA adapters in training and at run time. Every comparison
+// prints its measured error, so a GPU run shows how much room each bound leaves.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/lora_test_util.h"
 #include "core/rng.h"
 #include "model/model_test_util.h"
 #include "model/qwen3_decode_step.h"
@@ -339,6 +340,68 @@ TEST(Qwen3Cuda, LoraFollowsTheCpu) {
       expect_rel_close(p.grad, cpu_model->parameters()[i].grad, kGradBound, "lora grad of " + p.name);
     }
   }
+}
+
+// LoRA adapters applied at run time (model/lora_runtime.h) on the GPU follow the CPU over an NVFP4 base: each
+// adapter's full-forward logits, and decode steps whose three rows use the two adapters and the base (each row
+// prefilled with its own adapter into its own cache row); the captured graph gives the eager step's bits.
+TEST(Qwen3Cuda, LoraAdaptersAtRunTimeFollowTheCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const fs::path base = quantize_tiny_modelopt(dir, false);
+  // B small enough that bf16's roundings of the adapter's term stay inside the bound, large enough that each adapter
+  // moves the logits by several bounds (checked below).
+  RandomAdapter every;
+  every.b_bound = 0.1f;
+  RandomAdapter mlp;
+  mlp.seed = 2;
+  mlp.rank = 8;
+  mlp.alpha = 4;
+  mlp.targets = {LoraTarget::Gate, LoraTarget::Up, LoraTarget::Down};
+  std::vector<LoraAdapterSpec> files = {{"every", dir / "every"}, {"mlp", dir / "mlp"}};
+  Qwen3Model cpu = Qwen3Model::load(base), cuda = Qwen3Model::load(base, on_gpu());
+  write_random_adapter(files[0].dir, cpu.config(), every);
+  write_random_adapter(files[1].dir, cpu.config(), mlp);
+  for (Qwen3Model* model : {&cpu, &cuda})
+    model->set_lora_adapters(std::make_shared<const LoraAdapterSet>(
+        LoraAdapterSet::load(files, model->config(), model->compute_dtype(), model->device())));
+  const Reference ref(false);
+  const Tensor ids = ref.get("input_ids").narrow(0, 0, 1).contiguous();
+  const Tensor base_logits = cpu.forward(ids);
+  for (const int adapter : {kNoLoraAdapter, 0, 1}) {
+    const Tensor expected = cpu.forward(ids, nullptr, nullptr, adapter);
+    check_close(cuda.forward(ids.to(gpu()), nullptr, nullptr, adapter), expected, kLogitsBound,
+                "lora forward, adapter " + std::to_string(adapter));
+    if (adapter != kNoLoraAdapter) {
+      std::fprintf(stderr, "[bf16] adapter %d moves the CPU's logits by rel %.3g\n", adapter,
+                   rel_error(expected, base_logits).rel());
+      EXPECT_GT(rel_error(expected, base_logits).rel(), 3 * kLogitsBound) << "adapter " << adapter << " hardly acts";
+    }
+  }
+
+  const int64_t tokens = ids.dim(1), prefill = 4;
+  KVCache cpu_pool = cpu.make_cache(3, tokens), eager_pool = cuda.make_cache(3, tokens),
+          graph_pool = cuda.make_cache(3, tokens);
+  const Tensor head = ids.narrow(1, 0, prefill).contiguous();
+  for (int row = 0; row < 3; ++row) {
+    KVCache cpu_row = cpu_pool.row_view(row), eager_row = eager_pool.row_view(row),
+            graph_row = graph_pool.row_view(row);
+    cpu.forward_cached(head, cpu_row, false, row - 1);
+    cuda.forward_cached(head.to(gpu()), eager_row, false, row - 1);
+    cuda.forward_cached(head.to(gpu()), graph_row, false, row - 1);
+  }
+  Qwen3DecodeStep cpu_step(cpu, cpu_pool, DecodeMode::Eager, 3), eager(cuda, eager_pool, DecodeMode::Eager, 3),
+      graph(cuda, graph_pool, DecodeMode::Graph, 3);
+  for (int64_t t = prefill; t < tokens; ++t) {
+    std::vector<DecodeRow> rows;
+    for (int row = 0; row < 3; ++row) rows.push_back({ids.data<int32_t>()[t], static_cast<int32_t>(t), row, row - 1});
+    const Tensor expected = cpu_step.run_rows(rows).clone();
+    const Tensor e = eager.run_rows(rows).to(Device::cpu());
+    const Tensor g = graph.run_rows(rows).to(Device::cpu());
+    EXPECT_EQ(to_float_vector(g), to_float_vector(e)) << "graph vs eager at position " << t;
+    check_close(e, expected, kLogitsBound, "lora decode rows at " + std::to_string(t));
+  }
+  EXPECT_GT(graph.graph_nodes(), 0u);
 }
 
 // The same with the teacher's top 16 carried by the batch (a teacher cache): the loss head's K + 1-outcome form.

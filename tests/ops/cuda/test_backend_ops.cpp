@@ -104,6 +104,22 @@ Case add_case(int64_t rows, int64_t width, DType dtype, int64_t pad, int64_t off
           }};
 }
 
+Case mul_case(int64_t rows, int64_t width, DType dtype, int64_t pad, int64_t offset) {
+  return {"mul_inplace", fmt::format("[{}, {}] {} {}", rows, width, dtype_str(dtype), layout(pad, offset)),
+          [=](Rng& rng) {
+            const Tensor a = round_to(random_normal({rows, width}, rng), dtype);
+            const Tensor b = round_to(random_normal({rows, width}, rng), dtype);
+            Tensor expected = a.clone();
+            mul_inplace(expected, b);
+            DeviceView da = upload_view(a, dtype, pad, offset);
+            const DeviceView db = upload_view(b, dtype, pad, (offset + 1) % (pad + 1));
+            mul_inplace(da.view, db.view);
+            // One product and one rounding on either side: F32 agrees bit for bit.
+            return std::vector<Output>{
+                compare_view("a", da, expected, dtype == kF32 ? Bound{1e-30, 0.0} : bound_for(dtype))};
+          }};
+}
+
 Case scale_case(int64_t rows, int64_t width, DType dtype, int64_t pad) {
   return {"scale_inplace", fmt::format("[{}, {}] {} {}", rows, width, dtype_str(dtype), layout(pad, 0)), [=](Rng& rng) {
             const Tensor a = round_to(random_normal({rows, width}, rng), dtype);
@@ -682,6 +698,8 @@ std::vector<Case> all_cases() {
     cases.push_back(add_case(129, 128, dtype, 3, 1, false));
     cases.push_back(add_case(17, 2560, dtype, 0, 0, true));
     cases.push_back(add_case(3, 129, dtype, 2, 1, true));
+    cases.push_back(mul_case(17, 2560, dtype, 0, 0));  // dense: one flat run
+    cases.push_back(mul_case(3, 129, dtype, 2, 1));    // row-strided views, a tail chunk
     cases.push_back(scale_case(17, 2560, dtype, 0));
     cases.push_back(scale_case(3, 17, dtype, 5));
     cases.push_back(sum_squares_case(1, (1 << 20) + 3, dtype, 0));

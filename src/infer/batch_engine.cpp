@@ -117,9 +117,7 @@ void BatchEngine::check(const SequenceSpec& spec) const {
                 "top logprobs must be between 0 and {}, got {}", kMaxTopLogprobs, spec.top_logprobs);
   spec.options.sampling.validate();
   for (const auto& stop : spec.options.stop_strings) NVFP4LM_CHECK(!stop.empty(), "a stop string must not be empty");
-  const int adapters = model_.lora_adapters() ? model_.lora_adapters()->count() : 0;
-  NVFP4LM_CHECK(spec.adapter == kNoLoraAdapter || (spec.adapter >= 0 && spec.adapter < adapters),
-                "LoRA adapter {} asked of a model with {} adapters", spec.adapter, adapters);
+  model_.check_adapter(spec.adapter);
   const int64_t vocab = std::min<int64_t>(model_.config().vocab_size, static_cast<int64_t>(tokenizer_.vocab_size()));
   for (int32_t id : spec.prompt)
     NVFP4LM_CHECK(id >= 0 && id < vocab, "prompt token id {} is outside the vocabulary [0, {})", id, vocab);

@@ -85,13 +85,13 @@ std::vector<std::string> target_modules(const nlohmann::json& json, const fs::pa
   const auto it = json.find("target_modules");
   NVFP4LM_CHECK(it != json.end() && !it->is_null(), "{}: no \"target_modules\"", file.string());
   if (it->is_string()) {
-    // PEFT's shorthand for every linear but the output layer; any other string is a regular expression over module
-    // names, which would need PEFT's matcher to interpret.
+    // PEFT's shorthand for every linear but the output layer (kept as the one entry: model/lora_runtime.cpp expands
+    // it); any other string is a regular expression over module names, which would need PEFT's matcher to interpret.
     NVFP4LM_CHECK(*it == "all-linear",
                   "{}: \"target_modules\" is the regular expression {}; nvfp4lm reads a list of module names (q_proj, "
                   "k_proj, ...) or \"all-linear\"",
                   file.string(), json_excerpt(*it));
-    return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    return {"all-linear"};
   }
   NVFP4LM_CHECK(it->is_array(), "{}: \"target_modules\" is {}, expected a list of module names", file.string(),
                 json_excerpt(*it));

@@ -17,13 +17,15 @@ namespace {
 
 constexpr int64_t kRankBlock = 16;
 
-// The Qwen3 linear a PEFT target_modules entry names ("q_proj" or a dotted suffix such as "self_attn.q_proj").
-LoraTarget target_of(const std::string& module, const PeftAdapter& adapter) {
+// The Qwen3 linears a PEFT target_modules entry names: one for "q_proj" or a dotted suffix such as
+// "self_attn.q_proj", every one for "all-linear".
+std::vector<LoraTarget> targets_of(const std::string& module, const PeftAdapter& adapter) {
+  if (module == "all-linear") return {std::begin(kAllLoraTargets), std::end(kAllLoraTargets)};
   for (const LoraTarget target : kAllLoraTargets) {
     const std::string_view name = lora_target_module(target);
     if (module == name || (module.size() > name.size() && std::string_view(module).ends_with(name) &&
                            module[module.size() - name.size() - 1] == '.'))
-      return target;
+      return {target};
   }
   throw Error(
       fmt::format("LoRA adapter {}: target module '{}' is not one of Qwen3's decoder linears (q_proj, k_proj, "
@@ -102,10 +104,9 @@ LoraAdapterSet LoraAdapterSet::load(std::span<const LoraAdapterSpec> specs, cons
     const int64_t rank = adapter.config.rank;
     const auto scale = static_cast<float>(adapter.scale());
     std::vector<LoraTarget> targets;
-    for (const std::string& module : adapter.config.target_modules) {
-      const LoraTarget target = target_of(module, adapter);
-      if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
-    }
+    for (const std::string& module : adapter.config.target_modules)
+      for (const LoraTarget target : targets_of(module, adapter))
+        if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
     std::sort(targets.begin(), targets.end());
     std::vector<int64_t> adapted_layers;
     if (adapter.config.layers_to_transform) {

@@ -152,20 +152,15 @@ const Tensor& Qwen3DecodeStep::run_rows(std::span<const DecodeRow> rows) {
     host[2 * batch + b] = row.cache_row;
     host[3 * batch + b] = static_cast<int32_t>(row.cache_row * max_tokens + row.position);
   }
+  std::vector<int> adapters;
+  for (const DecodeRow& row : rows) {
+    model_.check_adapter(row.adapter);
+    adapters.push_back(row.adapter);
+  }
   if (const LoraAdapterSet* lora = model_.lora_adapters()) {
-    std::vector<int> adapters;
-    for (const DecodeRow& row : rows) {
-      NVFP4LM_CHECK(row.adapter == kNoLoraAdapter || (row.adapter >= 0 && row.adapter < lora->count()),
-                    "decode step: LoRA adapter {} of {}", row.adapter, lora->count());
-      adapters.push_back(row.adapter);
-    }
     state_->lora_mask_host = lora_mask_rows(*lora, adapters, model_.compute_dtype(), Device::cpu());
     if (!state_->lora_mask.defined())
       state_->lora_mask = Tensor::empty(state_->lora_mask_host.shape(), model_.compute_dtype(), model_.device());
-  } else {
-    for (const DecodeRow& row : rows)
-      NVFP4LM_CHECK(row.adapter == kNoLoraAdapter, "decode step: LoRA adapter {} of a model without adapters",
-                    row.adapter);
   }
   launch();
   return state_->buffers.logits;

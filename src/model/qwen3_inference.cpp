@@ -186,13 +186,20 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
 void ensure_lora_buffers(const Qwen3Config& c, const LoraAdapterSet& lora, InferenceBuffers& buf) {
   const int64_t rows = buf.x.dim(0) * buf.x.dim(1);
   if (buf.lora_t.defined() && buf.lora_t.dim(1) == lora.width()) return;
-  const int64_t widest = std::max(
-      {c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim, c.hidden_size, c.intermediate_size});
   buf.lora_t = Tensor::empty({rows, lora.width()}, buf.x.dtype(), buf.x.device());
-  buf.lora_out = Tensor::empty({rows, widest}, buf.x.dtype(), buf.x.device());
+  buf.lora_out = Tensor::empty({rows, lora_output_width(c)}, buf.x.dtype(), buf.x.device());
 }
 
 }  // namespace
+
+int64_t lora_output_width(const Qwen3Config& c) {
+  return std::max(
+      {c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim, c.hidden_size, c.intermediate_size});
+}
+
+uint64_t lora_work_bytes(const Qwen3Config& config, const LoraAdapterSet& lora, int64_t rows, DType dtype) {
+  return static_cast<uint64_t>(rows * (2 * lora.width() + lora_output_width(config))) * dtype_bytes(dtype);
+}
 
 void InferenceWorkspace::ensure_rope(const Qwen3Config& config, int64_t positions, Device device) {
   if (rope && rope->max_positions() >= positions) return;

@@ -58,6 +58,11 @@ struct InferenceStep {
 
 // The activation buffers of one forward, shared by every layer, and its outputs. A caller that passes its own
 // (Qwen3DecodeStep) keeps every address fixed across calls.
+// Columns of InferenceBuffers::lora_out: the widest output of a decoder linear.
+int64_t lora_output_width(const Qwen3Config& config);
+// Bytes of the LoRA work space of a forward over `rows` token rows (lora_t, lora_out) and its mask.
+uint64_t lora_work_bytes(const Qwen3Config& config, const LoraAdapterSet& lora, int64_t rows, DType dtype);
+
 struct InferenceBuffers {
   Tensor x, normed, q, k, v, attn, proj, gate, up, act;
   Tensor hidden;         // [rows, H]: the final norm of the returned rows

@@ -179,12 +179,7 @@ KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {
 
 uint64_t Qwen3Model::forward_work_bytes(int64_t batch, int64_t tokens) const {
   uint64_t bytes = detail::InferenceBuffers::bytes(config_, weights_, batch, tokens, /*all_logits=*/false);
-  if (lora_) {
-    // The LoRA work space (InferenceBuffers::lora_t, lora_out) and the mask.
-    const int64_t widest =
-        std::max({config_.num_attention_heads * config_.head_dim, config_.hidden_size, config_.intermediate_size});
-    bytes += static_cast<uint64_t>(batch * tokens * (2 * lora_->width() + widest)) * dtype_bytes(compute_dtype());
-  }
+  if (lora_) bytes += detail::lora_work_bytes(config_, *lora_, batch * tokens, compute_dtype());
   return bytes;
 }
 

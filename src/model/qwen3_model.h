@@ -72,6 +72,8 @@ class Qwen3Model {
   // forward names the one its rows use (`adapter`: an index of the set, or kNoLoraAdapter for the base alone).
   void set_lora_adapters(std::shared_ptr<const LoraAdapterSet> adapters);
   const LoraAdapterSet* lora_adapters() const { return lora_.get(); }
+  // Error unless `adapter` is kNoLoraAdapter or an index of the adapter set.
+  void check_adapter(int adapter) const;
 
   // Full causal forward without a cache. ids: I32 [B, T] (on any device). positions: I32 [B, T] (default
   // 0..T-1); segment_ids: I32 [B, T] for packed rows (attention stays inside a segment). Returns F32 [B, T, V].
@@ -100,8 +102,6 @@ class Qwen3Model {
   // logit_tokens: logits of the last logit_tokens positions of each row (0: every position).
   Tensor run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache, bool all_logits,
              int64_t max_position, int64_t logit_tokens = 0, int adapter = kNoLoraAdapter) const;
-  // Error unless `adapter` is kNoLoraAdapter or an index of the adapter set.
-  void check_adapter(int adapter) const;
 
   Qwen3Config config_;
   Qwen3Weights weights_;

@@ -210,6 +210,11 @@ TEST(LoraRuntime, AdaptersItCannotApplyAreErrorsNamingTheFile) {
     write_peft_adapter(path, config, tensors, false);
     expect_load_error(model, path, "holds a non-finite value");
   }
+  {
+    const fs::path path = fresh();  // "all-linear" is every linear: the file's q_proj alone is not enough
+    set_config_key(path, "target_modules", "all-linear");
+    expect_load_error(model, path, "has no tensor base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight");
+  }
   // PEFT's "self_attn.q_proj" spelling of a target is understood.
   {
     const fs::path path = fresh();

@@ -248,6 +248,15 @@ if has_step bench-infer; then
     rc=$?
     record "infer $tag" "rc $rc $(bench_line "$logs/infer_$tag.json")"
   done
+  # Run-time LoRA (issue 31): two random rank-16 adapters on every linear (predicted: about double a batch-1 step,
+  # bench/NOTES.md 2026-11-29 ninth session); batch 8 rows alternate between them.
+  if [ -z "${INFER_RUNS:-}" ]; then
+    for a in 0 1; do python3 scripts/make_random_lora.py $models/q4b/config.json $models/lora$a --seed $a \
+      >>"$logs/lora_make.log" 2>&1; done
+    capped 150 "$nv" bench infer --model $models/q4b-nvfp4 --device cuda --prompt-len 512 --gen 256 --cuda-graph on \
+      --lora a=$models/lora0 --lora b=$models/lora1 --batch=8 --json "$logs/infer_lora.json" >"$logs/infer_lora.log" 2>&1
+    record "infer lora x2" "rc $? $(bench_line "$logs/infer_lora.json")"
+  fi
 fi
 
 if has_step bench-train; then

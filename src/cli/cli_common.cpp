@@ -45,11 +45,6 @@ void print_header(std::string_view command, std::string_view devices, std::strin
   if (const std::string warning = cpu_blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
 }
 
-QuietInfoLogs::QuietInfoLogs() : saved_(log::level()) {
-  if (saved_ == log::Level::Info) log::set_level(log::Level::Warn);
-}
-QuietInfoLogs::~QuietInfoLogs() { log::set_level(saved_); }
-
 namespace {
 
 struct LoadedModel {

@@ -45,18 +45,6 @@ void print_header(std::string_view command, Device device, std::string_view comp
 void print_header(std::string_view command, std::string_view devices, std::string_view compute_path,
                   std::string_view precision);
 
-// Raises the log level from info to warn for its lifetime (library steps that log what the header line says).
-class QuietInfoLogs {
- public:
-  QuietInfoLogs();
-  ~QuietInfoLogs();
-  QuietInfoLogs(const QuietInfoLogs&) = delete;
-  QuietInfoLogs& operator=(const QuietInfoLogs&) = delete;
-
- private:
-  log::Level saved_;
-};
-
 // ---- model ------------------------------------------------------------------------------------------------
 struct ModelFlags {
   std::string model;

@@ -47,7 +47,8 @@ struct BenchInferCliOptions {
   std::string json;
   bool overwrite = false;
   uint64_t copy_mib = 256;
-  std::vector<int64_t> batches;  // --batch: batched decode sizes measured after the batch-1 run
+  std::vector<int64_t> batches;   // --batch: batched decode sizes measured after the batch-1 run
+  std::vector<std::string> lora;  // --lora [NAME=]DIR, repeated
 };
 
 int run_bench_infer(const BenchInferCliOptions& cli) {
@@ -61,13 +62,16 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   flags.model = bench_model.path();
   flags.config = cli.config;
   flags.cpu_matmul = cli.cpu.cpu_matmul;
+  flags.lora = cli.lora;
   const Qwen3Model model = load_model("bench infer", flags, device);
+  const int adapters = model.lora_adapters() ? model.lora_adapters()->count() : 0;
   if (!bench_model.note().empty()) log::info("{}", bench_model.note());
   const int64_t tokens = cli.bench.prompt_tokens + cli.bench.generate_tokens;
   NVFP4LM_CHECK(tokens - 1 <= model.config().max_position_embeddings,
                 "--prompt-len {} + --gen {} exceed the model's context of {} tokens", cli.bench.prompt_tokens,
                 cli.bench.generate_tokens, model.config().max_position_embeddings);
-  Qwen3CachedLm lm(model, tokens - 1, {}, decode_mode_for(device, cli.cuda_graph));
+  // With adapters the single sequence runs with the first; batched decode spreads them over the rows.
+  Qwen3CachedLm lm(model, tokens - 1, {}, decode_mode_for(device, cli.cuda_graph), adapters > 0 ? 0 : kNoLoraAdapter);
   log::info("bench infer: prompt {} tokens, {} generated (greedy, no EOS stop), seed {}", cli.bench.prompt_tokens,
             cli.bench.generate_tokens, cli.bench.seed);
   InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model), cli.bench);
@@ -82,6 +86,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   json["parameters"] = model.config().total_parameters();
   json["decode_steps"] = lm.decode_path();
   json["threads"] = omp_get_max_threads();
+  if (adapters > 0) json["lora_adapters"] = model.lora_adapters()->describe();
   if (device.is_cpu()) {
     json["cpu_matmul"] = cpu_matmul_name(model.cpu_matmul());
     json["cpu_kernels"] = {{"bf16", cpu_bf16_kernel()}, {"nvfp4_decode", cpu_nvfp4_dot_kernel(model.cpu_matmul())}};
@@ -93,6 +98,9 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   if (device.is_cpu())
     text += fmt::format("{:<28} {} BF16, {} NVFP4 decode, {} threads{}\n", "CPU kernels", cpu_bf16_kernel(),
                         cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads(), cpu_isa_limit_note());
+  if (adapters > 0)
+    text += fmt::format("{:<28} {} (batch 1: the first; --batch rows: row b the adapter b mod {})\n", "LoRA adapters",
+                        model.lora_adapters()->describe(), adapters);
   text += infer_bench_table(result);
   if (!cli.batches.empty()) {
     // Speed-ups against batch 1 through the same step (no token choice or read-back, which the run above includes).
@@ -103,7 +111,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
     for (const int64_t batch : batches) {
       log::info("bench infer: batched decode, {} sequence{} of {} prompt tokens, {} steps", batch,
                 batch == 1 ? "" : "s", cli.bench.prompt_tokens, cli.bench.generate_tokens - 1);
-      batched.push_back(run_batched_decode_bench(model, batch, cli.bench, batch_mode));
+      batched.push_back(run_batched_decode_bench(model, batch, cli.bench, batch_mode, adapters));
     }
     const auto one =
         std::find_if(batched.begin(), batched.end(), [](const BatchedDecodeResult& b) { return b.batch == 1; });
@@ -145,15 +153,19 @@ BenchRegistration bench_infer(
           });
       add_flags(app, cpu_matmul_flags(options->cpu, "int8"));
       add_flags(app, device_flags(options->device));
-      add_flags(app, {
-                         FlagUse(rows::cuda_graph(), options->cuda_graph),
-                         FlagUse({.name = "--batch",
-                                  .help = "also measure decode of this many sequences at once (the serve path's "
-                                          "batched step), e.g. --batch 8 --batch 32: aggregate tok/s and the speed-up "
-                                          "over batch 1",
-                                  .value = FlagNumber<int64_t>{{1, 4096}}},
-                                 options->batches),
-                     });
+      add_flags(app,
+                {
+                    FlagUse(rows::cuda_graph(), options->cuda_graph),
+                    FlagUse({.name = "--batch",
+                             .help = "also measure decode of this many sequences at once (the serve path's "
+                                     "batched step), e.g. --batch 8 --batch 32: aggregate tok/s and the speed-up "
+                                     "over batch 1",
+                             .value = FlagNumber<int64_t>{{1, 4096}}},
+                            options->batches),
+                    FlagUse(rows::lora_adapter(/*several=*/true), options->lora,
+                            "a PEFT LoRA adapter over the model, [NAME=]DIR, repeated for several: the batch-1 run "
+                            "applies the first, --batch rows cycle through them (the cost of serve --lora)"),
+                });
       return [options] { return run_bench_infer(*options); };
     });
 

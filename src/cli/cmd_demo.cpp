@@ -1,5 +1,6 @@
-// `nvfp4lm demo [--work-dir DIR]`: what `make demo` runs — the whole pipeline on bundled data, on the CPU
-// (tools/demo.h). Exit code 0 only when every answer of the reloaded NVFP4 export is the trained one.
+// `nvfp4lm demo [--work-dir DIR] [--lora R]`: what `make demo` runs — the whole pipeline on bundled data, on the CPU
+// (tools/demo.h). Exit code 0 only when every answer of the reloaded NVFP4 export (with --lora: of the NVFP4 base
+// with the trained adapter) is the trained one.
 #include <memory>
 #include <string>
 
@@ -16,12 +17,14 @@ namespace {
 struct DemoCliOptions {
   std::string work_dir;
   uint64_t seed = 0;
+  int64_t lora_rank = 0;
 };
 
 int run_demo_command(const DemoCliOptions& cli) {
   DemoOptions options;
   options.work_dir = cli.work_dir;
   options.seed = cli.seed;
+  options.lora_rank = cli.lora_rank;
   options.out = stderr;
   options.interactive = stderr_is_terminal();
   const DemoResult result = run_demo(options);
@@ -38,6 +41,12 @@ CommandRegistration registration(
                                           "./demo-run/run-<date-time>)"},
                                  cli->work_dir),
                          FlagUse(rows::seed(), cli->seed, "seed of the random model and the data order (default 0)"),
+                         FlagUse({.name = "--lora",
+                                  .help = "the QLoRA workflow instead: quantize the random model to an NVFP4 base, "
+                                          "train rank-R adapters over it (frozen), export the adapter (PEFT) and "
+                                          "answer with it applied at run time (R = 16 is the one measured)",
+                                  .value = FlagNumber<int64_t>{{1, 256}}},
+                                 cli->lora_rank),
                      });
       return [cli] { return run_demo_command(*cli); };
     },

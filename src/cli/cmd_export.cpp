@@ -4,6 +4,9 @@
 // them. ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
 // --calibrate-tokens tokens on --device (train/calibrate.h); else the ranges the run recorded with
 // --calibrate-steps, when it did; else the export is weight-only, quant_algo W4A16_NVFP4 (io/modelopt.h).
+// A LoRA run's checkpoint exports its adapter (PEFT), or with --merge-lora the base with the adapters merged
+// (train/lora_merge.h), and with --qat-steps N that merge trained N steps with full-parameter QAT first
+// (train/merge_qat.h).
 #include <chrono>
 #include <memory>
 #include <string>
@@ -19,6 +22,7 @@
 #include "train/calibrate.h"
 #include "train/export.h"
 #include "train/lora_merge.h"
+#include "train/merge_qat.h"
 #include "train/metrics.h"
 #include "train/train_options.h"
 #include "train/train_setup.h"
@@ -36,6 +40,9 @@ struct ExportCliOptions {
   std::string dtype;
   bool overwrite = false;
   bool merge_lora = false;
+  int64_t qat_steps = 0;
+  double qat_lr = MergeQatOptions{}.lr;
+  std::string qat_output;
   std::string calibrate;
   int64_t calibrate_tokens = kDefaultCalibrationTokens;
   DeviceFlags device;
@@ -48,7 +55,42 @@ DType parse_dense_dtype(const std::string& name) {
   NVFP4LM_FAIL("unknown --dtype '{}' (choose bf16, f32 or f16)", name);
 }
 
+// --merge-lora --qat-steps N (train/merge_qat.h): the merge trained with QAT, then exported, with train's header,
+// set-up lines and progress.
+int run_merge_qat(const ExportCliOptions& cli, const CheckpointExportInput& input, const MergedModel& merged,
+                  const ExportOptions& options) {
+  MergeQatOptions qat;
+  qat.steps = cli.qat_steps;
+  qat.lr = cli.qat_lr;
+  qat.run_dir = cli.qat_output;
+  qat.device = cli.device.device;
+  qat.max_memory_gib = cli.device.max_memory_gib;
+  const MergeQatResult result =
+      recover_merge_with_qat(input, merged.masters, cli.out, options, qat, [](Trainer& trainer) {
+        print_header("export --merge-lora --qat-steps", trainer.device(), trainer.compute_path(), trainer.precision());
+        for (const std::string& line : trainer.setup_lines()) log::info("{}", line);
+        ProgressDisplay display(trainer.device(), stderr_is_terminal());
+        Trainer::Progress progress;
+        progress.on_step = [&](const StepMetrics& metrics) { display.update(metrics); };
+        progress.before_output = [&] { display.finish(); };
+        TrainSummary summary = trainer.run(progress);
+        display.finish();
+        for (const std::string& line : format_train_summary(summary)) log::info("{}", line);
+        return summary;
+      });
+  log::info(
+      "the merge's start model {} and the QAT run {} are kept: `nvfp4lm train --resume --output {} --max-steps M` "
+      "trains it further; remove both when done",
+      result.start_model.string(), result.run_dir.string(), result.run_dir.string());
+  return 0;
+}
+
 int run_export(const ExportCliOptions& cli) {
+  NVFP4LM_CHECK(cli.qat_steps == 0 || cli.merge_lora,
+                "--qat-steps trains the merge of a LoRA run's adapters: add --merge-lora (a full-parameter run's "
+                "checkpoint is already QAT-trained)");
+  NVFP4LM_CHECK(cli.qat_steps > 0 || (cli.qat_output.empty() && cli.qat_lr == MergeQatOptions{}.lr),
+                "--qat-lr and --qat-output go with --qat-steps N");
   ExportOptions options;
   options.format = parse_export_format(cli.format);  // --format, --dtype, --gguf-type, --block: checked while parsing
   if (!cli.dtype.empty()) {
@@ -93,7 +135,7 @@ int run_export(const ExportCliOptions& cli) {
     log::info("merging the rank-{} adapters of {} (step {}) into {}", input.run_options.lora_rank,
               input.checkpoint.string(), input.step, base->path().string());
     merged = merge_lora_adapters(*base, load_checkpoint_masters(input), input.run_options);
-    if (options.format != ModelFormat::HfSafetensors)
+    if (options.format != ModelFormat::HfSafetensors && cli.qat_steps == 0)
       log::warn(
           "{} merged linears are quantized to NVFP4 again: the export approximates base + adapters (measure it "
           "with `nvfp4lm eval --reference` against a --format bf16 merge)",
@@ -107,12 +149,13 @@ int run_export(const ExportCliOptions& cli) {
         "exporting with other NVFP4 settings than the run trained with (--block {}, lm_head {}): the export "
         "will not compute exactly what training did",
         block_flag_name(options.block), options.quantize_lm_head ? "quantized" : "unquantized");
+  if (cli.qat_steps > 0) return run_merge_qat(cli, input, *merged, options);
   log::info("exporting checkpoint {} (step {}, QAT {}, {} blocks) as {}", input.checkpoint.string(), input.step,
             qat_mode_name(input.run_options.qat), block_flag_name(input.run_options.block),
             export_format_flag_name(options.format));
   NVFP4LM_CHECK(!cli.calibrate.empty() || cli.device.device == "cpu",
-                "--device chooses where --calibrate runs; exporting itself runs on the CPU: add --calibrate FILE, or "
-                "drop --device");
+                "--device chooses where --calibrate (or --qat-steps) runs; exporting itself runs on the CPU: add "
+                "--calibrate FILE, or drop --device");
   if (!cli.calibrate.empty()) {
     check_export_target(cli.out, input.source, options.overwrite,
                         model_output_kind(options.format));  // before the calibration run
@@ -178,6 +221,20 @@ CommandRegistration registration(
                                "adapter alone, in PEFT's format)",
                        .value = FlagSwitch{}},
                       cli->merge_lora),
+              FlagUse({.name = "--qat-steps",
+                       .help = "with --merge-lora and an NVFP4 format: train the merge N steps with full-parameter QAT "
+                               "on the LoRA run's data before exporting, to recover what re-quantizing the merged "
+                               "weights loses (the start model and the QAT run are kept: --qat-output)",
+                       .value = FlagNumber<int64_t>{{1, int64_t{1} << 30}}},
+                      cli->qat_steps),
+              FlagUse({.name = "--qat-lr",
+                       .help = "--qat-steps: peak learning rate, cosine to 0 (default 1e-5)",
+                       .value = FlagNumber<double>{{1e-12, 1.0}}},
+                      cli->qat_lr),
+              FlagUse({.name = "--qat-output",
+                       .help = "--qat-steps: the QAT run's directory (default: RUN/merge-qat; its start model, the "
+                               "merge in F32, beside it as DIR-start)"},
+                      cli->qat_output),
               FlagUse(rows::calibrate(), cli->calibrate,
                       "modelopt: measure each linear's input range on this text with the exported weights: a W4A4 "
                       "export (input_scale = amax / (6*448)); without it the export is weight-only (W4A16_NVFP4)"),

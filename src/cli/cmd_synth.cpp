@@ -27,6 +27,8 @@ struct SynthCliOptions {
   std::string tokenizer;
   bool overwrite = false;
   uint64_t max_shard_mb = kDefaultMaxShardBytes / 1000000;
+  double init_std = SynthOptions{}.init_std;
+  double embedding_std = 0;
 };
 
 int run_synth(const SynthCliOptions& cli) {
@@ -40,6 +42,8 @@ int run_synth(const SynthCliOptions& cli) {
   options.dtype = cli.dtype == "bf16" ? DType::BF16 : DType::F32;
   options.overwrite = cli.overwrite;
   options.max_shard_bytes = cli.max_shard_mb * 1000000;
+  options.init_std = static_cast<float>(cli.init_std);
+  options.embedding_std = static_cast<float>(cli.embedding_std);
   if (!cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;
 
   guard_output(cli.out, "the output", {{cli.config, "--config"}, {cli.tokenizer, "--tokenizer"}}, cli.overwrite,
@@ -74,6 +78,16 @@ CommandRegistration registration(
                             "tokenizer directory to copy (default: the bundled Qwen3 tokenizer when vocab is 151936)"),
                     FlagUse(rows::overwrite(), options->overwrite),
                     FlagUse(rows::max_shard_mb(), options->max_shard_mb),
+                    FlagUse({.name = "--init-std",
+                             .help = "standard deviation of the linear and embedding weights (default 0.02, as HF)",
+                             .value = FlagNumber<double>{{1e-6, 100.0}}},
+                            options->init_std),
+                    FlagUse({.name = "--embedding-std",
+                             .help = "standard deviation of embed_tokens and lm_head (default: --init-std); a wider "
+                                     "head gives a base that adapters can train on (its logits spread as a trained "
+                                     "model's do)",
+                             .value = FlagNumber<double>{{1e-6, 100.0}}},
+                            options->embedding_std),
                 });
       return [options] { return run_synth(*options); };
     },

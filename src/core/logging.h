@@ -34,3 +34,21 @@ void error(fmt::format_string<Args...> f, Args&&... args) {
 }
 
 }  // namespace nvfp4lm::log
+
+namespace nvfp4lm {
+
+// Raises the log level from info to warn for its lifetime (library steps that log what a header line says).
+class QuietInfoLogs {
+ public:
+  QuietInfoLogs() : saved_(log::level()) {
+    if (saved_ == log::Level::Info) log::set_level(log::Level::Warn);
+  }
+  ~QuietInfoLogs() { log::set_level(saved_); }
+  QuietInfoLogs(const QuietInfoLogs&) = delete;
+  QuietInfoLogs& operator=(const QuietInfoLogs&) = delete;
+
+ private:
+  log::Level saved_;
+};
+
+}  // namespace nvfp4lm

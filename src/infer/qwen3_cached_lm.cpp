@@ -85,10 +85,10 @@ uint64_t decode_weight_bytes(const Qwen3Model& model) {
 }
 
 std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                          const std::string& question, int64_t max_new_tokens) {
+                          const std::string& question, int64_t max_new_tokens, int adapter) {
   const std::vector<ChatMessage> messages = {{"user", question}};
   const std::vector<int32_t> prompt = encode_generation_prompt(tokenizer, chat_template, messages, false);
-  Qwen3CachedLm lm(model, static_cast<int64_t>(prompt.size()) + max_new_tokens);
+  Qwen3CachedLm lm(model, static_cast<int64_t>(prompt.size()) + max_new_tokens, {}, std::nullopt, adapter);
   GenerationOptions options;
   options.max_new_tokens = max_new_tokens;
   options.sampling.temperature = 0.0f;

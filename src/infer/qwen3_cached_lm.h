@@ -62,8 +62,9 @@ uint64_t decode_weight_bytes(const Qwen3Weights& weights, std::optional<uint64_t
 uint64_t decode_weight_bytes(const Qwen3Model& model);
 
 // The greedy answer of `model` to one user question, rendered with `chat_template` as generation prompts are
-// (encode_generation_prompt, enable_thinking=false), up to max_new_tokens, stopping at an end-of-sequence token.
+// (encode_generation_prompt, enable_thinking=false), up to max_new_tokens, stopping at an end-of-sequence token;
+// with `adapter`, the model's LoRA adapter of that index (model/lora_runtime.h) applied to every token.
 std::string answer_greedy(const Qwen3Model& model, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                          const std::string& question, int64_t max_new_tokens = 64);
+                          const std::string& question, int64_t max_new_tokens = 64, int adapter = kNoLoraAdapter);
 
 }  // namespace nvfp4lm

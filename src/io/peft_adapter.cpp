@@ -143,7 +143,10 @@ PeftAdapter read_peft_adapter(const fs::path& dir) {
   const auto peft_type = json_field_or<std::string>(json, "peft_type", "", where);
   NVFP4LM_CHECK(peft_type == "LORA", "{}: \"peft_type\" is \"{}\"; nvfp4lm applies LoRA adapters (\"LORA\") only",
                 where, peft_type);
-  adapter.config.base_model = json_field_or<std::string>(json, "base_model_name_or_path", "", where);
+  // PEFT writes null when the config was made without a base model's name (LoraConfig's default).
+  const auto base_model = json.find("base_model_name_or_path");
+  if (base_model == json.end() || !base_model->is_null())
+    adapter.config.base_model = json_field_or<std::string>(json, "base_model_name_or_path", "", where);
   adapter.config.rank = json_field_or<int>(json, "r", 8, where);  // PEFT's default r
   NVFP4LM_CHECK(adapter.config.rank >= 1 && adapter.config.rank <= 4096, "{}: \"r\" is {}, expected 1..4096", where,
                 adapter.config.rank);

@@ -39,6 +39,14 @@ bool is_norm(WeightKind kind) {
   return kind == WeightKind::QkNorm || kind == WeightKind::LayerNorm || kind == WeightKind::FinalNorm;
 }
 
+// The standard deviation of a weight's values (norms: of the noise around 1).
+float synth_scale(const SynthOptions& options, const std::string& name, bool norm) {
+  if (norm) return options.norm_noise;
+  const std::optional<WeightKind> kind = classify_weight_name(name);
+  const bool embedding = kind == WeightKind::Embedding || kind == WeightKind::LmHead;
+  return embedding && options.embedding_std > 0 ? options.embedding_std : options.init_std;
+}
+
 std::optional<fs::path> tokenizer_at(const fs::path& dir) {
   std::error_code ec;
   if (fs::is_regular_file(dir / "tokenizer.json", ec)) return fs::weakly_canonical(dir, ec);
@@ -95,7 +103,7 @@ class RandomModelFiles final : public ModelFiles {
 
 float synth_value(const SynthOptions& options, const std::string& name, bool norm, int64_t index) {
   // The same expression synth_model evaluates, so the two agree bit for bit.
-  const float scale = norm ? options.norm_noise : options.init_std;
+  const float scale = synth_scale(options, name, norm);
   const float offset = norm ? 1.0f : 0.0f;
   return offset + scale * normal_at(stream_key(options.seed, name), index);
 }
@@ -150,7 +158,7 @@ SynthReport synth_model(const Qwen3Config& config, const fs::path& out, const Sy
   for (const auto& weight : expected) {
     const uint64_t key = stream_key(options.seed, weight.name);
     const bool norm = is_norm(weight.kind);
-    const float scale = norm ? options.norm_noise : options.init_std;
+    const float scale = synth_scale(options, weight.name, norm);
     const float offset = norm ? 1.0f : 0.0f;
     const int64_t numel = weight.shape.numel();
     for (int64_t start = 0; start < numel; start += kChunkElements) {

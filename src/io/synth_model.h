@@ -1,6 +1,7 @@
 // A random-initialised Qwen3 model in Hugging Face layout (config.json, generation_config.json,
 // model.safetensors, sharded with an index above max_shard_bytes), for tests and benchmarks of any shape.
-// Values follow HF's init: linear and embedding weights N(0, init_std^2), norm weights 1 + N(0, norm_noise^2)
+// Values follow HF's init: linear and embedding weights N(0, init_std^2) (embed_tokens and lm_head
+// N(0, embedding_std^2) when that is set), norm weights 1 + N(0, norm_noise^2)
 // (HF uses exactly 1; the noise makes tests notice a norm applied wrongly). Every element is a pure function of
 // (seed, weight name, element index): a counter-based hash (core/rng.h) fed to Box-Muller, so the output is
 // identical for any thread count and chunking, and generation runs in parallel (OpenMP) chunk by chunk
@@ -32,6 +33,9 @@ struct SynthOptions {
   std::optional<fs::path> tokenizer_dir;  // explicit tokenizer to copy (any vocab size)
   bool bundled_tokenizer = true;          // look for models/qwen3-tokenizer when vocab == 151936
   float init_std = 0.02f;
+  // embed_tokens and lm_head: 0 means init_std. A trained model's head spreads its logits over tens of nats where a
+  // 0.02 head gives about ±1, so a base for adapter training (which leaves the head frozen) needs a wider one.
+  float embedding_std = 0;
   float norm_noise = 0.1f;
 };
 

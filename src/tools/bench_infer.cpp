@@ -173,7 +173,7 @@ void set_copy_ceiling(InferBenchResult& result, const CopyBandwidth& copy) {
 }
 
 BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t batch, const InferBenchOptions& options,
-                                             DecodeMode mode) {
+                                             DecodeMode mode, int adapters) {
   NVFP4LM_CHECK(batch > 0, "--batch sizes must be positive, got {}", batch);
   NVFP4LM_CHECK(options.generate_tokens > 1, "batched decode needs --gen of at least 2, got {}",
                 options.generate_tokens);
@@ -191,21 +191,33 @@ BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t ba
   auto next_ids = [&] {
     for (auto& id : ids) id = static_cast<int32_t>(rng.below(id_range));
   };
-  for (int warm = 0; warm < 2; ++warm) {
+  // With adapters the rows go through run_rows (each row its adapter), which leaves cache.length() to the caller.
+  NVFP4LM_CHECK(adapters == 0 || (model.lora_adapters() && adapters <= model.lora_adapters()->count()),
+                "batched decode over {} adapters needs a model holding them (--lora)", adapters);
+  std::vector<DecodeRow> rows(static_cast<size_t>(batch));
+  int32_t position = static_cast<int32_t>(options.prompt_tokens);
+  auto run_step = [&] {
     next_ids();
-    step.run(ids);
-  }
+    if (adapters == 0) {
+      step.run(ids);
+      return;
+    }
+    for (int64_t b = 0; b < batch; ++b)
+      rows[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)], position, static_cast<int32_t>(b),
+                                      static_cast<int>(b % adapters)};
+    step.run_rows(rows);
+    ++position;
+  };
+  for (int warm = 0; warm < 2; ++warm) run_step();
   synchronize(model.device());
   cache.set_length(options.prompt_tokens);
+  position = static_cast<int32_t>(options.prompt_tokens);
 
   BatchedDecodeResult result;
   result.batch = batch;
   result.steps = options.generate_tokens - 1;
   const auto start = Clock::now();
-  for (int64_t s = 0; s < result.steps; ++s) {
-    next_ids();
-    step.run(ids);
-  }
+  for (int64_t s = 0; s < result.steps; ++s) run_step();
   synchronize(model.device());
   result.seconds = seconds_since(start);
   result.tokens_per_second = static_cast<double>(batch * result.steps) / result.seconds;

@@ -80,8 +80,11 @@ struct BatchedDecodeResult {
   double step_ms = 0;
   std::string decode_path;  // "CUDA graph of 612 nodes", "eager"
 };
+// adapters > 0: the model's LoRA adapters (model/lora_runtime.h) over the rows, row b with adapter b % adapters (the
+// serve path's mix of requests of different adapters in one step); the prompt is prefilled without them (its work
+// is not timed).
 BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t batch, const InferBenchOptions& options,
-                                             DecodeMode mode);
+                                             DecodeMode mode, int adapters = 0);
 nlohmann::json batched_decode_json(const BatchedDecodeResult& result, double batch_one_tokens_per_second);
 // One table row a batch: aggregate tok/s, ms a step, speed-up over batch 1.
 std::string batched_decode_table(const std::vector<BatchedDecodeResult>& results, double batch_one_tokens_per_second);

@@ -7,6 +7,14 @@
 //   4. export NVFP4 in the ModelOpt layout, reload the export with Qwen3Model and answer, greedily, the identity
 //      question in English and in Chinese and a control question, each compared with its trained answer.
 // The questions are rendered with the same chat-template rule as the training data (chat_template_choice.h).
+//
+// With lora_rank (`nvfp4lm demo --lora R`), the QLoRA workflow instead: the random model is quantized to an NVFP4
+// (ModelOpt) base first, rank-R adapters are trained over it while it stays frozen and packed (model/lora.h), the
+// adapter is exported in PEFT's format, and the questions are answered by the base with the adapter applied at run
+// time (model/lora_runtime.h), as `generate --lora` does; the base's file is checked unchanged. Adapters leave the
+// embedding and the head as they are, and a random head at HF's initializer range (0.02) gives a logit of at most
+// about 2.6 (hidden 128) even to the token a hidden state points at, so no hidden state can make one token likely;
+// the LoRA base is therefore synthesised with a wider embedding (std 0.1: up to about 13, as a trained model's).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +48,7 @@ struct DemoOptions {
   int64_t epochs = 0;  // 0: kDemoEpochs
   double lr = 0;       // 0: kDemoLr
   uint64_t seed = 0;
+  int64_t lora_rank = 0;     // 0: full-parameter QAT; R: LoRA adapters of rank R (alpha 4R) over an NVFP4 base
   std::FILE* out = stderr;   // progress and results; nullptr: silent
   bool interactive = false;  // rewrite the progress line in place (a terminal)
 };
@@ -53,12 +62,14 @@ struct DemoAnswer {
 
 struct DemoResult {
   fs::path work_dir;
-  fs::path export_dir;
+  fs::path export_dir;         // the NVFP4 model; with lora_rank, the PEFT adapter
+  fs::path base_dir;           // with lora_rank: the NVFP4 base the adapter was trained over
+  bool base_unchanged = true;  // with lora_rank: the base's weight file has the same bytes after training
   TrainSummary training;
   std::vector<double> losses;  // per step
   std::vector<DemoAnswer> answers;
   double seconds = 0;
-  bool passed() const;  // every answer is the trained one
+  bool passed() const;  // every answer is the trained one (and, with lora_rank, the base unchanged)
 };
 
 DemoResult run_demo(const DemoOptions& options);

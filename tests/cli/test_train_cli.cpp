@@ -139,6 +139,27 @@ TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
   EXPECT_EQ(generated.exit_code, 0) << generated.err;
   expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "run3") + " --lora-alpha 8")), {"--lora"},
                         "--lora-alpha without --lora");
+
+  // --qat-steps: the merge trained with QAT, exported as NVFP4, its run kept beside the checkpoints; the flag
+  // mistakes are one-line errors.
+  const CliResult recovered =
+      run_cli("export " + quoted(run) + " " + quoted(dir_ / "recovered") + " --merge-lora --qat-steps 3 --qat-lr 1e-3");
+  ASSERT_EQ(recovered.exit_code, 0) << recovered.err;
+  EXPECT_NE(recovered.err.find("nvfp4lm export --merge-lora --qat-steps: device cpu"), std::string::npos)
+      << recovered.err;
+  EXPECT_EQ(open_model(dir_ / "recovered")->format(), ModelFormat::ModeloptNvfp4);
+  EXPECT_EQ(read_jsonl(run / "merge-qat" / "metrics.jsonl").size(), 3u);
+  EXPECT_TRUE(fs::exists(run / "merge-qat-start" / "model.safetensors"));
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "r2") + " --merge-lora --qat-steps 3"),
+                        {"merge-qat", "--resume", "--qat-output"}, "a second --qat-steps into the same run directory");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "r3") + " --qat-steps 3"),
+                        {"--merge-lora"}, "--qat-steps without --merge-lora");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "r4") + " --merge-lora --qat-lr 1e-3"),
+                        {"--qat-steps"}, "--qat-lr without --qat-steps");
+  expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "r5") +
+                                " --merge-lora --format bf16 --qat-steps 3 --qat-output " + quoted(dir_ / "q5")),
+                        {"--qat-steps", "bf16"}, "--qat-steps with a BF16 export");
+  EXPECT_FALSE(fs::exists(dir_ / "q5"));
 }
 
 // A run that died after step 4, while its step-4 checkpoint was being damaged (model file cut short) and a step-6

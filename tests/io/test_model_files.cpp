@@ -118,6 +118,34 @@ TEST(Synth, ShardsWithAnIndexAndF32) {
   EXPECT_EQ(w.data<float>()[77], synth_value(options, "model.layers.1.mlp.up_proj.weight", false, 77));
 }
 
+// --embedding-std: embed_tokens (and lm_head) drawn wider, every other weight as before, synth_value agreeing.
+TEST(Synth, EmbeddingStdWidensOnlyTheEmbeddingAndHead) {
+  TempDir dir;
+  SynthOptions options = synth_options();
+  options.dtype = DType::F32;
+  Qwen3Config config = small_test_config();
+  config.tie_word_embeddings = false;  // an lm_head of its own
+  const fs::path plain = dir / "plain", wide = dir / "wide";
+  synth_model(config, plain, options);
+  options.embedding_std = 0.5f;
+  synth_model(config, wide, options);
+  const auto a = open_model(plain), b = open_model(wide);
+  int widened = 0;
+  for (const WeightInfo& info : a->weights()) {
+    const Tensor before = a->load(info.name).dense, after = b->load(info.name).dense;
+    const bool embedding = info.kind == WeightKind::Embedding || info.kind == WeightKind::LmHead;
+    if (!embedding) {
+      EXPECT_TRUE(same_bytes(before, after)) << info.name;
+      continue;
+    }
+    const std::vector<float> x = to_float_vector(before), y = to_float_vector(after);
+    for (size_t i = 0; i < x.size(); i += 97) EXPECT_FLOAT_EQ(y[i], x[i] * 25.0f) << info.name << " " << i;
+    EXPECT_EQ(y[5], synth_value(options, info.name, false, 5));
+    ++widened;
+  }
+  EXPECT_EQ(widened, 2);
+}
+
 // ---- legacy .dat variants ---------------------------------------------------------------------------------------
 
 // Rewrites a .dat written by quantize: NVFP4 scales as `scale_type` (5 f16 / 6 f32 decoded values, or 0 u8

@@ -215,10 +215,12 @@ TEST(LoraRuntime, AdaptersItCannotApplyAreErrorsNamingTheFile) {
     set_config_key(path, "target_modules", "all-linear");
     expect_load_error(model, path, "has no tensor base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight");
   }
-  // PEFT's "self_attn.q_proj" spelling of a target is understood.
+  // PEFT's "self_attn.q_proj" spelling of a target is understood, and so is the null base_model_name_or_path of a
+  // LoraConfig made without a base's name.
   {
     const fs::path path = fresh();
     set_config_key(path, "target_modules", nlohmann::json::array({"self_attn.q_proj"}));
+    set_config_key(path, "base_model_name_or_path", nullptr);
     EXPECT_NO_THROW(
         LoraAdapterSet::load(std::vector<LoraAdapterSpec>{{"x", path}}, model.config(), DType::F32, Device::cpu()));
   }

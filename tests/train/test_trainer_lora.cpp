@@ -17,8 +17,10 @@
 #include "io/peft_adapter.h"
 #include "io/safetensors_reader.h"
 #include "quant/nvfp4.h"
+#include "tools/eval.h"
 #include "train/export.h"
 #include "train/lora_merge.h"
+#include "train/merge_qat.h"
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
@@ -248,6 +250,70 @@ TEST(TrainerLora, AMergedBf16ExportIsTheBasePlusTheScaledProductExactly) {
                kl, static_cast<double>(agree) / static_cast<double>(positions), static_cast<long long>(positions));
   EXPECT_TRUE(std::isfinite(kl));
   EXPECT_LT(kl, 1.0);
+}
+
+// `export --merge-lora --qat-steps N` (train/merge_qat.h): the merge written as an F32 start model (the merged values
+// bit for bit), N steps of full-parameter QAT on the LoRA run's pairs, the end exported as NVFP4. The recovered
+// export fits the pairs better than the NVFP4 re-quantization of the merge alone; the start model and the QAT run are
+// kept, and a second call refuses to overwrite them; exports that hold no NVFP4 weights are refused.
+TEST(TrainerLora, QatStepsAfterAMergeRecoverTheNvfp4Export) {
+  test::TempDir dir;
+  const fs::path base = nvfp4_base(dir, 30.0f);
+  TrainOptions options = lora_run(dir, base);
+  options.max_steps = 12;
+  options.export_path.clear();
+  Trainer(options, {}).run({});
+
+  const CheckpointExportInput input = open_checkpoint_for_export(dir / "run");
+  const MergedModel merged = merge_lora_adapters(*open_model(base), load_checkpoint_masters(input), input.run_options);
+  const ExportOptions nvfp4;
+  export_checkpoint(input, dir / "plain", nvfp4, std::span<const NamedTensor>(merged.masters));
+
+  MergeQatOptions qat;
+  qat.steps = 10;
+  qat.lr = 2e-3;
+  const MergeQatResult result = recover_merge_with_qat(input, merged.masters, dir / "recovered", nvfp4, qat);
+  EXPECT_EQ(result.run_dir, dir / "run" / "merge-qat");
+  EXPECT_EQ(result.start_model, dir / "run" / "merge-qat-start");
+  EXPECT_EQ(result.summary.steps, 10);
+  ASSERT_TRUE(result.summary.export_report.has_value());
+  EXPECT_EQ(result.summary.export_report->out, dir / "recovered");
+  EXPECT_EQ(test::read_jsonl(result.run_dir / "metrics.jsonl").size(), 10u);
+
+  // The start model is the merge, in F32, bit for bit.
+  const std::unique_ptr<ModelFiles> start = open_model(result.start_model);
+  ASSERT_EQ(start->weights().size(), merged.masters.size());
+  for (const NamedTensor& weight : merged.masters) {
+    const ModelWeight stored = start->load(weight.name);
+    ASSERT_FALSE(stored.is_nvfp4()) << weight.name;
+    EXPECT_EQ(stored.dense.dtype(), DType::F32) << weight.name;
+    EXPECT_TRUE(to_float_vector(stored.dense) == to_float_vector(weight.tensor)) << weight.name;
+  }
+
+  // Loss on the pairs the runs trained on: the recovered export below the plain NVFP4 merge.
+  auto pairs_loss = [&](const fs::path& model_dir) {
+    const Qwen3Model model = Qwen3Model::load(model_dir);
+    EvalOptions eval;
+    eval.data = options.data;
+    eval.data_template = options.data_template;
+    eval.chat_template = options.chat_template;
+    return evaluate_model(model, Tokenizer::load(model_dir), nullptr, eval).loss;
+  };
+  const double plain = pairs_loss(dir / "plain"), recovered = pairs_loss(dir / "recovered");
+  std::fprintf(stderr, "pairs loss: NVFP4 merge %.4f, after 10 QAT steps %.4f\n", plain, recovered);
+  EXPECT_LT(recovered, plain);
+
+  // Nothing is replaced; exports without NVFP4 weights have nothing to recover.
+  EXPECT_THROW(recover_merge_with_qat(input, merged.masters, dir / "again", nvfp4, qat), Error);
+  ExportOptions bf16;
+  bf16.format = ModelFormat::HfSafetensors;
+  qat.run_dir = dir / "other";
+  EXPECT_THROW(recover_merge_with_qat(input, merged.masters, dir / "bf16", bf16, qat), Error);
+  ExportOptions f16_dense;
+  f16_dense.dense_dtype = DType::F16;
+  EXPECT_THROW(recover_merge_with_qat(input, merged.masters, dir / "f16", f16_dense, qat), Error);
+  EXPECT_FALSE(fs::exists(dir / "other"));
+  EXPECT_FALSE(fs::exists(dir / "other-start"));
 }
 
 TEST(TrainerLora, SomeTargetsOnTheLastLayerAreLayersToTransform) {

@@ -1,0 +1,25 @@
+// MPI as the transport of a data-parallel run: the ranks `mpirun -np N` or Slurm's `srun` start (issue 32). Built
+// when CMake finds an MPI (Debian: libopenmpi-dev; NVFP4LM_HAS_MPI); without it, asking for it is an Error that says
+// how to get it. Only byte movement goes through MPI (MPI_Allgather, MPI_Alltoall, MPI_Bcast); the sums are
+// ordered_reduce.h's, so the result does not depend on the MPI library's reduction algorithm.
+//
+// MPI's default error handler stays (errors are fatal: the job is aborted), and mpirun ends every rank when one
+// dies, so a killed rank stops the run instead of leaving the others waiting in a collective.
+#pragma once
+
+#include <memory>
+
+#include "train/dist/communicator.h"
+
+namespace nvfp4lm {
+
+// Whether this nvfp4lm was built with MPI.
+bool mpi_available();
+// Whether the environment says this process is one rank of several (Open MPI's OMPI_COMM_WORLD_SIZE, PMI's PMI_SIZE,
+// Slurm's SLURM_NTASKS under srun) — checked before MPI is initialised, so a plain run never starts it.
+bool launched_as_ranks();
+// MPI_COMM_WORLD, MPI initialised on the first call (MPI_THREAD_FUNNELED: only the calling thread communicates) and
+// finalised at exit. Error when built without MPI.
+std::unique_ptr<Communicator> mpi_world();
+
+}  // namespace nvfp4lm

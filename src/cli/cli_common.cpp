@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 
+#include "cli/progress_bar.h"
+#include "cli/progress_bar.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
@@ -18,6 +20,8 @@
 #include "io/synth_model.h"
 #include "ops/cpu_backend.h"
 #include "ops/cpu_matmul.h"
+#include "train/metrics.h"
+#include "train/trainer.h"
 
 namespace nvfp4lm::cli {
 
@@ -43,6 +47,19 @@ void print_header(std::string_view command, std::string_view devices, std::strin
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
   if (const std::string warning = cpu_blas_threading_warning(); !warning.empty()) log::warn("{}", warning);
+}
+
+TrainSummary run_training_shown(std::string_view command, Trainer& trainer) {
+  print_header(command, trainer.device(), trainer.compute_path(), trainer.precision());
+  for (const std::string& line : trainer.setup_lines()) log::info("{}", line);
+  ProgressDisplay display(trainer.device(), stderr_is_terminal());
+  Trainer::Progress progress;
+  progress.on_step = [&](const StepMetrics& metrics) { display.update(metrics); };
+  progress.before_output = [&] { display.finish(); };
+  TrainSummary summary = trainer.run(progress);
+  display.finish();
+  for (const std::string& line : format_train_summary(summary)) log::info("{}", line);
+  return summary;
 }
 
 namespace {

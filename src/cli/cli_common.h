@@ -26,6 +26,11 @@
 #include "model/qwen3_model.h"
 #include "tokenizer/tokenizer.h"
 
+namespace nvfp4lm {
+class Trainer;
+struct TrainSummary;
+}  // namespace nvfp4lm
+
 namespace nvfp4lm::cli {
 
 // ---- device -----------------------------------------------------------------------------------------------
@@ -42,6 +47,9 @@ std::string header_line(std::string_view command, std::string_view devices, std:
                         std::string_view precision);
 // Writes header_line + '\n' to stderr.
 void print_header(std::string_view command, Device device, std::string_view compute_path, std::string_view precision);
+// A trainer's whole run as `train` shows it: the header line (as `command`), the set-up lines, the progress display
+// over the steps, and the summary lines after.
+TrainSummary run_training_shown(std::string_view command, Trainer& trainer);
 void print_header(std::string_view command, std::string_view devices, std::string_view compute_path,
                   std::string_view precision);
 

@@ -65,19 +65,9 @@ int run_merge_qat(const ExportCliOptions& cli, const CheckpointExportInput& inpu
   qat.run_dir = cli.qat_output;
   qat.device = cli.device.device;
   qat.max_memory_gib = cli.device.max_memory_gib;
-  const MergeQatResult result =
-      recover_merge_with_qat(input, merged.masters, cli.out, options, qat, [](Trainer& trainer) {
-        print_header("export --merge-lora --qat-steps", trainer.device(), trainer.compute_path(), trainer.precision());
-        for (const std::string& line : trainer.setup_lines()) log::info("{}", line);
-        ProgressDisplay display(trainer.device(), stderr_is_terminal());
-        Trainer::Progress progress;
-        progress.on_step = [&](const StepMetrics& metrics) { display.update(metrics); };
-        progress.before_output = [&] { display.finish(); };
-        TrainSummary summary = trainer.run(progress);
-        display.finish();
-        for (const std::string& line : format_train_summary(summary)) log::info("{}", line);
-        return summary;
-      });
+  const MergeQatResult result = recover_merge_with_qat(
+      input, merged.masters, cli.out, options, qat,
+      [](Trainer& trainer) { return run_training_shown("export --merge-lora --qat-steps", trainer); });
   log::info(
       "the merge's start model {} and the QAT run {} are kept: `nvfp4lm train --resume --output {} --max-steps M` "
       "trains it further; remove both when done",

@@ -69,16 +69,7 @@ int run_train(TrainCliOptions& cli) {
     const QuietInfoLogs quiet;  // the loaders log what the header and set-up lines say; keep the header first
     trainer.emplace(o, given);
   }
-  print_header("train", trainer->device(), trainer->compute_path(), trainer->precision());
-  for (const std::string& line : trainer->setup_lines()) log::info("{}", line);
-
-  ProgressDisplay display(trainer->device(), stderr_is_terminal());
-  Trainer::Progress progress;
-  progress.on_step = [&](const StepMetrics& metrics) { display.update(metrics); };
-  progress.before_output = [&] { display.finish(); };
-  const TrainSummary summary = trainer->run(progress);
-  display.finish();
-  for (const std::string& line : format_train_summary(summary)) log::info("{}", line);
+  run_training_shown("train", *trainer);
   return 0;
 }
 

@@ -177,6 +177,8 @@ BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t ba
   NVFP4LM_CHECK(batch > 0, "--batch sizes must be positive, got {}", batch);
   NVFP4LM_CHECK(options.generate_tokens > 1, "batched decode needs --gen of at least 2, got {}",
                 options.generate_tokens);
+  NVFP4LM_CHECK(adapters == 0 || (model.lora_adapters() && adapters <= model.lora_adapters()->count()),
+                "batched decode over {} adapters needs a model holding them (--lora)", adapters);
   const int64_t capacity = options.prompt_tokens + options.generate_tokens + 1;  // +2 warm-up steps, -1
   KVCache cache = model.make_cache(batch, capacity);
   Rng rng(options.seed + static_cast<uint64_t>(batch));
@@ -192,8 +194,6 @@ BatchedDecodeResult run_batched_decode_bench(const Qwen3Model& model, int64_t ba
     for (auto& id : ids) id = static_cast<int32_t>(rng.below(id_range));
   };
   // With adapters the rows go through run_rows (each row its adapter), which leaves cache.length() to the caller.
-  NVFP4LM_CHECK(adapters == 0 || (model.lora_adapters() && adapters <= model.lora_adapters()->count()),
-                "batched decode over {} adapters needs a model holding them (--lora)", adapters);
   std::vector<DecodeRow> rows(static_cast<size_t>(batch));
   int32_t position = static_cast<int32_t>(options.prompt_tokens);
   auto run_step = [&] {

@@ -5,10 +5,9 @@
 # emulated CUDA device (Boost.Context gives it its fibers). Boost.Asio + Beast (libboost1.74-dev, header-only) are
 # `serve`'s HTTP layer. The test of `serve` with the official `openai` npm client needs Node.js and npm (not
 # installed here; it installs the client into the build directory itself and skips when npm or its registry cannot
-# be reached). An MPI (Debian: libopenmpi-dev openmpi-bin) is optional and not installed here: when CMake finds one,
-# the MPI transport of data-parallel training is built (train/dist/mpi_communicator.h; the training loop does not
-# use it yet) and its tests run under mpirun (label mpi). CI leaves it out for now: its 45-minute budget has ~2 min
-# to spare (bench/NOTES.md).
+# be reached). Open MPI (libopenmpi-dev, openmpi-bin) is the transport of data-parallel training (`mpirun -np N
+# nvfp4lm train`, train/dist/mpi_communicator.h; tested under mpirun, label mpi); CMake builds without it when it is
+# missing, and training then runs in one process.
 #   scripts/setup-deps.sh        the build and test dependencies
 #   scripts/setup-deps.sh fuzz   those plus clang, its sanitizer/libFuzzer runtimes, LLVM's OpenMP and lld, for the
 #                                sanitizer and fuzzing builds (make test-asan, make fuzz)
@@ -21,6 +20,7 @@ packages=(
   libopenblas-openmp-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-context-dev libboost1.74-dev
+  libopenmpi-dev openmpi-bin
 )
 case "${1:-}" in
   "") ;;

@@ -2,6 +2,8 @@
 // Parses the flags (one per row of the training flag table, train/train_flags.h) into TrainOptions, remembering
 // which were given, for --resume; prints the header line and the set-up lines, shows one progress line per step
 // (rewritten in place on a terminal), and ends with a summary.
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 #include <set>
@@ -14,6 +16,8 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"
+#include "train/dist/mpi_communicator.h"
+#include "train/dist/watchdog.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 
@@ -42,6 +46,16 @@ int run_train(TrainCliOptions& cli) {
   const std::set<std::string> given = cli.flags->finish();
   if (given.count("epochs") && given.count("max_steps"))
     throw UsageError("pass either --epochs or --max-steps, not both");
+  // `mpirun -np N nvfp4lm train ...` / `srun`: this process is one rank of a data-parallel run (train/dist/).
+  std::unique_ptr<Communicator> ranks;
+  if (launched_as_ranks()) {
+    ranks = std::make_unique<WatchedCommunicator>(mpi_world(), rank_timeout_seconds());
+    if (o.output.empty())
+      throw UsageError(fmt::format("{} ranks share one run directory: name it with --output RUN_DIR", ranks->size()));
+  }
+  // The other ranks print warnings and errors only; rank 0 speaks for the run.
+  const bool speaks = !ranks || ranks->rank() == 0;
+  if (!speaks && log::level() < log::Level::Warn) log::set_level(log::Level::Warn);
   if (given.count("output") && o.output.empty())
     throw UsageError("--output is empty: name the run directory (or leave the flag out for runs/train-<date-time>)");
   RemoveIfStillEmpty unused_default_output;
@@ -67,9 +81,13 @@ int run_train(TrainCliOptions& cli) {
   std::optional<Trainer> trainer;
   {
     const QuietInfoLogs quiet;  // the loaders log what the header and set-up lines say; keep the header first
-    trainer.emplace(o, given);
+    trainer.emplace(o, given, ranks.get());
   }
-  run_training_shown("train", *trainer);
+  if (speaks) {
+    run_training_shown("train", *trainer);
+  } else {
+    trainer->run();
+  }
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "train/dist/mpi_communicator.h"
 
 namespace nvfp4lm::cli {
 std::vector<CommandSpec>& command_registry() {
@@ -49,6 +50,15 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // One line on stderr and the exit code; a rank of a data-parallel run (train/dist/) names itself and ends the whole
+  // job, so that the other ranks do not wait for it in a collective.
+  auto fail = [](int code, const char* what) {
+    const std::string rank = mpi_rank_label();
+    std::fprintf(stderr, "nvfp4lm: error%s: %s\n", rank.empty() ? "" : (" (" + rank + ")").c_str(), what);
+    std::fflush(stderr);
+    abort_mpi_job(code);
+    return code;
+  };
   try {
     if (!log_level.empty()) log::set_level(log::parse_level(log_level));
     for (auto& [sub, run] : runs) {
@@ -56,16 +66,12 @@ int main(int argc, char** argv) {
     }
     return 2;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "nvfp4lm: error: %s\n", e.what());
-    return 2;
+    return fail(2, e.what());
   } catch (const Error& e) {
-    std::fprintf(stderr, "nvfp4lm: error: %s\n", e.what());
-    return 1;
+    return fail(1, e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "nvfp4lm: error: out of host memory\n");
-    return 1;
+    return fail(1, "out of host memory");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "nvfp4lm: error: %s\n", e.what());
-    return 1;
+    return fail(1, e.what());
   }
 }

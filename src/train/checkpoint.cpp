@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -148,7 +149,9 @@ std::string checkpoint_problem(const fs::path& dir, int64_t step, VerifyLevel le
 }
 
 // Checks that `file` holds exactly the tensors of `destinations`, with their dtypes and shapes.
-void check_tensors_match(const SafetensorsFile& file, std::span<const NamedTensor> destinations) {
+// `foreign`: names the run does not load here but accepts (another rank's optimizer state); none when empty.
+void check_tensors_match(const SafetensorsFile& file, std::span<const NamedTensor> destinations,
+                         const std::function<bool(const std::string&)>& foreign = {}) {
   const std::string path = file.path().string();
   for (const NamedTensor& destination : destinations) {
     const SafetensorsEntry* entry = file.find(destination.name);
@@ -168,12 +171,18 @@ void check_tensors_match(const SafetensorsFile& file, std::span<const NamedTenso
   if (file.entries().size() != destinations.size()) {
     std::unordered_map<std::string, int> wanted;
     for (const NamedTensor& destination : destinations) wanted[destination.name] = 1;
+    size_t foreign_entries = 0;
     for (const SafetensorsEntry& entry : file.entries()) {
+      if (!wanted.count(entry.name) && foreign && foreign(entry.name)) {
+        ++foreign_entries;
+        continue;
+      }
       NVFP4LM_CHECK(wanted.count(entry.name),
                     "{}: tensor '{}' has no counterpart in this run (the checkpoint was "
                     "written for another model or optimizer)",
                     path, entry.name);
     }
+    if (file.entries().size() == destinations.size() + foreign_entries) return;
     NVFP4LM_FAIL("{}: {} tensors, this run expects {}", path, file.entries().size(), destinations.size());
   }
 }
@@ -331,7 +340,8 @@ json read_trainer_state(const fs::path& dir) {
   return parse_trainer_state(path);
 }
 
-json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optimizer& optimizer, VerifyLevel level) {
+json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optimizer& optimizer, VerifyLevel level,
+                     OptimizerScope scope) {
   std::error_code ec;
   NVFP4LM_CHECK(fs::is_directory(dir, ec), "checkpoint {} does not exist or is not a directory", dir.string());
   const std::string problem = verify_checksum_manifest(dir, checkpoint_files(), level);
@@ -357,7 +367,16 @@ json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optim
                 "same optimizer",
                 optimizer_file->path().string(), kind, optimizer.kind());
   const std::vector<NamedTensor> optimizer_tensors = optimizer.state_tensors();
-  check_tensors_match(*optimizer_file, optimizer_tensors);
+  // A shard's optimizer leaves the other parameters' state ("<parameter name>.<state>") to their ranks.
+  std::function<bool(const std::string&)> foreign;
+  if (scope == OptimizerScope::Shard) {
+    foreign = [&](const std::string& name) {
+      for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
+        if (model_file->find(name.substr(0, dot)) != nullptr) return true;
+      return false;
+    };
+  }
+  check_tensors_match(*optimizer_file, optimizer_tensors, foreign);
   const json current = optimizer.describe();
   for (const auto& [key, value] : current.items()) {
     if (key == "step" || key == "kind") continue;

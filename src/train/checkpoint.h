@@ -94,8 +94,12 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
 // missing files, manifest/size/checksum mismatch (checksums skipped at VerifyLevel::Sizes, e.g. right after
 // latest_checkpoint verified them), bad JSON, wrong optimizer kind, missing, extra, mis-typed or mis-shaped
 // tensors. Nothing is modified unless every check passes.
+// OptimizerScope::Shard: `optimizer` holds the state of some of the parameters (one rank's shard of a data-parallel
+// run, train/dist/data_parallel.h); the file's state of the others is accepted and left alone.
+enum class OptimizerScope { Whole, Shard };
 nlohmann::json load_checkpoint(const fs::path& dir, std::span<Parameter> parameters, Optimizer& optimizer,
-                               VerifyLevel level = VerifyLevel::Checksums);
+                               VerifyLevel level = VerifyLevel::Checksums,
+                               OptimizerScope scope = OptimizerScope::Whole);
 
 // Lower level: reads trainer_state.json.
 nlohmann::json read_trainer_state(const fs::path& dir);

@@ -156,9 +156,20 @@ std::string format_memory_report(const json& report) {
     text += fmt::format("{} {:.2f} GiB", phase["phase"].get<std::string>(), phase["peak_gib"].get<double>());
     if (phase["device"] != report["device"]) text += " (" + phase["device"].get<std::string>() + ")";
   }
-  return fmt::format("peak memory by phase ({} tensors): {}; host peak RSS {:.2f} GiB",
+  std::string optimizer;
+  if (report.contains("optimizer_state_bytes")) {
+    optimizer = fmt::format("; optimizer state {:.2f} GiB", to_gib(report["optimizer_state_bytes"].get<size_t>()));
+    if (report.contains("ranks")) {  // a data-parallel run: every rank's shard
+      std::string shards;
+      for (const json& rank : report["ranks"])
+        shards +=
+            fmt::format("{}{:.2f}", shards.empty() ? "" : " / ", to_gib(rank["optimizer_state_bytes"].get<size_t>()));
+      optimizer += fmt::format(" on this rank (ranks 0..{}: {} GiB)", report["ranks"].size() - 1, shards);
+    }
+  }
+  return fmt::format("peak memory by phase ({} tensors): {}; host peak RSS {:.2f} GiB{}",
                      report["device"].get<std::string>(), text.empty() ? "none" : text,
-                     to_gib(report["host_peak_rss_bytes"].get<size_t>()));
+                     to_gib(report["host_peak_rss_bytes"].get<size_t>()), optimizer);
 }
 
 }  // namespace nvfp4lm

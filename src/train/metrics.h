@@ -111,7 +111,9 @@ class ProgressDisplay {
 // {"device": "cpu", "phases": [{"phase": "load", "device": "cpu", "peak_bytes": N, "peak_gib": x}, ...],
 //  "device_peak_bytes": N, "device_limit_bytes": N (0 = none), "host_peak_rss_bytes": N}
 nlohmann::json memory_report_json(Device device);
-// The same as text lines ("load 0.52 GiB, forward 1.10 GiB, ...; host peak RSS 1.3 GiB").
+// The trainer adds "optimizer_state_bytes" (this process's optimizer state) and, in a data-parallel run, "ranks":
+// [{"rank": r, "optimizer_state_bytes": N, "device_peak_bytes": N, "host_peak_rss_bytes": N}, ...] (every rank's own).
+// The same as text lines ("load 0.52 GiB, forward 1.10 GiB, ...; host peak RSS 1.3 GiB; optimizer state ...").
 std::string format_memory_report(const nlohmann::json& report);
 
 }  // namespace nvfp4lm

@@ -26,15 +26,17 @@ void RunDirectory::abandon() {
   if (lock_) lock_->release_and_remove_if_unused();
 }
 
-ResumePoint RunDirectory::resume_point() const {
+ResumePoint RunDirectory::resume_point() const { return read_resume_point(dir_); }
+
+ResumePoint read_resume_point(const fs::path& dir) {
   std::error_code ec;
-  NVFP4LM_CHECK(fs::is_directory(dir_, ec), "--resume: the run directory {} does not exist (name it with --output)",
-                dir_.string());
-  const std::optional<CheckpointInfo> checkpoint = latest_checkpoint(dir_);
+  NVFP4LM_CHECK(fs::is_directory(dir, ec), "--resume: the run directory {} does not exist (name it with --output)",
+                dir.string());
+  const std::optional<CheckpointInfo> checkpoint = latest_checkpoint(dir);
   NVFP4LM_CHECK(checkpoint.has_value(),
                 "--resume: {} holds no complete checkpoint (step-N directories that verify); start a new run without "
                 "--resume",
-                dir_.string());
+                dir.string());
   ResumePoint point{*checkpoint, read_trainer_state(checkpoint->dir), {}, {}};
   NVFP4LM_CHECK(point.state.contains("config"),
                 "{}: trainer_state.json has no \"config\"; it was not written by `nvfp4lm train` and cannot be resumed",
@@ -119,10 +121,10 @@ fs::path RunDirectory::source_model_dir(const fs::path& fallback) const {
   return fs::is_directory(copy, ec) ? copy : fallback;
 }
 
-fs::path RunDirectory::save_checkpoint(int64_t step, std::span<const NamedTensor> masters, const Optimizer& optimizer,
+fs::path RunDirectory::save_checkpoint(int64_t step, std::span<const NamedTensor> masters,
+                                       std::span<const NamedTensor> optimizer_state, const json& optimizer_description,
                                        const json& state, int keep, std::optional<int64_t> also_keep) {
-  const fs::path dir =
-      ::nvfp4lm::save_checkpoint(dir_, step, masters, optimizer.state_tensors(), optimizer.describe(), state);
+  const fs::path dir = ::nvfp4lm::save_checkpoint(dir_, step, masters, optimizer_state, optimizer_description, state);
   prune_checkpoints(dir_, keep, VerifyLevel::Sizes, also_keep);
   return dir;
 }

@@ -44,6 +44,10 @@ struct SourceModelFiles {
   std::optional<std::string> chat_template;  // trained with another template than the tokenizer's own
 };
 
+// What --resume continues from in `dir` (RunDirectory::resume_point; also read by the ranks of a data-parallel run
+// other than rank 0, which hold no lock on the directory).
+ResumePoint read_resume_point(const fs::path& dir);
+
 class RunDirectory {
  public:
   // Checks that `dir` is not, and does not lie in, what the run reads, then locks it for the life of this object
@@ -80,9 +84,10 @@ class RunDirectory {
   MetricsFile& metrics() { return *metrics_file_; }
   const MetricsFile& metrics() const { return *metrics_file_; }
 
-  // Saves step `step` (masters, optimizer state, trainer state) and prunes to the `keep` newest, also keeping
-  // `also_keep` (--save-best). Returns the checkpoint's directory.
-  fs::path save_checkpoint(int64_t step, std::span<const NamedTensor> masters, const Optimizer& optimizer,
+  // Saves step `step` (masters, optimizer state and Optimizer::describe(), trainer state) and prunes to the `keep`
+  // newest, also keeping `also_keep` (--save-best). Returns the checkpoint's directory.
+  fs::path save_checkpoint(int64_t step, std::span<const NamedTensor> masters,
+                           std::span<const NamedTensor> optimizer_state, const nlohmann::json& optimizer_description,
                            const nlohmann::json& state, int keep, std::optional<int64_t> also_keep);
   // The checkpoints on disk at or below `step`, newest last, at most `keep`.
   std::vector<fs::path> newest_checkpoints(int64_t step, int keep) const;

@@ -64,10 +64,11 @@ std::vector<std::string> Trainer::setup_lines() const {
   lines.push_back(fmt::format("parameters trained: {} ({:.2f}M) in {} tensors, of {:.2f}M", trained, trained / 1e6,
                               model_->parameters().size(), config.total_parameters() / 1e6));
   lines.push_back(
-      fmt::format("optimizer {} (weight decay {}, betas 0.9/0.95), state {:.1f} MiB; lr {:g} {} "
+      fmt::format("optimizer {} (weight decay {}, betas 0.9/0.95), state {:.1f} MiB{}; lr {:g} {} "
                   "(warmup {}, min ratio {:g}), max grad norm {:g}",
-                  options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()), options_.lr,
-                  lr_decay_name(options_.lr_schedule), options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
+                  options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()),
+                  comm_->size() > 1 ? " on this rank" : "", options_.lr, lr_decay_name(options_.lr_schedule),
+                  options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
   lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", plan_.describe(), options_.batch,
                               options_.seq_len, options_.packing ? "packed" : "one sample a row",
                               teacher_ ? "distillation" : loss_kind_name(options_.loss), options_.seed));
@@ -89,14 +90,19 @@ std::vector<std::string> Trainer::setup_lines() const {
           teacher_->files->config().total_parameters() / 1e6));
     }
   }
+  if (comm_->size() > 1)
+    lines.push_back(fmt::format(
+        "data parallel: {}; micro-batch i of a step is rank i mod {}'s ({} a rank a step), gradients summed in one "
+        "process's order; optimizer state sharded (ZeRO-1): {}; rank 0 writes the outputs",
+        comm_->describe(), comm_->size(), options_.grad_accum / comm_->size(), data_parallel_->describe_shard()));
   if (resumed_from_)
     lines.push_back(fmt::format("resuming {} at step {} of {}", resume_->checkpoint.dir.string(), *resumed_from_,
                                 plan_.total_steps));
-  lines.push_back(fmt::format("run directory {} (checkpoints {}, keeping {}; metrics {})", options_.output,
-                              options_.save_every > 0
-                                  ? fmt::format("every {} steps and at the end", options_.save_every)
-                                  : std::string("at the end"),
-                              options_.keep, run_dir_->metrics().path().string()));
+  lines.push_back(
+      fmt::format("run directory {} (checkpoints {}, keeping {}; metrics {})", options_.output,
+                  options_.save_every > 0 ? fmt::format("every {} steps and at the end", options_.save_every)
+                                          : std::string("at the end"),
+                  options_.keep, run_dir_ ? run_dir_->metrics().path().string() : std::string("written by rank 0")));
   return lines;
 }
 

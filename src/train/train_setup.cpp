@@ -266,12 +266,12 @@ TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teache
   return loss;
 }
 
-std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, Qwen3Trainable& model) {
+std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, std::span<const Parameter> parameters) {
   AdamWOptions adamw;
   adamw.weight_decay = options.weight_decay;
   adamw.seed = options.seed;
   check_adamw_options(adamw);
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer, model.parameters(), adamw);
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(options.optimizer, parameters, adamw);
   optimizer->set_chunk_rows(options.step_chunk_rows);
   return optimizer;
 }

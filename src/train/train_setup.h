@@ -87,7 +87,8 @@ void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPl
 // The loss of every step and evaluation: --loss, or distillation against `teacher` with --distill-weight and
 // --distill-temperature.
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher);
-std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, Qwen3Trainable& model);
+// Over `parameters`: the model's, or a data-parallel rank's shard of them (DataParallel::owned).
+std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, std::span<const Parameter> parameters);
 
 // config.json and generation_config.json (the file beside the model, else the defaults of its config) and the
 // tokenizer: what the run's copy of the model's files and its exports carry.

@@ -18,24 +18,42 @@ LossStats accumulate_gradients(Qwen3Trainable& model, std::span<const TrainBatch
   return total;
 }
 
-UpdateResult apply_update(Qwen3Trainable& model, Optimizer& optimizer, double loss, double lr, double max_grad_norm,
-                          const std::function<void(StepPart)>& after) {
+namespace {
+
+// The update given the step's gradient norm: `update` (the parameters whose gradients are the step's sum) by the
+// optimizer, the masters shared across ranks (data parallel), the forward weights refreshed.
+UpdateResult apply_update_with_norm(Qwen3Trainable& model, Optimizer& optimizer, std::span<Parameter> update,
+                                    double norm, double loss, double lr, double max_grad_norm,
+                                    DataParallel* data_parallel, const std::function<void(StepPart)>& after) {
   UpdateResult result;
+  result.grad_norm = norm;
   UpdatedMasterAmaxes updated;  // the masters' amaxes, measured by the update for the refresh right after it
   {
     const MemoryPhase phase("optimizer");
-    result.grad_norm = grad_norm(model.parameters());
     if (!std::isfinite(loss) || !std::isfinite(result.grad_norm)) return result;
     result.clip_coefficient = clip_coefficient(result.grad_norm, max_grad_norm);
-    optimizer.step(model.parameters(), lr, static_cast<float>(result.clip_coefficient), &updated);
+    optimizer.step(update, lr, static_cast<float>(result.clip_coefficient), &updated);
+    if (data_parallel != nullptr) data_parallel->share_masters();
     if (after) after(StepPart::Optimizer);
   }
   const MemoryPhase phase("refresh");
-  model.refresh_quantized(&updated);
+  model.refresh_quantized(&updated);  // the masters another rank updated are measured here
   if (after) after(StepPart::Refresh);
   result.applied = true;
   result.update_amaxes = updated.recorded();
   return result;
+}
+
+}  // namespace
+
+UpdateResult apply_update(Qwen3Trainable& model, Optimizer& optimizer, double loss, double lr, double max_grad_norm,
+                          const std::function<void(StepPart)>& after) {
+  double norm = 0;
+  {
+    const MemoryPhase phase("optimizer");
+    norm = grad_norm(model.parameters());
+  }
+  return apply_update_with_norm(model, optimizer, model.parameters(), norm, loss, lr, max_grad_norm, nullptr, after);
 }
 
 FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, const TrainBatch& batch, float grad_scale,
@@ -75,9 +93,11 @@ FusedStepResult fused_train_step(Qwen3Trainable& model, Optimizer& optimizer, co
 }
 
 StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::span<const TrainBatch> micro_batches,
-                           const StepSettings& settings, const std::function<void(StepPart)>& after) {
+                           const StepSettings& settings, const std::function<void(StepPart)>& after,
+                           DataParallel* data_parallel) {
   StepResult result;
   if (model.options().fused_update) {
+    NVFP4LM_ASSERT(data_parallel == nullptr, "a fused step is not data parallel (train refuses the combination)");
     NVFP4LM_ASSERT(micro_batches.size() == 1, "a fused step takes one micro-batch, not {}", micro_batches.size());
     const MemoryPhase phase("forward");  // the whole step runs inside the model's forward and backward
     FusedStepResult fused =
@@ -89,10 +109,22 @@ StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::spa
     result.skipped_groups = std::move(fused.skipped_groups);
     result.update_amaxes = fused.update_amaxes;
   } else {
-    result.stats = accumulate_gradients(model, micro_batches, settings.grad_scale, settings.loss);
-    if (after) after(StepPart::Backward);
-    const UpdateResult update =
-        apply_update(model, optimizer, result.stats.mean(), settings.lr, settings.max_grad_norm, after);
+    UpdateResult update;
+    if (data_parallel != nullptr) {
+      DataParallel::StepOutcome outcome;
+      {
+        const MemoryPhase phase("forward");
+        outcome = data_parallel->accumulate(model, micro_batches, settings.grad_scale, settings.loss);
+      }
+      result.stats = outcome.stats;
+      if (after) after(StepPart::Backward);
+      update = apply_update_with_norm(model, optimizer, outcome.update, outcome.grad_norm, result.stats.mean(),
+                                      settings.lr, settings.max_grad_norm, data_parallel, after);
+    } else {
+      result.stats = accumulate_gradients(model, micro_batches, settings.grad_scale, settings.loss);
+      if (after) after(StepPart::Backward);
+      update = apply_update(model, optimizer, result.stats.mean(), settings.lr, settings.max_grad_norm, after);
+    }
     result.grad_norm = update.grad_norm;
     result.clip_coefficient = update.clip_coefficient;
     result.applied = update.applied;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "model/qwen3_trainable.h"
+#include "train/dist/data_parallel.h"
 #include "train/optim/optimizer.h"
 
 namespace nvfp4lm {
@@ -85,8 +86,13 @@ struct StepResult {
 
 // One optimizer step over `micro_batches` (the caller zeroed the gradients): the fused or the unfused form, as the
 // model was built. A fused step takes exactly one micro-batch.
+// `data_parallel` (unfused, CPU; the optimizer built over its owned()): the step of train/dist/data_parallel.h —
+// every rank passes the step's whole list, computes its own micro-batches, and the sums are taken in one process's
+// order; with one process it is the order-fixed form of the unfused step (each micro-batch's gradient from zero,
+// added to an accumulator), which N ranks reproduce bit for bit.
 StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::span<const TrainBatch> micro_batches,
-                           const StepSettings& settings, const std::function<void(StepPart)>& after = {});
+                           const StepSettings& settings, const std::function<void(StepPart)>& after = {},
+                           DataParallel* data_parallel = nullptr);
 
 // What training runs on: "cpu/dequant-gemm" (QAT: deq(Q(W)) in a dense GEMM) or "cpu/dense"; "cuda/..." likewise.
 std::string train_compute_path(Device device, QatMode qat);

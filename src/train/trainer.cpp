@@ -11,6 +11,8 @@
 #include "core/memory.h"
 #include "core/rng.h"
 #include "io/model_writer.h"
+#include "train/dist/gather_state.h"
+#include "train/dist/ordered_reduce.h"
 #include "train/train_step.h"
 
 namespace nvfp4lm {
@@ -19,12 +21,15 @@ using json = nlohmann::json;
 
 // ---- set-up ---------------------------------------------------------------------------------------------------
 
-Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given) : options_(options) {
-  run_dir_ = std::make_unique<RunDirectory>(options_.output, read_paths());
+Trainer::Trainer(const TrainOptions& options, const std::set<std::string>& given, Communicator* ranks)
+    : options_(options) {
+  if (ranks == nullptr) single_process_ = std::make_unique<SingleProcess>();
+  comm_ = ranks != nullptr ? ranks : single_process_.get();
+  if (writes_outputs()) run_dir_ = std::make_unique<RunDirectory>(options_.output, read_paths());
   try {
     set_up(given);
   } catch (...) {
-    run_dir_->abandon();  // a run directory this constructor created is removed again
+    if (run_dir_) run_dir_->abandon();  // a run directory this constructor created is removed again
     throw;
   }
 }
@@ -33,24 +38,60 @@ Trainer::~Trainer() = default;
 
 void Trainer::set_up(const std::set<std::string>& given) {
   if (options_.resume) {
-    resume_ = run_dir_->resume_point();
+    resume_ = run_dir_ ? run_dir_->resume_point() : read_resume_point(options_.output);
     options_ = resolve_resume_options(resume_->state["config"], options_, given, resume_->checkpoint.dir.string());
   }
   validate_train_options(options_);
+  check_data_parallel();
   device_ = open_device(options_.device, options_.max_memory_gib);
-  if (!options_.resume) run_dir_->check_new_run();
-  // Every output is checked before the (long) load and training.
-  run_dir_->check_reports(options_.metrics, options_.memory_report, options_.overwrite, read_paths(),
-                          resume_ ? &*resume_ : nullptr);
+  if (run_dir_) {
+    if (!options_.resume) run_dir_->check_new_run();
+    // Every output is checked before the (long) load and training.
+    run_dir_->check_reports(options_.metrics, options_.memory_report, options_.overwrite, read_paths(),
+                            resume_ ? &*resume_ : nullptr);
+  }
   load();
-  if (!options_.export_path.empty())
+  if (run_dir_ && !options_.export_path.empty())
     check_export_target(options_.export_path, export_source(), options_.overwrite,
                         model_output_kind(options_.export_format));
-  if (!options_.output_dat.empty()) check_dat_file_target(options_.output_dat, export_source(), options_.overwrite);
+  if (run_dir_ && !options_.output_dat.empty())
+    check_dat_file_target(options_.output_dat, export_source(), options_.overwrite);
   if (resume_) restore_checkpoint();
   // A teacher cache must hold every sample the rest of the run will take: found now, not at the step that needs it.
   check_teacher_cache_covers(teacher_ ? &*teacher_ : nullptr, plan_, *data_.loader, step_);
-  run_dir_->prepare(source_, resumed_from_);
+  if (run_dir_) run_dir_->prepare(source_, resumed_from_);
+  check_ranks_agree();
+}
+
+void Trainer::check_data_parallel() const {
+  const int ranks = comm_->size();
+  if (ranks == 1) return;
+  NVFP4LM_CHECK(!options_.device.starts_with("cuda"),
+                "{} ranks on {}: data-parallel training runs on the CPU for now (the GPU transport, NCCL, is not "
+                "built yet); train on one GPU, or on CPUs with --device cpu",
+                ranks, options_.device);
+  NVFP4LM_CHECK(!options_.fused_update,
+                "--fused-update updates each parameter inside the backward, before the ranks' gradients are summed; "
+                "leave it out for a data-parallel run ({} ranks)",
+                ranks);
+  NVFP4LM_CHECK(options_.grad_accum % ranks == 0,
+                "--grad-accum {} over {} ranks: each rank takes the same number of a step's micro-batches, so "
+                "--grad-accum must be a multiple of the ranks (--grad-accum {} keeps the global batch {} rows)",
+                options_.grad_accum, ranks, ((options_.grad_accum + ranks - 1) / ranks) * ranks,
+                ((options_.grad_accum + ranks - 1) / ranks) * ranks * options_.batch);
+  NVFP4LM_CHECK(options_.calibrate_steps == 0,
+                "--calibrate-steps records activation ranges in one process; leave it out of a data-parallel run and "
+                "measure them on the export (`nvfp4lm export RUN_DIR OUT --calibrate FILE`)");
+}
+
+void Trainer::check_ranks_agree() const {
+  // Every rank must train the same run from the same point: a difference would be a silent wrong sum.
+  const std::string mine = fmt::format("step {} of {}, {} parameters, seed {}", step_, plan_.total_steps,
+                                       model_->parameters().size(), options_.seed);
+  const std::vector<std::string> all = all_gather_strings(*comm_, mine);
+  for (size_t r = 1; r < all.size(); ++r)
+    NVFP4LM_CHECK(all[r] == all[0], "the ranks set up different runs: rank 0 has {}, rank {} has {}", all[0], r,
+                  all[r]);
 }
 
 void Trainer::load() {
@@ -61,7 +102,9 @@ void Trainer::load() {
   plan_ = plan_training_steps(options_, *data_.loader, data_.summary);
   schedule_ = training_schedule(options_, plan_.total_steps);
   model_.emplace(build_trainable_model(options_, *files_, device_));
-  optimizer_ = make_training_optimizer(options_, *model_);
+  if (device_.is_cpu() && !options_.fused_update)
+    data_parallel_ = std::make_unique<DataParallel>(*comm_, model_->parameters());
+  optimizer_ = make_training_optimizer(options_, data_parallel_ ? data_parallel_->owned() : model_->parameters());
   teacher_ = load_distillation_teacher(options_, *files_, tokenizer_->tokenizer, device_);
   for (TrainBatch& batch : data_.eval.batches) attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, batch);
 }
@@ -71,7 +114,8 @@ void Trainer::restore_checkpoint() {
   std::vector<Parameter> masters;
   for (const NamedTensor& master : model_->master_weights()) masters.push_back({master.name, master.tensor, {}, false});
   // latest_checkpoint() verified the checksums a moment ago.
-  const json state = load_checkpoint(dir, masters, *optimizer_, VerifyLevel::Sizes);
+  const json state = load_checkpoint(dir, masters, *optimizer_, VerifyLevel::Sizes,
+                                     comm_->size() > 1 ? OptimizerScope::Shard : OptimizerScope::Whole);
   model_->refresh_quantized();
   const std::string where = (dir / kTrainerStateFileName).string();
   NVFP4LM_CHECK(state.contains("data_position"), "{}: \"data_position\" is missing", where);
@@ -109,7 +153,9 @@ StepMetrics Trainer::train_step() {
     // LoRA dropout: a mask per step and micro-batch, from the run's seed (a resumed run draws the same ones).
     micro_batches.back().dropout_seed =
         mix64(options_.seed ^ mix64((static_cast<uint64_t>(step_) << 20) + micro_batches.size()));
-    attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, micro_batches.back());
+    // Data parallel: the teacher only for the micro-batches this rank computes.
+    if (!data_parallel_ || data_parallel_->computes(micro_batches.size() - 1))
+      attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, micro_batches.back());
   }
   m.micro_batches = static_cast<int>(micro_batches.size());
   NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);
@@ -131,7 +177,7 @@ StepMetrics Trainer::train_step() {
   settings.max_grad_norm = options_.max_grad_norm;
   StepResult result;
   try {
-    result = take_train_step(*model_, *optimizer_, micro_batches, settings);
+    result = take_train_step(*model_, *optimizer_, micro_batches, settings, {}, data_parallel_.get());
   } catch (...) {
     model_->set_calibration(nullptr);
     throw;
@@ -178,7 +224,7 @@ StepMetrics Trainer::train_step() {
   m.rss_bytes = current_rss_bytes();
   if (evaluates_at(step_)) m.eval = evaluate();
   totals_.record(m);
-  run_dir_->metrics().append(m);
+  if (run_dir_) run_dir_->metrics().append(m);
   return m;
 }
 
@@ -251,7 +297,12 @@ fs::path Trainer::save_checkpoint() {
   const MemoryPhase phase("checkpoint");
   std::optional<int64_t> best;
   if (options_.save_best && totals_.best_eval_step > 0) best = totals_.best_eval_step;
-  return run_dir_->save_checkpoint(step_, model_->master_weights(), *optimizer_, trainer_state(), options_.keep, best);
+  // N ranks: the shards' optimizer state on rank 0, which writes what one process writes.
+  const std::vector<NamedTensor> state =
+      comm_->size() > 1 ? gather_state_on_rank0(*comm_, optimizer_->state_tensors()) : optimizer_->state_tensors();
+  if (!run_dir_) return checkpoint_dir(options_.output, step_);
+  return run_dir_->save_checkpoint(step_, model_->master_weights(), state, optimizer_->describe(), trainer_state(),
+                                   options_.keep, best);
 }
 
 ExportSource Trainer::export_source() const {
@@ -302,6 +353,22 @@ ExportReport Trainer::export_model() {
 
 // ---- the run --------------------------------------------------------------------------------------------------
 
+json Trainer::memory_report() const {
+  json report = memory_report_json(device_);
+  report["optimizer_state_bytes"] = optimizer_->state_bytes();
+  if (comm_->size() > 1) {
+    // Every rank's own figures (each rank is a process of its own: the tracker and the RSS are per process).
+    const json mine = {{"rank", comm_->rank()},
+                       {"optimizer_state_bytes", report["optimizer_state_bytes"]},
+                       {"device_peak_bytes", report["device_peak_bytes"]},
+                       {"host_peak_rss_bytes", report["host_peak_rss_bytes"]}};
+    json ranks = json::array();
+    for (const std::string& text : all_gather_strings(*comm_, mine.dump())) ranks.push_back(json::parse(text));
+    report["ranks"] = ranks;
+  }
+  return report;
+}
+
 TrainSummary Trainer::run(const Progress& progress) {
   auto before_output = [&] {
     if (progress.before_output) progress.before_output();
@@ -327,9 +394,15 @@ TrainSummary Trainer::run(const Progress& progress) {
 
   TrainSummary summary;
   summary.start_step = start_step;
-  if (!options_.export_path.empty() || !options_.output_dat.empty()) summary.export_report = export_model();
-  const json memory = memory_report_json(device_);
+  if (run_dir_ && (!options_.export_path.empty() || !options_.output_dat.empty()))
+    summary.export_report = export_model();
+  const json memory = memory_report();
   summary.memory_text = format_memory_report(memory);
+  if (!run_dir_) {  // another rank: the outputs are rank 0's
+    summary.steps = step_;
+    summary.total_steps = plan_.total_steps;
+    return summary;
+  }
   if (run_dir_->memory_report_path()) {
     run_dir_->write_memory_report(memory);
     summary.memory_report_path = run_dir_->memory_report_path();

@@ -8,7 +8,10 @@
 //   1. take `grad_accum` micro-batches from the data loader (fewer for the very last step of an --epochs run) and
 //      count their trained tokens N (before any forward);
 //   2. zero_grad, then forward_backward every micro-batch with grad_scale = 1 / N: the gradient is that of the
-//      MEAN loss over the step's trained tokens, however they are split into micro-batches;
+//      MEAN loss over the step's trained tokens, however they are split into micro-batches. On the CPU (unfused)
+//      each micro-batch's gradient is computed from zero and added to an accumulator in micro-batch order
+//      (train/dist/data_parallel.h), the order N data-parallel ranks reproduce bit for bit; on CUDA the backward
+//      adds into the gradients;
 //   3. global grad norm; a non-finite loss or norm is reported with the step and the step is skipped (no update;
 //      --nonfinite skip) or the run stops (--nonfinite stop) — a non-finite value never reaches the masters or a
 //      checkpoint;
@@ -63,6 +66,8 @@
 #include "io/model_files.h"
 #include "model/qwen3_trainable.h"
 #include "tokenizer/tokenizer.h"
+#include "train/dist/communicator.h"
+#include "train/dist/data_parallel.h"
 #include "train/export.h"
 #include "train/metrics.h"
 #include "train/optim/lr_schedule.h"
@@ -105,7 +110,12 @@ class Trainer {
   // restores the newest complete checkpoint of options.output after merging its saved settings with the flags in
   // `given` (keys of train_options_to_json; resolve_resume_options). Without it, a run directory that already holds
   // checkpoints is an Error (nothing is overwritten).
-  Trainer(const TrainOptions& options, const std::set<std::string>& given);
+  // `ranks`: the data-parallel group this process is one rank of (`mpirun -np N nvfp4lm train`, train/dist/); none:
+  // one process. Every rank constructs its Trainer with the same options and calls the same methods in the same
+  // order (the steps, checkpoints and evaluations hold collectives). Rank 0 owns the run directory and writes every
+  // output (checkpoints, metrics, exports, reports); the other ranks write nothing. N ranks train on the CPU, unfused,
+  // with --grad-accum a multiple of N, and end every step with the weights one process would have, bit for bit.
+  Trainer(const TrainOptions& options, const std::set<std::string>& given, Communicator* ranks = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -125,6 +135,10 @@ class Trainer {
   const ChatTemplate& chat_template() const { return tokenizer_->chat_template; }
   const LrSchedule& schedule() const { return schedule_; }
   const Optimizer& optimizer() const { return *optimizer_; }
+  // The data-parallel group (one process: a group of one).
+  Communicator& ranks() const { return *comm_; }
+  // Rank 0: the process that writes the run's outputs.
+  bool writes_outputs() const { return comm_->rank() == 0; }
 
   // "cpu/dequant-gemm" (QAT: the dequantized weights in a dense GEMM) or "cpu/dense"; "cuda/..." likewise.
   std::string compute_path() const;
@@ -165,14 +179,21 @@ class Trainer {
   // A step with a non-finite loss or gradient: an Error under --nonfinite stop, else a warning (m.skipped when
   // nothing of the step was applied).
   void apply_nonfinite_policy(StepMetrics& m, const std::string& reason, bool partly_applied) const;
+  // N ranks: what data-parallel training needs of the options, and that every rank set up the same run.
+  void check_data_parallel() const;
+  void check_ranks_agree() const;
   bool evaluates_at(int64_t step) const;
   nlohmann::json trainer_state() const;
+  // metrics.h memory_report_json plus this rank's optimizer state bytes and, for N ranks, every rank's figures.
+  nlohmann::json memory_report() const;
   ExportSource export_source() const;
   // What the run reads (model, data, tokenizer, config), for the output guards (core/files.h).
   std::vector<GuardedInput> read_paths() const;
 
   TrainOptions options_;
-  std::unique_ptr<RunDirectory> run_dir_;  // locked for the life of the trainer
+  std::unique_ptr<Communicator> single_process_;  // when no group was given
+  Communicator* comm_ = nullptr;
+  std::unique_ptr<RunDirectory> run_dir_;  // rank 0's, locked for the life of the trainer (other ranks: none)
   Device device_;
   std::optional<ResumePoint> resume_;
   std::unique_ptr<ModelFiles> files_;
@@ -182,6 +203,8 @@ class Trainer {
   std::optional<DistillationTeacher> teacher_;  // --distill-from
   TrainData data_;
   StepPlan plan_;
+  // CPU, unfused: the step's sums in a fixed order, the optimizer over this rank's shard (train/dist/data_parallel.h).
+  std::unique_ptr<DataParallel> data_parallel_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   int64_t step_ = 0;

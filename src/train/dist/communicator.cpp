@@ -21,4 +21,9 @@ void SingleProcess::broadcast(std::span<std::byte>, int root) {
   NVFP4LM_ASSERT(root == 0, "broadcast from rank {} in a group of one", root);
 }
 
+void SingleProcess::gather(std::span<const std::byte> send, std::span<std::byte> recv, int root) {
+  NVFP4LM_ASSERT(root == 0, "gather to rank {} in a group of one", root);
+  all_gather(send, recv);
+}
+
 }  // namespace nvfp4lm

@@ -29,6 +29,9 @@ class Communicator {
   virtual void all_to_all(std::span<const std::byte> send, std::span<std::byte> recv) = 0;
   // root's data into every rank's (same size everywhere).
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
+  // On root: recv = every rank's send, rank after rank (recv.size() == size() * send.size()); other ranks' recv is
+  // not touched (may be empty).
+  virtual void gather(std::span<const std::byte> send, std::span<std::byte> recv, int root) = 0;
 };
 
 // One process: the collectives of a group of one.
@@ -40,6 +43,7 @@ class SingleProcess final : public Communicator {
   void all_gather(std::span<const std::byte> send, std::span<std::byte> recv) override;
   void all_to_all(std::span<const std::byte> send, std::span<std::byte> recv) override;
   void broadcast(std::span<std::byte> data, int root) override;
+  void gather(std::span<const std::byte> send, std::span<std::byte> recv, int root) override;
 };
 
 }  // namespace nvfp4lm

@@ -81,6 +81,16 @@ class LocalRank final : public Communicator {
     shared_.barrier();
   }
 
+  void gather(std::span<const std::byte> send, std::span<std::byte> recv, int root) override {
+    NVFP4LM_ASSERT(root >= 0 && root < size(), "gather to rank {} of {}", root, size());
+    NVFP4LM_ASSERT(rank_ != root || recv.size() == send.size() * static_cast<size_t>(size()),
+                   "gather: {} bytes into {}", send.size(), recv.size());
+    publish(send);
+    if (rank_ == root)
+      for (int r = 0; r < size(); ++r) copy_from(r, 0, send.size(), recv.data() + static_cast<size_t>(r) * send.size());
+    shared_.barrier();
+  }
+
  private:
   void publish(std::span<const std::byte> send) {
     {

@@ -88,6 +88,14 @@ class MpiWorld final : public Communicator {
   void broadcast(std::span<std::byte> data, int root) override {
     check_mpi(MPI_Bcast(data.data(), count_of(data.size(), "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
   }
+  void gather(std::span<const std::byte> send, std::span<std::byte> recv, int root) override {
+    NVFP4LM_ASSERT(rank_ != root || recv.size() == send.size() * static_cast<size_t>(size_), "gather: {} bytes into {}",
+                   send.size(), recv.size());
+    const int count = count_of(send.size(), "MPI_Gather");
+    check_mpi(MPI_Gather(send.data(), count, MPI_BYTE, rank_ == root ? recv.data() : nullptr, count, MPI_BYTE, root,
+                         MPI_COMM_WORLD),
+              "MPI_Gather");
+  }
 
  private:
   int rank_ = 0, size_ = 1;
@@ -98,6 +106,25 @@ class MpiWorld final : public Communicator {
 
 std::unique_ptr<Communicator> mpi_world() { return std::make_unique<MpiWorld>(); }
 
+std::string mpi_rank_label() {
+  int initialized = 0, finalized = 0, size = 1, rank = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return "";
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return size > 1 ? "rank " + std::to_string(rank) + " of " + std::to_string(size) : "";
+}
+
+void abort_mpi_job(int exit_code) {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
 #else
 
 std::unique_ptr<Communicator> mpi_world() {
@@ -105,6 +132,10 @@ std::unique_ptr<Communicator> mpi_world() {
       "this nvfp4lm was built without MPI: install an MPI (Debian: apt-get install libopenmpi-dev openmpi-bin) and "
       "build again (CMake finds it; -DNVFP4LM_MPI=OFF leaves it out)");
 }
+
+std::string mpi_rank_label() { return ""; }
+
+void abort_mpi_job(int) {}
 
 #endif
 

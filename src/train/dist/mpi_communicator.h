@@ -1,6 +1,6 @@
 // MPI as the transport of a data-parallel run: the ranks `mpirun -np N` or Slurm's `srun` start (issue 32). Built
 // when CMake finds an MPI (Debian: libopenmpi-dev; NVFP4LM_HAS_MPI); without it, asking for it is an Error that says
-// how to get it. Only byte movement goes through MPI (MPI_Allgather, MPI_Alltoall, MPI_Bcast); the sums are
+// how to get it. Only byte movement goes through MPI (MPI_Allgather, MPI_Alltoall, MPI_Bcast, MPI_Gather); the sums are
 // ordered_reduce.h's, so the result does not depend on the MPI library's reduction algorithm.
 //
 // MPI's default error handler stays (errors are fatal: the job is aborted), and mpirun ends every rank when one
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "train/dist/communicator.h"
 
@@ -21,5 +22,10 @@ bool launched_as_ranks();
 // MPI_COMM_WORLD, MPI initialised on the first call (MPI_THREAD_FUNNELED: only the calling thread communicates) and
 // finalised at exit. Error when built without MPI.
 std::unique_ptr<Communicator> mpi_world();
+// A failed rank of a multi-rank MPI job ends the whole job now (MPI_Abort with `exit_code`: mpirun / srun stop every
+// rank) instead of leaving the others waiting in a collective. Returns when MPI is not running or has one rank.
+void abort_mpi_job(int exit_code);
+// "rank 1 of 3" in a running multi-rank MPI job, else "": for error messages.
+std::string mpi_rank_label();
 
 }  // namespace nvfp4lm

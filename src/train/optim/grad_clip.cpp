@@ -50,9 +50,13 @@ Device gradient_device(std::span<const Parameter> parameters) {
   return device;
 }
 
-double sum_squares_cpu(std::span<const Parameter> parameters) {
+}  // namespace
+
+std::vector<double> grad_square_partials(std::span<const Parameter> parameters) {
   std::vector<Chunk> chunks;
   for (const Parameter& parameter : parameters) {
+    NVFP4LM_ASSERT(parameter.grad.device().is_cpu(), "grad_square_partials: {} has its gradient on {}", parameter.name,
+                   parameter.grad.device().str());
     const float* grad = parameter.grad.data<float>();
     const int64_t n = parameter.grad.numel();
     for (int64_t begin = 0; begin < n; begin += kChunkElements) {
@@ -66,10 +70,16 @@ double sum_squares_cpu(std::span<const Parameter> parameters) {
     partial[static_cast<size_t>(c)] =
         sum_of_squares(chunks[static_cast<size_t>(c)].data, chunks[static_cast<size_t>(c)].count);
   }
+  return partial;
+}
+
+double sum_in_order(std::span<const double> partials) {
   double total = 0;
-  for (double p : partial) total += p;
+  for (double p : partials) total += p;
   return total;
 }
+
+namespace {
 
 #if NVFP4LM_HAS_CUDA
 // Partials of every gradient into one device buffer, one final pass, one read back (cuda/optim_kernels.h).
@@ -97,7 +107,7 @@ double grad_sum_of_squares(std::span<const Parameter> parameters) {
   if (device.is_cuda()) return sum_squares_cuda(parameters, device);
 #endif
   NVFP4LM_ASSERT(device.is_cpu(), "grad_norm: gradients on {} in a build without CUDA", device.str());
-  return sum_squares_cpu(parameters);
+  return sum_in_order(grad_square_partials(parameters));
 }
 
 double grad_norm(std::span<const Parameter> parameters) { return std::sqrt(grad_sum_of_squares(parameters)); }

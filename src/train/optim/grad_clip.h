@@ -16,6 +16,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "model/parameter.h"
 
@@ -25,6 +26,12 @@ namespace nvfp4lm {
 double grad_norm(std::span<const Parameter> parameters);
 // Its square, unrounded: sums over disjoint groups add up to the square of the norm over their union.
 double grad_sum_of_squares(std::span<const Parameter> parameters);
+
+// The CPU sum's terms: one partial sum of squares per chunk of 65,536 elements, parameter after parameter, so that
+// adding them in order (sum_in_order) is grad_sum_of_squares of CPU gradients, bit for bit. A data-parallel step
+// (train/dist/data_parallel.h) gathers every rank's partials and adds them in that order.
+std::vector<double> grad_square_partials(std::span<const Parameter> parameters);
+double sum_in_order(std::span<const double> partials);
 
 // min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0 (clipping off). norm must be finite.
 float clip_coefficient(double norm, double max_norm);

@@ -42,8 +42,8 @@ void Trainer::set_up(const std::set<std::string>& given) {
     options_ = resolve_resume_options(resume_->state["config"], options_, given, resume_->checkpoint.dir.string());
   }
   validate_train_options(options_);
-  check_data_parallel();
   device_ = open_device(options_.device, options_.max_memory_gib);
+  check_data_parallel();
   if (run_dir_) {
     if (!options_.resume) run_dir_->check_new_run();
     // Every output is checked before the (long) load and training.
@@ -66,10 +66,10 @@ void Trainer::set_up(const std::set<std::string>& given) {
 void Trainer::check_data_parallel() const {
   const int ranks = comm_->size();
   if (ranks == 1) return;
-  NVFP4LM_CHECK(!options_.device.starts_with("cuda"),
+  NVFP4LM_CHECK(device_.is_cpu(),
                 "{} ranks on {}: data-parallel training runs on the CPU for now (the GPU transport, NCCL, is not "
                 "built yet); train on one GPU, or on CPUs with --device cpu",
-                ranks, options_.device);
+                ranks, device_.str());
   NVFP4LM_CHECK(!options_.fused_update,
                 "--fused-update updates each parameter inside the backward, before the ranks' gradients are summed; "
                 "leave it out for a data-parallel run ({} ranks)",
@@ -353,20 +353,16 @@ ExportReport Trainer::export_model() {
 
 // ---- the run --------------------------------------------------------------------------------------------------
 
-json Trainer::memory_report() const {
-  json report = memory_report_json(device_);
-  report["optimizer_state_bytes"] = optimizer_->state_bytes();
-  if (comm_->size() > 1) {
-    // Every rank's own figures (each rank is a process of its own: the tracker and the RSS are per process).
-    const json mine = {{"rank", comm_->rank()},
-                       {"optimizer_state_bytes", report["optimizer_state_bytes"]},
-                       {"device_peak_bytes", report["device_peak_bytes"]},
-                       {"host_peak_rss_bytes", report["host_peak_rss_bytes"]}};
-    json ranks = json::array();
-    for (const std::string& text : all_gather_strings(*comm_, mine.dump())) ranks.push_back(json::parse(text));
-    report["ranks"] = ranks;
-  }
-  return report;
+json Trainer::ranks_memory() const {
+  // Every rank's own figures (each rank is a process of its own: the tracker and the RSS are per process).
+  const json report = memory_report_json(device_);
+  const json mine = {{"rank", comm_->rank()},
+                     {"optimizer_state_bytes", optimizer_->state_bytes()},
+                     {"device_peak_bytes", report["device_peak_bytes"]},
+                     {"host_peak_rss_bytes", report["host_peak_rss_bytes"]}};
+  json ranks = json::array();
+  for (const std::string& text : all_gather_strings(*comm_, mine.dump())) ranks.push_back(json::parse(text));
+  return ranks;
 }
 
 TrainSummary Trainer::run(const Progress& progress) {
@@ -394,9 +390,13 @@ TrainSummary Trainer::run(const Progress& progress) {
 
   TrainSummary summary;
   summary.start_step = start_step;
+  // N ranks: their figures gathered before rank 0 exports, so that no rank waits in a collective for the export.
+  const json ranks = comm_->size() > 1 ? ranks_memory() : json();
   if (run_dir_ && (!options_.export_path.empty() || !options_.output_dat.empty()))
     summary.export_report = export_model();
-  const json memory = memory_report();
+  json memory = memory_report_json(device_);
+  memory["optimizer_state_bytes"] = optimizer_->state_bytes();
+  if (!ranks.is_null()) memory["ranks"] = ranks;
   summary.memory_text = format_memory_report(memory);
   if (!run_dir_) {  // another rank: the outputs are rank 0's
     summary.steps = step_;

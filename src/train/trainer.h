@@ -184,8 +184,8 @@ class Trainer {
   void check_ranks_agree() const;
   bool evaluates_at(int64_t step) const;
   nlohmann::json trainer_state() const;
-  // metrics.h memory_report_json plus this rank's optimizer state bytes and, for N ranks, every rank's figures.
-  nlohmann::json memory_report() const;
+  // N ranks: every rank's optimizer state and peak memory (metrics.h memory_report_json's "ranks"; a collective).
+  nlohmann::json ranks_memory() const;
   ExportSource export_source() const;
   // What the run reads (model, data, tokenizer, config), for the output guards (core/files.h).
   std::vector<GuardedInput> read_paths() const;

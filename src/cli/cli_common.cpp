@@ -9,7 +9,6 @@
 #include <optional>
 
 #include "cli/progress_bar.h"
-#include "cli/progress_bar.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/logging.h"

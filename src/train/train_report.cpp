@@ -92,9 +92,10 @@ std::vector<std::string> Trainer::setup_lines() const {
   }
   if (comm_->size() > 1)
     lines.push_back(fmt::format(
-        "data parallel: {}; micro-batch i of a step is rank i mod {}'s ({} a rank a step), gradients summed in one "
-        "process's order; optimizer state sharded (ZeRO-1): {}; rank 0 writes the outputs",
-        comm_->describe(), comm_->size(), options_.grad_accum / comm_->size(), data_parallel_->describe_shard()));
+        "data parallel: {}; micro-batch i of a step is rank i mod {}'s ({} a rank a step), {}; optimizer state "
+        "sharded (ZeRO-1): {}; rank 0 writes the outputs",
+        comm_->describe(), comm_->size(), options_.grad_accum / comm_->size(), data_parallel_->describe_exchange(),
+        data_parallel_->describe_shard()));
   if (resumed_from_)
     lines.push_back(fmt::format("resuming {} at step {} of {}", resume_->checkpoint.dir.string(), *resumed_from_,
                                 plan_.total_steps));

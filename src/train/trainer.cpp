@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "io/model_writer.h"
 #include "train/dist/gather_state.h"
+#include "train/dist/mpi_communicator.h"
 #include "train/dist/ordered_reduce.h"
 #include "train/train_step.h"
 
@@ -42,7 +43,7 @@ void Trainer::set_up(const std::set<std::string>& given) {
     options_ = resolve_resume_options(resume_->state["config"], options_, given, resume_->checkpoint.dir.string());
   }
   validate_train_options(options_);
-  device_ = open_device(options_.device, options_.max_memory_gib);
+  device_ = open_device(rank_device(), options_.max_memory_gib);
   check_data_parallel();
   if (run_dir_) {
     if (!options_.resume) run_dir_->check_new_run();
@@ -63,13 +64,26 @@ void Trainer::set_up(const std::set<std::string>& given) {
   check_ranks_agree();
 }
 
+std::string Trainer::rank_device() const {
+  // `--device cuda` on several ranks: one GPU a rank, the rank's index on its node (the emulated device is one per
+  // process). An explicit cuda:N is taken as given.
+  if (comm_->size() == 1 || options_.device != "cuda" || cuda_is_emulated()) return options_.device;
+  const int local = local_rank_from_environment();
+  const Device device = Device::cuda(local >= 0 ? local : comm_->rank());
+  const std::string reason = device_unavailable_reason(device);
+  NVFP4LM_CHECK(
+      reason.empty(),
+      "rank {} of {} ({}) trains on {}: {}; a data-parallel GPU run takes one GPU a rank, so start at most as "
+      "many ranks a node as it has GPUs (mpirun --npernode G, srun --ntasks-per-node G)",
+      comm_->rank(), comm_->size(),
+      local >= 0 ? fmt::format("local rank {} on its node", local) : std::string("no local rank given"), device.str(),
+      reason);
+  return device.str();
+}
+
 void Trainer::check_data_parallel() const {
   const int ranks = comm_->size();
   if (ranks == 1) return;
-  NVFP4LM_CHECK(device_.is_cpu(),
-                "{} ranks on {}: data-parallel training runs on the CPU for now (the GPU transport, NCCL, is not "
-                "built yet); train on one GPU, or on CPUs with --device cpu",
-                ranks, device_.str());
   NVFP4LM_CHECK(!options_.fused_update,
                 "--fused-update updates each parameter inside the backward, before the ranks' gradients are summed; "
                 "leave it out for a data-parallel run ({} ranks)",
@@ -79,9 +93,6 @@ void Trainer::check_data_parallel() const {
                 "--grad-accum must be a multiple of the ranks (--grad-accum {} keeps the global batch {} rows)",
                 options_.grad_accum, ranks, ((options_.grad_accum + ranks - 1) / ranks) * ranks,
                 ((options_.grad_accum + ranks - 1) / ranks) * ranks * options_.batch);
-  NVFP4LM_CHECK(options_.calibrate_steps == 0,
-                "--calibrate-steps records activation ranges in one process; leave it out of a data-parallel run and "
-                "measure them on the export (`nvfp4lm export RUN_DIR OUT --calibrate FILE`)");
 }
 
 void Trainer::check_ranks_agree() const {
@@ -102,8 +113,12 @@ void Trainer::load() {
   plan_ = plan_training_steps(options_, *data_.loader, data_.summary);
   schedule_ = training_schedule(options_, plan_.total_steps);
   model_.emplace(build_trainable_model(options_, *files_, device_));
-  if (device_.is_cpu() && !options_.fused_update)
+  if (device_.is_cpu() && !options_.fused_update) {
     data_parallel_ = std::make_unique<DataParallel>(*comm_, model_->parameters());
+  } else if (comm_->size() > 1) {  // GPUs: one a rank, their gradients and masters moved by NCCL (or its stand-in)
+    device_collectives_ = make_device_collectives(*comm_, device_);
+    data_parallel_ = std::make_unique<DataParallel>(*comm_, model_->parameters(), device_collectives_.get());
+  }
   optimizer_ = make_training_optimizer(options_, data_parallel_ ? data_parallel_->owned() : model_->parameters());
   teacher_ = load_distillation_teacher(options_, *files_, tokenizer_->tokenizer, device_);
   for (TrainBatch& batch : data_.eval.batches) attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, batch);
@@ -164,11 +179,14 @@ StepMetrics Trainer::train_step() {
 
   model_->zero_grad();
   m.lr = lr_at(schedule_, step_);
-  // --calibrate-steps: this step's forward passes record activation ranges (not the evaluation's below).
-  if (options_.calibrate_steps > 0 && step_ >= plan_.total_steps - options_.calibrate_steps) {
+  // --calibrate-steps: this step's forward passes record activation ranges (not the evaluation's below), on every
+  // rank its own micro-batches'; the step's ranges are then merged across the ranks (add_step_calibration).
+  ActivationCalibration step_calibration;
+  const bool calibrates = options_.calibrate_steps > 0 && step_ >= plan_.total_steps - options_.calibrate_steps;
+  if (calibrates) {
     if (calibration_.source.empty())
       calibration_.source = fmt::format("train --calibrate-steps {} (from step {})", options_.calibrate_steps, m.step);
-    model_->set_calibration(&calibration_);
+    model_->set_calibration(&step_calibration);
   }
   StepSettings settings;
   settings.grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
@@ -183,6 +201,7 @@ StepMetrics Trainer::train_step() {
     throw;
   }
   model_->set_calibration(nullptr);
+  if (calibrates) add_step_calibration(step_calibration);
   NVFP4LM_ASSERT(result.stats.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}",
                  m.step, result.stats.tokens, m.loss_tokens);
   m.loss = result.stats.loss_sum / static_cast<double>(m.loss_tokens);
@@ -248,6 +267,21 @@ void Trainer::apply_nonfinite_policy(StepMetrics& m, const std::string& reason, 
             m.loss, m.grad_norm);
 }
 
+void Trainer::add_step_calibration(const ActivationCalibration& step) {
+  // The largest |x| over every rank's micro-batches and the sum of their tokens: a max and an integer sum, exact
+  // whatever the order, so N ranks record what one process records.
+  std::vector<ActivationCalibration> ranks = {step};
+  if (comm_->size() > 1) {
+    ranks.clear();
+    for (const std::string& text : all_gather_strings(*comm_, step.to_json().dump()))
+      ranks.push_back(ActivationCalibration::from_json(json::parse(text), "a rank's activation ranges"));
+  }
+  for (const ActivationCalibration& rank : ranks) {
+    for (const auto& [name, amax] : rank.input_amax) calibration_.observe(name, amax);
+    calibration_.tokens += rank.tokens;
+  }
+}
+
 // ---- evaluation -----------------------------------------------------------------------------------------------
 
 bool Trainer::evaluates_at(int64_t step) const {
@@ -261,7 +295,12 @@ EvalMetrics Trainer::evaluate() {
   const MemoryPhase phase("evaluate");
   const TrainLoss loss = training_loss(options_, teacher_ ? &*teacher_ : nullptr);
   LossStats total;
-  for (const TrainBatch& batch : data_.eval.batches) total += model_->evaluate(batch, loss);
+  if (data_parallel_) {  // batch i on rank i mod N, the statistics added in batch order (one process's sums)
+    total = data_parallel_->sum_dealt(data_.eval.batches.size(),
+                                      [&](size_t i) { return model_->evaluate(data_.eval.batches[i], loss); });
+  } else {
+    for (const TrainBatch& batch : data_.eval.batches) total += model_->evaluate(batch, loss);
+  }
   EvalMetrics eval;
   eval.tokens = total.tokens;
   eval.loss = total.mean();

@@ -45,12 +45,15 @@
 // record (metrics.jsonl) and progress line carry eval_loss / eval_perplexity / eval_token_accuracy. It reads no
 // random state and changes no weight, so it leaves the run bit-identical. The lowest evaluation loss and its step
 // are kept in "totals"; with --save-best a checkpoint is saved at each new lowest one and kept by pruning besides
-// the --keep newest (train/checkpoint.h prune_checkpoints also_keep).
+// the --keep newest (train/checkpoint.h prune_checkpoints also_keep). Data parallel, batch i is rank i mod N's and
+// the statistics are added in batch order (DataParallel::sum_dealt): one process's figures, bit for bit.
 //
 // Activation calibration (--calibrate-steps N): the forward passes of the last N steps record each linear's input
 // amax (Qwen3Trainable::set_calibration; evaluation passes are not recorded); the ranges are saved in checkpoints
 // ("calibration" in trainer_state.json, so a resumed run continues them) and written as the input_scale of the
-// ModelOpt export (--export, or a later `nvfp4lm export` of a checkpoint).
+// ModelOpt export (--export, or a later `nvfp4lm export` of a checkpoint). Each step records into its own set, merged
+// into the run's after the step (add_step_calibration): across data-parallel ranks the max of their amaxes and the
+// sum of their tokens, exact in any order.
 #pragma once
 
 #include <cstdint>
@@ -113,8 +116,9 @@ class Trainer {
   // `ranks`: the data-parallel group this process is one rank of (`mpirun -np N nvfp4lm train`, train/dist/); none:
   // one process. Every rank constructs its Trainer with the same options and calls the same methods in the same
   // order (the steps, checkpoints and evaluations hold collectives). Rank 0 owns the run directory and writes every
-  // output (checkpoints, metrics, exports, reports); the other ranks write nothing. N ranks train on the CPU, unfused,
-  // with --grad-accum a multiple of N, and end every step with the weights one process would have, bit for bit.
+  // output (checkpoints, metrics, exports, reports); the other ranks write nothing. N ranks train unfused, with
+  // --grad-accum a multiple of N, and end every step with the weights one process would have: on the CPU bit for
+  // bit; on GPUs (one a rank: its local rank's, rank_device) to the rounding of the transport's sums.
   Trainer(const TrainOptions& options, const std::set<std::string>& given, Communicator* ranks = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -180,7 +184,9 @@ class Trainer {
   // nothing of the step was applied).
   void apply_nonfinite_policy(StepMetrics& m, const std::string& reason, bool partly_applied) const;
   // N ranks: what data-parallel training needs of the options, and that every rank set up the same run.
+  std::string rank_device() const;
   void check_data_parallel() const;
+  void add_step_calibration(const ActivationCalibration& step);
   void check_ranks_agree() const;
   bool evaluates_at(int64_t step) const;
   nlohmann::json trainer_state() const;
@@ -203,7 +209,9 @@ class Trainer {
   std::optional<DistillationTeacher> teacher_;  // --distill-from
   TrainData data_;
   StepPlan plan_;
-  // CPU, unfused: the step's sums in a fixed order, the optimizer over this rank's shard (train/dist/data_parallel.h).
+  // CPU, unfused: the step's sums in a fixed order, the optimizer over this rank's shard (train/dist/data_parallel.h);
+  // several GPU ranks: the same with the gradients and masters moved by device_collectives_.
+  std::unique_ptr<DeviceCollectives> device_collectives_;
   std::unique_ptr<DataParallel> data_parallel_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;

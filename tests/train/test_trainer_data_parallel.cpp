@@ -5,42 +5,19 @@
 // state; the settings data parallelism cannot take are one-line errors on every rank. One OpenMP thread a rank, and
 // one for the reference: OpenBLAS's GEMM sums depend on its thread count.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <mutex>
 
 #include "common/test_util.h"
 #include "core/logging.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel_test_support.h"
 #include "train/dist/local_group.h"
-#include "train/trainer.h"
-#include "train/trainer_test_support.h"
 
 namespace nvfp4lm::test {
 namespace {
 
-struct RankResult {
-  std::vector<double> losses;
-  size_t optimizer_state_bytes = 0;
-};
-
-// `ranks` Trainers of `options`, one a thread; every rank's losses and optimizer state size.
-std::vector<RankResult> train_on_ranks(const TrainOptions& options, int ranks,
-                                       const std::set<std::string>& given = {}) {
-  std::vector<RankResult> results(static_cast<size_t>(ranks));
-  const QuietInfoLogs quiet;  // once for all the ranks: the log level is the process's
-  run_local_group(ranks, [&](Communicator& comm) {
-    omp_set_num_threads(1);
-    std::optional<Trainer> trainer;
-    trainer.emplace(options, given, &comm);
-    RankResult& result = results[static_cast<size_t>(comm.rank())];
-    Trainer::Progress progress;
-    progress.on_step = [&](const StepMetrics& m) { result.losses.push_back(m.loss); };
-    trainer->run(progress);
-    result.optimizer_state_bytes = trainer->optimizer().state_bytes();
-  });
-  return results;
-}
+using json = nlohmann::json;
 
 std::string file_bytes(const fs::path& path) { return read_file(path); }
 
@@ -130,6 +107,42 @@ TEST_F(DataParallelTrainer, ResumesOnAnotherNumberOfRanks) {
   expect_same_checkpoints("one", "moved", {6});
 }
 
+TEST_F(DataParallelTrainer, EvaluationAndCalibrationAreOneProcesssOnRanks) {
+  // Evaluation batch i on rank i mod N, its statistics added in batch order; --calibrate-steps' activation ranges
+  // the max over the ranks' micro-batches. 3 ranks and 2 evaluation batches: one rank evaluates nothing.
+  auto configure = [&](const std::string& run) {
+    TrainOptions o = options(run);
+    o.grad_accum = 3;
+    o.max_steps = 4;
+    o.save_every = 0;
+    o.eval_split = 0.25;
+    o.eval_every = 2;
+    o.calibrate_steps = 2;
+    return o;
+  };
+  train_on_ranks(configure("one"), 1);
+  train_on_ranks(configure("ranks3"), 3);
+  const std::vector<json> one = read_jsonl(dir_ / "one" / "metrics.jsonl"),
+                          three = read_jsonl(dir_ / "ranks3" / "metrics.jsonl");
+  ASSERT_EQ(one.size(), 4u);
+  ASSERT_EQ(three.size(), 4u);
+  int evaluations = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(one[i].contains("eval_loss"), three[i].contains("eval_loss")) << "step " << i + 1;
+    if (!one[i].contains("eval_loss")) continue;
+    ++evaluations;
+    for (const char* key : {"eval_loss", "eval_token_accuracy", "eval_tokens"})
+      EXPECT_EQ(three[i][key], one[i][key]) << key << " at step " << i + 1;
+  }
+  EXPECT_EQ(evaluations, 2);
+  const json a = json::parse(read_file(checkpoint_dir(dir_ / "ranks3", 4) / kTrainerStateFileName)),
+             b = json::parse(read_file(checkpoint_dir(dir_ / "one", 4) / kTrainerStateFileName));
+  ASSERT_TRUE(b.contains("calibration")) << b.dump();
+  EXPECT_FALSE(b["calibration"]["input_amax"].empty());
+  EXPECT_EQ(a["calibration"], b["calibration"]);
+  expect_same_checkpoints("ranks3", "one", {4});
+}
+
 TEST_F(DataParallelTrainer, SettingsItCannotTakeAreErrorsOnEveryRank) {
   auto failure = [&](TrainOptions o) {
     std::mutex mutex;
@@ -158,9 +171,6 @@ TEST_F(DataParallelTrainer, SettingsItCannotTakeAreErrorsOnEveryRank) {
   o.grad_accum = 1;
   o.max_grad_norm = 0;
   EXPECT_NE(failure(o).find("--fused-update"), std::string::npos);
-  o = options("bad");
-  o.calibrate_steps = 2;
-  EXPECT_NE(failure(o).find("--calibrate-steps"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "bad" / "step-2"));
 }
 

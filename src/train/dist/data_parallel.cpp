@@ -57,13 +57,18 @@ ParameterShards ParameterShards::balance(std::span<const Parameter> parameters, 
   return shards;
 }
 
-DataParallel::DataParallel(Communicator& comm, std::span<Parameter> parameters)
+DataParallel::DataParallel(Communicator& comm, std::span<Parameter> parameters, DeviceCollectives* device)
     : comm_(&comm), parameters_(parameters), shards_(ParameterShards::balance(parameters, comm.size())) {
   check_parameters(parameters);
+  const Device where = parameters.empty() ? Device::cpu() : parameters.front().value.device();
   for (const Parameter& p : parameters) {
-    NVFP4LM_CHECK(p.value.device().is_cpu() && p.grad.device().is_cpu(),
-                  "data-parallel training runs on the CPU for now ({} is on {})", p.name, p.value.device().str());
+    NVFP4LM_ASSERT(p.value.device() == where && p.grad.device() == where, "{} is on {}, the first parameter on {}",
+                   p.name, p.value.device().str(), where.str());
     NVFP4LM_ASSERT(p.value.is_contiguous() && p.grad.is_contiguous(), "{}: master or gradient not contiguous", p.name);
+  }
+  if (where.is_cuda()) {
+    NVFP4LM_ASSERT(device != nullptr, "DataParallel: parameters on {} and no device collectives", where.str());
+    device_ = device;
   }
   element_bounds_.push_back(0);
   byte_bounds_.push_back(0);
@@ -97,6 +102,23 @@ std::string DataParallel::describe_shard() const {
                      total > 0 ? 100.0 * static_cast<double>(owned_elements()) / static_cast<double>(total) : 0.0);
 }
 
+std::string DataParallel::describe_exchange() const {
+  if (device_ == nullptr) return "gradients summed in one process's order";
+  return "gradients reduced onto their owners " + device_->describe();
+}
+
+void DataParallel::accumulate_on_device(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches,
+                                        float grad_scale, const TrainLoss& loss, std::vector<double>& stats) {
+  // The gradients (zeroed by the caller) add up in place over this rank's micro-batches, as on one GPU; then each
+  // goes to its owner.
+  for (size_t i = static_cast<size_t>(rank()); i < micro_batches.size(); i += static_cast<size_t>(size()))
+    append_stats(stats, model.forward_backward(micro_batches[i], grad_scale, loss));
+  device_->group_start();
+  for (int owner = 0; owner < size(); ++owner)
+    for (size_t i = shards_.begin(owner); i < shards_.end(owner); ++i) device_->reduce_sum(parameters_[i].grad, owner);
+  device_->group_end();
+}
+
 DataParallel::StepOutcome DataParallel::accumulate(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches,
                                                    float grad_scale, const TrainLoss& loss) {
   NVFP4LM_ASSERT(model.parameters().data() == parameters_.data(), "DataParallel: another model's parameters");
@@ -104,7 +126,10 @@ DataParallel::StepOutcome DataParallel::accumulate(Qwen3Trainable& model, std::s
   NVFP4LM_ASSERT(k >= 1, "a step of no micro-batches");
   StepOutcome outcome;
   std::vector<double> mine;  // this rank's micro-batches' statistics, in their order
-  if (ranks == 1 && k == 1) {
+  if (device_ != nullptr) {
+    accumulate_on_device(model, micro_batches, grad_scale, loss, mine);
+    outcome.update = owned_;
+  } else if (ranks == 1 && k == 1) {
     // The gradient of the one micro-batch is the step's sum; the optimizer takes the model's own.
     model.zero_grad();
     append_stats(mine, model.forward_backward(micro_batches[0], grad_scale, loss));
@@ -136,21 +161,46 @@ DataParallel::StepOutcome DataParallel::accumulate(Qwen3Trainable& model, std::s
     }
     outcome.update = owned_;
   }
-  // Every micro-batch's statistics, added in micro-batch order.
-  const std::vector<double> all = ranks == 1 ? mine : all_gather_concatenated(*comm_, mine);
-  std::vector<size_t> start(ranks + 1, 0);  // where rank r's entries begin in `all`
-  for (size_t r = 0; r < ranks; ++r) start[r + 1] = start[r] + (k > r ? (k - r + ranks - 1) / ranks : 0);
-  NVFP4LM_ASSERT(all.size() == start[ranks] * kStatsFields, "gathered {} statistics values for {} micro-batches",
-                 all.size(), k);
-  for (size_t i = 0; i < k; ++i) outcome.stats += stats_at(all, start[i % ranks] + i / ranks);
+  outcome.stats = stats_in_order(mine, k);
   // The gradient norm: every rank's chunk partials, in parameter order.
-  const std::vector<double> partials = grad_square_partials(outcome.update);
+  // (On CUDA each rank's sum of squares of its shard, summed on the device; a rank may own nothing.)
+  const std::vector<double> partials = device_ == nullptr ? grad_square_partials(outcome.update)
+                                       : outcome.update.empty()
+                                           ? std::vector<double>{0.0}
+                                           : std::vector<double>{grad_sum_of_squares(outcome.update)};
   outcome.grad_norm = std::sqrt(sum_in_order(ranks == 1 ? partials : all_gather_concatenated(*comm_, partials)));
   return outcome;
 }
 
+LossStats DataParallel::stats_in_order(const std::vector<double>& mine, size_t count) const {
+  const size_t ranks = static_cast<size_t>(size());
+  const std::vector<double> all = ranks == 1 ? mine : all_gather_concatenated(*comm_, mine);
+  std::vector<size_t> start(ranks + 1, 0);  // where rank r's entries begin in `all`
+  for (size_t r = 0; r < ranks; ++r) start[r + 1] = start[r] + (count > r ? (count - r + ranks - 1) / ranks : 0);
+  NVFP4LM_ASSERT(all.size() == start[ranks] * kStatsFields, "gathered {} statistics values for {} items", all.size(),
+                 count);
+  LossStats total;
+  for (size_t i = 0; i < count; ++i) total += stats_at(all, start[i % ranks] + i / ranks);
+  return total;
+}
+
+LossStats DataParallel::sum_dealt(size_t count, const std::function<LossStats(size_t)>& compute) const {
+  std::vector<double> mine;
+  for (size_t i = static_cast<size_t>(rank()); i < count; i += static_cast<size_t>(size()))
+    append_stats(mine, compute(i));
+  return stats_in_order(mine, count);
+}
+
 void DataParallel::share_masters() {
   if (size() == 1) return;
+  if (device_ != nullptr) {
+    device_->group_start();
+    for (int owner = 0; owner < size(); ++owner)
+      for (size_t i = shards_.begin(owner); i < shards_.end(owner); ++i)
+        device_->broadcast(parameters_[i].value, owner);
+    device_->group_end();
+    return;
+  }
   std::vector<std::span<std::byte>> masters;
   for (Parameter& p : parameters_) masters.push_back({static_cast<std::byte*>(p.value.raw()), p.value.nbytes()});
   all_gather_shards(*comm_, Segments<std::byte>(std::move(masters)), byte_bounds_);

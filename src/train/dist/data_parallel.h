@@ -1,6 +1,6 @@
-// Data-parallel training over a Communicator (issue 32), on the CPU: what N ranks do in one optimizer step so that
-// they end it with the weights one process would have, bit for bit, and each holds the optimizer state of a
-// shard only (ZeRO-1).
+// Data-parallel training over a Communicator (issue 32), on the CPU and on GPUs: what N ranks do in one optimizer step
+// so that they end it with the weights one process would have (on the CPU bit for bit), and each holds the optimizer
+// state of a shard only (ZeRO-1).
 //
 // Parameters are sharded along the model's parameter order (ParameterShards: contiguous runs, balanced by
 // elements, a parameter never split), so a parameter's update is made by one rank exactly as one process makes it:
@@ -22,15 +22,25 @@
 //
 // The gradients' sign of zero is the one thing the two ways could differ in (0 + -0 = +0), and AdamW writes the same
 // bits for either.
+//
+// On CUDA (one GPU a rank; the parameters on the device, a DeviceCollectives given): each rank runs its micro-batches
+// with the gradients accumulating in place as one GPU does (the backward's GEMMs add into them), then each gradient
+// is reduced onto its owner's (reduce_sum, one group of calls per step: NCCL, or the host-staged stand-in); the norm
+// from each rank's sum of squares of its shard, gathered in rank order; the owners' updated masters broadcast
+// (one group). The sums' order is the transport's and the micro-batches are grouped per rank, so N GPUs agree with
+// one to rounding, not bit for bit (as in every NCCL trainer); the host-staged transport is deterministic for a
+// given N.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "model/parameter.h"
 #include "model/qwen3_trainable.h"
 #include "train/dist/communicator.h"
+#include "train/dist/device_collectives.h"
 #include "train/dist/ordered_reduce.h"
 
 namespace nvfp4lm {
@@ -49,8 +59,9 @@ struct ParameterShards {
 
 class DataParallel {
  public:
-  // `parameters`: the model's trainable parameters (Qwen3Trainable::parameters(), CPU), the same list on every rank.
-  DataParallel(Communicator& comm, std::span<Parameter> parameters);
+  // `parameters`: the model's trainable parameters (Qwen3Trainable::parameters()), the same list on every rank; on
+  // CUDA `device` moves them (it must outlive this object), on the CPU it is not used.
+  DataParallel(Communicator& comm, std::span<Parameter> parameters, DeviceCollectives* device = nullptr);
 
   Communicator& comm() const { return *comm_; }
   int rank() const { return comm_->rank(); }
@@ -63,6 +74,9 @@ class DataParallel {
   int64_t owned_elements() const;
   // "rank 1 of 3 owns 40 of 121 parameters (33.4 % of the elements)": for the run's set-up lines.
   std::string describe_shard() const;
+  // How the gradients are summed, for the same lines: "gradients summed in one process's order" (CPU), "gradients
+  // reduced onto their owners with NCCL 2.28.9 over 8 GPUs (...)".
+  std::string describe_exchange() const;
 
   // The step's micro-batches this rank computes: i with i mod size() == rank().
   bool computes(size_t micro_batch) const {
@@ -83,15 +97,26 @@ class DataParallel {
   // Step 5: the owners' updated masters to every rank (nothing for one process).
   void share_masters();
 
+  // Items 0 .. count-1 dealt like micro-batches (item i is rank i mod N's: compute(i) runs there), their statistics
+  // gathered and added in item order: what one process adding compute(0), compute(1), ... gets, bit for bit. The
+  // evaluation's batches take this path. Every rank calls it with the same count.
+  LossStats sum_dealt(size_t count, const std::function<LossStats(size_t)>& compute) const;
+
  private:
   void ensure_accumulators();
+  // Every rank's statistics of its items (i mod N == rank, in order; kStatsFields doubles each), added in item order.
+  LossStats stats_in_order(const std::vector<double>& mine, size_t count) const;
+  // The CUDA form of accumulate's first part: this rank's micro-batches, then every gradient onto its owner.
+  void accumulate_on_device(Qwen3Trainable& model, std::span<const TrainBatch> micro_batches, float grad_scale,
+                            const TrainLoss& loss, std::vector<double>& stats);
 
   Communicator* comm_;
+  DeviceCollectives* device_ = nullptr;  // CUDA parameters: their transport
   std::span<Parameter> parameters_;
   ParameterShards shards_;
   std::vector<int64_t> element_bounds_;  // gradients: rank r's elements of the concatenated parameters
   std::vector<int64_t> byte_bounds_;     // masters, the same as bytes (F32 or BF16)
-  std::vector<Parameter> owned_;         // grad: the accumulator, once allocated
+  std::vector<Parameter> owned_;         // CPU: grad is the accumulator, once allocated; CUDA: the model's
   bool accumulators_ = false;
 };
 

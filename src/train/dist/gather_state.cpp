@@ -22,9 +22,10 @@ std::span<std::byte> bytes_of(const Tensor& tensor) { return {static_cast<std::b
 std::vector<NamedTensor> gather_state_on_rank0(Communicator& comm, const std::vector<NamedTensor>& mine) {
   json specs = json::array();
   int64_t my_bytes = 0;
+  std::vector<Tensor> on_host;  // this rank's state in host memory (a copy of a GPU rank's)
   for (const NamedTensor& entry : mine) {
-    NVFP4LM_ASSERT(entry.tensor.device().is_cpu() && entry.tensor.is_contiguous(),
-                   "gather_state_on_rank0: {} is not a contiguous CPU tensor", entry.name);
+    NVFP4LM_ASSERT(entry.tensor.is_contiguous(), "gather_state_on_rank0: {} is not contiguous", entry.name);
+    on_host.push_back(entry.tensor.to(Device::cpu()));
     specs.push_back({entry.name, static_cast<int>(entry.tensor.dtype()), entry.tensor.shape().to_vector()});
     my_bytes += static_cast<int64_t>(entry.tensor.nbytes());
   }
@@ -51,7 +52,7 @@ std::vector<NamedTensor> gather_state_on_rank0(Communicator& comm, const std::ve
     for (size_t i = 0; i < mine.size(); ++i) all[i].tensor = mine[i].tensor;
 
   std::vector<std::span<std::byte>> my_parts;
-  for (const NamedTensor& entry : mine) my_parts.push_back(bytes_of(entry.tensor));
+  for (const Tensor& tensor : on_host) my_parts.push_back(bytes_of(tensor));
   const Segments<std::byte> my_bytes_segments(std::move(my_parts));
   std::vector<std::span<std::byte>> all_parts;
   for (const NamedTensor& entry : all) all_parts.push_back(bytes_of(entry.tensor));

@@ -11,9 +11,9 @@
 
 namespace nvfp4lm {
 
-// Every rank passes its optimizer's state_tensors() (CPU). Rank 0 gets every rank's, in rank order: its own as given
-// (views), the others' as new host tensors; the other ranks get an empty list. The bytes travel in pieces (a rank's
-// extra memory is one piece, rank 0's the other ranks' state).
+// Every rank passes its optimizer's state_tensors() (CPU, or a GPU rank's: copied to host memory to travel). Rank 0
+// gets every rank's, in rank order: its own as given (views), the others' as new host tensors; the other ranks get an
+// empty list. The bytes travel in pieces (a rank's extra memory is one piece, rank 0's the other ranks' state).
 std::vector<NamedTensor> gather_state_on_rank0(Communicator& comm, const std::vector<NamedTensor>& mine);
 
 }  // namespace nvfp4lm

@@ -26,6 +26,14 @@ bool launched_as_ranks() {
   return false;
 }
 
+int local_rank_from_environment() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return std::atoi(value);
+  }
+  return -1;
+}
+
 #if NVFP4LM_HAS_MPI
 namespace {
 

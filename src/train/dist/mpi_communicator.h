@@ -19,6 +19,10 @@ bool mpi_available();
 // Whether the environment says this process is one rank of several (Open MPI's OMPI_COMM_WORLD_SIZE, PMI's PMI_SIZE,
 // Slurm's SLURM_NTASKS under srun) — checked before MPI is initialised, so a plain run never starts it.
 bool launched_as_ranks();
+// This rank's index among the ranks on its node, from the launcher's environment (Open MPI's
+// OMPI_COMM_WORLD_LOCAL_RANK, MPICH's MPI_LOCALRANKID, Slurm's SLURM_LOCALID, PMI_LOCAL_RANK); -1 when none says.
+// A GPU rank trains on the GPU of that index (one GPU a rank, as NCCL needs).
+int local_rank_from_environment();
 // MPI_COMM_WORLD, MPI initialised on the first call (MPI_THREAD_FUNNELED: only the calling thread communicates) and
 // finalised at exit. Error when built without MPI.
 std::unique_ptr<Communicator> mpi_world();

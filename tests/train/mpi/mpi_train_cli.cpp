@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/test_util.h"
+#include "core/device.h"
 #include "train/checkpoint.h"
 #include "train/trainer_test_support.h"
 
@@ -173,6 +174,40 @@ TEST_F(MpiTrain, AHangingRankIsEndedByTheWatchdog) {
   EXPECT_LT(seconds, 30);
   EXPECT_NE(result.err.find("rank 0 of 2 waited"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("NVFP4LM_RANK_TIMEOUT 2 s"), std::string::npos) << result.err;
+}
+
+// The GPU path under the real launcher, on the device this build has (in CI the emulated one, a device per process,
+// with the host-staged transport standing in for NCCL): two GPU ranks follow one GPU's losses to fp32 rounding, the
+// set-up line names the transport, and one GPU resumes their checkpoint.
+TEST_F(MpiTrain, TwoGpuRanksFollowOneGpu) {
+  if (!NVFP4LM_HAS_CUDA) GTEST_SKIP() << "built without CUDA";
+  if (!cuda_is_emulated()) GTEST_SKIP() << "needs a GPU a rank (NCCL); the emulated build runs this";
+  auto gpu_run = [&](const fs::path& run, const std::string& extra) {
+    return "train " + tiny_train_flags(data_, {{"--grad-accum", "2"}, {"--max-steps", "4"}}) +
+           " --device cuda --save-every 2 --output " + quoted(run) + " " + extra;
+  };
+  const fs::path one = dir_ / "gpu-one", two = dir_ / "gpu-two";
+  const CliResult single = run_cli(gpu_run(one, ""), "", "OMP_NUM_THREADS=1");
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  const CliResult ranks = run_shell(mpirun(2) + " " + gpu_run(two, ""));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  EXPECT_NE(
+      ranks.err.find(
+          "gradients reduced onto their owners through host memory, in rank order (the host-staged transport: no NCCL: "
+          "the emulated CUDA device runs on the CPU (NCCL needs GPUs))"),
+      std::string::npos)
+      << ranks.err;
+  const std::vector<double> a = losses_of(two / "metrics.jsonl"), b = losses_of(one / "metrics.jsonl");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4 * b[i]) << "step " << i + 1;
+
+  fs::remove_all(checkpoint_dir(two, 4));
+  const CliResult resumed = run_cli(gpu_run(two, "--resume"), "", "OMP_NUM_THREADS=1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::vector<double> after = losses_of(two / "metrics.jsonl");
+  ASSERT_EQ(after.size(), 4u);  // the records of steps 3 and 4 rewritten by the resumed run
+  for (size_t i = 2; i < 4; ++i) EXPECT_NEAR(after[i], a[i], 1e-4 * a[i]) << "step " << i + 1;
 }
 
 }  // namespace

@@ -270,16 +270,13 @@ void Trainer::apply_nonfinite_policy(StepMetrics& m, const std::string& reason, 
 void Trainer::add_step_calibration(const ActivationCalibration& step) {
   // The largest |x| over every rank's micro-batches and the sum of their tokens: a max and an integer sum, exact
   // whatever the order, so N ranks record what one process records.
-  std::vector<ActivationCalibration> ranks = {step};
-  if (comm_->size() > 1) {
-    ranks.clear();
-    for (const std::string& text : all_gather_strings(*comm_, step.to_json().dump()))
-      ranks.push_back(ActivationCalibration::from_json(json::parse(text), "a rank's activation ranges"));
-  }
-  for (const ActivationCalibration& rank : ranks) {
+  auto add = [&](const ActivationCalibration& rank) {
     for (const auto& [name, amax] : rank.input_amax) calibration_.observe(name, amax);
     calibration_.tokens += rank.tokens;
-  }
+  };
+  if (comm_->size() == 1) return add(step);
+  for (const std::string& text : all_gather_strings(*comm_, step.to_json().dump()))
+    add(ActivationCalibration::from_json(json::parse(text), "a rank's activation ranges"));
 }
 
 // ---- evaluation -----------------------------------------------------------------------------------------------

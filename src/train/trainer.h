@@ -183,11 +183,13 @@ class Trainer {
   // A step with a non-finite loss or gradient: an Error under --nonfinite stop, else a warning (m.skipped when
   // nothing of the step was applied).
   void apply_nonfinite_policy(StepMetrics& m, const std::string& reason, bool partly_applied) const;
-  // N ranks: what data-parallel training needs of the options, and that every rank set up the same run.
+  // --device as this rank opens it: several ranks on `cuda` take one GPU each (their local rank's).
   std::string rank_device() const;
+  // N ranks: what data-parallel training needs of the options, and that every rank set up the same run.
   void check_data_parallel() const;
-  void add_step_calibration(const ActivationCalibration& step);
   void check_ranks_agree() const;
+  // A step's activation ranges (--calibrate-steps) into the run's, merged across the ranks (a collective).
+  void add_step_calibration(const ActivationCalibration& step);
   bool evaluates_at(int64_t step) const;
   nlohmann::json trainer_state() const;
   // N ranks: every rank's optimizer state and peak memory (metrics.h memory_report_json's "ranks"; a collective).

@@ -28,13 +28,13 @@ class HostStaged final : public DeviceCollectives {
     // The whole vector is root's shard: ranks before it own nothing, those after it nothing either.
     std::vector<int64_t> bounds(static_cast<size_t>(comm_->size()) + 1, 0);
     for (size_t r = static_cast<size_t>(root) + 1; r < bounds.size(); ++r) bounds[r] = n;
-    std::vector<float> sum(comm_->rank() == root ? static_cast<size_t>(n) : 0, 0.0f);
-    reduce_scatter_ordered(*comm_, Segments<float>({{host.data<float>(), static_cast<size_t>(n)}}), bounds,
-                           Segments<float>({std::span<float>(sum)}), comm_->size());
-    if (comm_->rank() != root) return;
-    Tensor summed = Tensor::empty(tensor.shape(), DType::F32, Device::cpu());
-    std::copy(sum.begin(), sum.end(), summed.data<float>());
-    tensor.copy_from(summed);
+    const bool is_root = comm_->rank() == root;
+    Tensor sum = is_root ? Tensor::zeros(tensor.shape(), DType::F32, Device::cpu()) : Tensor();
+    reduce_scatter_ordered(
+        *comm_, Segments<float>({{host.data<float>(), static_cast<size_t>(n)}}), bounds,
+        Segments<float>({is_root ? std::span<float>(sum.data<float>(), static_cast<size_t>(n)) : std::span<float>()}),
+        comm_->size());
+    if (is_root) tensor.copy_from(sum);
   }
 
   void broadcast(Tensor& tensor, int root) override {

@@ -137,8 +137,12 @@ double worst_relative(const std::vector<double>& a, const std::vector<double>& b
 
 TEST(DataParallelCuda, TwoGpuRanksTrainAsOneGpuAndOneGpuResumesTheirRun) {
   NVFP4LM_SKIP_WITHOUT_GPU();
-  // A real GPU build would take NCCL, which refuses two ranks on one GPU: this test asks for the stand-in.
-  setenv("NVFP4LM_GPU_TRANSPORT", "host", 1);
+  // A real GPU build would take NCCL, which refuses two ranks on one GPU: this test asks for the stand-in (and
+  // leaves the environment as it found it, whatever fails).
+  struct HostTransport {
+    HostTransport() { setenv("NVFP4LM_GPU_TRANSPORT", "host", 1); }
+    ~HostTransport() { unsetenv("NVFP4LM_GPU_TRANSPORT"); }
+  } host_transport;
   TempDir dir;
   const fs::path data = write_pairs_jsonl(dir.path() / "pairs.jsonl", 16);
   TrainOptions o = tiny_train_options(data, dir.path() / "one");
@@ -179,7 +183,6 @@ TEST(DataParallelCuda, TwoGpuRanksTrainAsOneGpuAndOneGpuResumesTheirRun) {
   const double resumed_losses = worst_relative(resumed[0].losses, {two[0].losses.begin() + 2, two[0].losses.end()});
   std::fprintf(stderr, "[resumed on 1 GPU] losses rel %.3g\n", resumed_losses);
   EXPECT_LE(resumed_losses, bound);
-  unsetenv("NVFP4LM_GPU_TRANSPORT");
 }
 
 }  // namespace

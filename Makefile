@@ -8,7 +8,8 @@ CTEST_ARGS ?=
 # device, docs/cuda-emulation.md), OFF without CUDA: scripts/cuda-mode.sh. Override with CUDA=ON|OFF|EMULATE.
 CUDA ?= $(shell scripts/cuda-mode.sh)
 
-.PHONY: all deps configure build test test-all demo clean deps-fuzz configure-asan build-asan test-asan fuzz
+.PHONY: all deps configure build test test-all demo clean deps-fuzz configure-asan build-asan test-asan fuzz \
+  deps-arm64 configure-arm64 build-arm64 test-arm64 demo-arm64
 
 all: build
 
@@ -69,3 +70,32 @@ fuzz: deps-fuzz
 	cmake -S . -B $(FUZZ_BUILD) $(SANITIZER_CMAKE_ARGS) $(CMAKE_ARGS)
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
 	$(SANITIZER_ENV) tests/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# ---- ARM64 (README "On a DGX Spark / ARM64") ---------------------------------------------------------------------
+# The CPU engine cross-built for AArch64 Linux (cmake/toolchain-aarch64-linux-gnu.cmake: Debian's cross compiler and
+# arm64 libraries through multiarch) and tested on this machine under qemu-user, every test and every nvfp4lm a test
+# starts: the whole default suite, `nvfp4lm demo` included (DemoLearns.*). QEMU_CPU=neoverse-n1 or cortex-a72 runs it
+# on a CPU without I8MM / BF16 or without dotprod too. On an ARM64 machine itself `make demo` and `make test` are the
+# commands (nothing here is needed). ARM64_LAYERS="ops model tokenizer" builds and runs those test folders only
+# (what CI runs).
+ARM64_BUILD ?= build-arm64
+ARM64_LAYERS ?=
+ARM64_CMAKE_ARGS = -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
+  -DNVFP4LM_CUDA=OFF -DNVFP4LM_MPI=OFF -DNVFP4LM_BENCH=OFF "-DNVFP4LM_TEST_LAYERS=$(ARM64_LAYERS)"
+QEMU_AARCH64 = qemu-aarch64-static -L /
+
+deps-arm64:
+	@scripts/setup-deps.sh arm64
+
+configure-arm64: deps-arm64
+	cmake -S . -B $(ARM64_BUILD) $(ARM64_CMAKE_ARGS) $(CMAKE_ARGS)
+
+build-arm64: configure-arm64
+	cmake --build $(ARM64_BUILD) -j$(JOBS)
+
+test-arm64: build-arm64
+	$(QEMU_AARCH64) $(ARM64_BUILD)/nvfp4lm diagnose
+	ctest --test-dir $(ARM64_BUILD) --output-on-failure -j$(JOBS) -LE slow $(CTEST_ARGS)
+
+demo-arm64: build-arm64
+	$(QEMU_AARCH64) $(ARM64_BUILD)/nvfp4lm demo

@@ -11,6 +11,10 @@
 #   scripts/setup-deps.sh        the build and test dependencies
 #   scripts/setup-deps.sh fuzz   those plus clang, its sanitizer/libFuzzer runtimes, LLVM's OpenMP and lld, for the
 #                                sanitizer and fuzzing builds (make test-asan, make fuzz)
+#   scripts/setup-deps.sh arm64  those plus the ARM64 cross build and its emulator (make test-arm64): Debian's
+#                                cross compiler, qemu-user, and the arm64 builds of the libraries, installed beside
+#                                the amd64 ones through multiarch (dpkg --add-architecture arm64). Header-only
+#                                packages (nlohmann-json, CLI11) serve both architectures.
 set -euo pipefail
 
 # OpenBLAS: the OpenMP-threaded build, which shares nvfp4lm's OpenMP thread pool (the default pthreads build's
@@ -25,7 +29,11 @@ packages=(
 case "${1:-}" in
   "") ;;
   fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev lld) ;;
-  *) echo "setup-deps: unknown group '$1' (known: fuzz)" >&2; exit 2 ;;
+  arm64)
+    packages+=(crossbuild-essential-arm64 qemu-user-static
+               libopenblas-openmp-dev:arm64 libpcre2-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+               libboost1.74-dev:arm64) ;;
+  *) echo "setup-deps: unknown group '$1' (known: fuzz, arm64)" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -47,5 +55,9 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
+if [ "${1:-}" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "setup-deps: adding the arm64 architecture (multiarch) for the cross build's libraries"
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

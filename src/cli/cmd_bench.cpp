@@ -1,7 +1,7 @@
 // `nvfp4lm bench <what>`: throughput and memory benchmarks, each printing its numbers next to a ceiling measured in
 // the same run, as a table on stdout and optionally JSON. Subcommands register with BenchRegistration
 // (cli/cli_common.h); this file holds the `bench` command itself and `bench infer`. `bench train` (the training
-// step) is added by its own file, cmd_bench_train.cpp, with `BenchRegistration registration("train", ...)`.
+// step) is added by its own file, cmd_bench_train.cpp, with `BenchRegistration bench_train_registration("train", ...)`.
 //
 // bench infer (--model M | --preset P [--nvfp4]) --prompt-len N --gen G: prefill tok/s, decode tok/s, time to
 // first token, peak memory, and the weight bandwidth a decode step achieves against a copy bandwidth measured in
@@ -169,7 +169,7 @@ BenchRegistration bench_infer(
       return [options] { return run_bench_infer(*options); };
     });
 
-CommandRegistration registration(
+CommandRegistration bench_registration(
     "bench", "Benchmarks: `bench infer` (prefill/decode/memory); see `bench --help`",
     [](CLI::App& app) -> CommandRun {
       app.require_subcommand(1);

@@ -73,7 +73,7 @@ int run_bench_serve(const BenchServeCliOptions& cli) {
   return 0;
 }
 
-BenchRegistration registration(
+BenchRegistration bench_serve_registration(
     "serve", "Load test of the OpenAI server on loopback: batched vs one request at a time",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<BenchServeCliOptions>();

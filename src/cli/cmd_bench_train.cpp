@@ -146,7 +146,7 @@ int run_bench_train(const BenchTrainCliOptions& cli) {
   return 0;
 }
 
-BenchRegistration registration(
+BenchRegistration bench_train_registration(
     "train", "Training step throughput, FLOP/s against a dense GEMM measured in the same run, and memory",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<BenchTrainCliOptions>();

@@ -74,7 +74,7 @@ int run_chat(const ChatCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration chat_registration(
     "chat", "Chat with a model interactively (keeps history; /reset, /system, /exit)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ChatCliOptions>();

@@ -33,7 +33,7 @@ int run_whoami(const WhoamiCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration data_registration(
     "data", "Write training data sets (whoami: teach a model its name)",
     [](CLI::App& app) -> CommandRun {
       app.require_subcommand(1);

@@ -31,7 +31,7 @@ int run_demo_command(const DemoCliOptions& cli) {
   return result.passed() ? 0 : 1;
 }
 
-CommandRegistration registration(
+CommandRegistration demo_registration(
     "demo", "The whole pipeline on bundled data: synthesise, NVFP4-QAT train, export, reload and ask (CPU, minutes)",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<DemoCliOptions>();

@@ -33,7 +33,7 @@ int run_diagnose(const DiagnoseCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration diagnose_registration(
     "diagnose", "Show the build, CPU, GPUs and which compute paths can run here (and why not)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<DiagnoseCliOptions>();

@@ -145,7 +145,7 @@ int run_distill_cache(DistillCacheCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration distill_cache_registration(
     "distill-cache",
     "Precompute a teacher's top-K token log-probabilities over training data, for train --distill-from CACHE",
     [](CLI::App& app) -> CommandRun {

@@ -72,7 +72,7 @@ int run_eval(const EvalCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration eval_registration(
     "eval", "Measure a model on data: loss, perplexity, token accuracy; KL and top-1 agreement vs a reference",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<EvalCliOptions>();

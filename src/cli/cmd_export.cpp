@@ -177,7 +177,7 @@ int run_export(const ExportCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration export_registration(
     "export", "Export a training checkpoint as NVFP4 (ModelOpt safetensors or .dat) or BF16 safetensors",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<ExportCliOptions>();

@@ -297,7 +297,7 @@ int run_generate(const GenerateCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration generate_registration(
     "generate", "Generate one answer to a prompt, streamed, with prefill/decode timing",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<GenerateCliOptions>();

@@ -45,7 +45,7 @@ int run_info(const InfoOptions& options) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration info_registration(
     "info", "Show a model's format, config, tensors, parameter counts and sizes",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<InfoOptions>();

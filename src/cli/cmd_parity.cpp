@@ -92,7 +92,7 @@ int run_parity_command(const ParityCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration parity_registration(
     "parity", "Run the same prompts through every inference path and compare their logits position by position",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ParityCliOptions>();

@@ -138,7 +138,7 @@ int run_quantize(const QuantizeCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration quantize_registration(
     "quantize", "Quantize a BF16/FP16/FP32 model to NVFP4 (.dat, ModelOpt safetensors or GGUF)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<QuantizeCliOptions>();

@@ -40,7 +40,7 @@ int run_serve(ServeCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration serve_registration(
     "serve", "Serve the model over an OpenAI-compatible HTTP API with continuous batching",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<ServeCliOptions>();

@@ -76,7 +76,7 @@ CommandRun setup_stress_kv(CLI::App& app) {
   return [options] { return run_stress_kv_command(*options); };
 }
 
-CommandRegistration registration(
+CommandRegistration stress_registration(
     "stress", "Stress checks: `stress kv` (the KV cache against full forwards); see `stress --help`",
     [](CLI::App& app) -> CommandRun {
       app.require_subcommand(1);

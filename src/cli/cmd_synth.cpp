@@ -61,7 +61,7 @@ int run_synth(const SynthCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration synth_registration(
     "synth", "Write a random-initialised Qwen3 model of any shape (HF safetensors)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<SynthCliOptions>();

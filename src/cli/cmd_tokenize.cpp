@@ -52,7 +52,7 @@ int run_tokenize(const TokenizeOptions& options) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration tokenize_registration(
     "tokenize", "Print the token ids of the text on stdin as JSON",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<TokenizeOptions>();

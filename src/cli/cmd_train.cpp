@@ -91,7 +91,7 @@ int run_train(TrainCliOptions& cli) {
   return 0;
 }
 
-CommandRegistration registration(
+CommandRegistration train_registration(
     "train", "Fine-tune a model with NVFP4 quantization-aware training (or plain fp32/bf16 training)",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<TrainCliOptions>();

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "core/numeric.h"  // NVFP4LM_HD
 
@@ -18,6 +19,13 @@ NVFP4LM_HD uint64_t mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// FNV-1a of a name: how a stream of random numbers is keyed by a tensor's name (synthesised weights, LoRA's A).
+inline uint64_t name_hash(std::string_view name) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return hash;
 }
 
 // Uniform in [0, 1) with 24 bits, from (seed, counter). Same value on host and device.

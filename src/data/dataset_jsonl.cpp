@@ -12,9 +12,9 @@ namespace nvfp4lm::data {
 namespace {
 
 // Ordered: a record's messages and tools reach the chat template with their keys in the file's order.
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 
-std::string key_list(const json& object) {
+std::string key_list(const ordered_json& object) {
   std::string keys;
   size_t shown = 0;
   for (auto it = object.begin(); it != object.end(); ++it, ++shown) {
@@ -29,7 +29,8 @@ std::string key_list(const json& object) {
 }
 
 // The string at object[key]; Error naming `place` when it is missing or not a string.
-std::string string_field(const json& object, const char* key, const std::string& place, const std::string& what) {
+std::string string_field(const ordered_json& object, const char* key, const std::string& place,
+                         const std::string& what) {
   auto it = object.find(key);
   NVFP4LM_CHECK(it != object.end(), "{}: {} has no \"{}\"", place, what, key);
   NVFP4LM_CHECK(it->is_string(), "{}: \"{}\" of {} is {}, expected a string", place, key, what, it->type_name());
@@ -37,7 +38,7 @@ std::string string_field(const json& object, const char* key, const std::string&
 }
 
 // messages (tokenizer/chat_message.h) and the record's tools, both handed to the chat template as they are.
-RawRecord conversation(const json& object, const std::string& place) {
+RawRecord conversation(const ordered_json& object, const std::string& place) {
   RawRecord record;
   record.kind = RecordKind::Chat;
   record.messages = read_chat_messages(object["messages"], place);
@@ -48,7 +49,7 @@ RawRecord conversation(const json& object, const std::string& place) {
   return record;
 }
 
-RawRecord pair(const json& object, const std::string& place) {
+RawRecord pair(const ordered_json& object, const std::string& place) {
   RawRecord record;
   record.kind = RecordKind::Pair;
   record.prompt = string_field(object, "prompt", place, "the object");
@@ -57,7 +58,7 @@ RawRecord pair(const json& object, const std::string& place) {
   return record;
 }
 
-RawRecord record_of(const json& object, const std::string& place) {
+RawRecord record_of(const ordered_json& object, const std::string& place) {
   NVFP4LM_CHECK(object.is_object(),
                 "{}: expected a JSON object ({{\"messages\": [...]}} or {{\"prompt\", "
                 "\"completion\"}}), got {}",
@@ -80,7 +81,7 @@ ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
     OrderedJsonParseResult parsed_array = try_parse_ordered_json(content);
     NVFP4LM_CHECK(parsed_array.ok(), "{}: bad JSON (read as one JSON array because it starts with '['): {}", file,
                   parsed_array.error);
-    const json& array = parsed_array.value;
+    const ordered_json& array = parsed_array.value;
     parsed.numbered_by_entry = true;
     for (size_t i = 0; i < array.size(); ++i) {
       const int64_t entry = static_cast<int64_t>(i) + 1;
@@ -100,7 +101,7 @@ ParsedFile parse_jsonl(std::string_view content, const std::string& file) {
       if (size_t at = problem.find("at line 1, column "); at != std::string::npos) problem.erase(at + 3, 8);
       NVFP4LM_FAIL("{}: bad JSON: {} (each line must be one complete JSON object)", place, problem);
     }
-    const json& object = parsed_line.value;
+    const ordered_json& object = parsed_line.value;
     RawRecord record = record_of(object, place);
     record.line = line.number;
     parsed.records.push_back(std::move(record));

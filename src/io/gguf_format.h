@@ -28,6 +28,10 @@ namespace nvfp4lm::gguf {
 inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 inline constexpr uint32_t kVersion = 3;
 inline constexpr uint64_t kDefaultAlignment = 32;
+// `offset` rounded up to a multiple of `alignment`: where the data section and each tensor start.
+constexpr uint64_t align_up(uint64_t offset, uint64_t alignment) {
+  return (offset + alignment - 1) / alignment * alignment;
+}
 
 enum class ValueType : uint32_t {
   U8 = 0,

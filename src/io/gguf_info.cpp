@@ -8,15 +8,17 @@
 namespace nvfp4lm {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 
 constexpr size_t kArrayPreview = 4;
 
 // Metadata strings are whatever the file holds: invalid UTF-8 is shown as U+FFFD rather than refused.
-std::string dump_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump_text(const ordered_json& value) {
+  return value.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
 
-json value_json(const GgufValue& value) {
-  auto element = [&](size_t i) -> json {
+ordered_json value_json(const GgufValue& value) {
+  auto element = [&](size_t i) -> ordered_json {
     if (value.type == gguf::ValueType::String) return value.strings[i];
     if (value.type == gguf::ValueType::Bool) return value.unsigned_values[i] != 0;
     if (!value.float_values.empty()) return value.float_values[i];
@@ -24,21 +26,21 @@ json value_json(const GgufValue& value) {
     return value.unsigned_values[i];
   };
   if (!value.is_array) return element(0);
-  json preview = json::array();
+  ordered_json preview = ordered_json::array();
   for (size_t i = 0; i < std::min(kArrayPreview, value.size()); ++i) preview.push_back(element(i));
   return {{"array", gguf::value_type_name(value.type)}, {"length", value.size()}, {"first", preview}};
 }
 
 }  // namespace
 
-json gguf_info_json(const GgufFile& file) {
-  json info;
+ordered_json gguf_info_json(const GgufFile& file) {
+  ordered_json info;
   info["path"] = file.origin();
   info["format"] = "gguf";
   info["version"] = file.version();
   info["alignment"] = file.alignment();
   info["file_bytes"] = file.file_bytes();
-  json metadata = json::object();
+  ordered_json metadata = ordered_json::object();
   for (const auto& [key, value] : file.metadata()) {
     // The chat template is long: its length is what a reader needs here.
     if (key == "tokenizer.chat_template" && value.string())
@@ -47,7 +49,7 @@ json gguf_info_json(const GgufFile& file) {
       metadata[key] = value_json(value);
   }
   info["metadata"] = metadata;
-  json tensors = json::array();
+  ordered_json tensors = ordered_json::array();
   std::map<std::string, std::pair<int64_t, uint64_t>> by_type;  // type -> (tensors, bytes)
   int64_t parameters = 0;
   for (const GgufTensorInfo& tensor : file.tensors()) {
@@ -59,14 +61,14 @@ json gguf_info_json(const GgufFile& file) {
     parameters += tensor.shape.numel();
   }
   info["tensors"] = tensors;
-  json totals = json::object();
+  ordered_json totals = ordered_json::object();
   for (const auto& [type, entry] : by_type) totals[type] = {{"tensors", entry.first}, {"bytes", entry.second}};
   info["by_type"] = totals;
   info["parameters"] = parameters;
   return info;
 }
 
-std::string gguf_info_text(const json& info) {
+std::string gguf_info_text(const ordered_json& info) {
   std::string text =
       fmt::format("{}: GGUF v{}, alignment {}, {:.1f} MiB, {} tensors, {} parameters\n",
                   info["path"].get<std::string>(), info["version"].get<int>(), info["alignment"].get<uint64_t>(),

@@ -141,8 +141,6 @@ GgufValue read_value(Cursor& cursor, const std::string& origin, const std::strin
   return value;
 }
 
-uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
-
 }  // namespace
 
 size_t GgufValue::size() const {
@@ -272,7 +270,7 @@ GgufFile GgufFile::parse(const uint8_t* data, uint64_t size, const std::string& 
     file.tensors_.push_back(std::move(tensor));
   }
 
-  const uint64_t data_start = align_up(cursor.position(), file.alignment_);
+  const uint64_t data_start = gguf::align_up(cursor.position(), file.alignment_);
   for (size_t i = 0; i < file.tensors_.size(); ++i) {
     GgufTensorInfo& tensor = file.tensors_[i];
     NVFP4LM_CHECK(data_start <= size && relative_offsets[i] <= size - data_start &&

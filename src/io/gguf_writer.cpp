@@ -9,11 +9,6 @@
 #include "core/mapped_file.h"
 
 namespace nvfp4lm {
-namespace {
-
-uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
-
-}  // namespace
 
 GgufWriter::GgufWriter(uint64_t alignment) : alignment_(alignment) {
   NVFP4LM_ASSERT(alignment > 0 && (alignment & (alignment - 1)) == 0, "GGUF alignment {} is not a power of two",
@@ -129,9 +124,9 @@ void GgufWriter::begin(const fs::path& path, bool overwrite) {
     for (int d = spec.shape.rank() - 1; d >= 0; --d) put_u64(static_cast<uint64_t>(spec.shape[d]));
     put_u32(static_cast<uint32_t>(spec.type));
     put_u64(offset);
-    offset = align_up(offset + tensor_bytes(spec), alignment_);
+    offset = gguf::align_up(offset + tensor_bytes(spec), alignment_);
   }
-  header.resize(align_up(header.size(), alignment_), 0);
+  header.resize(gguf::align_up(header.size(), alignment_), 0);
   data_start_ = header.size();
   out_ = std::make_unique<OutputFile>(path, overwrite);
   out_->write(header.data(), header.size());
@@ -140,7 +135,7 @@ void GgufWriter::begin(const fs::path& path, bool overwrite) {
 void GgufWriter::pad_to_alignment() {
   static const uint8_t zeros[256] = {};
   const uint64_t used = out_->position() - data_start_;
-  out_->write(zeros, align_up(used, alignment_) - used);
+  out_->write(zeros, gguf::align_up(used, alignment_) - used);
 }
 
 void GgufWriter::write(std::string_view name, const void* data, uint64_t bytes) {

@@ -16,12 +16,8 @@
 namespace nvfp4lm::detail {
 namespace {
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 std::string weight_name_of(std::string_view prefix) {
-  return ends_with(prefix, ".weight") ? std::string(prefix) : std::string(prefix) + ".weight";
+  return std::string_view(prefix).ends_with(".weight") ? std::string(prefix) : std::string(prefix) + ".weight";
 }
 
 struct DatWeight {
@@ -38,7 +34,7 @@ class DatModelFiles : public ModelFilesBase {
     const std::string where = file_->path().string();
     std::vector<WeightInfo> found;
     for (const DatEntry& entry : file_->entries()) {
-      if (ends_with(entry.key, ".scale")) {
+      if (std::string_view(entry.key).ends_with(".scale")) {
         const std::string prefix = entry.key.substr(0, entry.key.size() - 6);
         NVFP4LM_CHECK(file_->find(prefix + ".qdata"), "{}: entry {} ('{}') has no matching '{}.qdata'", where,
                       entry.index, entry.key, prefix);
@@ -46,7 +42,7 @@ class DatModelFiles : public ModelFilesBase {
       }
       WeightInfo info;
       DatWeight weight;
-      if (ends_with(entry.key, ".qdata")) {
+      if (std::string_view(entry.key).ends_with(".qdata")) {
         const std::string prefix = entry.key.substr(0, entry.key.size() - 6);
         info.name = weight_name_of(prefix);
         weight = quantized(entry, prefix, where);

@@ -12,10 +12,6 @@
 namespace nvfp4lm::detail {
 namespace {
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 class SafetensorsModelFiles : public ModelFilesBase {
  public:
   explicit SafetensorsModelFiles(const ModelLocation& location)
@@ -37,7 +33,7 @@ class SafetensorsModelFiles : public ModelFilesBase {
       const SafetensorsEntry& entry = *location_of.entry;
       WeightInfo info;
       info.name = name;
-      if (modelopt && ends_with(name, ".weight") && modelopt_is_quantized(set_, name)) {
+      if (modelopt && std::string_view(name).ends_with(".weight") && modelopt_is_quantized(set_, name)) {
         NVFP4LM_CHECK(entry.shape.rank() == 2, "{}: quantized weight '{}' must be [out, in/2], got {}",
                       location_of.file->path().string(), name, entry.shape.str());
         info.nvfp4 = true;
@@ -84,7 +80,7 @@ class SafetensorsModelFiles : public ModelFilesBase {
   // weight_scale / weight_scale_2 / input_scale of a "<prefix>.weight" that is quantized.
   bool is_scale_of_quantized_weight(const std::string& name) const {
     for (std::string_view suffix : {".weight_scale", ".weight_scale_2", ".input_scale"}) {
-      if (!ends_with(name, suffix)) continue;
+      if (!std::string_view(name).ends_with(suffix)) continue;
       const std::string weight = name.substr(0, name.size() - suffix.size()) + ".weight";
       if (set_.contains(weight) && set_.contains(modelopt_names(weight).weight_scale)) return true;
     }

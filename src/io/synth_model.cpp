@@ -17,12 +17,6 @@ namespace {
 constexpr int64_t kChunkElements = int64_t{1} << 22;  // even, so Box-Muller pairs never straddle chunks
 constexpr float kTwoPi = 6.28318530717958647692f;
 
-uint64_t name_hash(const std::string& name) {
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char c : name) hash = (hash ^ c) * 0x100000001b3ull;
-  return hash;
-}
-
 uint64_t stream_key(uint64_t seed, const std::string& name) { return mix64(seed ^ mix64(name_hash(name))); }
 
 // Standard normal for element `index` of a stream: elements 2k and 2k+1 are the cos / sin halves of one

@@ -22,13 +22,6 @@ std::string_view module_of(std::string_view weight_name) {
   return weight_name.substr(0, weight_name.size() - kSuffix.size());
 }
 
-// FNV-1a of the name: each adapter's A draws its own stream from the run's seed.
-uint64_t name_hash(std::string_view name) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
-
 }  // namespace
 
 namespace {

@@ -13,7 +13,6 @@
 #include "model/qwen3_inference.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <initializer_list>
 
@@ -30,8 +29,6 @@
 
 namespace nvfp4lm::detail {
 namespace {
-
-constexpr int64_t kMinRopePositions = 4096;
 
 // y [N, out] = x [N, in] · Wᵀ for a dense or packed NVFP4 weight.
 void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch, LinearRows rows,
@@ -203,8 +200,7 @@ uint64_t lora_work_bytes(const Qwen3Config& config, const LoraAdapterSet& lora, 
 
 void InferenceWorkspace::ensure_rope(const Qwen3Config& config, int64_t positions, Device device) {
   if (rope && rope->max_positions() >= positions) return;
-  const auto size = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max(positions, kMinRopePositions))));
-  rope.emplace(config.head_dim, static_cast<float>(config.rope_theta), size, device);
+  rope.emplace(config.head_dim, static_cast<float>(config.rope_theta), rope_table_positions(positions), device);
 }
 
 InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,

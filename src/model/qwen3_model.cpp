@@ -17,8 +17,6 @@
 namespace nvfp4lm {
 namespace {
 
-DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
-
 // ids / positions / segment ids come from callers that build them from user data: checked, not asserted.
 void check_i32_batch(const Tensor& t, const char* what, int64_t batch, int64_t tokens) {
   NVFP4LM_CHECK(t.defined() && t.dtype() == DType::I32 && t.rank() == 2,

@@ -7,7 +7,6 @@
 // gradient work buffers shared by all blocks; without recompute every trained block's activations, with
 // Recompute::Block one set that each block's forward re-fills right before its backward.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -22,8 +21,6 @@
 namespace nvfp4lm {
 namespace {
 
-constexpr int64_t kMinRopePositions = 4096;
-
 void check_batch_tensor(const Tensor& t, const char* what, int64_t batch, int64_t tokens) {
   NVFP4LM_CHECK(t.dtype() == DType::I32 && t.rank() == 2 && t.dim(0) == batch && t.dim(1) == tokens,
                 "batch {} is {}, expected I32 [{}, {}] like the ids", what, t.str(), batch, tokens);
@@ -33,8 +30,7 @@ void check_batch_tensor(const Tensor& t, const char* what, int64_t batch, int64_
 
 const RopeTable& Qwen3Trainable::rope_for(int64_t max_position) {
   if (!rope_ || rope_->max_positions() <= max_position) {
-    const auto size = std::bit_ceil(static_cast<uint64_t>(std::max(max_position + 1, kMinRopePositions)));
-    rope_.emplace(config_.head_dim, static_cast<float>(config_.rope_theta), static_cast<int64_t>(size),
+    rope_.emplace(config_.head_dim, static_cast<float>(config_.rope_theta), rope_table_positions(max_position + 1),
                   options_.device);
   }
   return *rope_;

@@ -20,8 +20,6 @@ namespace {
 using detail::TrainLayer;
 using detail::TrainTensor;
 
-DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
-
 // A weight's values (NVFP4 dequantized) as an owned F32 / BF16 tensor on `device` (also copied out of the read-only
 // file mapping).
 Tensor master_from(const ModelWeight& weight, DType dtype, Device device) {

@@ -94,6 +94,8 @@ size_t Qwen3Weights::nbytes() const {
   return bytes;
 }
 
+DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
+
 Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype, bool dequantize_nvfp4) {
   const Qwen3Config& config = files.config();
   Qwen3Weights weights;

@@ -36,6 +36,9 @@ struct Qwen3Weights {
   size_t nbytes() const;
 };
 
+// The dtype activations and dense weights take on `device`: fp32 on the CPU (the reference), bf16 on CUDA.
+DType compute_dtype_for(Device device);
+
 // Loads every weight of `files` onto `device`: dense weights converted to `compute_dtype`, NVFP4 kept packed
 // (or, with dequantize_nvfp4, dequantized once into dense `compute_dtype` linears: the cpu/dense and
 // cuda/dense-bf16 paths over the same weights).

@@ -9,6 +9,8 @@
 #include "ops/cpu/kernel_family.h"
 #include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
+#include "ops/cpu/nvfp4_interleaved.h"
+#include "ops/cpu/nvfp4_linear.h"
 
 namespace nvfp4lm {
 
@@ -31,16 +33,18 @@ std::string cpu_blas_threading_warning() {
          "OPENBLAS_NUM_THREADS=1";
 }
 
-const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul) {
-  if (matmul == CpuMatmul::Int8Activations) return cpu::nvfp4_int8_dot_family().chosen().name();
-  return cpu::nvfp4_dot_family().chosen().name();
+std::string cpu_nvfp4_dot_kernel(CpuMatmul matmul) {
+  if (matmul != CpuMatmul::Int8Activations) return cpu::nvfp4_dot_family().chosen().name();
+  if (cpu::int8_decode_interleaves())
+    return std::string(cpu::nvfp4_interleaved_family().chosen().name()) + ", 16-row interleaved";
+  return cpu::nvfp4_int8_dot_family().chosen().name();
 }
 
 const char* cpu_bf16_kernel() { return cpu::bf16_gemm_family().chosen().name(); }
 
 std::string cpu_isa_limit_note() {
   const cpu::IsaLevel limit = cpu::cpu_isa_limit();
-  if (limit == cpu::IsaLevel::Avx512All) return {};
+  if (limit == cpu::IsaLevel::Native) return {};
   return std::string(", capped by NVFP4LM_CPU_ISA=") + cpu::isa_level_name(limit);
 }
 

@@ -19,11 +19,12 @@ const char* cpu_blas_threading();
 // them for the cores (measured 2.7x slower prefill on 2 cores, bench/NOTES.md).
 std::string cpu_blas_threading_warning();
 // The NVFP4 decode kernel variant this CPU runs in that CpuMatmul mode: fp32 activations ("scalar", "avx2+fma",
-// "avx512f"; ops/cpu/nvfp4_dot.h) or, for Int8Activations, int8 ("scalar", "avx2+fma", "avx512vnni+vbmi";
-// ops/cpu/nvfp4_int8_dot.h).
-const char* cpu_nvfp4_dot_kernel(CpuMatmul matmul);
-// The BF16 kernels' variant (the many-row products of cpu/nvfp4-bf16): "avx512bf16", "avx512f", "avx2+fma" or
-// "scalar" (ops/cpu/bf16_gemm.h).
+// "avx512f"; ops/cpu/nvfp4_dot.h) or, for Int8Activations, int8 ("scalar", "avx2+fma", "neon+dotprod", ...;
+// ops/cpu/nvfp4_int8_dot.h), or on weights interleaved 16 rows at a time where that family has a variant for this
+// CPU ("avx512vnni+vbmi, 16-row interleaved", "neon+i8mm, 16-row interleaved"; ops/cpu/nvfp4_interleaved.h).
+std::string cpu_nvfp4_dot_kernel(CpuMatmul matmul);
+// The BF16 kernels' variant (the many-row products of cpu/nvfp4-bf16): "avx512bf16", "avx512f", "avx2+fma",
+// "neon+bf16" or "scalar" (ops/cpu/bf16_gemm.h).
 const char* cpu_bf16_kernel();
 // ", capped by NVFP4LM_CPU_ISA=avx2" when that variable limits the variants (ops/cpu/cpu_features.h), else "".
 std::string cpu_isa_limit_note();

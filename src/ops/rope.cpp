@@ -2,6 +2,8 @@
 // Face's Qwen3RotaryEmbedding does), shape checks, and the device dispatch for ops/rope.h.
 #include "ops/rope.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "ops/cpu/rope.h"
@@ -84,6 +86,11 @@ void rope_with_theta(Tensor& x, const Tensor& positions, float theta, bool inver
 }
 
 }  // namespace
+
+int64_t rope_table_positions(int64_t positions) {
+  constexpr int64_t kMinPositions = 4096;
+  return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max(positions, kMinPositions))));
+}
 
 std::vector<float> rope_inv_freq(int64_t head_dim, float theta) {
   // HF: 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D)), all in fp32.

@@ -38,6 +38,10 @@ class RopeTable {
   Tensor sin_;
 };
 
+// The size of table to build for `positions` positions: a power of two of at least 4096, so that a table grown as
+// sequences lengthen is rebuilt a few times, not once per step.
+int64_t rope_table_positions(int64_t positions);
+
 // inv_freq[i] = 1 / theta^(2i / head_dim), i < head_dim / 2, in fp32 as Hugging Face computes it.
 std::vector<float> rope_inv_freq(int64_t head_dim, float theta);
 

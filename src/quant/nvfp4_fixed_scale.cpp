@@ -11,8 +11,6 @@
 namespace nvfp4lm {
 namespace {
 
-constexpr int64_t kBlock = kNvfp4BlockSize;
-
 // Reads element i of a contiguous F32/BF16/F16 buffer as fp32.
 struct FloatLoader {
   const void* data;
@@ -67,14 +65,14 @@ QuantizationError nvfp4_quantization_error(const Nvfp4Tensor& q, const Tensor& r
   const FloatLoader load{input.raw(), input.dtype()};
   const auto* codes = static_cast<const uint8_t*>(q.codes.raw());
   const auto* scales = static_cast<const uint8_t*>(q.block_scales.raw());
-  const int64_t rows = q.rows, cols = q.cols, col_blocks = cols / kBlock;
+  const int64_t rows = q.rows, cols = q.cols, col_blocks = cols / kNvfp4BlockSize;
   double squared_error = 0, squared_norm = 0;
 #pragma omp parallel for schedule(static) reduction(+ : squared_error, squared_norm)
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < col_blocks; ++b) {
       const float denominator = nvfp4_dequant_scale(scales[r * col_blocks + b], q.tensor_scale);
-      for (int64_t k = 0; k < kBlock; ++k) {
-        const int64_t c = b * kBlock + k;
+      for (int64_t k = 0; k < kNvfp4BlockSize; ++k) {
+        const int64_t c = b * kNvfp4BlockSize + k;
         const uint8_t byte = codes[r * (cols / 2) + c / 2];
         const uint8_t code = (c % 2) ? e2m1_high_code(byte) : e2m1_low_code(byte);
         const double value = nvfp4_decode(code, denominator);

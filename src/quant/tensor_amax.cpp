@@ -17,7 +17,7 @@ namespace nvfp4lm {
 namespace {
 
 // Below this many elements a parallel region costs more than it saves (and small matrices are common in tests).
-constexpr int64_t kParallelElements = int64_t{1} << 15;
+constexpr int64_t kAmaxParallelElements = int64_t{1} << 15;
 
 struct F32Load {
   const float* data;
@@ -43,7 +43,7 @@ float amax_cpu(Load load, const Tensor& input, int64_t rows, int64_t cols, const
 #pragma omp parallel for schedule(static) reduction(max     \
                                                     : amax) \
     reduction(min                                           \
-              : bad_index) if (rows * cols >= kParallelElements)
+              : bad_index) if (rows * cols >= kAmaxParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     float row_amax = 0.0f;
     bool bad = false;

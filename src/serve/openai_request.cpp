@@ -20,7 +20,7 @@ namespace {
 
 // Ordered: messages, tools and schemas keep the key order the client wrote (the template prints tools with tojson,
 // as Python's dicts keep them; a schema's properties come in their declared order).
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStrings = 16;
@@ -30,25 +30,26 @@ constexpr size_t kMaxLogitBias = 1024;  // bounds the per-token work one request
 constexpr double kMaxBias = 100.0;      // OpenAI's range, [-100, 100]
 
 // The value of `key`, or null when absent or JSON null (the clients send null for "not set").
-const json* field(const json& body, const char* key) {
+const ordered_json* field(const ordered_json& body, const char* key) {
   const auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;
   return &*it;
 }
 
-[[noreturn]] void bad_type(const char* key, const char* expected, const json& value) {
+[[noreturn]] void bad_type(const char* key, const char* expected, const ordered_json& value) {
   throw invalid_request(fmt::format("'{}' must be {}, got {}", key, expected, json_excerpt(value, 40)), key);
 }
 
-bool read_bool(const json& body, const char* key, bool fallback) {
-  const json* value = field(body, key);
+bool read_bool(const ordered_json& body, const char* key, bool fallback) {
+  const ordered_json* value = field(body, key);
   if (value == nullptr) return fallback;
   if (!value->is_boolean()) bad_type(key, "true or false", *value);
   return value->get<bool>();
 }
 
-std::optional<double> read_number(const json& body, const char* key, double low, double high, const char* range_text) {
-  const json* value = field(body, key);
+std::optional<double> read_number(const ordered_json& body, const char* key, double low, double high,
+                                  const char* range_text) {
+  const ordered_json* value = field(body, key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_number()) bad_type(key, fmt::format("a number {}", range_text).c_str(), *value);
   const double number = value->get<double>();
@@ -58,8 +59,8 @@ std::optional<double> read_number(const json& body, const char* key, double low,
   return number;
 }
 
-std::optional<int64_t> read_integer(const json& body, const char* key, int64_t low, int64_t high) {
-  const json* value = field(body, key);
+std::optional<int64_t> read_integer(const ordered_json& body, const char* key, int64_t low, int64_t high) {
+  const ordered_json* value = field(body, key);
   if (value == nullptr) return std::nullopt;
   const bool integral = value->is_number_integer() ||
                         (value->is_number_float() && std::trunc(value->get<double>()) == value->get<double>() &&
@@ -80,8 +81,8 @@ void refuse_unless(bool neutral, const char* key, const char* why) {
 }
 
 // messages as tokenizer/chat_message.h reads them (the same reader as training data and generate --prompts).
-std::vector<ChatMessage> read_messages(const json& body) {
-  const json* messages = field(body, "messages");
+std::vector<ChatMessage> read_messages(const ordered_json& body) {
+  const ordered_json* messages = field(body, "messages");
   if (messages == nullptr)
     throw invalid_request("'messages' is required: a list of {role, content} objects", "messages");
   try {
@@ -92,10 +93,10 @@ std::vector<ChatMessage> read_messages(const json& body) {
 }
 
 // prompt: text, token ids, or a list holding one of those.
-void read_prompt(const json& body, CompletionRequest& request) {
-  const json* prompt = field(body, "prompt");
+void read_prompt(const ordered_json& body, CompletionRequest& request) {
+  const ordered_json* prompt = field(body, "prompt");
   if (prompt == nullptr) throw invalid_request("'prompt' is required: a string or a list of token ids", "prompt");
-  const json* single = prompt;
+  const ordered_json* single = prompt;
   if (prompt->is_array() && !prompt->empty() && (prompt->front().is_string() || prompt->front().is_array())) {
     if (prompt->size() != 1)
       throw invalid_request(
@@ -110,7 +111,7 @@ void read_prompt(const json& body, CompletionRequest& request) {
   }
   if (single->is_array()) {
     request.prompt_is_ids = true;
-    for (const json& id : *single) {
+    for (const ordered_json& id : *single) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
         throw invalid_request(fmt::format("'prompt' token ids must be non-negative integers, got {}", json_excerpt(id)),
                               "prompt");
@@ -121,8 +122,8 @@ void read_prompt(const json& body, CompletionRequest& request) {
   bad_type("prompt", "a string or a list of token ids", *prompt);
 }
 
-std::vector<std::string> read_stop(const json& body) {
-  const json* stop = field(body, "stop");
+std::vector<std::string> read_stop(const ordered_json& body) {
+  const ordered_json* stop = field(body, "stop");
   if (stop == nullptr) return {};
   std::vector<std::string> strings;
   if (stop->is_string()) {
@@ -130,7 +131,7 @@ std::vector<std::string> read_stop(const json& body) {
   } else if (stop->is_array()) {
     if (stop->size() > kMaxStopStrings)
       throw invalid_request(fmt::format("'stop' holds {} strings; at most {}", stop->size(), kMaxStopStrings), "stop");
-    for (const json& item : *stop) {
+    for (const ordered_json& item : *stop) {
       if (!item.is_string()) bad_type("stop", "a string or a list of strings", *stop);
       strings.push_back(item.get<std::string>());
     }
@@ -142,7 +143,7 @@ std::vector<std::string> read_stop(const json& body) {
   return strings;
 }
 
-void read_logprobs(const json& body, Endpoint endpoint, CompletionRequest& request) {
+void read_logprobs(const ordered_json& body, Endpoint endpoint, CompletionRequest& request) {
   if (endpoint == Endpoint::Completions) {
     if (const auto top = read_integer(body, "logprobs", 0, kMaxTopLogprobs))
       request.top_logprobs = static_cast<int>(*top);
@@ -155,8 +156,8 @@ void read_logprobs(const json& body, Endpoint endpoint, CompletionRequest& reque
 }
 
 // logit_bias: {"token id": bias, ...}, sorted by id. Ids are checked against the vocabulary in to_sequence_spec.
-std::vector<std::pair<int32_t, float>> read_logit_bias(const json& body) {
-  const json* bias = field(body, "logit_bias");
+std::vector<std::pair<int32_t, float>> read_logit_bias(const ordered_json& body) {
+  const ordered_json* bias = field(body, "logit_bias");
   if (bias == nullptr) return {};
   if (!bias->is_object()) bad_type("logit_bias", "an object mapping token ids to biases from -100 to 100", *bias);
   if (bias->size() > kMaxLogitBias)
@@ -164,7 +165,7 @@ std::vector<std::pair<int32_t, float>> read_logit_bias(const json& body) {
         fmt::format("'logit_bias' has {} entries; at most {} are allowed", bias->size(), kMaxLogitBias), "logit_bias");
   std::vector<std::pair<int32_t, float>> result;
   for (const auto& [key, value] : bias->items()) {
-    const std::string shown = json_excerpt(json(key), 40);
+    const std::string shown = json_excerpt(ordered_json(key), 40);
     // Decimal digits only (no sign, space or exponent), at most what an int32 holds.
     const bool digits = !key.empty() && key.size() <= 10 &&
                         std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -191,7 +192,7 @@ std::vector<std::pair<int32_t, float>> read_logit_bias(const json& body) {
   return result;
 }
 
-void read_unsupported(const json& body, Endpoint endpoint) {
+void read_unsupported(const ordered_json& body, Endpoint endpoint) {
   if (const auto best_of = read_integer(body, "best_of", 1, 128))
     refuse_unless(*best_of == 1, "best_of", "no ranking of choices (n gives several)");
   refuse_unless(!read_bool(body, "echo", false), "echo", "the answer does not repeat the prompt");
@@ -200,12 +201,13 @@ void read_unsupported(const json& body, Endpoint endpoint) {
   refuse_unless(field(body, "functions") == nullptr, "functions", "use 'tools' (the legacy 'functions' is not read)");
   refuse_unless(field(body, "function_call") == nullptr, "function_call",
                 "use 'tool_choice' (the legacy 'function_call' is not read)");
-  if (const json* format = field(body, "response_format"); format != nullptr && endpoint == Endpoint::Completions)
+  if (const ordered_json* format = field(body, "response_format");
+      format != nullptr && endpoint == Endpoint::Completions)
     refuse_unless(format->is_object() && format->value("type", "") == "text", "response_format",
                   "structured answers are for /v1/chat/completions");
   if (endpoint == Endpoint::ChatCompletions) {
-    if (const json* modalities = field(body, "modalities"))
-      refuse_unless(*modalities == json::array({"text"}), "modalities", "text only");
+    if (const ordered_json* modalities = field(body, "modalities"))
+      refuse_unless(*modalities == ordered_json::array({"text"}), "modalities", "text only");
   }
 }
 
@@ -214,8 +216,8 @@ void read_unsupported(const json& body, Endpoint endpoint) {
 // tool_choice "none": the tools are still rendered into the prompt and the answer is never read for calls (vLLM's
 // default): the prompt stays the one the conversation's earlier turns were rendered with, and a `<tool_call>` the
 // model writes anyway is plain content, so the answer never carries tool_calls, as OpenAI promises for "none".
-void read_tools(const json& body, CompletionRequest& request) {
-  const json* tools = field(body, "tools");
+void read_tools(const ordered_json& body, CompletionRequest& request) {
+  const ordered_json* tools = field(body, "tools");
   if (tools != nullptr && !(tools->is_array() && tools->empty())) {
     try {
       check_chat_tools(*tools);
@@ -223,10 +225,10 @@ void read_tools(const json& body, CompletionRequest& request) {
       throw invalid_request(e.what(), e.path());
     }
     request.tools = *tools;
-    for (const json& tool : *tools) request.tool_names.push_back(tool["function"]["name"].get<std::string>());
+    for (const ordered_json& tool : *tools) request.tool_names.push_back(tool["function"]["name"].get<std::string>());
   }
   request.parallel_tool_calls = read_bool(body, "parallel_tool_calls", true);
-  const json* choice = field(body, "tool_choice");
+  const ordered_json* choice = field(body, "tool_choice");
   const bool has_tools = !request.tool_names.empty();
   request.tool_choice = has_tools ? ToolChoice::Auto : ToolChoice::None;
   if (choice == nullptr) return;
@@ -247,8 +249,8 @@ void read_tools(const json& body, CompletionRequest& request) {
     }
     return;
   }
-  const json* function = choice->is_object() ? field(*choice, "function") : nullptr;
-  const json* name = function != nullptr && function->is_object() ? field(*function, "name") : nullptr;
+  const ordered_json* function = choice->is_object() ? field(*choice, "function") : nullptr;
+  const ordered_json* name = function != nullptr && function->is_object() ? field(*function, "name") : nullptr;
   if (name == nullptr || !name->is_string() || choice->value("type", "function") != "function")
     throw invalid_request(fmt::format("'tool_choice' must be {}, got {}", kChoices, json_excerpt(*choice, 40)),
                           "tool_choice");
@@ -270,11 +272,11 @@ bool valid_schema_name(const std::string& name) {
 
 // response_format: null / "text" (no constraint), "json_object", or "json_schema" with its schema compiled here, once
 // per request (the n choices share the grammar).
-std::shared_ptr<const constrain::Grammar> read_response_format(const json& body) {
-  const json* format = field(body, "response_format");
+std::shared_ptr<const constrain::Grammar> read_response_format(const ordered_json& body) {
+  const ordered_json* format = field(body, "response_format");
   if (format == nullptr) return nullptr;
   if (!format->is_object()) bad_type("response_format", "an object such as {\"type\": \"json_object\"}", *format);
-  const json* type = field(*format, "type");
+  const ordered_json* type = field(*format, "type");
   if (type == nullptr || !type->is_string())
     throw invalid_request("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"",
                           "response_format.type");
@@ -285,20 +287,20 @@ std::shared_ptr<const constrain::Grammar> read_response_format(const json& body)
     throw invalid_request(fmt::format("'response_format.type' is {}: use \"text\", \"json_object\" or \"json_schema\"",
                                       json_excerpt(*type, 40)),
                           "response_format.type");
-  const json* spec = field(*format, "json_schema");
+  const ordered_json* spec = field(*format, "json_schema");
   if (spec == nullptr || !spec->is_object())
     throw invalid_request(
         "'response_format.json_schema' is required with type json_schema: an object with name and "
         "schema",
         "response_format.json_schema");
-  const json* schema_name = field(*spec, "name");
+  const ordered_json* schema_name = field(*spec, "name");
   if (schema_name == nullptr || !schema_name->is_string() || !valid_schema_name(schema_name->get<std::string>()))
     throw invalid_request("'response_format.json_schema.name' must be 1 to 64 letters, digits, '_' or '-'",
                           "response_format.json_schema.name");
   read_bool(*spec, "strict", false);  // type-checked only: the schema is always enforced
-  const json* schema = field(*spec, "schema");
+  const ordered_json* schema = field(*spec, "schema");
   try {
-    return constrain::json_schema_grammar(schema == nullptr ? json(true) : *schema);
+    return constrain::json_schema_grammar(schema == nullptr ? ordered_json(true) : *schema);
   } catch (const Error& e) {
     throw invalid_request(fmt::format("'response_format.json_schema.schema' cannot be used: {}", e.what()),
                           "response_format.json_schema.schema");
@@ -329,7 +331,8 @@ const char* endpoint_path(Endpoint endpoint) {
   return endpoint == Endpoint::ChatCompletions ? "/v1/chat/completions" : "/v1/completions";
 }
 
-CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, const RequestDefaults& defaults) {
+CompletionRequest parse_completion_request(const ordered_json& body, Endpoint endpoint,
+                                           const RequestDefaults& defaults) {
   if (!body.is_object())
     throw invalid_request(fmt::format("the request body must be a JSON object, got {}", json_excerpt(body, 40)));
   CompletionRequest request;
@@ -337,7 +340,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   for (const auto& [key, value] : body.items())
     if (!known_field(endpoint, key)) request.ignored.push_back(key);
 
-  if (const json* model = field(body, "model")) {
+  if (const ordered_json* model = field(body, "model")) {
     if (!model->is_string()) bad_type("model", "a string", *model);
     request.model = model->get<std::string>();
   }
@@ -347,7 +350,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     read_prompt(body, request);
   }
   request.stream = read_bool(body, "stream", false);
-  if (const json* options = field(body, "stream_options")) {
+  if (const ordered_json* options = field(body, "stream_options")) {
     if (!options->is_object()) bad_type("stream_options", "an object", *options);
     if (!request.stream)
       throw invalid_request("'stream_options' is only allowed with 'stream': true", "stream_options");
@@ -385,7 +388,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   if (const auto n = read_integer(body, "n", 1, kMaxChoices)) request.n = static_cast<int>(*n);
   read_unsupported(body, endpoint);
   if (endpoint == Endpoint::ChatCompletions) {
-    if (const json* kwargs = field(body, "chat_template_kwargs")) {
+    if (const ordered_json* kwargs = field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) bad_type("chat_template_kwargs", "an object", *kwargs);
       if (kwargs->contains("enable_thinking")) request.enable_thinking = read_bool(*kwargs, "enable_thinking", true);
       request.chat_template_kwargs = *kwargs;

@@ -3,17 +3,13 @@
 
 #include <algorithm>
 
+#include "serve/partial_tag.h"
+
 namespace nvfp4lm::serve {
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
-
-size_t partial_tag(std::string_view text, std::string_view tag) {
-  for (size_t length = std::min(text.size(), tag.size() - 1); length > 0; --length)
-    if (text.substr(text.size() - length) == tag.substr(0, length)) return length;
-  return 0;
-}
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
 
 size_t trailing_newlines(std::string_view text, size_t end) {
   size_t start = end;
@@ -30,12 +26,12 @@ ReasoningOutput ReasoningParser::feed(std::string_view text) {
   pending_ += text;
   while (!pending_.empty()) {
     if (state_ == State::Start) {
-      if (pending_.starts_with(kOpen)) {
-        pending_.erase(0, kOpen.size());
+      if (pending_.starts_with(kThinkOpen)) {
+        pending_.erase(0, kThinkOpen.size());
         state_ = State::Reasoning;
         continue;
       }
-      if (kOpen.starts_with(pending_)) break;  // may still become "<think>"
+      if (kThinkOpen.starts_with(pending_)) break;  // may still become "<think>"
       state_ = State::Content;
       continue;
     }
@@ -45,14 +41,14 @@ ReasoningOutput ReasoningParser::feed(std::string_view text) {
         if (pending_.empty()) break;
         reasoning_started_ = true;
       }
-      const size_t close = pending_.find(kClose);
+      const size_t close = pending_.find(kThinkClose);
       if (close != std::string::npos) {
         out.reasoning += pending_.substr(0, close - trailing_newlines(pending_, close));
-        pending_.erase(0, close + kClose.size());
+        pending_.erase(0, close + kThinkClose.size());
         state_ = State::AfterReasoning;
         continue;
       }
-      const size_t partial = partial_tag(pending_, kClose);
+      const size_t partial = partial_tag(pending_, kThinkClose);
       const size_t keep_from = pending_.size() - partial - trailing_newlines(pending_, pending_.size() - partial);
       out.reasoning += pending_.substr(0, keep_from);
       pending_.erase(0, keep_from);

@@ -4,21 +4,15 @@
 #include <algorithm>
 
 #include "core/json_text.h"
+#include "serve/partial_tag.h"
 
 namespace nvfp4lm::serve {
 namespace {
 
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kToolCallOpen = "<tool_call>";
+constexpr std::string_view kToolCallClose = "</tool_call>";
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-// The length of the longest suffix of `text` that is a proper prefix of `tag` (text that may still become the tag).
-size_t partial_tag(std::string_view text, std::string_view tag) {
-  for (size_t length = std::min(text.size(), tag.size() - 1); length > 0; --length)
-    if (text.substr(text.size() - length) == tag.substr(0, length)) return length;
-  return 0;
-}
 
 size_t skip_space(std::string_view text, size_t at) {
   while (at < text.size() && is_space(text[at])) ++at;
@@ -111,7 +105,7 @@ void ToolCallParser::emit_text(std::string text, ToolCallOutput& out) {
 void ToolCallParser::close_block(const std::string& body, ToolCallOutput& out) {
   ToolCall call;
   if (!parse_tool_call_body(body, tool_names_, call)) {
-    emit_text(held_space_ + std::string(kOpen) + body + std::string(kClose), out);
+    emit_text(held_space_ + std::string(kToolCallOpen) + body + std::string(kToolCallClose), out);
   } else {
     if (calls_ < max_calls_) out.calls.push_back(std::move(call));
     ++calls_;
@@ -125,26 +119,26 @@ ToolCallOutput ToolCallParser::feed(std::string_view text) {
   pending_ += text;
   while (true) {
     if (in_block_) {
-      const size_t close = pending_.find(kClose);
+      const size_t close = pending_.find(kToolCallClose);
       if (close == std::string::npos) break;
       const std::string body = pending_.substr(0, close);
-      pending_.erase(0, close + kClose.size());
+      pending_.erase(0, close + kToolCallClose.size());
       in_block_ = false;
       close_block(body, out);
       continue;
     }
-    const size_t open = pending_.find(kOpen);
+    const size_t open = pending_.find(kToolCallOpen);
     if (open != std::string::npos) {
       size_t content_end = open;
       while (content_end > 0 && is_space(pending_[content_end - 1])) --content_end;
       emit_text(pending_.substr(0, content_end), out);
       held_space_ = pending_.substr(content_end, open - content_end);
-      pending_.erase(0, open + kOpen.size());
+      pending_.erase(0, open + kToolCallOpen.size());
       in_block_ = true;
       continue;
     }
     // Hold back what may still open a block: a partial tag and the whitespace before it.
-    size_t keep_from = pending_.size() - partial_tag(pending_, kOpen);
+    size_t keep_from = pending_.size() - partial_tag(pending_, kToolCallOpen);
     while (keep_from > 0 && is_space(pending_[keep_from - 1])) --keep_from;
     emit_text(pending_.substr(0, keep_from), out);
     pending_.erase(0, keep_from);
@@ -156,7 +150,7 @@ ToolCallOutput ToolCallParser::feed(std::string_view text) {
 ToolCallOutput ToolCallParser::finish() {
   ToolCallOutput out;
   if (in_block_) {
-    emit_text(held_space_ + std::string(kOpen) + pending_, out);
+    emit_text(held_space_ + std::string(kToolCallOpen) + pending_, out);
     in_block_ = false;
   } else {
     emit_text(pending_, out);

@@ -9,7 +9,7 @@
 namespace nvfp4lm {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 using ordered_json = nlohmann::ordered_json;
 
 [[noreturn]] void fail(std::string_view place, const std::string& path, const std::string& what) {
@@ -17,10 +17,10 @@ using ordered_json = nlohmann::ordered_json;
                          path);
 }
 
-const char* kind(const json& value) { return value.type_name(); }
+const char* kind(const ordered_json& value) { return value.type_name(); }
 
 // content: a string, a list of text parts (joined), or null / absent when `optional`.
-std::string read_content(const json& message, std::string_view place, const std::string& path, bool optional) {
+std::string read_content(const ordered_json& message, std::string_view place, const std::string& path, bool optional) {
   const auto it = message.find("content");
   if (it == message.end() || it->is_null()) {
     if (optional) return {};
@@ -31,9 +31,9 @@ std::string read_content(const json& message, std::string_view place, const std:
     fail(place, path + ".content", fmt::format("is {}, expected a string or a list of text parts", kind(*it)));
   std::string text;
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& part = (*it)[i];
-    const bool text_part = part.is_object() && part.value("type", json()).is_string() && part["type"] == "text" &&
-                           part.contains("text") && part["text"].is_string();
+    const ordered_json& part = (*it)[i];
+    const bool text_part = part.is_object() && part.value("type", ordered_json()).is_string() &&
+                           part["type"] == "text" && part.contains("text") && part["text"].is_string();
     if (!text_part) {
       const std::string type = part.is_object() && part.contains("type") ? json_excerpt(part["type"], 40) : "untyped";
       fail(place, fmt::format("{}.content[{}]", path, i),
@@ -46,14 +46,16 @@ std::string read_content(const json& message, std::string_view place, const std:
   return text;
 }
 
-void check_string(const json& object, const char* key, std::string_view place, const std::string& path, bool nullable) {
+void check_string(const ordered_json& object, const char* key, std::string_view place, const std::string& path,
+                  bool nullable) {
   const auto it = object.find(key);
   if (it == object.end() || (nullable && it->is_null())) return;
   if (!it->is_string()) fail(place, path + "." + key, fmt::format("is {}, expected a string", kind(*it)));
 }
 
 // object["function"], an object with a non-empty string "name" (a tool call's or a tool's); `keys` says what it holds.
-const json& named_function(const json& object, std::string_view place, const std::string& at, const char* keys) {
+const ordered_json& named_function(const ordered_json& object, std::string_view place, const std::string& at,
+                                   const char* keys) {
   const auto function = object.find("function");
   if (function == object.end() || !function->is_object())
     fail(place, at + ".function", fmt::format("is missing or not an object with {}", keys));
@@ -63,17 +65,17 @@ const json& named_function(const json& object, std::string_view place, const std
   return *function;
 }
 
-void check_tool_calls(const json& calls, std::string_view place, const std::string& path) {
+void check_tool_calls(const ordered_json& calls, std::string_view place, const std::string& path) {
   if (!calls.is_array()) fail(place, path, fmt::format("is {}, expected a list of tool calls", kind(calls)));
   for (size_t i = 0; i < calls.size(); ++i) {
     const std::string at = fmt::format("{}[{}]", path, i);
-    const json& call = calls[i];
+    const ordered_json& call = calls[i];
     if (!call.is_object())
       fail(place, at, fmt::format("is {}, expected {{\"function\": {{\"name\", \"arguments\"}}}}", kind(call)));
     check_string(call, "id", place, at, false);
     if (call.contains("type") && call["type"] != "function")
       fail(place, at + ".type", fmt::format("is {}, expected \"function\"", json_excerpt(call["type"], 40)));
-    const json& function = named_function(call, place, at, "\"name\" and \"arguments\"");
+    const ordered_json& function = named_function(call, place, at, "\"name\" and \"arguments\"");
     const auto arguments = function.find("arguments");
     if (arguments != function.end() && !arguments->is_string() && !arguments->is_object())
       fail(place, at + ".function.arguments", fmt::format("is {}, expected JSON text or an object", kind(*arguments)));
@@ -99,7 +101,7 @@ ordered_json ChatMessage::to_json() const {
   return message;
 }
 
-std::vector<ChatMessage> read_chat_messages(const json& messages, std::string_view place) {
+std::vector<ChatMessage> read_chat_messages(const ordered_json& messages, std::string_view place) {
   if (!messages.is_array() || messages.empty())
     fail(place, "messages",
          fmt::format("is {}, expected a non-empty list of {{\"role\", \"content\"}} objects",
@@ -107,7 +109,7 @@ std::vector<ChatMessage> read_chat_messages(const json& messages, std::string_vi
   std::vector<ChatMessage> result;
   result.reserve(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
-    const json& message = messages[i];
+    const ordered_json& message = messages[i];
     const std::string path = fmt::format("messages[{}]", i);
     if (!message.is_object())
       fail(place, path, fmt::format("is {}, expected an object with \"role\" and \"content\"", kind(message)));
@@ -140,14 +142,14 @@ std::vector<ChatMessage> read_chat_messages(const json& messages, std::string_vi
   return result;
 }
 
-void check_chat_tools(const json& tools, std::string_view place) {
+void check_chat_tools(const ordered_json& tools, std::string_view place) {
   if (!tools.is_array()) fail(place, "tools", fmt::format("is {}, expected a list of functions", kind(tools)));
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string at = fmt::format("tools[{}]", i);
-    const json& tool = tools[i];
-    if (!tool.is_object() || tool.value("type", json("function")) != "function")
+    const ordered_json& tool = tools[i];
+    if (!tool.is_object() || tool.value("type", ordered_json("function")) != "function")
       fail(place, at, "is not a {\"type\": \"function\", \"function\": {...}} object");
-    const json& function = named_function(tool, place, at, "\"name\", \"description\", \"parameters\"");
+    const ordered_json& function = named_function(tool, place, at, "\"name\", \"description\", \"parameters\"");
     check_string(function, "description", place, at + ".function", false);
     if (function.contains("parameters") && !function["parameters"].is_object())
       fail(place, at + ".function.parameters", "is not a JSON Schema object");

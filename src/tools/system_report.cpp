@@ -7,8 +7,12 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/memory.h"
@@ -22,7 +26,7 @@ namespace nvfp4lm {
 namespace {
 
 // The value of the first "key : value" line of /proc/cpuinfo (or "" when absent).
-std::string cpuinfo_field(const std::string& key) {
+[[maybe_unused]] std::string cpuinfo_field(const std::string& key) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
@@ -108,6 +112,44 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
 
 }  // namespace
 
+std::string arm_cpu_model(std::istream& in) {
+  struct Part {
+    unsigned implementer, part;
+    const char* name;
+  };
+  static constexpr Part kParts[] = {
+      {0x41, 0xd03, "Cortex-A53"},    {0x41, 0xd05, "Cortex-A55"},  {0x41, 0xd07, "Cortex-A57"},
+      {0x41, 0xd08, "Cortex-A72"},    {0x41, 0xd0b, "Cortex-A76"},  {0x41, 0xd0c, "Neoverse N1"},
+      {0x41, 0xd40, "Neoverse V1"},   {0x41, 0xd41, "Cortex-A78"},  {0x41, 0xd44, "Cortex-X1"},
+      {0x41, 0xd47, "Cortex-A710"},   {0x41, 0xd48, "Cortex-X2"},   {0x41, 0xd49, "Neoverse N2"},
+      {0x41, 0xd4f, "Neoverse V2"},   {0x41, 0xd80, "Cortex-A520"}, {0x41, 0xd81, "Cortex-A720"},
+      {0x41, 0xd82, "Cortex-X4"},     {0x41, 0xd84, "Neoverse V3"}, {0x41, 0xd85, "Cortex-X925"},
+      {0x41, 0xd87, "Cortex-A725"},   {0x41, 0xd8e, "Neoverse N3"}, {0xc0, 0xac3, "AmpereOne"},
+      {0x4e, 0x004, "NVIDIA Carmel"}, {0x61, 0x022, "Apple M1"},    {0x61, 0x023, "Apple M1"},
+  };
+  std::string line;
+  unsigned implementer = 0;
+  std::vector<std::pair<std::string, int>> cores;  // design, count, in order of first appearance
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const unsigned value = static_cast<unsigned>(std::strtoul(line.c_str() + colon + 1, nullptr, 0));
+    if (line.rfind("CPU implementer", 0) == 0) implementer = value;
+    if (line.rfind("CPU part", 0) != 0) continue;
+    std::string name = fmt::format("implementer {:#x} part {:#x}", implementer, value);
+    for (const Part& part : kParts)
+      if (part.implementer == implementer && part.part == value) name = part.name;
+    auto it = std::find_if(cores.begin(), cores.end(), [&](const auto& core) { return core.first == name; });
+    if (it == cores.end())
+      cores.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  std::string text;
+  for (const auto& [name, count] : cores) text += fmt::format("{}{} x{}", text.empty() ? "" : " + ", name, count);
+  return text;
+}
+
 SystemReport collect_system_report() {
   SystemReport report;
   report.version = NVFP4LM_VERSION;
@@ -119,8 +161,14 @@ SystemReport collect_system_report() {
 #else
   report.compiler = "unknown";
 #endif
+#if defined(__aarch64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  report.cpu_model = arm_cpu_model(cpuinfo);
+  if (report.cpu_model.empty()) report.cpu_model = "unknown AArch64 CPU";
+#else
   report.cpu_model = cpuinfo_field("model name");
   if (report.cpu_model.empty()) report.cpu_model = "unknown";
+#endif
   report.cpu_features = cpu_kernel_features();  // the one probe the kernels use (ops/cpu_backend.h)
   if (report.cpu_features.empty()) report.cpu_features = "none the kernels use";
   report.cpu_kernels = cpu_kernel_variants();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -49,6 +50,12 @@ struct SystemReport {
   std::string gpu_unavailable;  // why there are no GPUs ("not built with CUDA", the driver's reason)
   std::vector<ComputePathStatus> compute_paths;
 };
+
+// AArch64 Linux names no model in /proc/cpuinfo: each core's "CPU implementer" and "CPU part" (its MIDR) say which
+// design it is. The cores of `cpuinfo` (/proc/cpuinfo's text) by design and count, in order of appearance
+// ("Cortex-X925 x10 + Cortex-A725 x10" on a DGX Spark's GB10), or "" when it has no such lines (qemu-user shows the
+// host's /proc/cpuinfo).
+std::string arm_cpu_model(std::istream& cpuinfo);
 
 SystemReport collect_system_report();
 nlohmann::json system_report_json(const SystemReport& report);

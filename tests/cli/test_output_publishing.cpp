@@ -100,7 +100,7 @@ class Launch {
   }
 
   void start(const std::vector<std::string>& args, Limits limits = {}) {
-    std::vector<std::string> words = {NVFP4LM_BINARY_PATH};
+    std::vector<std::string> words = nvfp4lm_argv();
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& word : words) argv.push_back(word.data());
@@ -127,7 +127,7 @@ class Launch {
         const rlimit limit{limits.file_size_limit, limits.file_size_limit};
         if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(126);
       }
-      ::execv(argv[0], argv.data());
+      ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
     children_.push_back({pid, err});

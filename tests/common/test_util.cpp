@@ -125,6 +125,20 @@ std::string read_file(const fs::path& path) {
   return buffer.str();
 }
 
+std::vector<std::string> nvfp4lm_argv() {
+  std::vector<std::string> words;
+  std::istringstream emulator(NVFP4LM_TEST_EMULATOR);  // space-separated words, "" without an emulator
+  for (std::string word; emulator >> word;) words.push_back(word);
+  words.push_back(NVFP4LM_BINARY_PATH);
+  return words;
+}
+
+std::string nvfp4lm_command() {
+  std::string command;
+  for (const std::string& word : nvfp4lm_argv()) command += (command.empty() ? "" : " ") + shell_quoted(word);
+  return command;
+}
+
 CliResult run_cli(const std::string& args, const std::string& stdin_text, const std::string& environment,
                   const fs::path& working_directory) {
   static std::atomic<int> counter{0};
@@ -134,8 +148,8 @@ CliResult run_cli(const std::string& args, const std::string& stdin_text, const 
   fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
   write_file(in, stdin_text);
   std::string command = (working_directory.empty() ? std::string() : "cd '" + working_directory.string() + "' && ") +
-                        (environment.empty() ? std::string() : "env " + environment + " ") + "'" + NVFP4LM_BINARY_PATH +
-                        "' " + args + " <'" + in.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
+                        (environment.empty() ? std::string() : "env " + environment + " ") + nvfp4lm_command() + " " +
+                        args + " <'" + in.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(command.c_str());
   CliResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -105,6 +105,12 @@ inline std::string shell_quoted(const std::string& text) {
   return word;
 }
 
+// The words that start the nvfp4lm executable: its path, after the emulator of a cross build (CMake's
+// CMAKE_CROSSCOMPILING_EMULATOR, e.g. qemu-aarch64 for an ARM64 build tested on amd64; NVFP4LM_TEST_EMULATOR) when
+// there is one. nvfp4lm_command() is the same as shell words. Every test that starts the executable starts it so.
+std::vector<std::string> nvfp4lm_argv();
+std::string nvfp4lm_command();
+
 // Runs the nvfp4lm executable with `args` (a shell-quoted argument string), optional stdin text.
 struct CliResult {
   int exit_code = -1;

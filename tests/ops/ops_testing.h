@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "core/numeric.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "ops/cpu/cpu_features.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm::test {
@@ -91,6 +93,17 @@ inline Nvfp4Tensor random_nvfp4_bytes(int64_t out, int64_t in, Rng& rng, float t
     scales[i] = s;
   }
   return w;
+}
+
+// The AArch64 variants of the integer dot kernels (ops/cpu/arm/kernels.h) do the portable variant's fp32 operations
+// in its order: their outputs are its outputs bit for bit (compared as bits: -0 and NaN payloads too).
+inline bool sums_in_the_portable_order(const cpu::CpuIsa& isa) { return isa.needs.has(cpu::CpuFeature::Asimd); }
+inline void expect_same_bits(const std::vector<float>& actual, const std::vector<float>& portable, const char* variant,
+                             const std::string& where) {
+  ASSERT_EQ(actual.size(), portable.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_EQ(float_bits(actual[i]), float_bits(portable[i]))
+        << variant << " " << where << " output " << i << ": " << actual[i] << " vs the portable " << portable[i];
 }
 
 // A dot-rows kernel (nvfp4_dot_rows and its int8 twins) over weight rows [first, last): run(first, last) returns the

@@ -1,6 +1,7 @@
 // ops/cpu/int8_weight_dot.h: the weight quantizer against its definition, and every variant this CPU can run (scalar
 // always) against the header's formula summed in double and against the fp32 product x · wᵀ within the stated bound;
 // 1..8 rows, partial pairs of chunks, sub-ranges of rows, zero and non-finite blocks.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -143,6 +144,24 @@ TEST(Int8WeightDot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product
       }
     }
   }
+}
+
+// The AArch64 variants sum as the portable one does (ops/cpu/arm/int8_weight_dot.cpp): equal bit for bit.
+TEST(Int8WeightDot, TheAArch64VariantsEqualThePortableOneBitForBit) {
+  const Variant& portable = cpu::int8_weight_dot_family().variant(cpu::kScalarIsa);
+  int compared = 0;
+  uint64_t seed = 90;
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{7, 16}, {9, 400}, {5, 384}, {33, 2560}})
+    for (int64_t n = 1; n <= 8; ++n) {
+      const Case c = random_case(out, in, n, ++seed);
+      const std::vector<float> expected = run(portable, c, 0, out);
+      for (const Variant* variant : cpu::int8_weight_dot_family().runnable()) {
+        if (!sums_in_the_portable_order(*variant->isa)) continue;
+        expect_same_bits(run(*variant, c, 0, out), expected, variant->name(), fmt::format("[{}, {}] n={}", out, in, n));
+        ++compared;
+      }
+    }
+  if (compared == 0) GTEST_SKIP() << "no AArch64 variant runs on this CPU";
 }
 
 TEST(Int8WeightDot, WritesOnlyTheRequestedRowsAndRepeatsBitForBit) {

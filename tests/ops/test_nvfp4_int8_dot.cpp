@@ -3,6 +3,7 @@
 // rounding), and against the fp32 product x · deq(w)ᵀ within the stated bound of the activations' rounding; for 1..8
 // rows, partial last chunks (odd block counts, fewer than 128 columns), sub-ranges of weight rows, every code
 // including -0, negative and subnormal block scales, and non-finite activations.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -160,6 +161,25 @@ TEST(Nvfp4Int8Dot, EveryVariantComputesTheFormulaWithinTheBoundOfTheFp32Product)
       }
     }
   }
+}
+
+// The AArch64 variants sum as the portable one does (ops/cpu/arm/nvfp4_int8_dot.cpp): equal bit for bit, over the
+// shapes above (partial chunks, every code and scale byte) and 1..8 rows.
+TEST(Nvfp4Int8Dot, TheAArch64VariantsEqualThePortableOneBitForBit) {
+  const Variant& portable = cpu::nvfp4_int8_dot_family().variant(cpu::kScalarIsa);
+  int compared = 0;
+  uint64_t seed = 70;
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{7, 16}, {37, 48}, {5, 384}, {9, 400}, {64, 2560}})
+    for (int64_t n = 1; n <= 8; ++n) {
+      const Case c = random_case(out, in, n, ++seed, n % 2 ? 1.0f : 3.1e-4f);
+      const std::vector<float> expected = run(portable, c, 0, out);
+      for (const Variant* variant : cpu::nvfp4_int8_dot_family().runnable()) {
+        if (!sums_in_the_portable_order(*variant->isa)) continue;
+        expect_same_bits(run(*variant, c, 0, out), expected, variant->name(), fmt::format("[{}, {}] n={}", out, in, n));
+        ++compared;
+      }
+    }
+  if (compared == 0) GTEST_SKIP() << "no AArch64 variant runs on this CPU";
 }
 
 TEST(Nvfp4Int8Dot, WritesOnlyTheRequestedWeightRowsAndRepeatsBitForBit) {

@@ -313,7 +313,8 @@ bool eventually(Condition condition, double seconds = 10) {
 class ServeProcess {
  public:
   explicit ServeProcess(const std::vector<std::string>& args) : log_(log_dir_ / "serve.log") {
-    std::vector<std::string> argv_text = {NVFP4LM_BINARY_PATH, "serve", "--port", "0"};
+    std::vector<std::string> argv_text = nvfp4lm_argv();
+    for (const char* word : {"serve", "--port", "0"}) argv_text.push_back(word);
     argv_text.insert(argv_text.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& arg : argv_text) argv.push_back(arg.data());
@@ -322,7 +323,7 @@ class ServeProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    spawned_ = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) == 0;
+    spawned_ = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ) == 0;
     posix_spawn_file_actions_destroy(&actions);
   }
   ~ServeProcess() {

@@ -11,12 +11,6 @@
 namespace nvfp4lm::constrain {
 namespace {
 
-constexpr int32_t kUnbounded = std::numeric_limits<int32_t>::max();
-
-int32_t add_saturating(int32_t a, int32_t b) {
-  return (a == kUnbounded || b == kUnbounded || a > kUnbounded - b) ? kUnbounded : a + b;
-}
-
 std::string describe_set(const ByteSet& set) {
   auto shown = [](int byte) {
     if (byte >= 0x21 && byte < 0x7f && byte != '\\' && byte != ']' && byte != '-') return std::string(1, char(byte));
@@ -105,7 +99,7 @@ Grammar GrammarBuilder::build(int32_t root, bool needs_end_token) const {
     NVFP4LM_CHECK(!rules_[rule].empty(), "grammar rule '{}' has no alternative", names_[rule]);
 
   // Minimal lengths: a fixed point from "unbounded" down (each pass can only lower a rule's minimum).
-  std::vector<int32_t> min_bytes(rules, kUnbounded);
+  std::vector<int32_t> min_bytes(rules, kUnboundedBytes);
   auto sequence_min = [&](const Sequence& sequence, size_t from) {
     int32_t total = 0;
     for (size_t i = from; i < sequence.size(); ++i)
@@ -125,7 +119,7 @@ Grammar GrammarBuilder::build(int32_t root, bool needs_end_token) const {
       }
   }
   for (size_t rule = 0; rule < rules; ++rule)
-    NVFP4LM_CHECK(min_bytes[rule] != kUnbounded, "grammar rule '{}' matches no finite text (it only recurses)",
+    NVFP4LM_CHECK(min_bytes[rule] != kUnboundedBytes, "grammar rule '{}' matches no finite text (it only recurses)",
                   names_[rule]);
 
   // Left recursion: rule r "starts with" s when s follows only nullable rules at the start of an alternative of r.

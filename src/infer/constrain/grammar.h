@@ -14,12 +14,20 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace nvfp4lm::constrain {
+
+// A length in bytes no text reaches: a rule that only recurses, or no completion known yet.
+inline constexpr int32_t kUnboundedBytes = std::numeric_limits<int32_t>::max();
+// a + b, kUnboundedBytes when either is or the sum would pass it.
+constexpr int32_t add_saturating(int32_t a, int32_t b) {
+  return (a == kUnboundedBytes || b == kUnboundedBytes || a > kUnboundedBytes - b) ? kUnboundedBytes : a + b;
+}
 
 struct ByteSet {
   std::array<uint64_t, 4> words{};

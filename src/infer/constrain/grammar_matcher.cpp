@@ -8,15 +8,6 @@
 #include "core/error.h"
 
 namespace nvfp4lm::constrain {
-namespace {
-
-constexpr int32_t kUnbounded = std::numeric_limits<int32_t>::max();
-
-int32_t add_saturating(int32_t a, int32_t b) {
-  return (a == kUnbounded || b == kUnbounded || a > kUnbounded - b) ? kUnbounded : a + b;
-}
-
-}  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   NVFP4LM_ASSERT(grammar_ != nullptr, "GrammarMatcher without a grammar");
@@ -77,7 +68,7 @@ GrammarMatcher::StateId GrammarMatcher::intern(std::vector<int32_t>& heads) {
   state.heads_end = heads_.size();
   state.complete = heads.front() == kDone;  // sorted: kDone (0) comes first
   state.closed = state.complete && heads.size() == 1;
-  int32_t bytes = kUnbounded;
+  int32_t bytes = kUnboundedBytes;
   for (int32_t head : heads)
     if (head != kDone) bytes = std::min(bytes, nodes_[static_cast<size_t>(head)].bytes_to_end);
   state.min_tokens = state.closed ? 0 : state.complete ? 1 : add_saturating(bytes, grammar_->needs_end_token() ? 1 : 0);

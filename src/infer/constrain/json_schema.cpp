@@ -18,7 +18,7 @@ namespace nvfp4lm::constrain {
 namespace {
 
 // Ordered: properties are compiled in the order the schema writes them (as a client's dict declares them).
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 
 constexpr int kMaxDepth = 64;              // nested schemas (not $ref recursion, which is a rule)
 constexpr size_t kMaxSymbols = 4'000'000;  // grammar size: a schema that unrolls further is refused
@@ -54,10 +54,10 @@ bool identifier(const std::string& key) {
 }
 
 std::string child_path(const std::string& path, const std::string& key) {
-  return identifier(key) ? path + "." + key : path + "[" + json(key).dump() + "]";
+  return identifier(key) ? path + "." + key : path + "[" + ordered_json(key).dump() + "]";
 }
 
-bool value_has_type(const json& value, const std::string& type) {
+bool value_has_type(const ordered_json& value, const std::string& type) {
   if (type == "object") return value.is_object();
   if (type == "array") return value.is_array();
   if (type == "string") return value.is_string();
@@ -77,9 +77,9 @@ class SchemaCompiler {
     bool open_ended = false;  // a complete text may go on (numbers)
   };
 
-  SchemaCompiler(const json& document, JsonRules& rules) : document_(document), rules_(rules) {}
+  SchemaCompiler(const ordered_json& document, JsonRules& rules) : document_(document), rules_(rules) {}
 
-  Compiled compile(const json& schema, const std::string& path, int depth) {
+  Compiled compile(const ordered_json& schema, const std::string& path, int depth) {
     NVFP4LM_CHECK(depth <= kMaxDepth, "the schema nests deeper than {} levels at {}", kMaxDepth, path);
     NVFP4LM_CHECK(rules_.builder().symbol_count() <= kMaxSymbols,
                   "the schema is too large: its grammar passes {} symbols at {}", kMaxSymbols, path);
@@ -95,7 +95,7 @@ class SchemaCompiler {
     }
     if (schema.contains("anyOf")) {
       only(schema, path, {"anyOf"});
-      const json& branches = schema["anyOf"];
+      const ordered_json& branches = schema["anyOf"];
       NVFP4LM_CHECK(branches.is_array() && !branches.empty(), "'anyOf' at {} must be a non-empty list of schemas",
                     path);
       const int32_t rule = rules_.builder().new_rule("anyOf " + path);
@@ -131,13 +131,13 @@ class SchemaCompiler {
 
  private:
   // Error for a keyword that is neither an annotation nor in `allowed`.
-  static void check_keywords(const json& schema, const std::string& path,
+  static void check_keywords(const ordered_json& schema, const std::string& path,
                              const std::set<std::string, std::less<>>& allowed) {
     for (const auto& [key, value] : schema.items())
       if (!kAnnotations.contains(key) && !allowed.contains(key))
         NVFP4LM_FAIL("unsupported keyword '{}' at {}{}", key, path, refusal_reason(key));
   }
-  static void only(const json& schema, const std::string& path, std::initializer_list<const char*> keys) {
+  static void only(const ordered_json& schema, const std::string& path, std::initializer_list<const char*> keys) {
     std::set<std::string, std::less<>> allowed;
     for (const char* key : keys) allowed.insert(key);
     for (const auto& [key, value] : schema.items())
@@ -147,13 +147,13 @@ class SchemaCompiler {
                                      : fmt::format(" (beside '{}': combine them inside its branches)", *keys.begin()));
   }
 
-  static std::vector<std::string> read_types(const json& schema, const std::string& path) {
+  static std::vector<std::string> read_types(const ordered_json& schema, const std::string& path) {
     std::vector<std::string> types;
     const auto it = schema.find("type");
     if (it == schema.end()) return types;
-    const json list = it->is_array() ? *it : json::array({*it});
+    const ordered_json list = it->is_array() ? *it : ordered_json::array({*it});
     NVFP4LM_CHECK(!list.empty(), "'type' at {} is an empty list", path);
-    for (const json& type : list) {
+    for (const ordered_json& type : list) {
       NVFP4LM_CHECK(type.is_string() && kTypeKeywords.contains(type.get<std::string>()),
                     "'type' at {} must be object, array, string, integer, number, boolean or null, got {}", path,
                     json_excerpt(type, 40));
@@ -163,24 +163,24 @@ class SchemaCompiler {
     return types;
   }
 
-  static std::vector<std::string> implied_types(const json& schema) {
+  static std::vector<std::string> implied_types(const ordered_json& schema) {
     for (const auto& [type, keywords] : kTypeKeywords)
       for (const auto& keyword : keywords)
         if (schema.contains(keyword)) return {type == "integer" ? "number" : type};
     return {};
   }
 
-  Compiled compile_ref(const json& ref, const std::string& path, int depth) {
+  Compiled compile_ref(const ordered_json& ref, const std::string& path, int depth) {
     NVFP4LM_CHECK(ref.is_string() && ref.get<std::string>().starts_with("#"),
                   "'$ref' at {} must be a reference into this schema (\"#\", \"#/$defs/Name\"), got {}", path,
                   json_excerpt(ref, 60));
     const std::string pointer = ref.get<std::string>().substr(1);
     if (const auto found = refs_.find(pointer); found != refs_.end()) return found->second;
-    const json* target = nullptr;
+    const ordered_json* target = nullptr;
     try {
-      const json::json_pointer at(pointer);
+      const ordered_json::json_pointer at(pointer);
       if (document_.contains(at)) target = &document_.at(at);
-    } catch (const json::exception&) {
+    } catch (const ordered_json::exception&) {
     }
     NVFP4LM_CHECK(target != nullptr, "'$ref' at {} names {}, which is not in the schema", path, json_excerpt(ref, 60));
     // The rule exists before its body is compiled, so a recursive schema refers to it. Until the body is known it
@@ -197,7 +197,7 @@ class SchemaCompiler {
 
   static std::vector<std::string> split_pointer(const std::string& pointer) {
     std::vector<std::string> tokens;
-    json::json_pointer at(pointer);
+    ordered_json::json_pointer at(pointer);
     while (!at.empty()) {
       tokens.insert(tokens.begin(), at.back());
       at.pop_back();
@@ -205,15 +205,15 @@ class SchemaCompiler {
     return tokens;
   }
 
-  Compiled compile_enum(const json& schema, const std::string& path, const std::vector<std::string>& types) {
+  Compiled compile_enum(const ordered_json& schema, const std::string& path, const std::vector<std::string>& types) {
     const bool is_const = schema.contains("const");
     NVFP4LM_CHECK(!(is_const && schema.contains("enum")), "'enum' and 'const' at {}: use one of them", path);
     check_keywords(schema, path, {"type", is_const ? "const" : "enum"});
-    json values = is_const ? json::array({schema["const"]}) : schema["enum"];
+    ordered_json values = is_const ? ordered_json::array({schema["const"]}) : schema["enum"];
     NVFP4LM_CHECK(values.is_array(), "'enum' at {} must be a list of values", path);
     const int32_t rule = rules_.builder().new_rule("enum " + path);
     bool any = false, open = false;
-    for (const json& value : values) {
+    for (const ordered_json& value : values) {
       const bool typed = types.empty() || std::any_of(types.begin(), types.end(), [&](const std::string& type) {
                            return value_has_type(value, type);
                          });
@@ -226,7 +226,7 @@ class SchemaCompiler {
     return {GrammarBuilder::rule(rule), open};
   }
 
-  Compiled compile_type(const json& schema, const std::string& path, const std::string& type, int depth) {
+  Compiled compile_type(const ordered_json& schema, const std::string& path, const std::string& type, int depth) {
     if (type == "object") return {compile_object(schema, path, depth), false};
     if (type == "array") return {compile_array(schema, path, depth), false};
     if (type == "string") {
@@ -241,7 +241,7 @@ class SchemaCompiler {
     return {rules_.null(), false};
   }
 
-  static std::optional<int64_t> read_count(const json& schema, const char* key, const std::string& path,
+  static std::optional<int64_t> read_count(const ordered_json& schema, const char* key, const std::string& path,
                                            int64_t limit) {
     const auto it = schema.find(key);
     if (it == schema.end()) return std::nullopt;
@@ -252,7 +252,7 @@ class SchemaCompiler {
     return static_cast<int64_t>(it->get<double>());
   }
 
-  Symbol compile_integer(const json& schema, const std::string& path) {
+  Symbol compile_integer(const ordered_json& schema, const std::string& path) {
     auto bound = [&](const char* key) -> std::optional<double> {
       const auto it = schema.find(key);
       if (it == schema.end()) return std::nullopt;
@@ -269,7 +269,7 @@ class SchemaCompiler {
     return rules_.integer(static_cast<int64_t>(low), static_cast<int64_t>(high));
   }
 
-  Symbol compile_array(const json& schema, const std::string& path, int depth) {
+  Symbol compile_array(const ordered_json& schema, const std::string& path, int depth) {
     const int64_t min = read_count(schema, "minItems", path, kMaxArrayBound).value_or(0);
     std::optional<int64_t> max = read_count(schema, "maxItems", path, kMaxArrayBound);
     NVFP4LM_CHECK(!max || *max >= min, "'maxItems' {} at {} is below 'minItems' {}", max.value_or(0), path, min);
@@ -302,7 +302,7 @@ class SchemaCompiler {
     return GrammarBuilder::rule(rule);
   }
 
-  Symbol compile_object(const json& schema, const std::string& path, int depth) {
+  Symbol compile_object(const ordered_json& schema, const std::string& path, int depth) {
     GrammarBuilder& b = rules_.builder();
     const Symbol ws = rules_.whitespace();
     std::vector<std::string> names;
@@ -318,7 +318,7 @@ class SchemaCompiler {
     std::set<std::string> required;
     if (const auto it = schema.find("required"); it != schema.end()) {
       NVFP4LM_CHECK(it->is_array(), "'required' at {} must be a list of property names", path);
-      for (const json& name : *it) {
+      for (const ordered_json& name : *it) {
         NVFP4LM_CHECK(name.is_string(), "'required' at {} must be a list of property names", path);
         NVFP4LM_CHECK(std::find(names.begin(), names.end(), name.get<std::string>()) != names.end(),
                       "'required' at {} names '{}', which is not in 'properties'", path, name.get<std::string>());
@@ -351,7 +351,7 @@ class SchemaCompiler {
     }
     for (size_t i = count; i-- > 0;) {
       const int32_t member = b.new_rule("object " + child_path(path, names[i]));
-      Sequence text = b.literal(json(names[i]).dump());
+      Sequence text = b.literal(ordered_json(names[i]).dump());
       text.insert(text.end(), {ws, b.byte(':'), ws, values[i], ws});
       b.add_alternative(member, text);
       b.add_alternative(first[i], {GrammarBuilder::rule(member), GrammarBuilder::rule(after[i + 1])});
@@ -366,7 +366,7 @@ class SchemaCompiler {
     return GrammarBuilder::rule(rule);
   }
 
-  const json& document_;
+  const ordered_json& document_;
   JsonRules& rules_;
   std::map<std::string, Compiled> refs_;  // by JSON pointer
 };
@@ -396,13 +396,13 @@ std::shared_ptr<const Grammar> build_framed(std::span<const FramedSchema> altern
 
 }  // namespace
 
-std::shared_ptr<const Grammar> json_schema_grammar(const json& schema, const JsonGrammarOptions& options) {
+std::shared_ptr<const Grammar> json_schema_grammar(const ordered_json& schema, const JsonGrammarOptions& options) {
   const FramedSchema framed{"", schema, ""};
   return build_framed({&framed, 1}, options);
 }
 
 std::shared_ptr<const Grammar> json_object_grammar(const JsonGrammarOptions& options) {
-  return json_schema_grammar(json{{"type", "object"}}, options);
+  return json_schema_grammar(ordered_json{{"type", "object"}}, options);
 }
 
 std::shared_ptr<const Grammar> framed_json_grammar(std::span<const FramedSchema> alternatives,

@@ -113,7 +113,7 @@ std::unique_ptr<T[]> scratch(int64_t count) {
 }
 
 // Per-thread scratch for one tile: rows are (query, head) pairs, columns the tile's keys (padded to 16).
-struct Tile {
+struct AttentionTile {
   int64_t rows = 0, t_begin = 0, lo = 0, keys = 0, stride = 0;  // stride: padded key count, a multiple of 16
   std::unique_ptr<const float*[]> q_rows, dout_rows, k_rows, v_rows;
   std::unique_ptr<float*[]> out_rows, dk_rows, dv_rows;
@@ -121,7 +121,7 @@ struct Tile {
   std::vector<float> zero_row;
 
   // Room for tiles of up to `max_queries` queries of `group` heads over up to `k_len` keys.
-  Tile(int64_t group, int64_t max_queries, int64_t k_len, int64_t dim, bool backward) {
+  AttentionTile(int64_t group, int64_t max_queries, int64_t k_len, int64_t dim, bool backward) {
     const int64_t max_rows = group * max_queries, max_keys = round_up(k_len, kKeys);
     q_rows = scratch<const float*>(max_rows);
     out_rows = scratch<float*>(max_rows);
@@ -147,7 +147,7 @@ struct Tile {
 
 // Sets up the tile of queries [t_begin, t_end) x the group of kv head `kv_head`: row pointers, key range.
 void begin_tile(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head, int64_t t_begin, int64_t t_end,
-                bool backward, Tile& tile) {
+                bool backward, AttentionTile& tile) {
   const int64_t group = pb.group, h0 = kv_head * group;
   tile.t_begin = t_begin;
   tile.rows = (t_end - t_begin) * group;
@@ -170,8 +170,8 @@ void begin_tile(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t k
 }
 
 // out[r][j] = scale * a_r · keys_j for the tile's rows and keys (keys given by row pointers).
-[[gnu::always_inline]] inline void tile_dots(Tile& tile, const float* const* a, const float* const* keys, int64_t dim,
-                                             float scale, float* out) {
+[[gnu::always_inline]] inline void tile_dots(AttentionTile& tile, const float* const* a, const float* const* keys,
+                                             int64_t dim, float scale, float* out) {
   for (int64_t j0 = 0; j0 < tile.stride; j0 += kKeys) {
     tile::transpose_block(keys + j0, std::min(kKeys, tile.keys - j0), dim, tile.transposed.get());
     tile::dot_block(a, tile.rows, tile.transposed.get(), dim, scale, out + j0, tile.stride);
@@ -179,7 +179,7 @@ void begin_tile(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t k
 }
 
 // Sets hidden (row, key) scores to -inf: keys after the row's query, padding, other segments.
-void mask_tile(const KeyRanges& ranges, int64_t b, int64_t group, Tile& tile) {
+void mask_tile(const KeyRanges& ranges, int64_t b, int64_t group, AttentionTile& tile) {
   for (int64_t r = 0; r < tile.rows; ++r) {
     const int64_t t = tile.t_begin + r / group;
     float* row = tile.score_row(r);
@@ -195,7 +195,7 @@ void mask_tile(const KeyRanges& ranges, int64_t b, int64_t group, Tile& tile) {
 
 // Forward of one tile: queries [t_begin, t_end) of every q head of kv head `kv_head` in batch row b.
 [[gnu::always_inline]] inline void forward_task(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head,
-                                                int64_t t_begin, int64_t t_end, Tile& tile) {
+                                                int64_t t_begin, int64_t t_end, AttentionTile& tile) {
   const int64_t group = pb.group, dim = pb.dim, h0 = kv_head * group;
   begin_tile(pb, ranges, b, kv_head, t_begin, t_end, false, tile);
   tile_dots(tile, tile.q_rows.get(), tile.k_rows.get(), dim, pb.scale, tile.scores.get());
@@ -236,7 +236,7 @@ void mask_tile(const KeyRanges& ranges, int64_t b, int64_t group, Tile& tile) {
 
 // Backward of every query of every q head of kv head `kv_head` in batch row b; owns dk / dv of that kv head.
 [[gnu::always_inline]] inline void backward_task(const Problem& pb, const KeyRanges& ranges, int64_t b, int64_t kv_head,
-                                                 Tile& tile) {
+                                                 AttentionTile& tile) {
   const int64_t group = pb.group, dim = pb.dim, h0 = kv_head * group;
   for (int64_t s = 0; s < pb.k_len; ++s) {
     std::fill_n(pb.dk.at(b, s, kv_head), dim, 0.f);
@@ -295,8 +295,8 @@ void mask_tile(const KeyRanges& ranges, int64_t b, int64_t group, Tile& tile) {
 
 // The tasks compiled per x86-64 level (ops/cpu/x86/levels.h).
 struct AttentionKernels {
-  void (*forward)(const Problem&, const KeyRanges&, int64_t, int64_t, int64_t, int64_t, Tile&);
-  void (*backward)(const Problem&, const KeyRanges&, int64_t, int64_t, Tile&);
+  void (*forward)(const Problem&, const KeyRanges&, int64_t, int64_t, int64_t, int64_t, AttentionTile&);
+  void (*backward)(const Problem&, const KeyRanges&, int64_t, int64_t, AttentionTile&);
 };
 
 const KernelFamily<AttentionKernels>& attention_family() {
@@ -332,7 +332,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor
 
 #pragma omp parallel if (tasks > 1 && work > 65536)
   {
-    Tile tile(pb.group, std::min(pb.q_len, kQueryBlock), pb.k_len, pb.dim, /*backward=*/false);
+    AttentionTile tile(pb.group, std::min(pb.q_len, kQueryBlock), pb.k_len, pb.dim, /*backward=*/false);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       // Later query blocks (longer causal rows) first, so the cheap ones fill in at the end.
@@ -367,7 +367,7 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
 #pragma omp parallel if (tasks > 1 && work > 32768)
   {
-    Tile tile(pb.group, std::min(pb.q_len, kQueryBlock), pb.k_len, pb.dim, /*backward=*/true);
+    AttentionTile tile(pb.group, std::min(pb.q_len, kQueryBlock), pb.k_len, pb.dim, /*backward=*/true);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task)
       backward_task_variant(pb, ranges, task / kv_heads, task % kv_heads, tile);

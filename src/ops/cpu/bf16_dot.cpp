@@ -12,7 +12,7 @@ namespace nvfp4lm::cpu {
 namespace {
 
 template <int N>
-void rows_scalar(const Bf16Rows& w, int64_t first, int64_t last, const float* const* x, float* const* y) {
+void bf16_dot_rows_scalar(const Bf16Rows& w, int64_t first, int64_t last, const float* const* x, float* const* y) {
   constexpr int kLanes = 16;
   for (int64_t o = first; o < last; ++o) {
     const uint16_t* row = w.data + o * w.ld;
@@ -37,7 +37,7 @@ std::vector<Bf16DotFamily::Variant> bf16_dot_variants() {
   variants.push_back({&kAvx512FIsa, x86::bf16_dot_avx512()});
   variants.push_back({&kAvx2Isa, x86::bf16_dot_avx2()});
 #endif
-  variants.push_back({&kScalarIsa, row_kernels<Bf16DotFn>([]<int N>() { return &rows_scalar<N>; })});
+  variants.push_back({&kScalarIsa, row_kernels<Bf16DotFn>([]<int N>() { return &bf16_dot_rows_scalar<N>; })});
   return variants;
 }
 

@@ -12,7 +12,9 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "ops/cpu/arm/kernels.h"
 #include "ops/cpu/bf16_tile.h"
+#include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/x86/kernels.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
@@ -21,8 +23,6 @@ namespace nvfp4lm::cpu {
 namespace {
 
 using namespace bf16_tile;
-
-constexpr int kBlock = 16;  // NVFP4 block
 
 template <int NR, int MV>
 void tile_scalar(const Tile& t) {
@@ -35,6 +35,9 @@ std::vector<Bf16GemmFamily::Variant> bf16_gemm_variants() {
   variants.push_back({&kAvx512Bf16Isa, x86::bf16_gemm_avx512bf16()});
   variants.push_back({&kAvx512FIsa, x86::bf16_gemm_avx512()});
   variants.push_back({&kAvx2Isa, x86::bf16_gemm_avx2()});
+#endif
+#if NVFP4LM_ARM_INTRINSICS
+  variants.push_back({&kNeonBf16Isa, arm::bf16_gemm_bf16()});
 #endif
   variants.push_back(
       {&kScalarIsa, {tile_kernels([]<int NR, int MV>() { return &tile_scalar<NR, MV>; }), dequantize_row_portable}});
@@ -56,12 +59,12 @@ const std::array<float, 256>& e4m3_value_table() {
 
 void dequantize_row_portable(const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out) {
   const std::array<float, 256>& e4m3 = e4m3_value_table();
-  for (int64_t b = 0; b < cols / kBlock; ++b) {
+  for (int64_t b = 0; b < cols / kNvfp4Block; ++b) {
     const float scale = e4m3[scales[b]];
-    for (int i = 0; i < kBlock / 2; ++i) {
-      const uint8_t byte = codes[b * (kBlock / 2) + i];
-      out[b * kBlock + 2 * i] = static_cast<uint16_t>(float_bits(e2m1_to_float(byte & 0xF) * scale) >> 16);
-      out[b * kBlock + 2 * i + 1] = static_cast<uint16_t>(float_bits(e2m1_to_float(byte >> 4) * scale) >> 16);
+    for (int i = 0; i < kNvfp4Block / 2; ++i) {
+      const uint8_t byte = codes[b * (kNvfp4Block / 2) + i];
+      out[b * kNvfp4Block + 2 * i] = static_cast<uint16_t>(float_bits(e2m1_to_float(byte & 0xF) * scale) >> 16);
+      out[b * kNvfp4Block + 2 * i + 1] = static_cast<uint16_t>(float_bits(e2m1_to_float(byte >> 4) * scale) >> 16);
     }
   }
 }
@@ -116,7 +119,7 @@ void bf16_gemm(const Bf16GemmFamily::Variant& variant, const PackedActivations& 
 
 void dequantize_nvfp4_row_bf16(const Bf16GemmFamily::Variant& variant, const uint8_t* codes, const uint8_t* scales,
                                int64_t cols, uint16_t* out) {
-  NVFP4LM_ASSERT(cols % kBlock == 0, "dequantize_nvfp4_row_bf16: {} columns", cols);
+  NVFP4LM_ASSERT(cols % kNvfp4Block == 0, "dequantize_nvfp4_row_bf16: {} columns", cols);
   bf16_gemm_family().check_runnable(variant);
   variant.kernels.dequantize_row(codes, scales, cols, out);
 }

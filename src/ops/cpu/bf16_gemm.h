@@ -14,7 +14,9 @@
 //   avx512bf16  vdpbf16ps: two products and their sum per fp32 lane per instruction (twice the FMA rate);
 //   avx512f     the same products with two fp32 FMAs on 16 lanes;
 //   avx2        the same on 8 lanes (AVX2 + FMA);
-//   scalar      portable code the compiler vectorises for the baseline ISA.
+//   neon+bf16   BFMMLA (AArch64): 2 tokens x 4 k x 2 weight rows per instruction, its own rounding of the sums
+//               (ops/cpu/arm/bf16_gemm.cpp states it);
+//   scalar      portable code the compiler vectorises for the baseline ISA (NEON FMAs on AArch64).
 #pragma once
 
 #include <array>
@@ -38,7 +40,7 @@ struct Bf16GemmKernels {
   void (*dequantize_row)(const uint8_t* codes, const uint8_t* scales, int64_t cols, uint16_t* out);
 };
 using Bf16GemmFamily = KernelFamily<Bf16GemmKernels>;
-const Bf16GemmFamily& bf16_gemm_family();  // avx512bf16, avx512f, avx2+fma, scalar
+const Bf16GemmFamily& bf16_gemm_family();  // avx512bf16, avx512f, avx2+fma, neon+bf16, scalar
 
 // Activations as the kernels read them (see above). rows <= rows_padded; cols even.
 struct PackedActivations {

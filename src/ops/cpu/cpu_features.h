@@ -3,14 +3,20 @@
 //
 // A kernel variant is compiled for one ISA (CpuIsa: a name and the features it needs; each named once below). A
 // family (ops/cpu/kernel_family.h) runs the first of its variants whose ISA is usable: its features are present on
-// this CPU and allowed by the cap. NVFP4LM_CPU_ISA ("scalar", "avx2", "avx512f", "native"; unset or empty = native)
-// makes an AVX-512 machine compute what an AVX2-only laptop or CI runner computes (like oneDNN's ONEDNN_MAX_CPU_ISA
-// or OpenBLAS's OPENBLAS_CORETYPE). It caps every family: the intrinsics kernels (ops/cpu/x86/) and the portable
-// kernels compiled per x86-64 level (attention, SwiGLU, cross-entropy). Any other value is an error naming these.
+// this CPU and allowed by the cap. NVFP4LM_CPU_ISA names a level of this build's architecture (x86-64: "scalar",
+// "avx2", "avx512f", "native"; AArch64: "scalar", "neon", "dotprod", "native"; unset or empty = native): it makes an
+// AVX-512 machine compute what an AVX2-only laptop or CI runner computes, or a Neoverse V2 what a Cortex-A72 does
+// (like oneDNN's ONEDNN_MAX_CPU_ISA or OpenBLAS's OPENBLAS_CORETYPE). It caps every family: the intrinsics kernels
+// (ops/cpu/x86/, ops/cpu/arm/) and the portable kernels compiled per x86-64 level (attention, SwiGLU,
+// cross-entropy). Any other value is an error naming this architecture's levels.
+//
+// Features come from CPUID on x86-64 (GCC's __builtin_cpu_supports) and from the kernel's hardware capabilities on
+// AArch64 Linux (getauxval(AT_HWCAP / AT_HWCAP2): the bits /proc/cpuinfo's "Features" line shows).
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 
 namespace nvfp4lm::cpu {
@@ -26,9 +32,16 @@ enum class CpuFeature : uint8_t {
   Avx512Bf16,
   X86_64_V3,  // the x86-64-v3 level (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE): what -march=x86-64-v3 code may use
   X86_64_V4,  // x86-64-v4 (v3 and AVX-512 F, BW, CD, DQ, VL)
+  // AArch64, named as Linux names them (HWCAP_*, /proc/cpuinfo):
+  Asimd,    // Advanced SIMD (NEON): every ARMv8-A CPU
+  AsimdDp,  // SDOT/UDOT, ARMv8.2 dotprod: Neoverse N1, Cortex-A76 and later (Graviton 2+, Grace, GB10's cores)
+  I8mm,     // SMMLA/USMMLA int8 matrix multiply, ARMv8.6: Neoverse V1/V2/N2, Cortex-X2/A710 and later
+  Bf16,     // BFDOT/BFMMLA, ARMv8.6: the same cores
+  Sve,      // Scalable Vector Extension (reported; no kernel uses it)
+  Sve2,     // SVE2, ARMv9 (reported; no kernel uses it)
 };
-inline constexpr int kCpuFeatureCount = static_cast<int>(CpuFeature::X86_64_V4) + 1;
-const char* cpu_feature_name(CpuFeature feature);  // "avx2", "avx512vnni", "x86-64-v4", ...
+inline constexpr int kCpuFeatureCount = static_cast<int>(CpuFeature::Sve2) + 1;
+const char* cpu_feature_name(CpuFeature feature);  // "avx2", "avx512vnni", "x86-64-v4", "asimddp", "i8mm", ...
 
 class CpuFeatures {
  public:
@@ -74,19 +87,29 @@ inline constexpr CpuIsa kAvx512VnniIsa{
 // Portable kernels compiled for an x86-64 level (ops/cpu/x86/levels.h).
 inline constexpr CpuIsa kX86_64V3Isa{"x86-64-v3", {CpuFeature::X86_64_V3}};
 inline constexpr CpuIsa kX86_64V4Isa{"x86-64-v4", {CpuFeature::X86_64_V4}};
+// AArch64 (ops/cpu/arm/). The "neon" variants run on every ARMv8-A CPU (their integer dot products as widening
+// multiplies and pairwise adds); the others use the instruction their name says (the i8mm kernel also SDOT).
+inline constexpr CpuIsa kNeonIsa{"neon", {CpuFeature::Asimd}};
+inline constexpr CpuIsa kNeonDotIsa{"neon+dotprod", {CpuFeature::Asimd, CpuFeature::AsimdDp}};
+inline constexpr CpuIsa kNeonI8mmIsa{"neon+i8mm", {CpuFeature::Asimd, CpuFeature::AsimdDp, CpuFeature::I8mm}};
+inline constexpr CpuIsa kNeonBf16Isa{"neon+bf16", {CpuFeature::Asimd, CpuFeature::Bf16}};
 
-// What this CPU has, probed once (empty in a build without x86 variants).
+// What this CPU has, probed once (empty on an architecture without variants).
 CpuFeatures cpu_features_present();
 
-// The NVFP4LM_CPU_ISA cap, ordered: a level allows what every level below it allows.
+// The NVFP4LM_CPU_ISA cap. Each architecture orders its own levels (isa_levels()): a level allows what every level
+// below it allows; Scalar is the first and Native the last on every architecture.
 enum class IsaLevel {
-  Scalar = 0,    // portable C++ only
-  Avx2 = 1,      // AVX2 + FMA + F16C (x86-64-v3)
-  Avx512F = 2,   // AVX-512 F/BW/VL (x86-64-v4), without the extensions below
-  Avx512All = 3  // every feature above, BF16, VNNI and VBMI included where the CPU has them: no cap
+  Scalar,   // portable C++ only
+  Avx2,     // x86-64: AVX2 + FMA + F16C (x86-64-v3)
+  Avx512F,  // x86-64: AVX-512 F/BW/VL (x86-64-v4), without VNNI, VBMI and BF16
+  Neon,     // AArch64: Advanced SIMD only (what a Cortex-A72 or a Graviton 1 has)
+  DotProd,  // AArch64: NEON and SDOT, without I8MM and BF16 (a Neoverse N1, a Graviton 2)
+  Native    // every feature the CPU has: no cap
 };
+std::span<const IsaLevel> isa_levels();      // this build's architecture's levels, lowest first
 IsaLevel cpu_isa_limit();                    // read once; an unknown value throws, naming the accepted ones
-const char* isa_level_name(IsaLevel level);  // the variable's spelling of it ("native" for Avx512All)
+const char* isa_level_name(IsaLevel level);  // the variable's spelling of it ("native", "avx2", "dotprod", ...)
 CpuFeatures isa_level_features(IsaLevel level);
 
 // cpu_features_present() within cpu_isa_limit(): what dispatch may use.

@@ -10,7 +10,7 @@
 namespace nvfp4lm::cpu {
 namespace {
 
-constexpr int64_t kParallelElements = 32768;
+constexpr int64_t kElementwiseParallelElements = 32768;
 constexpr int64_t kSumChunks = 64;
 constexpr int64_t kSegment = 1024;  // fp32 partial sums span at most this many elements
 
@@ -19,7 +19,7 @@ constexpr int64_t kSegment = 1024;  // fp32 partial sums span at most this many 
 void add(const Tensor& a, const Tensor& b, Tensor& out) {
   const RowsF32 as(a, 1, "add a"), bs(b, 1, "add b"), os(out, 1, "add out");
   const int64_t rows = as.count(), width = as.width();
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kElementwiseParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = as.row(r);
     const float* y = bs.row(r);
@@ -32,7 +32,7 @@ void add(const Tensor& a, const Tensor& b, Tensor& out) {
 void mul_inplace(Tensor& a, const Tensor& b) {
   const RowsF32 as(a, 1, "mul_inplace a"), bs(b, 1, "mul_inplace b");
   const int64_t rows = as.count(), width = as.width();
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kElementwiseParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     float* x = as.row(r);
     const float* y = bs.row(r);
@@ -44,7 +44,7 @@ void mul_inplace(Tensor& a, const Tensor& b) {
 void scale_inplace(Tensor& a, float s) {
   const RowsF32 as(a, 1, "scale_inplace a");
   const int64_t rows = as.count(), width = as.width();
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kElementwiseParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     float* x = as.row(r);
 #pragma omp simd
@@ -55,7 +55,7 @@ void scale_inplace(Tensor& a, float s) {
 void fill(Tensor& a, float value) {
   const RowsF32 as(a, 1, "fill a");
   const int64_t rows = as.count(), width = as.width();
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kElementwiseParallelElements)
   for (int64_t r = 0; r < rows; ++r) std::fill_n(as.row(r), width, value);
 }
 
@@ -75,7 +75,7 @@ void dropout(const Tensor& src, Tensor& dst, float p, uint64_t seed, bool accumu
   const RowsF32 in(src, 1, "dropout src"), out(dst, 1, "dropout dst");
   const int64_t rows = in.count(), width = in.width();
   const float keep_scale = 1.0f / (1.0f - p);
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kElementwiseParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = in.row(r);
     float* y = out.row(r);

@@ -10,15 +10,11 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "ops/cpu/arm/kernels.h"
 #include "ops/cpu/x86/kernels.h"
 
 namespace nvfp4lm::cpu {
 namespace {
-
-constexpr int kBlock = 16;
-constexpr int kLanes = 16;                 // int32 lanes per chunk
-constexpr int kBlocksPerPair = 16;         // blocks per pair of chunks
-constexpr float kUnscale = 1.0f / 128.0f;  // undoes the activations' 128·s_b
 
 // t as a BF16 no smaller than t (t >= 0 and finite): so that |w| / t_b <= 127 for the block's largest |w|.
 uint16_t bf16_round_up(float t) {
@@ -29,20 +25,21 @@ uint16_t bf16_round_up(float t) {
 
 // ---- scalar ---------------------------------------------------------------------------------------------------
 template <int N>
-void rows_scalar(const Int8Weights& w, int64_t first, int64_t last, const Int8Activations* const* x, float* const* y) {
-  const int64_t pairs = w.padded_cols / kInt8Padding, blocks_per_row = w.padded_cols / kBlock;
+void int8_weight_rows_scalar(const Int8Weights& w, int64_t first, int64_t last, const Int8Activations* const* x,
+                             float* const* y) {
+  const int64_t pairs = w.padded_cols / kInt8Padding, blocks_per_row = w.padded_cols / kNvfp4Block;
   for (int64_t o = first; o < last; ++o) {
     const uint8_t* values = w.values.data() + o * w.padded_cols;
     const uint16_t* scales = w.scales.data() + o * blocks_per_row;
-    float acc[N][kBlocksPerPair] = {};
+    float acc[N][kInt8BlocksPerPair] = {};
     for (int64_t p = 0; p < pairs; ++p)
-      for (int j = 0; j < kBlocksPerPair; ++j) {
-        const int64_t chunk = 2 * p + j / 8, block = p * kBlocksPerPair + j, first_lane = 2 * (j % 8);
+      for (int j = 0; j < kInt8BlocksPerPair; ++j) {
+        const int64_t chunk = 2 * p + j / 8, block = p * kInt8BlocksPerPair + j, first_lane = 2 * (j % 8);
         const uint8_t* v = values + chunk * kInt8Chunk;
         const float t = bf16_to_float(scales[block]);
         for (int r = 0; r < N; ++r) {
           const int8_t* q = x[r]->q.data() + chunk * kInt8Chunk;
-          const int32_t* bias = x[r]->int8_weight_bias.data() + chunk * kLanes;
+          const int32_t* bias = x[r]->int8_weight_bias.data() + chunk * kInt8ChunkLanes;
           int32_t d = bias[first_lane] + bias[first_lane + 1];
           for (int64_t i = 4 * first_lane; i < 4 * first_lane + 8; ++i) d += v[i] * q[i] + v[64 + i] * q[64 + i];
           acc[r][j] = std::fma(static_cast<float>(d), t * x[r]->scale[static_cast<size_t>(block)], acc[r][j]);
@@ -51,7 +48,7 @@ void rows_scalar(const Int8Weights& w, int64_t first, int64_t last, const Int8Ac
     for (int r = 0; r < N; ++r) {
       float sum = 0.f;
       for (float block_sum : acc[r]) sum += block_sum;
-      y[r][o] = sum * kUnscale;
+      y[r][o] = sum * kInt8WeightUnscale;
     }
   }
 }
@@ -62,7 +59,11 @@ std::vector<Int8WeightDotFamily::Variant> int8_weight_dot_variants() {
   variants.push_back({&kAvx512VnniIsa, x86::int8_weight_dot_avx512vnni()});
   variants.push_back({&kAvx2Isa, x86::int8_weight_dot_avx2()});
 #endif
-  variants.push_back({&kScalarIsa, row_kernels<Int8WeightDotFn>([]<int N>() { return &rows_scalar<N>; })});
+#if NVFP4LM_ARM_INTRINSICS
+  variants.push_back({&kNeonDotIsa, arm::int8_weight_dot_dotprod()});
+  variants.push_back({&kNeonIsa, arm::int8_weight_dot_neon()});
+#endif
+  variants.push_back({&kScalarIsa, row_kernels<Int8WeightDotFn>([]<int N>() { return &int8_weight_rows_scalar<N>; })});
   return variants;
 }
 
@@ -74,35 +75,35 @@ const Int8WeightDotFamily& int8_weight_dot_family() {
 }
 
 Int8Weights quantize_int8_weights(const void* data, bool bf16, int64_t rows, int64_t cols, int64_t ld) {
-  NVFP4LM_ASSERT(cols % kBlock == 0 && ld >= cols, "quantize_int8_weights: {} columns (stride {}), not whole blocks",
-                 cols, ld);
+  NVFP4LM_ASSERT(cols % kNvfp4Block == 0 && ld >= cols,
+                 "quantize_int8_weights: {} columns (stride {}), not whole blocks", cols, ld);
   Int8Weights w;
   w.rows = rows;
   w.cols = cols;
   w.padded_cols = int8_padded_cols(cols);
   w.values.assign(static_cast<size_t>(rows * w.padded_cols), 128);
-  w.scales.assign(static_cast<size_t>(rows * (w.padded_cols / kBlock)), 0);
+  w.scales.assign(static_cast<size_t>(rows * (w.padded_cols / kNvfp4Block)), 0);
 #pragma omp parallel for schedule(static)
   for (int64_t o = 0; o < rows; ++o) {
     uint8_t* values = w.values.data() + o * w.padded_cols;
-    for (int64_t b = 0; b < cols / kBlock; ++b) {
-      float block[kBlock];
+    for (int64_t b = 0; b < cols / kNvfp4Block; ++b) {
+      float block[kNvfp4Block];
       float max_abs = 0.0f;
       bool finite = true;
-      for (int i = 0; i < kBlock; ++i) {
-        const int64_t at = o * ld + b * kBlock + i;
+      for (int i = 0; i < kNvfp4Block; ++i) {
+        const int64_t at = o * ld + b * kNvfp4Block + i;
         block[i] = bf16 ? bf16_to_float(static_cast<const uint16_t*>(data)[at]) : static_cast<const float*>(data)[at];
         finite = finite && std::isfinite(block[i]);
         max_abs = std::max(max_abs, std::abs(block[i]));
       }
       // A non-finite block keeps u = 0 and a NaN scale, so its outputs are NaN, as the BF16 product's would be.
       const uint16_t scale = !finite ? uint16_t{0x7FC0} : bf16_round_up(max_abs / 127.0f);
-      w.scales[static_cast<size_t>(o * (w.padded_cols / kBlock) + b)] = scale;
+      w.scales[static_cast<size_t>(o * (w.padded_cols / kNvfp4Block) + b)] = scale;
       const float t = bf16_to_float(scale);
       if (!finite || t == 0.0f) continue;
-      for (int i = 0; i < kBlock; ++i) {
+      for (int i = 0; i < kNvfp4Block; ++i) {
         const float u = std::clamp(std::nearbyint(block[i] / t), -127.0f, 127.0f);
-        values[int8_position(b * kBlock + i)] = static_cast<uint8_t>(u + 128.0f);
+        values[int8_position(b * kNvfp4Block + i)] = static_cast<uint8_t>(u + 128.0f);
       }
     }
   }

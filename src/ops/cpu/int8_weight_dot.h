@@ -20,6 +20,9 @@
 
 namespace nvfp4lm::cpu {
 
+inline constexpr int kInt8BlocksPerPair = 16;               // blocks per pair of chunks
+inline constexpr float kInt8WeightUnscale = 1.0f / 128.0f;  // undoes the activations' 128·s_b
+
 struct Int8Weights {
   int64_t rows = 0, cols = 0, padded_cols = 0;  // padded_cols: cols rounded up to kInt8Padding
   std::vector<uint8_t> values;                  // [rows, padded_cols]: u + 128, each chunk reordered, 128 past cols
@@ -33,7 +36,7 @@ Int8Weights quantize_int8_weights(const void* data, bool bf16, int64_t rows, int
 
 using Int8WeightDotFn = void (*)(const Int8Weights&, int64_t, int64_t, const Int8Activations* const*, float* const*);
 using Int8WeightDotFamily = KernelFamily<RowKernels<Int8WeightDotFn>>;
-const Int8WeightDotFamily& int8_weight_dot_family();  // avx512vnni+vbmi, avx2+fma, scalar
+const Int8WeightDotFamily& int8_weight_dot_family();  // avx512vnni+vbmi, avx2+fma, neon+dotprod, neon, scalar
 
 // y_rows[r][o] = the formula above for weight rows o in [first, last) and the r-th quantized activation row
 // (r < n <= 8, cols equal to w.cols).

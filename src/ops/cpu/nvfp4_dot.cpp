@@ -15,29 +15,27 @@
 namespace nvfp4lm::cpu {
 namespace {
 
-constexpr int kBlock = 16;
-
 // ---- scalar: table lookups, 16 fixed lanes per row (the compiler vectorizes the lane loop) ----------------------
 template <int N>
-void rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const float* const* x, float* const* y) {
+void nvfp4_dot_rows_scalar(const Nvfp4Rows& w, int64_t first, int64_t last, const float* const* x, float* const* y) {
   const std::array<float, 256> multiplier = nvfp4_multiplier_table(w.tensor_scale);
   const std::array<float, 16> values = e2m1_value_table();
-  const int64_t blocks = w.cols / kBlock;
+  const int64_t blocks = w.cols / kNvfp4Block;
   for (int64_t o = first; o < last; ++o) {
     const uint8_t* codes = w.codes + o * (w.cols / 2);
     const uint8_t* scales = w.scales + o * blocks;
-    float lanes[N][kBlock] = {};
+    float lanes[N][kNvfp4Block] = {};
     for (int64_t b = 0; b < blocks; ++b) {
       const float m = multiplier[scales[b]];
-      float weight[kBlock];
-      for (int i = 0; i < kBlock / 2; ++i) {
-        const uint8_t byte = codes[b * (kBlock / 2) + i];
+      float weight[kNvfp4Block];
+      for (int i = 0; i < kNvfp4Block / 2; ++i) {
+        const uint8_t byte = codes[b * (kNvfp4Block / 2) + i];
         weight[2 * i] = values[byte & 0xF] * m;
         weight[2 * i + 1] = values[byte >> 4] * m;
       }
       for (int r = 0; r < N; ++r) {
-        const float* xb = x[r] + b * kBlock;
-        for (int i = 0; i < kBlock; ++i) lanes[r][i] += weight[i] * xb[i];
+        const float* xb = x[r] + b * kNvfp4Block;
+        for (int i = 0; i < kNvfp4Block; ++i) lanes[r][i] += weight[i] * xb[i];
       }
     }
     for (int r = 0; r < N; ++r) {
@@ -54,7 +52,7 @@ std::vector<Nvfp4DotFamily::Variant> nvfp4_dot_variants() {
   variants.push_back({&kAvx512FIsa, x86::nvfp4_dot_avx512()});
   variants.push_back({&kAvx2Isa, x86::nvfp4_dot_avx2()});
 #endif
-  variants.push_back({&kScalarIsa, row_kernels<Nvfp4DotFn>([]<int N>() { return &rows_scalar<N>; })});
+  variants.push_back({&kScalarIsa, row_kernels<Nvfp4DotFn>([]<int N>() { return &nvfp4_dot_rows_scalar<N>; })});
   return variants;
 }
 
@@ -81,7 +79,7 @@ const Nvfp4DotFamily& nvfp4_dot_family() {
 void nvfp4_dot_rows(const Nvfp4DotFamily::Variant& variant, const Nvfp4Rows& w, int64_t first, int64_t last,
                     const float* const* x_rows, float* const* y_rows, int n) {
   NVFP4LM_ASSERT(n >= 1 && n <= kDotMaxRows, "nvfp4_dot_rows: {} activation rows (1..{})", n, kDotMaxRows);
-  NVFP4LM_ASSERT(w.cols % kBlock == 0, "nvfp4_dot_rows: {} columns is not a multiple of {}", w.cols, kBlock);
+  NVFP4LM_ASSERT(w.cols % kNvfp4Block == 0, "nvfp4_dot_rows: {} columns is not a multiple of {}", w.cols, kNvfp4Block);
   nvfp4_dot_family().check_runnable(variant);
   if (first >= last) return;
   variant.kernels[static_cast<size_t>(n - 1)](w, first, last, x_rows, y_rows);

@@ -18,6 +18,9 @@
 
 namespace nvfp4lm::cpu {
 
+// Elements that share one E4M3 block scale (quant/nvfp4.h kNvfp4BlockSize), as the CPU kernels name it.
+inline constexpr int kNvfp4Block = 16;
+
 struct Nvfp4Rows {
   const uint8_t* codes;   // [rows, cols / 2], two E2M1 codes a byte, element 2i in the low nibble
   const uint8_t* scales;  // [rows, cols / 16] E4M3 block scales

@@ -30,6 +30,10 @@ namespace nvfp4lm::cpu {
 // chunks (256 elements, 16 blocks: the AVX-512 kernel's step).
 inline constexpr int64_t kInt8Chunk = 128;
 inline constexpr int64_t kInt8Padding = 2 * kInt8Chunk;
+// A chunk's sums as int32 lanes: lane L adds the products of code bytes 4L..4L+3 (half of block L / 2).
+inline constexpr int kInt8ChunkLanes = 16;
+inline constexpr int kInt8ChunkCodeBytes = 64;
+inline constexpr int kInt8BlocksPerChunk = 8;
 
 // cols rounded up to whole pairs of chunks: the length of a quantized row (and of an int8 weight row).
 constexpr int64_t int8_padded_cols(int64_t cols) { return (cols + kInt8Padding - 1) / kInt8Padding * kInt8Padding; }
@@ -79,7 +83,7 @@ inline const std::vector<Int8Activations>& quantize_int8_rows(const MatrixF32& x
 
 using Int8DotFn = void (*)(const Nvfp4Rows&, int64_t, int64_t, const Int8Activations* const*, float* const*);
 using Int8DotFamily = KernelFamily<RowKernels<Int8DotFn>>;
-const Int8DotFamily& nvfp4_int8_dot_family();  // avx512vnni+vbmi, avx2+fma, scalar
+const Int8DotFamily& nvfp4_int8_dot_family();  // avx512vnni+vbmi, avx2+fma, neon+dotprod, neon, scalar
 
 // y_rows[r][o] = the formula above for weight rows o in [first, last) and the r-th quantized row (r < n <= 8),
 // whose cols must equal w.cols.

@@ -10,14 +10,13 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cpu/arm/kernels.h"
 #include "ops/cpu/nvfp4_int8_dot.h"
 #include "ops/cpu/x86/kernels.h"
 #include "quant/e4m3.h"
 
 namespace nvfp4lm::cpu {
 namespace {
-
-constexpr int64_t kBlock = 16;
 
 // Where element i (0..15) of a block sits in Int8BlockActivations order.
 constexpr int block_position(int i) { return i / 8 * 8 + (i % 2) * 4 + i % 8 / 2; }
@@ -27,7 +26,7 @@ template <int N>
 void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x,
                    float* const* y) {
   const std::array<int8_t, 16> table = int8_weight_table();
-  const int64_t blocks = w.cols / kBlock;
+  const int64_t blocks = w.cols / kNvfp4Block;
   for (int64_t g = first; g < last; ++g) {
     float acc[N][2][kInterleaveRows] = {};  // two partial sums (even and odd blocks), as the AVX-512 kernel
     for (int64_t b = 0; b < blocks; ++b) {
@@ -35,7 +34,7 @@ void groups_scalar(const Nvfp4Interleaved& w, int64_t first, int64_t last, const
       for (int64_t row = 0; row < kInterleaveRows; ++row) {
         const float m = e4m3_to_float(block[2 * kInterleavedHalfBytes + row]) / 256.0f;
         for (int r = 0; r < N; ++r) {
-          const int8_t* q = x[r]->q.data() + b * kBlock;
+          const int8_t* q = x[r]->q.data() + b * kNvfp4Block;
           int32_t d = x[r]->bias[static_cast<size_t>(b)];
           for (int half = 0; half < 2; ++half)
             for (int k = 0; k < 4; ++k) {
@@ -58,6 +57,11 @@ std::vector<InterleavedDotFamily::Variant> nvfp4_interleaved_variants() {
 #if NVFP4LM_X86_INTRINSICS
   variants.push_back({&kAvx512VnniIsa, x86::nvfp4_interleaved_avx512vnni()});
 #endif
+#if NVFP4LM_ARM_INTRINSICS
+  variants.push_back({&kNeonI8mmIsa, arm::nvfp4_interleaved_i8mm()});
+  variants.push_back({&kNeonDotIsa, arm::nvfp4_interleaved_dotprod()});
+  variants.push_back({&kNeonIsa, arm::nvfp4_interleaved_neon()});
+#endif
   variants.push_back({&kScalarIsa, row_kernels<InterleavedDotFn>([]<int N>() { return &groups_scalar<N>; })});
   return variants;
 }
@@ -72,13 +76,13 @@ const InterleavedDotFamily& nvfp4_interleaved_family() {
 int64_t interleaved_groups(int64_t rows) { return (rows + kInterleaveRows - 1) / kInterleaveRows; }
 
 int64_t interleaved_nvfp4_bytes(int64_t rows, int64_t cols) {
-  return interleaved_groups(rows) * (cols / kBlock) * kInterleavedBlockBytes;
+  return interleaved_groups(rows) * (cols / kNvfp4Block) * kInterleavedBlockBytes;
 }
 
 void interleave_nvfp4(const uint8_t* codes, const uint8_t* scales, int64_t rows, int64_t cols, uint8_t* out) {
-  NVFP4LM_ASSERT(cols % kBlock == 0 && rows >= 0, "interleave_nvfp4: [{}, {}] (columns must be a multiple of 16)", rows,
-                 cols);
-  const int64_t blocks = cols / kBlock, groups = interleaved_groups(rows);
+  NVFP4LM_ASSERT(cols % kNvfp4Block == 0 && rows >= 0, "interleave_nvfp4: [{}, {}] (columns must be a multiple of 16)",
+                 rows, cols);
+  const int64_t blocks = cols / kNvfp4Block, groups = interleaved_groups(rows);
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* group = out + g * blocks * kInterleavedBlockBytes;
@@ -98,7 +102,7 @@ void interleave_nvfp4(const uint8_t* codes, const uint8_t* scales, int64_t rows,
 void deinterleave_nvfp4_group(const uint8_t* weight, int64_t cols, int64_t group, int64_t count, uint8_t* codes,
                               uint8_t* scales) {
   NVFP4LM_ASSERT(count >= 0 && count <= kInterleaveRows, "deinterleave_nvfp4_group: {} rows", count);
-  const int64_t blocks = cols / kBlock;
+  const int64_t blocks = cols / kNvfp4Block;
   const uint8_t* first = weight + group * blocks * kInterleavedBlockBytes;
   for (int64_t row = 0; row < count; ++row)
     for (int64_t b = 0; b < blocks; ++b) {
@@ -110,17 +114,18 @@ void deinterleave_nvfp4_group(const uint8_t* weight, int64_t cols, int64_t group
 }
 
 void quantize_int8_blocks(const float* x, int64_t cols, Int8BlockActivations& out) {
-  NVFP4LM_ASSERT(cols % kBlock == 0, "quantize_int8_blocks: {} columns is not a multiple of {}", cols, kBlock);
+  NVFP4LM_ASSERT(cols % kNvfp4Block == 0, "quantize_int8_blocks: {} columns is not a multiple of {}", cols,
+                 kNvfp4Block);
   out.cols = cols;
   out.q.resize(static_cast<size_t>(cols));
-  out.bias.resize(static_cast<size_t>(cols / kBlock));
-  out.scale.resize(static_cast<size_t>(cols / kBlock));
-  for (int64_t b = 0; b < cols / kBlock; ++b) {
-    int8_t block[kBlock];
-    out.scale[static_cast<size_t>(b)] = quantize_int8_block(x + b * kBlock, block);
+  out.bias.resize(static_cast<size_t>(cols / kNvfp4Block));
+  out.scale.resize(static_cast<size_t>(cols / kNvfp4Block));
+  for (int64_t b = 0; b < cols / kNvfp4Block; ++b) {
+    int8_t block[kNvfp4Block];
+    out.scale[static_cast<size_t>(b)] = quantize_int8_block(x + b * kNvfp4Block, block);
     int32_t sum = 0;
-    for (int i = 0; i < kBlock; ++i) {
-      out.q[static_cast<size_t>(b * kBlock + block_position(i))] = block[i];
+    for (int i = 0; i < kNvfp4Block; ++i) {
+      out.q[static_cast<size_t>(b * kNvfp4Block + block_position(i))] = block[i];
       sum += block[i];
     }
     out.bias[static_cast<size_t>(b)] = -kInt8WeightOffset * sum;

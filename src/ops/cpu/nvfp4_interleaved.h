@@ -70,8 +70,10 @@ inline const uint8_t* interleaved_block_at(const Nvfp4Interleaved& w, int64_t gr
   return w.data + (group * (w.cols / 16) + block) * kInterleavedBlockBytes;
 }
 
-// The kernels: the portable one (the tests' second opinion) and AVX-512 VNNI + VBMI (as nvfp4_int8_dot.h's); no AVX2
-// variant: CPUs without AVX-512 VNNI keep the row layout and its AVX2 kernel.
+// The kernels: the portable one (the tests' second opinion), AVX-512 VNNI + VBMI (as nvfp4_int8_dot.h's), and on
+// AArch64 NEON + I8MM (SMMLA, two activation rows at a time), NEON + SDOT (by element: lane i is row i) and NEON; no
+// AVX2 variant: x86 CPUs without AVX-512 VNNI keep the row layout and its AVX2 kernel. Every AArch64 CPU takes this
+// layout (its NEON variant runs everywhere).
 using InterleavedDotFn = void (*)(const Nvfp4Interleaved&, int64_t, int64_t, const Int8BlockActivations* const*,
                                   float* const*);
 using InterleavedDotFamily = KernelFamily<RowKernels<InterleavedDotFn>>;

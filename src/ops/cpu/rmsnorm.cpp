@@ -16,7 +16,7 @@ namespace nvfp4lm::cpu {
 namespace {
 
 constexpr int64_t kMaxWeightChunks = 64;
-constexpr int64_t kParallelElements = 16384;
+constexpr int64_t kRmsnormParallelElements = 16384;
 
 }  // namespace
 
@@ -30,7 +30,7 @@ void rmsnorm_forward(const Tensor& x, const Tensor& weight, float eps, Tensor& y
     rstd_out = RowsF32(*rstd, 1, "rmsnorm_forward rstd").data();
   }
   const int64_t rows = xs.count(), dim = xs.width();
-#pragma omp parallel for schedule(static) if (rows * dim > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * dim > kRmsnormParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = xs.row(r);
     float* yr = ys.row(r);
@@ -59,7 +59,7 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, c
   const int64_t chunks = std::min(rows, kMaxWeightChunks);
   std::vector<float> partial(static_cast<size_t>(chunks * dim), 0.f);
   const float inv_dim = 1.f / static_cast<float>(dim);
-#pragma omp parallel for schedule(dynamic, 1) if (rows * dim > kParallelElements)
+#pragma omp parallel for schedule(dynamic, 1) if (rows * dim > kRmsnormParallelElements)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     float* dw_part = partial.data() + chunk * dim;
     const int64_t begin = rows * chunk / chunks, end = rows * (chunk + 1) / chunks;
@@ -80,7 +80,7 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, c
       for (int64_t j = 0; j < dim; ++j) dxr[j] = inv * dyr[j] * w[j] - coeff * xr[j];
     }
   }
-#pragma omp parallel for schedule(static) if (chunks * dim > kParallelElements)
+#pragma omp parallel for schedule(static) if (chunks * dim > kRmsnormParallelElements)
   for (int64_t j = 0; j < dim; ++j) {
     float sum = 0.f;
     for (int64_t chunk = 0; chunk < chunks; ++chunk) sum += partial[static_cast<size_t>(chunk * dim + j)];

@@ -11,7 +11,7 @@
 namespace nvfp4lm::cpu {
 namespace {
 
-constexpr int64_t kParallelElements = 16384;
+constexpr int64_t kSwigluParallelElements = 16384;
 
 // out = gate / (1 + exp(-gate)) * up  (torch's silu form)
 [[gnu::always_inline]] inline void swiglu_row(const float* gate, const float* up, float* out, int64_t width) {
@@ -51,7 +51,7 @@ void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& out) {
   const RowsF32 gs(gate, 1, "swiglu_forward gate"), us(up, 1, "swiglu_forward up"), os(out, 1, "swiglu_forward out");
   const int64_t rows = gs.count(), width = gs.width();
   const auto row_kernel = swiglu_family().chosen().kernels.forward;
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kSwigluParallelElements)
   for (int64_t r = 0; r < rows; ++r) row_kernel(gs.row(r), us.row(r), os.row(r), width);
 }
 
@@ -61,7 +61,7 @@ void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, T
   const RowsF32 dus(dup, 1, "swiglu_backward dup");
   const int64_t rows = gs.count(), width = gs.width();
   const auto row_kernel = swiglu_family().chosen().kernels.backward;
-#pragma omp parallel for schedule(static) if (rows * width > kParallelElements)
+#pragma omp parallel for schedule(static) if (rows * width > kSwigluParallelElements)
   for (int64_t r = 0; r < rows; ++r) row_kernel(ds.row(r), gs.row(r), us.row(r), dgs.row(r), dus.row(r), width);
 }
 

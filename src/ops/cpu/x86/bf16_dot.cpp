@@ -9,8 +9,8 @@ namespace nvfp4lm::cpu::x86 {
 namespace {
 
 template <int N>
-__attribute__((target("avx2,fma"))) void rows_avx2(const Bf16Rows& w, int64_t first, int64_t last,
-                                                   const float* const* x, float* const* y) {
+__attribute__((target("avx2,fma"))) void bf16_dot_rows_avx2(const Bf16Rows& w, int64_t first, int64_t last,
+                                                            const float* const* x, float* const* y) {
   for (int64_t o = first; o < last; ++o) {
     const uint16_t* row = w.data + o * w.ld;
     __m256 acc[N];
@@ -30,8 +30,8 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Bf16Rows& w, int64_t fi
 }
 
 template <int N>
-__attribute__((target("avx512f"))) void rows_avx512(const Bf16Rows& w, int64_t first, int64_t last,
-                                                    const float* const* x, float* const* y) {
+__attribute__((target("avx512f"))) void bf16_dot_rows_avx512(const Bf16Rows& w, int64_t first, int64_t last,
+                                                             const float* const* x, float* const* y) {
   for (int64_t o = first; o < last; ++o) {
     const uint16_t* row = w.data + o * w.ld;
     __m512 acc[N], acc2[N];
@@ -58,10 +58,10 @@ __attribute__((target("avx512f"))) void rows_avx512(const Bf16Rows& w, int64_t f
 }  // namespace
 
 RowKernels<Bf16DotFn> bf16_dot_avx2() {
-  return row_kernels<Bf16DotFn>([]<int N>() { return &rows_avx2<N>; });
+  return row_kernels<Bf16DotFn>([]<int N>() { return &bf16_dot_rows_avx2<N>; });
 }
 RowKernels<Bf16DotFn> bf16_dot_avx512() {
-  return row_kernels<Bf16DotFn>([]<int N>() { return &rows_avx512<N>; });
+  return row_kernels<Bf16DotFn>([]<int N>() { return &bf16_dot_rows_avx512<N>; });
 }
 
 }  // namespace nvfp4lm::cpu::x86

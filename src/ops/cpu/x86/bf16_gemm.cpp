@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ops/cpu/bf16_tile.h"
+#include "ops/cpu/nvfp4_dot.h"
 #include "ops/cpu/x86/simd.h"
 #include "quant/e2m1.h"
 
@@ -13,8 +14,6 @@ namespace nvfp4lm::cpu::x86 {
 namespace {
 
 using namespace bf16_tile;
-
-constexpr int kBlock = 16;  // NVFP4 block
 
 template <int NR, int MV>
 __attribute__((target("avx2,fma"))) void tile_avx2(const Tile& t) {
@@ -64,20 +63,20 @@ __attribute__((target("avx512f"))) void dequantize_row_avx512(const uint8_t* cod
   for (int c = 0; c < 16; ++c) values[static_cast<size_t>(c)] = e2m1_to_float(static_cast<uint8_t>(c));
   const __m512 table = _mm512_loadu_ps(values.data());
   const __m128i nibble = _mm_set1_epi8(0x0F);
-  const int64_t blocks = cols / kBlock;
+  const int64_t blocks = cols / kNvfp4Block;
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + b * (kBlock / 2)));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + b * (kNvfp4Block / 2)));
     const __m128i low = _mm_and_si128(packed, nibble);
     const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
-    store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kBlock);
-    store_block_bf16(_mm_unpackhi_epi8(low, high), table, e4m3[scales[b + 1]], out + (b + 1) * kBlock);
+    store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kNvfp4Block);
+    store_block_bf16(_mm_unpackhi_epi8(low, high), table, e4m3[scales[b + 1]], out + (b + 1) * kNvfp4Block);
   }
   if (b < blocks) {
-    const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + b * (kBlock / 2)));
+    const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + b * (kNvfp4Block / 2)));
     const __m128i low = _mm_and_si128(packed, nibble);
     const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
-    store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kBlock);
+    store_block_bf16(_mm_unpacklo_epi8(low, high), table, e4m3[scales[b]], out + b * kNvfp4Block);
   }
 }
 

@@ -11,15 +11,13 @@
 namespace nvfp4lm::cpu::x86 {
 namespace {
 
-constexpr int64_t kBlock = 16;
-
 // ---- AVX-512 VNNI + VBMI: a block of 16 rows is 2 loads, 4 vpermb, 4 vpdpbusd a row of x, one scale decode ------
 template <int N>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) void groups_avx512(
     const Nvfp4Interleaved& w, int64_t first, int64_t last, const Int8BlockActivations* const* x, float* const* y) {
   const std::array<int8_t, 64> tables = int8_weight_table_x4();
   const __m512i lut = _mm512_loadu_si512(tables.data());
-  const int64_t blocks = w.cols / kBlock;
+  const int64_t blocks = w.cols / kNvfp4Block;
   for (int64_t g = first; g < last; ++g) {
     __m512 acc[N][2];
     for (int r = 0; r < N; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -33,7 +31,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c"))) 
       const __m512 m = _mm512_cvtph_ps(
           e4m3_as_fp16(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 128)))));
       for (int r = 0; r < N; ++r) {
-        const int8_t* q = x[r]->q.data() + b * kBlock;
+        const int8_t* q = x[r]->q.data() + b * kNvfp4Block;
         int32_t q4[4];
         std::memcpy(q4, q, sizeof q4);
         // Two independent chains of two vpdpbusd each, added at the end.

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "emu/global_race_check.h"
+#include "emu/os_pages.h"
 #include "emu/settings.h"
 
 namespace nvfp4lm::emu {
@@ -23,17 +24,12 @@ DeviceSpan device_span_of_process;
 namespace {
 
 constexpr size_t kAlignment = 256;
-constexpr unsigned char kPoison = 0xFF;
+constexpr unsigned char kDeviceMemoryPoison = 0xFF;
 // Address space reserved for device memory: room for the reported capacity several times over (guard pages,
 // next-fit reuse), at least 64 GiB. Reserved, not committed: PROT_NONE pages cost nothing.
 constexpr size_t kMinimumReservation = size_t(64) << 30;
 constexpr size_t kReservationPerDeviceByte = 4;
 constexpr size_t kMaximumReservation = size_t(16) << 40;  // 16 TiB: well inside a 47-bit address space
-
-size_t page_bytes() {
-  static const size_t bytes = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return bytes;
-}
 
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -138,7 +134,7 @@ void* device_allocate(size_t bytes) {
   global_race_check_pages(range + page, data_pages, true);
   m.device_total += data;
   unsigned char* start = mapping + page + data_pages - data;  // ends at the upper guard page
-  std::memset(start, kPoison, data);
+  std::memset(start, kDeviceMemoryPoison, data);
   m.device.emplace(reinterpret_cast<uintptr_t>(start), Allocation{bytes, mapping, mapping_bytes});
   return start;
 }

@@ -10,18 +10,10 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "emu/os_pages.h"
 
 namespace nvfp4lm::emu {
 namespace fc = boost::context::detail;
-
-namespace {
-
-size_t page_bytes() {
-  static const size_t bytes = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return bytes;
-}
-
-}  // namespace
 
 Fiber::Fiber(size_t stack_bytes, Entry entry, size_t color) : entry_(entry) {
   guard_bytes_ = page_bytes();

@@ -14,7 +14,7 @@
 namespace nvfp4lm::emu {
 namespace {
 
-constexpr unsigned char kPoison = 0xFF;
+constexpr unsigned char kSharedMemoryPoison = 0xFF;
 constexpr size_t kRedZone = 64;
 constexpr size_t kSlack = 8192;  // room for red zones and alignment beyond the H100 limit
 constexpr int16_t kNeverWritten = -1;
@@ -50,7 +50,7 @@ void SharedMemory::begin_block(size_t dynamic_bytes) {
   static_bytes_ = 0;
   dynamic_bytes_ = dynamic_bytes;
   used_ = dynamic_bytes;
-  std::memset(base_, kPoison, dynamic_bytes);
+  std::memset(base_, kSharedMemoryPoison, dynamic_bytes);
   mark(0, dynamic_bytes, kNeverWritten);
   high_water_ = dynamic_bytes;
 }
@@ -72,7 +72,7 @@ size_t SharedMemory::place_static(const SharedSite& site, std::string& error) {
   }
   const size_t offset = align_up(used_ + kRedZone, std::max<size_t>(site.alignment, 16));
   NVFP4LM_ASSERT(offset + site.bytes + kRedZone <= span_, "emulated shared memory slack exhausted");
-  std::memset(base_ + offset, kPoison, site.bytes);
+  std::memset(base_ + offset, kSharedMemoryPoison, site.bytes);
   mark(offset, site.bytes, kNeverWritten);
   statics_.emplace_back(&site, offset);
   static_bytes_ += site.bytes;

@@ -1,5 +1,7 @@
 #include "common/test_util.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -123,6 +125,37 @@ std::string read_file(const fs::path& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+fs::path installed_npm_package(const std::string& folder, const std::string& package, const fs::path& installed_file,
+                               std::string& skip_reason) {
+  auto shell_ok = [](const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; };
+  if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
+    skip_reason = "npm / node not found";
+    return {};
+  }
+  const fs::path dir = fs::path(NVFP4LM_BINARY_PATH).parent_path() / folder;
+  if (fs::exists(dir / installed_file)) return dir;
+  if (!shell_ok("timeout 60 npm ping")) {
+    skip_reason = "the npm registry cannot be reached (npm ping failed)";
+    return {};
+  }
+  fs::create_directories(dir);
+  // ctest -j runs test processes side by side, and two npm installs into one folder fail (ENOTEMPTY): the first
+  // installs while holding this lock, the others wait on it and then find the package.
+  const int lock = ::open((dir / "install.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  EXPECT_GE(lock, 0) << "cannot open " << (dir / "install.lock");
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  int status = 0;
+  if (!fs::exists(dir / installed_file)) {
+    const fs::path log = dir / "install.log";
+    status = std::system(("timeout 600 npm install --prefix " + quoted(dir) +
+                          " --no-audit --no-fund --loglevel=error " + package + " >" + quoted(log) + " 2>&1")
+                             .c_str());
+    EXPECT_EQ(status, 0) << "npm install " << package << " failed although the registry answers: " << read_file(log);
+  }
+  if (lock >= 0) ::close(lock);  // releases the lock
+  return status == 0 ? dir : fs::path();
 }
 
 std::vector<std::string> nvfp4lm_argv() {

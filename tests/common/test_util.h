@@ -111,6 +111,13 @@ inline std::string shell_quoted(const std::string& text) {
 std::vector<std::string> nvfp4lm_argv();
 std::string nvfp4lm_command();
 
+// <build>/<folder> with the npm package `package` ("openai@7", "@huggingface/jinja@0.5.11") installed in it, installed
+// on first use (a dev-only dependency of the tests that check against it); `installed_file` (relative to the folder)
+// says it is there. An empty path with `skip_reason` set when npm / node are missing or the registry cannot be
+// reached; a failed install is a test failure. Test processes running side by side install once: the others wait.
+fs::path installed_npm_package(const std::string& folder, const std::string& package, const fs::path& installed_file,
+                               std::string& skip_reason);
+
 // Runs the nvfp4lm executable with `args` (a shell-quoted argument string), optional stdin text.
 struct CliResult {
   int exit_code = -1;

@@ -379,25 +379,7 @@ class ServeProcess {
 // <build>/npm with the official `openai` npm client (a dev-only dependency, installed on demand), or an empty path
 // with `skip_reason` set when npm / node are missing or the registry cannot be reached.
 inline fs::path installed_openai_client(std::string& skip_reason) {
-  auto shell_ok = [](const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; };
-  if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
-    skip_reason = "npm / node not found";
-    return {};
-  }
-  const fs::path dir = fs::path(NVFP4LM_BINARY_PATH).parent_path() / "npm";
-  if (fs::exists(dir / "node_modules" / "openai" / "package.json")) return dir;
-  if (!shell_ok("timeout 60 npm ping")) {
-    skip_reason = "the npm registry cannot be reached (npm ping failed)";
-    return {};
-  }
-  fs::create_directories(dir);
-  const int status =
-      std::system(("timeout 600 npm install --prefix " + quoted(dir) +
-                   " --no-audit --no-fund --loglevel=error openai@7 >" + quoted(dir / "install.log") + " 2>&1")
-                      .c_str());
-  EXPECT_EQ(status, 0) << "npm install openai@7 failed although the registry answers: "
-                       << read_file(dir / "install.log");
-  return status == 0 ? dir : fs::path();
+  return installed_npm_package("npm", "openai@7", fs::path("node_modules") / "openai" / "package.json", skip_reason);
 }
 
 }  // namespace nvfp4lm::test

@@ -17,40 +17,15 @@ using nlohmann::json;
 
 constexpr int kMaxTokens = 12;
 
-bool shell_ok(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
-
 // `generate ... --temperature 0` on the tiny model.
 GeneratedAnswer generate_greedy(const std::string& flags) {
   return run_generate("--model " + quoted(tiny_serve_model_dir()) + " " + flags + " --temperature 0 --max-tokens " +
                       std::to_string(kMaxTokens));
 }
 
-// <build>/npm with the openai client in it; an empty path (and the reason) when npm cannot provide it.
-fs::path openai_client_dir(std::string& skip_reason) {
-  if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
-    skip_reason = "npm / node not found";
-    return {};
-  }
-  const fs::path dir = fs::path(NVFP4LM_BINARY_PATH).parent_path() / "npm";
-  if (!fs::exists(dir / "node_modules" / "openai" / "package.json")) {
-    if (!shell_ok("timeout 60 npm ping")) {
-      skip_reason = "the npm registry cannot be reached (npm ping failed)";
-      return {};
-    }
-    fs::create_directories(dir);
-    const fs::path log = dir / "install.log";
-    const int status = std::system(("timeout 600 npm install --prefix " + quoted(dir) +
-                                    " --no-audit --no-fund --loglevel=error openai@7 >" + quoted(log) + " 2>&1")
-                                       .c_str());
-    EXPECT_EQ(status, 0) << "npm install openai@7 failed although the registry answers: " << read_file(log);
-    if (status != 0) return {};
-  }
-  return dir;
-}
-
 TEST(OpenAiClient, ChatStreamingCompletionsLogprobsAndErrors) {
   std::string skip_reason;
-  const fs::path npm_dir = openai_client_dir(skip_reason);
+  const fs::path npm_dir = installed_openai_client(skip_reason);
   if (npm_dir.empty() && !skip_reason.empty()) GTEST_SKIP() << skip_reason;
   ASSERT_FALSE(npm_dir.empty());
   fs::copy_file(source_path("tests/serve/openai_client_test.mjs"), npm_dir / "openai_client_test.mjs",

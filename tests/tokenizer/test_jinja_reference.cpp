@@ -25,31 +25,10 @@ using json = nlohmann::ordered_json;
 
 constexpr const char* kJinjaPackage = "@huggingface/jinja@0.5.11";
 
-bool shell_ok(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
-
 // <build>/npm-jinja with @huggingface/jinja in it; an empty path (and the reason) when npm cannot provide it.
 fs::path reference_dir(std::string& skip_reason) {
-  if (!shell_ok("command -v npm") || !shell_ok("command -v node")) {
-    skip_reason = "npm / node not found";
-    return {};
-  }
-  const fs::path dir = fs::path(NVFP4LM_BINARY_PATH).parent_path() / "npm-jinja";
-  if (!fs::exists(dir / "node_modules" / "@huggingface" / "jinja" / "package.json")) {
-    if (!shell_ok("timeout 60 npm ping")) {
-      skip_reason = "the npm registry cannot be reached (npm ping failed)";
-      return {};
-    }
-    fs::create_directories(dir);
-    const fs::path log = dir / "install.log";
-    const int status =
-        std::system(("timeout 600 npm install --prefix " + quoted(dir) + " --no-audit --no-fund --loglevel=error " +
-                     kJinjaPackage + " >" + quoted(log) + " 2>&1")
-                        .c_str());
-    EXPECT_EQ(status, 0) << "npm install " << kJinjaPackage
-                         << " failed although the registry answers: " << read_file(log);
-    if (status != 0) return {};
-  }
-  return dir;
+  return installed_npm_package("npm-jinja", kJinjaPackage,
+                               fs::path("node_modules") / "@huggingface" / "jinja" / "package.json", skip_reason);
 }
 
 struct TemplateUnderTest {

@@ -95,7 +95,7 @@ build-arm64: configure-arm64
 
 test-arm64: build-arm64
 	$(QEMU_AARCH64) $(ARM64_BUILD)/nvfp4lm diagnose
-	ctest --test-dir $(ARM64_BUILD) --output-on-failure -j$(JOBS) -LE slow $(CTEST_ARGS)
+	ctest --test-dir $(ARM64_BUILD) --output-on-failure --no-tests=error -j$(JOBS) -LE slow $(CTEST_ARGS)
 
 demo-arm64: build-arm64
 	$(QEMU_AARCH64) $(ARM64_BUILD)/nvfp4lm demo

@@ -45,13 +45,7 @@ void int8_weight_rows_body(const Int8Weights& w, int64_t first, int64_t last, co
             vfmaq_f32(acc[r][half + 1], vcvtq_f32_s32(vpaddq_s32(d[2], d[3])), vmulq_f32(t_high, vld1q_f32(scale + 4)));
       }
     }
-    for (int r = 0; r < N; ++r) {
-      float lanes[16];
-      for (int v = 0; v < 4; ++v) vst1q_f32(lanes + 4 * v, acc[r][v]);
-      float sum = 0.f;
-      for (float block_sum : lanes) sum += block_sum;
-      y[r][o] = sum * kInt8WeightUnscale;
-    }
+    for (int r = 0; r < N; ++r) y[r][o] = sum_lanes_in_order(acc[r]) * kInt8WeightUnscale;
   }
 }
 

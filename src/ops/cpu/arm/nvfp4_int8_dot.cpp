@@ -68,13 +68,7 @@ void int8_dot_rows_body(const Nvfp4Rows& w, int64_t first, int64_t last, const I
             vfmaq_f32(acc[r][half + 1], vcvtq_f32_s32(blocks_high), vmulq_f32(m[1], vld1q_f32(scale + 4)));
       }
     }
-    for (int r = 0; r < N; ++r) {
-      float lanes[16];
-      for (int v = 0; v < 4; ++v) vst1q_f32(lanes + 4 * v, acc[r][v]);
-      float sum = 0.f;
-      for (float block_sum : lanes) sum += block_sum;
-      y[r][o] = w.tensor_scale * sum;
-    }
+    for (int r = 0; r < N; ++r) y[r][o] = w.tensor_scale * sum_lanes_in_order(acc[r]);
   }
 }
 

@@ -61,6 +61,16 @@ inline void e4m3_over_256(uint8x8_t bytes, float32x4_t& low, float32x4_t& high) 
   high = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(half)));
 }
 
+// The 16 lanes of acc added one by one, left to right, from 0: how the portable row kernels add up their 16 block
+// accumulators, so a NEON variant's result is theirs bit for bit.
+inline float sum_lanes_in_order(const float32x4_t (&acc)[4]) {
+  float lanes[16];
+  for (int v = 0; v < 4; ++v) vst1q_f32(lanes + 4 * v, acc[v]);
+  float sum = 0.f;
+  for (float lane : lanes) sum += lane;
+  return sum;
+}
+
 // The 16 NVFP4 codes (one per nibble value) as signed int8 weights 2·e2m1(code) in [-12, 12]: a TBL looks them up.
 // Signed, unlike the x86 kernels' 2·e2m1 + 12 (vpdpbusd multiplies an unsigned operand; SDOT multiplies two signed
 // ones), so no bias term is needed: the integer sums are the same.

@@ -4,18 +4,24 @@
 //  - decode attention, one token against a 4096-token KV cache (B=1): time and GB/s of K / V read;
 //  - NVFP4 W4A16 linear (fused kernel) for [9728 x 2560] (gate / up), [2560 x 9728] (down) and [151936 x 2560]
 //    (a quantized lm_head), N = 1, 4, 8 rows of x: GB/s of packed weight + x + y, against BM_CudaCopy, a
-//    device-to-device copy (GB/s = read + write).
+//    device-to-device copy (GB/s = read + write);
+//  - NVFP4 W4A4 GEMM on Blackwell SM 12.x's FP4 tensor cores ("cuda/nvfp4-mma-fp4") for 4096 tokens x the same
+//    weights: TFLOP/s, against the BF16 GEMM of the same shapes (cuBLASLt) on the same card, and the whole W4A4 linear
+//    as training runs it (the activations quantized first). Where the GPU has no native W4A4 it says why.
 // GPU time from CUDA events around kLaunches launches (manual time, per launch). Without a GPU every benchmark
 // reports "no usable GPU". Run: bench_cuda_kernels --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "ops/attention.h"
+#include "ops/gemm.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/nvfp4_w4a4_linear.h"
 #include "quant/nvfp4.h"
 
 #if NVFP4LM_HAS_CUDA
@@ -173,6 +179,52 @@ BENCHMARK(BM_Nvfp4Gemv)
     ->Args({9728, 2560, 4})
     ->Args({2560, 9728, 8})
     ->Args({151936, 2560, 8})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// ---- W4A4 GEMM (Blackwell SM 12.x) against BF16 ------------------------------------------------------------
+
+// Args: out features, in features, tokens. 0: the GEMM alone on quantized operands; 1: quantize x, then the GEMM.
+void BM_Nvfp4W4a4Gemm(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  std::string why_not;
+  if (!nvfp4_w4a4_native(kGpu, &why_not)) {
+    state.SkipWithError(("no native W4A4: " + why_not).c_str());
+    return;
+  }
+  const int64_t out = state.range(0), in = state.range(1), n = state.range(2);
+  const bool quantize_x = state.range(3) != 0;
+  const Tensor x = random_bf16({n, in}, 8);
+  const Nvfp4Tensor w = quantize_nvfp4(random_bf16({out, in}, 9, 0.02f), {}, "w");
+  Nvfp4Tensor xq = quantize_nvfp4(x, {}, "x");
+  Tensor y = Tensor::empty({n, out}, DType::BF16, kGpu);
+  run_timed(state, [&] {
+    if (quantize_x) xq = quantize_nvfp4(x, {}, "x");
+    nvfp4_w4a4_linear_forward(xq, w, y);
+  });
+  set_rate(state, "TFLOP/s", 2.0 * static_cast<double>(out) * static_cast<double>(in) * static_cast<double>(n) * 1e-12);
+}
+BENCHMARK(BM_Nvfp4W4a4Gemm)
+    ->ArgNames({"out", "in", "N", "quantize_x"})
+    ->Args({9728, 2560, 4096, 0})
+    ->Args({2560, 9728, 4096, 0})
+    ->Args({9728, 2560, 4096, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The same products in BF16 (cuBLASLt): the ceiling the dequantize + BF16 GEMM path has on this card.
+void BM_Bf16Gemm(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const int64_t out = state.range(0), in = state.range(1), n = state.range(2);
+  const Tensor x = random_bf16({n, in}, 10), w = random_bf16({out, in}, 11, 0.02f);
+  Tensor y = Tensor::empty({n, out}, DType::BF16, kGpu);
+  run_timed(state, [&] { linear_forward(x, w, y); });
+  set_rate(state, "TFLOP/s", 2.0 * static_cast<double>(out) * static_cast<double>(in) * static_cast<double>(n) * 1e-12);
+}
+BENCHMARK(BM_Bf16Gemm)
+    ->ArgNames({"out", "in", "N"})
+    ->Args({9728, 2560, 4096})
+    ->Args({2560, 9728, 4096})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 #endif

@@ -79,10 +79,14 @@ if has_step build; then
     sed -i 's|^prefix=.*|prefix=/tmp/pcre2/usr|' /tmp/pcre2/usr/lib/x86_64-linux-gnu/pkgconfig/libpcre2-8.pc
     export PKG_CONFIG_PATH=/tmp/pcre2/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   fi
+  # This GPU's own architecture with its "a" features (9.0 -> 90a: wgmma; 12.1 -> 121a: the FP4 mma.sync of
+  # cuda/nvfp4-mma-fp4); one architecture keeps the build inside the call.
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  arch="${cc:-90}a-real"
   if capped 400 cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DNVFP4LM_CUDA=ON \
-    -DNVFP4LM_CUDA_ARCHS=90a-real -DNVFP4LM_BENCH=OFF >"$logs/configure.log" 2>&1 &&
+    -DNVFP4LM_CUDA_ARCHS="$arch" -DNVFP4LM_BENCH=OFF >"$logs/configure.log" 2>&1 &&
     capped 400 cmake --build $build -j16 >"$logs/build.log" 2>&1; then
-    record build "ok in $((SECONDS - start)) s"
+    record build "ok in $((SECONDS - start)) s for $arch"
   else
     tail -40 "$logs/configure.log" "$logs/build.log"
     record build "FAILED (see build.log)"
@@ -262,11 +266,17 @@ fi
 if has_step bench-train; then
   # Speed (plain step), the <= 24 GiB recipe, the fp32-master <= 60 GiB mode (issue 27) and LoRA rank 16 over the
   # base kept packed (issue 31: <= 8 GiB predicted).
-  for mode in "--qat w4a16" \
+  # On Blackwell SM 12.x (a GB10) also W4A4, whose layer linears run on the FP4 tensor cores (cuda/nvfp4-mma-fp4;
+  # the compute path in its line says whether they did).
+  modes=("--qat w4a16" \
     "--qat w4a16 --master bf16 --optimizer adamw8bit --recompute block --packed-weights --fused-update" \
     "--qat w4a16 --recompute block --packed-weights --fused-update" \
-    "--qat w4a16 --lora 16 --recompute block"; do
-    tag=$(echo "$mode" | sed 's/--qat w4a16//; s/--//g; s/ /_/g; s/^_*//')
+    "--qat w4a16 --lora 16 --recompute block")
+  case "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" in
+    12.*) modes+=("--qat w4a4") ;;
+  esac
+  for mode in "${modes[@]}"; do
+    tag=$(echo "$mode" | sed 's/--qat w4a16//; s/--qat w4a4/w4a4/; s/--//g; s/ /_/g; s/^_*//')
     tag=${tag:-plain}
     capped 120 "$nv" bench train --preset qwen3-4b --device cuda --seq-len 2048 --batch 1 --steps 5 $mode \
       --json "$logs/train_$tag.json" >"$logs/train_$tag.log" 2>&1

@@ -148,6 +148,46 @@ MUTATIONS = [
      "op == Binary::Add ? x[k] + y[k] : x[k] * y[k]",
      "x[k] + y[k]",
      [("test_ops_cuda", "*BackendOps.*mul_inplace*")]),
+    # Issue 47: Blackwell's block-scaled FP4 mma, in the emulator (checked against the PTX ISA's text and CUTLASS
+    # cute's SM120 traits, tests/emu/test_mma_fp4.cpp) and in the kernel that feeds it (against the CPU).
+    ("emu-fp4-scale-lane", "the emulated FP4 mma reads row m's scales from lane 4 (m % 8) + 2 (m / 8) (the thread-id "
+     "selector's lane pair read as rows g, g + 8 of the upper pair)",
+     "src/emu/warp_collectives.cpp",
+     "const int lane = 4 * (m % 8) + 2 * first.thread_id_a + m / 8;",
+     "const int lane = 4 * (m % 8) + first.thread_id_a + 2 * (m / 8);",
+     [("test_emu", "MmaFp4*")]),
+    ("emu-fp4-nibble-order", "the emulated FP4 mma takes A's elements high nibble first",
+     "src/emu/warp_collectives.cpp",
+     "a[g + 8 * (r % 2)][8 * t + j + 32 * (r / 2)] = e2m1_value(p.a[r], j);",
+     "a[g + 8 * (r % 2)][8 * t + j + 32 * (r / 2)] = e2m1_value(p.a[r], 7 - j);",
+     [("test_emu", "MmaFp4*")]),
+    ("emu-fp4-fragment-row", "the emulated FP4 mma's A registers 1 and 2 swapped (row g + 8 read as k + 32)",
+     "src/emu/warp_collectives.cpp",
+     "a[g + 8 * (r % 2)][8 * t + j + 32 * (r / 2)] = e2m1_value(p.a[r], j);",
+     "a[g + 8 * (r / 2)][8 * t + j + 32 * (r % 2)] = e2m1_value(p.a[r], j);",
+     [("test_emu", "MmaFp4*")]),
+    ("w4a4-scale-selector", "the W4A4 GEMM gives row g's scales from both lanes of the thread-id-a pair (row g + 8 "
+     "gets row g's)",
+     "src/ops/cuda/nvfp4_w4a4_gemm.cu",
+     "scale_a[i] = load_scales(p.x_scales, p.m, p.k, row + 8 * (t % 2), k0);",
+     "scale_a[i] = load_scales(p.x_scales, p.m, p.k, row + 8 * (t / 2), k0);",
+     [("test_ops_cuda", "Nvfp4W4a4Cuda.*")]),
+    ("w4a4-fragment-register", "the W4A4 GEMM fills A registers 1 and 2 the other way round (row g + 8 and k + 32)",
+     "src/ops/cuda/nvfp4_w4a4_gemm.cu",
+     "row + 8 * (r % 2), k0 + 8 * t + 32 * (r / 2)",
+     "row + 8 * (r / 2), k0 + 8 * t + 32 * (r % 2)",
+     [("test_ops_cuda", "Nvfp4W4a4Cuda.*")]),
+    ("backward-one-stage-no-wait", "the attention backward's one-stage form (SM 12.x's 99 KiB of shared memory) "
+     "reads the next query tile before its copies landed",
+     "src/ops/cuda/attention_backward.cu",
+     "        load_queries(next, 0);\n        cp_async_commit();\n        cp_async_wait_all();\n        __syncthreads();",
+     "        load_queries(next, 0);\n        cp_async_commit();\n        __syncthreads();",
+     [("test_ops_cuda", "AttentionCuda.BackwardFitsTheSharedMemoryOfAGb10")]),
+    ("w4a4-store-past-n", "the W4A4 GEMM stores the columns of a ragged last tile past n",
+     "src/ops/cuda/nvfp4_w4a4_gemm.cu",
+     "          if (row < p.m && column < p.n)",
+     "          if (row < p.m)",
+     [("test_ops_cuda", "Nvfp4W4a4Cuda.*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]
@@ -183,7 +223,11 @@ def run_tests(build_dir, tests, schedule, timeout, log=None, extra_env=None):
     """True when every selected test passed; the outcome line otherwise. The output goes to `log` if given."""
     env = dict(os.environ, NVFP4LM_EMU_SCHEDULE=schedule, **(extra_env or {}))
     for executable, gtest_filter in tests:
-        code, out = run([os.path.join(build_dir, "tests", executable), "--gtest_filter=" + gtest_filter],
+        # tests/<layer>/ executables land in tests/; the emulator's own (test_emu) in tests/emu/
+        path = os.path.join(build_dir, "tests", executable)
+        if not os.path.exists(path):
+            path = os.path.join(build_dir, "tests", "emu", executable)
+        code, out = run([path, "--gtest_filter=" + gtest_filter],
                         env=env, timeout=timeout)
         if log:
             with open(log, "a") as f:

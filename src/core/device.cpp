@@ -47,6 +47,15 @@ std::string device_unavailable_reason(Device device) {
 #endif
 }
 
+bool device_memory_is_host_memory(Device device) {
+#if NVFP4LM_HAS_CUDA
+  return device.is_cuda() && device_unavailable_reason(device).empty() && cuda::device_info(device.index).integrated;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 void synchronize(Device device) {
 #if NVFP4LM_HAS_CUDA
   if (device.is_cuda()) cuda::synchronize();

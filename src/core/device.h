@@ -31,9 +31,15 @@ std::string cuda_sm_text(int sm);      // 90 -> "9.0"
 // driver's reason), no such index, or an SM below kMinCudaSm.
 std::string device_unavailable_reason(Device device);
 
+// Whether `device`'s memory is the host's (an integrated GPU: the DGX Spark's GB10, Jetson; the emulated device
+// presenting a GB10). False for the CPU and for discrete GPUs.
+bool device_memory_is_host_memory(Device device);
+
 // The one set-up of --device and --max-memory for every command: parses `text` ("cpu", "cuda", "cuda:N"), Error
 // when computations cannot run there (the reason, and what to do), and limits the memory tracker's bytes on it to
-// `max_memory_gib` GiB (0: no limit; a negative or non-finite value is an Error).
+// `max_memory_gib` GiB (0: no limit; a negative or non-finite value is an Error). On a GPU whose memory is the
+// host's the tracker pools the two (MemoryTracker::share_with_host): the limit is the process's tensors on both, as
+// the predecessor's memory guard on the DGX Spark capped the whole process.
 Device open_device(const std::string& text, double max_memory_gib);
 
 // Waits for the work queued on `device` (its one stream on CUDA; nothing on the CPU), so a host clock stopped after

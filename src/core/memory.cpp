@@ -26,9 +26,24 @@ const MemoryTracker::Counters* MemoryTracker::find(Device device) const {
   return it == devices_.end() ? nullptr : &it->second;
 }
 
+bool MemoryTracker::in_shared_pool(Device device) const {
+  return shared_device_ && (device.is_cpu() || key(device) == *shared_device_);
+}
+
 void MemoryTracker::reserve(Device device, size_t bytes, const char* what) {
   std::lock_guard lock(mutex_);
   Counters& c = counters(device);
+  const bool shared = in_shared_pool(device);
+  const size_t shared_limit = shared ? devices_[*shared_device_].limit : 0;
+  if (shared_limit != 0 && shared_current_ + bytes > shared_limit) {
+    const Device gpu{static_cast<Device::Kind>(shared_device_->first), shared_device_->second};
+    throw Error(fmt::format(
+        "memory limit exceeded in phase '{}': allocating {:.1f} MiB{}{} on {} with {:.2f} GiB of CPU and {} tensors "
+        "in use would pass the limit of {:.2f} GiB (--max-memory; {}'s memory is the host's, so the limit counts "
+        "both); raise the limit or reduce batch size / sequence length",
+        phase_, to_mib(bytes), what ? " for " : "", what ? what : "", device.str(), to_gib(shared_current_),
+        gpu.str(), to_gib(shared_limit), gpu.str()));
+  }
   if (c.limit != 0 && c.current + bytes > c.limit) {
     throw Error(fmt::format(
         "memory limit on {} exceeded in phase '{}': allocating {:.1f} MiB{}{} with {:.2f} GiB in use would pass "
@@ -38,6 +53,10 @@ void MemoryTracker::reserve(Device device, size_t bytes, const char* what) {
   }
   c.current += bytes;
   c.peak = std::max(c.peak, c.current);
+  if (shared) {
+    shared_current_ += bytes;
+    shared_peak_ = std::max(shared_peak_, shared_current_);
+  }
   auto phase_key = std::make_pair(phase_, key(device));
   size_t& phase_peak = phase_peaks_[phase_key];
   phase_peak = std::max(phase_peak, c.current);
@@ -48,6 +67,28 @@ void MemoryTracker::release(Device device, size_t bytes) {
   Counters& c = counters(device);
   NVFP4LM_ASSERT(c.current >= bytes, "releasing {} bytes with {} counted on {}", bytes, c.current, device.str());
   c.current -= bytes;
+  if (in_shared_pool(device)) shared_current_ -= bytes;
+}
+
+void MemoryTracker::share_with_host(Device device) {
+  std::lock_guard lock(mutex_);
+  NVFP4LM_ASSERT(device.is_cuda(), "share_with_host: {} is not a GPU", device.str());
+  NVFP4LM_ASSERT(!shared_device_ || *shared_device_ == key(device), "share_with_host: {} after another GPU",
+                 device.str());
+  if (shared_device_) return;
+  shared_device_ = key(device);
+  shared_current_ = counters(device).current + counters(Device::cpu()).current;
+  shared_peak_ = shared_current_;
+}
+
+bool MemoryTracker::shares_with_host(Device device) const {
+  std::lock_guard lock(mutex_);
+  return shared_device_ && key(device) == *shared_device_;
+}
+
+size_t MemoryTracker::shared_peak_bytes() const {
+  std::lock_guard lock(mutex_);
+  return shared_peak_;
 }
 
 size_t MemoryTracker::current_bytes(Device device) const {
@@ -136,6 +177,7 @@ Device open_device(const std::string& text, double max_memory_gib) {
                 reason);
   NVFP4LM_CHECK(std::isfinite(max_memory_gib) && max_memory_gib >= 0,
                 "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}", max_memory_gib);
+  if (device_memory_is_host_memory(device)) MemoryTracker::instance().share_with_host(device);
   if (max_memory_gib == 0) return device;
   const double bytes = max_memory_gib * 1024.0 * 1024.0 * 1024.0;
   NVFP4LM_CHECK(bytes >= 1, "--max-memory {} GiB is less than a byte", max_memory_gib);

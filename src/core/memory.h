@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ class MemoryTracker {
   void set_limit(Device device, size_t bytes);
   size_t limit_bytes(Device device) const;
 
+  // Unified memory (device_memory_is_host_memory: the GPU's memory is the host's): from now on `device`'s tensors
+  // and the CPU's count together against `device`'s limit, and shared_peak_bytes() is their joint peak. One device
+  // at a time (an integrated GPU is its machine's only one).
+  void share_with_host(Device device);
+  bool shares_with_host(Device device) const;
+  size_t shared_peak_bytes() const;
+
   // Phases: the current phase's peak starts at the current usage; phases with the same name merge.
   void begin_phase(const std::string& name);
   std::string current_phase() const;
@@ -50,8 +58,12 @@ class MemoryTracker {
   Counters& counters(Device device);
   const Counters* find(Device device) const;
 
+  bool in_shared_pool(Device device) const;
+
   mutable std::mutex mutex_;
   std::map<std::pair<int, int>, Counters> devices_;
+  std::optional<std::pair<int, int>> shared_device_;  // share_with_host's device
+  size_t shared_current_ = 0, shared_peak_ = 0;        // the CPU's bytes plus its
   std::string phase_ = "startup";
   std::map<std::pair<std::string, std::pair<int, int>>, size_t> phase_peaks_;
   std::vector<std::string> phase_order_;

@@ -2,11 +2,14 @@
 // the PTX instruction twins, and kernel launches.
 #include "emu/device_api.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "emu/global_race_check.h"
 #include "emu/grid.h"
 #include "emu/last_error.h"
+#include "emu/settings.h"
 #include "emu/stream.h"
 
 namespace nvfp4lm::emu {
@@ -88,6 +91,28 @@ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint3
   post.b[0] = b0;
   post.b[1] = b1;
   for (int i = 0; i < 4; ++i) post.c[i] = d[i];
+  const WarpResult result = warp_collective(post);
+  for (int i = 0; i < 4; ++i) d[i] = result.d[i];
+}
+
+void mma_m16n8k64_fp4(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], uint32_t scale_a,
+                      uint16_t thread_id_a, uint32_t scale_b, uint16_t thread_id_b) {
+  ThreadContext& thread = this_thread();
+  if (settings().arch != 120 && settings().arch != 121)
+    thread.block->fault(thread, fmt::format("{} runs on sm_120a / sm_121a only; the emulated device is {} "
+                                            "(NVFP4LM_EMU_ARCH=sm_121 presents a GB10)",
+                                            warp_op_name(WarpOp::MmaFp4), arch_name(settings().arch)));
+  WarpPost post;
+  post.op = WarpOp::MmaFp4;
+  post.mask = 0xFFFFFFFFu;
+  for (int i = 0; i < 4; ++i) post.a[i] = a[i];
+  post.b[0] = b[0];
+  post.b[1] = b[1];
+  for (int i = 0; i < 4; ++i) post.c[i] = d[i];
+  post.scale_a = scale_a;
+  post.scale_b = scale_b;
+  post.thread_id_a = thread_id_a;
+  post.thread_id_b = thread_id_b;
   const WarpResult result = warp_collective(post);
   for (int i = 0; i < 4; ++i) d[i] = result.d[i];
 }

@@ -42,6 +42,11 @@ void cp_async_commit();
 void cp_async_wait_group(int groups_left_pending);
 void ldmatrix(uint32_t* regs, int matrices, bool trans, uint32_t shared_address);
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+// mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 d, a, b, d,
+// scale_a, {0, thread_id_a}, scale_b, {0, thread_id_b}: only on an emulated sm_120 / sm_121 (NVFP4LM_EMU_ARCH); on
+// another it is a fault, as a GPU without an sm_120a / sm_121a image cannot run the kernel.
+void mma_m16n8k64_fp4(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], uint32_t scale_a,
+                      uint16_t thread_id_a, uint32_t scale_b, uint16_t thread_id_b);
 // A memory fence; `device_scope` (__threadfence, __threadfence_system) publishes the block's plain stores to other
 // blocks for the global race check.
 void thread_fence(bool device_scope);

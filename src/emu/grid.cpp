@@ -121,8 +121,9 @@ cudaError_t check_launch(const LaunchRequest& r, std::string& why) {
 }
 
 cudaError_t set_max_dynamic_shared(const void* function, int bytes, std::string& why) {
-  if (bytes < 0 || static_cast<size_t>(bytes) > kSharedPerBlockOptin) {
-    why = fmt::format("cudaFuncAttributeMaxDynamicSharedMemorySize {} outside [0, {}]", bytes, kSharedPerBlockOptin);
+  if (bytes < 0 || static_cast<size_t>(bytes) > shared_per_block_optin()) {
+    why = fmt::format("cudaFuncAttributeMaxDynamicSharedMemorySize {} outside [0, {}] ({}: at most {} bytes a block)",
+                      bytes, shared_per_block_optin(), arch_name(settings().arch), shared_per_block_optin());
     return cudaErrorInvalidValue;
   }
   Attributes& a = attributes();

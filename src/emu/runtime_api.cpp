@@ -149,12 +149,14 @@ cudaError_t cudaSetDevice(int device) {
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (device != 0) return record_error(cudaErrorInvalidDevice, fmt::format("device {}", device));
   std::memset(prop, 0, sizeof(*prop));
-  std::snprintf(prop->name, sizeof(prop->name), "nvfp4lm emulated CUDA device (sm_90 on the CPU)");
-  prop->major = 9;
-  prop->minor = 0;
+  std::snprintf(prop->name, sizeof(prop->name), "nvfp4lm emulated CUDA device (%s on the CPU)",
+                arch_name(settings().arch).c_str());
+  prop->major = settings().arch / 10;
+  prop->minor = settings().arch % 10;
+  prop->integrated = settings().arch == 121 ? 1 : 0;  // the GB10 shares the host's memory
   prop->totalGlobalMem = settings().device_bytes;
   prop->sharedMemPerBlock = kSharedPerBlockDefault;
-  prop->sharedMemPerBlockOptin = kSharedPerBlockOptin;
+  prop->sharedMemPerBlockOptin = shared_per_block_optin();
   prop->sharedMemPerMultiprocessor = 233472;
   prop->regsPerBlock = 65536;
   prop->warpSize = 32;
@@ -181,16 +183,16 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       *value = kMultiprocessors;
       return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin:
-      *value = static_cast<int>(kSharedPerBlockOptin);
+      *value = static_cast<int>(shared_per_block_optin());
       return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlock:
       *value = static_cast<int>(kSharedPerBlockDefault);
       return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor:
-      *value = 9;
+      *value = settings().arch / 10;
       return cudaSuccess;
     case cudaDevAttrComputeCapabilityMinor:
-      *value = 0;
+      *value = settings().arch % 10;
       return cudaSuccess;
     case cudaDevAttrMaxThreadsPerBlock:
       *value = 1024;

@@ -87,6 +87,14 @@ Settings parse() {
   }
   if (const char* text = env("NVFP4LM_EMU_GRID_CAP"))
     s.grid_cap = positive_integer("NVFP4LM_EMU_GRID_CAP", text, int64_t{1} << 30);
+  if (const char* text = env("NVFP4LM_EMU_ARCH")) {
+    const std::string value = text;
+    s.arch = 0;
+    for (int arch : {90, 100, 120, 121})
+      if (value == arch_name(arch)) s.arch = arch;
+    NVFP4LM_CHECK(s.arch != 0, "NVFP4LM_EMU_ARCH='{}' is not a GPU the emulator presents: use sm_90, sm_100, sm_120 or sm_121",
+                  value);
+  }
   if (const char* text = env("NVFP4LM_EMU_STACK_KIB"))
     s.stack_bytes = static_cast<size_t>(positive_integer("NVFP4LM_EMU_STACK_KIB", text, 1 << 20)) << 10;
   if (const char* text = env("NVFP4LM_EMU_DEVICE_GIB")) {
@@ -120,14 +128,16 @@ std::string_view schedule_name(Schedule schedule) {
   return "?";
 }
 
+std::string arch_name(int arch) { return fmt::format("sm_{}", arch); }
+
 std::string describe_settings() {
   const Settings& s = settings();
   std::string checks;
   for (const auto& [on, name] :
        {std::pair{s.checks.bounds, "bounds"}, {s.checks.races, "races"}, {s.checks.init, "init"}})
     if (on) checks += checks.empty() ? name : std::string(",") + name;
-  return fmt::format("schedule {}, {} worker{}, {} streams, shared-memory checks {}, global race check {}{}",
-                     schedule_name(s.schedule), s.workers, s.workers == 1 ? "" : "s",
+  return fmt::format("{}, schedule {}, {} worker{}, {} streams, shared-memory checks {}, global race check {}{}",
+                     arch_name(s.arch), schedule_name(s.schedule), s.workers, s.workers == 1 ? "" : "s",
                      s.stream_mode == StreamMode::Deferred ? "deferred" : "synchronous",
                      checks.empty() ? "off" : checks, global_race_check_state(),
                      s.grid_cap > 0 ? fmt::format(", grid-stride launches capped at {} blocks", s.grid_cap) : "");

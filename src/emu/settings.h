@@ -9,6 +9,10 @@
 //                         memory's (shared_memory.h) and races between blocks in global memory (global_race_check.h)
 //   NVFP4LM_EMU_GRID_CAP  N (default: none)     grid-stride launches use at most N blocks (core/cuda/grid_stride.h),
 //                         so every grid-stride loop runs several iterations in tests of ordinary sizes
+//   NVFP4LM_EMU_ARCH      sm_90 (default) | sm_100 | sm_120 | sm_121   the GPU the device presents itself as: its
+//                         compute capability (cudaGetDeviceProperties, cudaDeviceGetAttribute) and the
+//                         architecture-specific instructions it runs (mma kind::mxf4nvf4 only on sm_120 / sm_121,
+//                         as only an sm_120a / sm_121a image has it): how the tests run the Blackwell dispatch
 // A value that cannot be parsed is an error that names the variable, not a silent default.
 #pragma once
 
@@ -53,6 +57,7 @@ struct Settings {
   int devices = 1;          // 0 or 1
   Checks checks;
   int64_t grid_cap = 0;  // 0: grid-stride launches take as many blocks as they ask for
+  int arch = 90;         // compute capability x 10: 90, 100, 120, 121
 };
 
 // The settings of this process (parsed on first use; throws nvfp4lm::Error on a bad value).
@@ -60,6 +65,8 @@ const Settings& settings();
 // The same object, for the emulator's own tests, which change the schedule or stream mode between launches.
 Settings& settings_for_testing();
 std::string_view schedule_name(Schedule schedule);
+// "sm_90", "sm_121", ... for an arch of Settings.
+std::string arch_name(int arch);
 // One line for logs and `diagnose`: "schedule warp-serial, 1 worker, deferred streams".
 std::string describe_settings();
 

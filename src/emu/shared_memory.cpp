@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "emu/settings.h"
 
 namespace nvfp4lm::emu {
 namespace {
@@ -23,6 +24,10 @@ constexpr int16_t kUnallocated = -2;
 size_t align_up(size_t value, size_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 }  // namespace
+
+size_t shared_per_block_optin() {
+  return settings().arch >= 120 ? kSharedPerBlockOptinSm12x : kSharedPerBlockOptin;
+}
 
 SharedMemory::SharedMemory() {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -63,11 +68,11 @@ size_t SharedMemory::place_static(const SharedSite& site, std::string& error) {
                         site.name, site.bytes);
     return SIZE_MAX;
   }
-  if (dynamic_bytes_ + static_bytes_ + site.bytes > kSharedPerBlockOptin) {
+  if (dynamic_bytes_ + static_bytes_ + site.bytes > shared_per_block_optin()) {
     error = fmt::format(
         "static '{}' ({} bytes) with {} bytes of dynamic and {} of other static shared memory "
         "exceeds the block's {} bytes",
-        site.name, site.bytes, dynamic_bytes_, static_bytes_, kSharedPerBlockOptin);
+        site.name, site.bytes, dynamic_bytes_, static_bytes_, shared_per_block_optin());
     return SIZE_MAX;
   }
   const size_t offset = align_up(used_ + kRedZone, std::max<size_t>(site.alignment, 16));

@@ -28,9 +28,14 @@ struct SharedSite {
   const char* name;
 };
 
-// H100: 227 KiB of shared memory per block with the opt-in attribute, 48 KiB without it and for static variables.
+// H100 and B200 (compute capability 9.0, 10.0): 227 KiB of shared memory per block with the opt-in attribute; SM
+// 12.x (RTX PRO / RTX 50, the GB10): a 100 KiB carveout an SM (the toolkit's cuda_occupancy.h, "case 12"), 99 KiB a
+// block; 48 KiB without the attribute and for static variables everywhere. kSharedPerBlockOptin is the most any
+// arch allows (the block's shared-memory window); shared_per_block_optin() what the presented arch does.
 inline constexpr size_t kSharedPerBlockOptin = 232448;
+inline constexpr size_t kSharedPerBlockOptinSm12x = 101376;
 inline constexpr size_t kSharedPerBlockDefault = 49152;
+size_t shared_per_block_optin();
 inline constexpr size_t kStaticSharedLimit = 49152;
 
 // Who accesses: a thread of the block and how far it has synchronised with its warp (see BlockRunner).

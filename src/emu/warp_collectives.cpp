@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace nvfp4lm::emu {
 namespace {
@@ -77,6 +79,92 @@ void mma_m16n8k16(const WarpPost* const* posts, WarpResult* const* results) {
       results[lane]->d[i] = static_cast<float>(sum);
     }
   }
+}
+
+// ---- mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 ----------
+// The PTX ISA's statement (9.7.14.5.11 "Matrix Fragments for mma.m16n8k64", 9.7.14.3 "Block Scaling for mma.sync"),
+// lane l, g = l / 4, t = l % 4, element 8 r + j of a fragment in nibble j of register r (the lower K in the lower
+// nibble, as cuda_fp4.hpp packs __nv_fp4x2):
+//   A (16x64): register r, nibble j -> row g + 8 (r % 2), k = 8 t + j + 32 (r / 2)
+//   B (64x8):  register r, nibble j -> k = 8 t + j + 32 r, column g
+//   C, D:      register i -> row g + 8 (i / 2), column 2 t + i % 2
+//   SF_A: row m's 4 scales (byte q: k in [16 q, 16 q + 16)) in scale-a-data of lane 4 (m % 8) + 2 thread-id-a + m / 8
+//   SF_B: column n's 4 scales in scale-b-data of lane 4 n + thread-id-b
+// (the scale lanes and bytes are the ISA's figures 43-45, as CUTLASS cute's SM120 SFALayout / SFBLayout read them;
+// tests/emu checks them against both).
+double e2m1_value(uint32_t reg, int nibble) {
+  static constexpr double kValues[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+  const uint32_t code = (reg >> (4 * nibble)) & 0xF;
+  return (code & 0x8 ? -1.0 : 1.0) * kValues[code & 0x7];
+}
+
+// UE4M3: E4M3 without the sign bit (the ISA: the byte's MSB must be zero); 0x7F is NaN.
+double ue4m3_value(uint8_t byte) {
+  if (byte == 0x7F) return std::numeric_limits<double>::quiet_NaN();
+  const int exponent = byte >> 3, mantissa = byte & 0x7;
+  return exponent == 0 ? std::ldexp(mantissa / 8.0, -6) : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
+}
+
+int mma_m16n8k64_fp4(const WarpPost* const* posts, WarpResult* const* results, std::string& error) {
+  const WarpPost& first = *posts[0];
+  for (int lane = 1; lane < 32; ++lane) {
+    const WarpPost& p = *posts[lane];
+    if (p.byte_id_a != first.byte_id_a || p.thread_id_a != first.thread_id_a || p.byte_id_b != first.byte_id_b ||
+        p.thread_id_b != first.thread_id_b) {
+      error = fmt::format("{}: lanes 0 and {} give different scale selectors", warp_op_name(WarpOp::MmaFp4), lane);
+      return lane;
+    }
+  }
+  if (first.byte_id_a != 0 || first.byte_id_b != 0 || first.thread_id_a > 1 || first.thread_id_b > 3) {
+    error = fmt::format(
+        "{}: scale selectors byte-id-a {}, thread-id-a {}, byte-id-b {}, thread-id-b {}; scale_vec::4X takes byte-ids 0, "
+        "thread-id-a 0..1, thread-id-b 0..3 (undefined behaviour on a GPU)",
+        warp_op_name(WarpOp::MmaFp4), first.byte_id_a, first.thread_id_a, first.byte_id_b, first.thread_id_b);
+    return 0;
+  }
+  double a[16][64], b[64][8], c[16][8], scale_a[16][4], scale_b[4][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    const WarpPost& p = *posts[lane];
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 8; ++j) a[g + 8 * (r % 2)][8 * t + j + 32 * (r / 2)] = e2m1_value(p.a[r], j);
+    for (int r = 0; r < 2; ++r)
+      for (int j = 0; j < 8; ++j) b[8 * t + j + 32 * r][g] = e2m1_value(p.b[r], j);
+    for (int i = 0; i < 4; ++i) c[g + 8 * (i / 2)][2 * t + i % 2] = p.c[i];
+  }
+  auto scale_bytes = [&](int lane, uint32_t data, double* out, const char* which) {
+    for (int q = 0; q < 4; ++q) {
+      const auto byte = static_cast<uint8_t>(data >> (8 * q));
+      if (byte & 0x80) {
+        error = fmt::format("{}: scale byte {:#04x} ({} of lane {}, byte {}) has its most significant bit set: a ue4m3 "
+                            "scale must not (PTX: undefined)",
+                            warp_op_name(WarpOp::MmaFp4), byte, which, lane, q);
+        return false;
+      }
+      out[q] = ue4m3_value(byte);
+    }
+    return true;
+  };
+  for (int m = 0; m < 16; ++m) {
+    const int lane = 4 * (m % 8) + 2 * first.thread_id_a + m / 8;
+    if (!scale_bytes(lane, posts[lane]->scale_a, scale_a[m], "scale-a-data")) return lane;
+  }
+  for (int n = 0; n < 8; ++n) {
+    const int lane = 4 * n + first.thread_id_b;
+    double column[4];
+    if (!scale_bytes(lane, posts[lane]->scale_b, column, "scale-b-data")) return lane;
+    for (int q = 0; q < 4; ++q) scale_b[q][n] = column[q];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+      double sum = c[row][col];
+      for (int k = 0; k < 64; ++k) sum += (a[row][k] * scale_a[row][k / 16]) * (b[k][col] * scale_b[k / 16][col]);
+      results[lane]->d[i] = static_cast<float>(sum);
+    }
+  }
+  return -1;
 }
 
 int ldmatrix(const WarpPost* const* posts, WarpResult* const* results, const SharedView& shared, std::string& error) {
@@ -194,6 +282,8 @@ const char* warp_op_name(WarpOp op) {
       return "__syncwarp";
     case WarpOp::Mma:
       return "mma.sync.m16n8k16";
+    case WarpOp::MmaFp4:
+      return "mma.sync.m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X";
     case WarpOp::Ldmatrix:
       return "ldmatrix.sync";
   }
@@ -273,6 +363,8 @@ int compute_collective(WarpOp op, unsigned taking_part, const WarpPost* const* p
     case WarpOp::Mma:
       mma_m16n8k16(posts, results);
       return -1;
+    case WarpOp::MmaFp4:
+      return mma_m16n8k64_fp4(posts, results, error);
     case WarpOp::Ldmatrix:
       return ldmatrix(posts, results, shared, error);
   }

@@ -8,6 +8,9 @@
 //  - vote.sync ballot/any/all, match.sync any/all, redux.sync add/min/max/and/or/xor over the lanes taking part;
 //  - mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 with exact products, a double sum and one rounding to fp32
 //    (the GPU's internal accumulation order is unspecified; this is the most accurate legal answer);
+//  - mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 (Blackwell
+//    SM 12.x: NVFP4 x NVFP4 with a UE4M3 scale per 16 values of K), the same way: D = C + Σ (A·SF_A)(B·SF_B), each
+//    product exact, the sum in double, one rounding (the fragment and scale layouts: above mma_m16n8k64_fp4 in warp_collectives.cpp);
 //  - ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 from the block's shared memory.
 // Lanes taking part: the non-exited lanes of the mask (PTX: "all non-exited threads in membermask"). The .aligned
 // instructions (mma, ldmatrix) need the whole warp.
@@ -37,13 +40,14 @@ enum class WarpOp : uint8_t {
   ReduceXor,
   SyncWarp,
   Mma,
+  MmaFp4,
   Ldmatrix,
 };
 
 // The CUDA / PTX name of an operation, for messages.
 const char* warp_op_name(WarpOp op);
 // Whether the operation is .aligned (every lane of the warp must execute it).
-inline bool warp_op_aligned(WarpOp op) { return op == WarpOp::Mma || op == WarpOp::Ldmatrix; }
+inline bool warp_op_aligned(WarpOp op) { return op == WarpOp::Mma || op == WarpOp::MmaFp4 || op == WarpOp::Ldmatrix; }
 
 struct WarpPost {
   WarpOp op = WarpOp::SyncWarp;
@@ -55,6 +59,8 @@ struct WarpPost {
   uint64_t value = 0;             // shfl / match / redux value, vote predicate, ldmatrix shared address
   uint32_t a[4] = {}, b[2] = {};  // mma fragments
   float c[4] = {};
+  uint32_t scale_a = 0, scale_b = 0;  // mma kind::mxf4nvf4: the lane's scale-a-data / scale-b-data registers
+  uint16_t byte_id_a = 0, thread_id_a = 0, byte_id_b = 0, thread_id_b = 0;  // and the selectors
 };
 
 struct WarpResult {

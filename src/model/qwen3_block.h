@@ -37,6 +37,8 @@ struct TrainTensor {
   bool quantized = false;  // use = deq(Q(master)) (the STE's forward weight)
   // packed_weights: `packed` holds Q(master) and `use` is a scratch shared by all blocks, filled from it per block.
   bool keep_packed = false;
+  // Native W4A4 (Blackwell SM 12.x, ops/nvfp4_w4a4_linear.h) also fills `packed` with Q(master) while `use` keeps its
+  // values for the backward: the forward multiplies `packed` with the quantized activations on the FP4 tensor cores.
   Nvfp4Tensor packed;
   // LoRA (model/lora.h): an adapter over this frozen linear; the forward adds its low-rank term to the base's.
   std::optional<LoraAdapter> lora;
@@ -59,6 +61,9 @@ struct BlockContext {
   const Tensor* segment_ids = nullptr;  // optional I32 [B, T]
   const RopeTable* rope = nullptr;
   bool quantize_activations = false;  // W4A4
+  // W4A4 on the FP4 tensor cores: the linears whose weight is packed multiply the packed activations with it
+  // (nvfp4_w4a4_linear_forward) instead of their values with `use` (needs quantize_activations).
+  bool native_w4a4 = false;
   // When set, block_forward records the amax of each projection's input (before any W4A4 fake quantization) under
   // the projection's weight name: activation calibration (io/activation_calibration.h).
   ActivationCalibration* calibration = nullptr;
@@ -83,7 +88,10 @@ BlockActivations make_block_activations(const Qwen3Config& config, const Tensor&
                                         bool quantize_activations);
 
 // y = x · Wᵀ for the weight the forward uses, plus its LoRA adapter's term when it has one.
-void project(const TrainTensor& w, const BlockContext& context, const Tensor& x, Tensor& y);
+// y = x · w.useᵀ (+ the adapter's term); with native W4A4 and a packed weight, x_packed (x's NVFP4 form, x its values)
+// times w.packed on the FP4 tensor cores instead.
+void project(const TrainTensor& w, const BlockContext& context, const Tensor& x, Tensor& y,
+             const Nvfp4Tensor* x_packed = nullptr);
 
 // out = block(acts.x_in); out may be acts.x_in (in place) when the activations are not saved.
 void block_forward(const TrainLayer& layer, const BlockContext& context, BlockActivations& acts, Tensor& out);

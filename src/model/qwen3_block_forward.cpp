@@ -5,6 +5,7 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
+#include "ops/nvfp4_w4a4_linear.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
 #include "quant/nvfp4.h"
@@ -13,10 +14,18 @@
 namespace nvfp4lm::detail {
 namespace {
 
-// x_q = fake-quantized x (W4A4 activations: 1x16 blocks along the features, tensor scale from x's amax).
-void quantize_activation(const Tensor& x, Tensor& x_q, const char* what) {
+// x_q = fake-quantized x (W4A4 activations: 1x16 blocks along the features, tensor scale from x's amax), what the
+// backward reads. With native W4A4 the packed form is returned too (x_q = its values, the same bits as the fake
+// quantization: quant/nvfp4.h), for the FP4 tensor-core GEMM; otherwise an undefined one.
+Nvfp4Tensor quantize_activation(const BlockContext& context, const Tensor& x, Tensor& x_q, const char* what) {
   Tensor out = token_rows(x_q);
-  fake_quantize_nvfp4(token_rows(x), out, Nvfp4QuantOptions{}, what);
+  if (!context.native_w4a4) {
+    fake_quantize_nvfp4(token_rows(x), out, Nvfp4QuantOptions{}, what);
+    return {};
+  }
+  Nvfp4Tensor packed = quantize_nvfp4(token_rows(x), Nvfp4QuantOptions{}, what);
+  dequantize_nvfp4(packed, out);
+  return packed;
 }
 
 }  // namespace
@@ -28,8 +37,13 @@ void record_input_amax(ActivationCalibration& calibration, const Tensor& input,
   for (const std::string* name : weight_names) calibration.observe(*name, amax);
 }
 
-void project(const TrainTensor& w, const BlockContext& context, const Tensor& x, Tensor& y) {
-  linear_forward(x, w.use, y);
+void project(const TrainTensor& w, const BlockContext& context, const Tensor& x, Tensor& y,
+             const Nvfp4Tensor* x_packed) {
+  if (x_packed != nullptr && x_packed->defined() && w.packed.defined()) {
+    nvfp4_w4a4_linear_forward(*x_packed, w.packed, y);
+  } else {
+    linear_forward(x, w.use, y);
+  }
   if (w.lora) lora_forward(*w.lora, x, y, context.lora);
 }
 
@@ -90,12 +104,13 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
   rmsnorm_forward(a.x_in, w.input_norm.use, eps, a.normed_in, &a.rstd_in);
   if (context.calibration)
     record_input_amax(*context.calibration, a.normed_in, {&w.q_proj.name, &w.k_proj.name, &w.v_proj.name});
-  if (w4a4) quantize_activation(a.normed_in, a.qkv_input, "W4A4 activation (q/k/v input)");
+  Nvfp4Tensor packed;  // the current linears' input in NVFP4 (native W4A4 only)
+  if (w4a4) packed = quantize_activation(context, a.normed_in, a.qkv_input, "W4A4 activation (q/k/v input)");
   const Tensor qkv_in = token_rows(a.qkv_input);
   Tensor q_rows = token_rows(a.q_raw), k_rows = token_rows(a.k_raw), v_rows = token_rows(a.v);
-  project(w.q_proj, context, qkv_in, q_rows);
-  project(w.k_proj, context, qkv_in, k_rows);
-  project(w.v_proj, context, qkv_in, v_rows);
+  project(w.q_proj, context, qkv_in, q_rows, &packed);
+  project(w.k_proj, context, qkv_in, k_rows, &packed);
+  project(w.v_proj, context, qkv_in, v_rows, &packed);
   rmsnorm_forward(a.q_raw, w.q_norm.use, eps, a.q, &a.rstd_q);
   rmsnorm_forward(a.k_raw, w.k_norm.use, eps, a.k, &a.rstd_k);
   rope_forward(a.q, *context.positions, *context.rope);
@@ -105,30 +120,30 @@ void block_forward(const TrainLayer& w, const BlockContext& context, BlockActiva
   options.segment_ids = context.segment_ids;
   attention_forward(a.q, a.k, a.v, a.attn, options, &a.lse);
   if (context.calibration) record_input_amax(*context.calibration, a.attn, {&w.o_proj.name});
-  if (w4a4) quantize_activation(a.attn, a.o_input, "W4A4 activation (o_proj input)");
+  if (w4a4) packed = quantize_activation(context, a.attn, a.o_input, "W4A4 activation (o_proj input)");
   Tensor proj = token_rows(a.normed_mid);  // free until the second norm: holds the o_proj output
-  project(w.o_proj, context, token_rows(a.o_input), proj);
+  project(w.o_proj, context, token_rows(a.o_input), proj, &packed);
   add(a.x_in, a.normed_mid, a.x_mid);
 
   // MLP half.
   rmsnorm_forward(a.x_mid, w.post_attention_norm.use, eps, a.normed_mid, &a.rstd_mid);
   if (context.calibration) record_input_amax(*context.calibration, a.normed_mid, {&w.gate_proj.name, &w.up_proj.name});
-  if (w4a4) quantize_activation(a.normed_mid, a.gate_up_input, "W4A4 activation (gate/up input)");
+  if (w4a4) packed = quantize_activation(context, a.normed_mid, a.gate_up_input, "W4A4 activation (gate/up input)");
   const Tensor gate_up_in = token_rows(a.gate_up_input);
   Tensor gate_rows = token_rows(a.gate), up_rows = token_rows(a.up);
-  project(w.gate_proj, context, gate_up_in, gate_rows);
-  project(w.up_proj, context, gate_up_in, up_rows);
+  project(w.gate_proj, context, gate_up_in, gate_rows, &packed);
+  project(w.up_proj, context, gate_up_in, up_rows, &packed);
   swiglu_forward(a.gate, a.up, a.act);
   if (context.calibration) record_input_amax(*context.calibration, a.act, {&w.down_proj.name});
-  if (w4a4) quantize_activation(a.act, a.down_input, "W4A4 activation (down_proj input)");
+  if (w4a4) packed = quantize_activation(context, a.act, a.down_input, "W4A4 activation (down_proj input)");
   if (out.raw() == a.x_mid.raw()) {
     // In place (activations not saved): the MLP output needs a buffer of its own; normed_in is free by now.
     Tensor mlp = token_rows(a.normed_in);
-    project(w.down_proj, context, token_rows(a.down_input), mlp);
+    project(w.down_proj, context, token_rows(a.down_input), mlp, &packed);
     add_inplace(out, a.normed_in);
   } else {
     Tensor out_rows = token_rows(out);
-    project(w.down_proj, context, token_rows(a.down_input), out_rows);
+    project(w.down_proj, context, token_rows(a.down_input), out_rows, &packed);
     add_inplace(out, a.x_mid);
   }
 }

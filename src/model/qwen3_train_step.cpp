@@ -121,6 +121,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
   context.segment_ids = segments.defined() ? &segments : nullptr;
   context.rope = &rope_for(max_position);
   context.quantize_activations = options_.qat == QatMode::W4A4;
+  context.native_w4a4 = native_w4a4_;
   context.calibration = calibration_;
   context.lora = LoraPass{backward, batch.dropout_seed};  // dropout in training passes only
   if (calibration_) calibration_->tokens += b * t;

@@ -12,6 +12,7 @@
 #include "io/weight_names.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
+#include "ops/nvfp4_w4a4_linear.h"
 #include "quant/nvfp4_group_scale.h"
 
 namespace nvfp4lm {
@@ -48,8 +49,10 @@ Nvfp4Tensor packed_copy(const Nvfp4Tensor& stored, Device device) {
 // deq(Q(W)) of every member of one fused group (q/k/v, or gate/up, or a single linear) with the group's shared
 // tensor scale (quant/nvfp4_group_scale.h: what quantize and the export write). A packed member keeps Q(W) (its
 // `use` is filled later, by unpack_layer). A member's amax comes from `updated` when the optimizer step just
-// measured it, else from a pass over its master.
-void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block, UpdatedMasterAmaxes* updated) {
+// measured it, else from a pass over its master. `also_packed` (native W4A4): the others keep Q(W) in `packed` too,
+// `use` its values (dequantize_nvfp4 gives the fake quantization's bits).
+void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block, UpdatedMasterAmaxes* updated,
+                   bool also_packed = false) {
   Nvfp4GroupScale scale;
   for (const TrainTensor* t : group) {
     NVFP4LM_ASSERT(fused_scale_group(t->name) == fused_scale_group((*group.begin())->name),
@@ -67,6 +70,9 @@ void refresh_group(std::initializer_list<TrainTensor*> group, Nvfp4Block block, 
   for (TrainTensor* t : group) {
     if (t->keep_packed) {
       t->packed = quantize_nvfp4(t->master, options, t->name.c_str());
+    } else if (also_packed) {
+      t->packed = quantize_nvfp4(t->master, options, t->name.c_str());
+      dequantize_nvfp4(t->packed, t->use);
     } else {
       fake_quantize_nvfp4(t->master, t->use, options, t->name.c_str());
     }
@@ -145,6 +151,8 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
   model.config_ = config;
   model.options_ = options;
   model.first_trained_layer_ = options.train_last_layers < 0 ? 0 : layers - options.train_last_layers;
+  // W4A4 on a GPU with FP4 tensor cores (Blackwell SM 12.x): the layers' linears multiply NVFP4 x NVFP4 natively.
+  model.native_w4a4_ = options.qat == QatMode::W4A4 && options.device.is_cuda() && nvfp4_w4a4_native(options.device);
   const bool train_outer = options.train_last_layers < 0;  // embeddings, final norm, lm_head
   const DType master_dtype = options.bf16_master ? DType::BF16 : DType::F32;
   const DType compute = compute_dtype_for(options.device);
@@ -400,10 +408,10 @@ void Qwen3Trainable::refresh_layer(TrainLayer& l, UpdatedMasterAmaxes* updated) 
     return;
   }
   if (l.q_proj.quantized) {
-    refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block, updated);
-    refresh_group({&l.o_proj}, options_.block, updated);
-    refresh_group({&l.gate_proj, &l.up_proj}, options_.block, updated);
-    refresh_group({&l.down_proj}, options_.block, updated);
+    refresh_group({&l.q_proj, &l.k_proj, &l.v_proj}, options_.block, updated, native_w4a4_);
+    refresh_group({&l.o_proj}, options_.block, updated, native_w4a4_);
+    refresh_group({&l.gate_proj, &l.up_proj}, options_.block, updated, native_w4a4_);
+    refresh_group({&l.down_proj}, options_.block, updated, native_w4a4_);
   } else {
     for (TrainTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
       refresh_copy(*t);

@@ -171,6 +171,9 @@ class Qwen3Trainable {
   const Qwen3Config& config() const { return config_; }
   const TrainModelOptions& options() const { return options_; }
   Device device() const { return options_.device; }
+  // W4A4 whose layer linears run NVFP4 x NVFP4 on the FP4 tensor cores ("cuda/nvfp4-mma-fp4": Blackwell SM 12.x
+  // with an sm_120a / sm_121a image), the rest of the step as the fake-quantized BF16 GEMMs ("cuda/dequant-gemm").
+  bool native_w4a4() const { return native_w4a4_; }
   DType compute_dtype() const;  // F32 on CPU, BF16 on CUDA
   // For logs, e.g. "device cpu, fp32 activations, fp32 masters, QAT w4a16 (NVFP4 1x16 blocks, q/k/v and gate/up
   // share tensor scales), lm_head unquantized".
@@ -249,6 +252,7 @@ class Qwen3Trainable {
   int first_trained_layer_ = 0;
   std::optional<RopeTable> rope_;
   ActivationCalibration* calibration_ = nullptr;
+  bool native_w4a4_ = false;  // see native_w4a4()
 };
 
 }  // namespace nvfp4lm

@@ -18,6 +18,7 @@
 #include "core/memory.h"
 #include "ops/cpu_backend.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/nvfp4_w4a4_linear.h"
 #if NVFP4LM_HAS_CUDA
 #include "core/cuda/runtime.h"
 #endif
@@ -91,7 +92,7 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
 
   const std::string missing = cuda_prerequisite_missing(report);
   if (!missing.empty()) {
-    for (const char* name : {"cuda/dense-bf16", "cuda/dequant-gemm", "cuda/nvfp4-w4a16"})
+    for (const char* name : {"cuda/dense-bf16", "cuda/dequant-gemm", "cuda/nvfp4-w4a16", kNvfp4W4a4CudaPath})
       paths.push_back({name, false, missing});
     return paths;
   }
@@ -107,6 +108,13 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   } catch (const Error& e) {
     for (const char* name : {"cuda/dequant-gemm", "cuda/nvfp4-w4a16"}) paths.push_back({name, false, e.what()});
   }
+  // Blackwell SM 12.x's FP4 tensor cores (ops/nvfp4_w4a4_linear.h): NVFP4 x NVFP4, for W4A4 linears only.
+  std::string why_not;
+  const bool native_w4a4 = nvfp4_w4a4_native(Device::cuda(0), &why_not);
+  paths.push_back({kNvfp4W4a4CudaPath, native_w4a4,
+                   native_w4a4 ? "NVFP4 weights x NVFP4 activations (1x16 blocks, E4M3 scales) on the block-scaled FP4 "
+                                 "mma.sync, fp32 accumulation: W4A4 linears" + where
+                               : why_not});
   return paths;
 }
 
@@ -189,7 +197,7 @@ SystemReport collect_system_report() {
   for (int index = 0; index < count; ++index) {
     const cuda::DeviceInfo info = cuda::device_info(index);
     report.gpus.push_back({index, info.name, info.sm_major * 10 + info.sm_minor, info.multiprocessors, info.total_bytes,
-                           info.free_bytes, info.driver_version, info.runtime_version});
+                           info.free_bytes, info.driver_version, info.runtime_version, info.integrated});
   }
 #else
   report.gpu_unavailable = "not built with CUDA";
@@ -208,7 +216,8 @@ nlohmann::json system_report_json(const SystemReport& report) {
                     {"total_bytes", gpu.total_bytes},
                     {"free_bytes", gpu.free_bytes},
                     {"driver_version", gpu.driver_version},
-                    {"runtime_version", gpu.runtime_version}});
+                    {"runtime_version", gpu.runtime_version},
+                    {"unified_memory", gpu.unified_memory}});
   }
   nlohmann::json paths = nlohmann::json::array();
   for (const ComputePathStatus& path : report.compute_paths)
@@ -254,8 +263,10 @@ std::string system_report_text(const SystemReport& report) {
   if (!report.blas_warning.empty()) text += fmt::format("         warning: {}\n", report.blas_warning);
   if (report.gpus.empty()) text += fmt::format("gpu      none: {}\n", report.gpu_unavailable);
   for (const GpuReport& gpu : report.gpus) {
-    text += fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB ({:.1f} GiB free), driver {}, runtime {}\n",
+    text += fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB{} ({:.1f} GiB free), driver {}, runtime {}\n",
                         gpu.index, gpu.name, cuda_sm_text(gpu.sm), gpu.multiprocessors, to_gib(gpu.total_bytes),
+                        gpu.unified_memory ? " unified memory (the host's: --max-memory counts CPU and GPU tensors)"
+                                           : "",
                         to_gib(gpu.free_bytes), gpu.driver_version, gpu.runtime_version);
   }
   text += "compute paths\n";

@@ -29,6 +29,7 @@ struct GpuReport {
   int multiprocessors = 0;
   uint64_t total_bytes = 0, free_bytes = 0;
   int driver_version = 0, runtime_version = 0;
+  bool unified_memory = false;  // integrated (GB10): its memory is the host's; --max-memory counts both
 };
 
 struct SystemReport {

@@ -142,11 +142,15 @@ json memory_report_json(Device device) {
                       {"peak_bytes", peak.peak_bytes},
                       {"peak_gib", to_gib(peak.peak_bytes)}});
   }
-  return {{"device", device.str()},
-          {"phases", phases},
-          {"device_peak_bytes", tracker.peak_bytes(device)},
-          {"device_limit_bytes", tracker.limit_bytes(device)},
-          {"host_peak_rss_bytes", peak_rss_bytes()}};
+  json report = {{"device", device.str()},
+                 {"phases", phases},
+                 {"device_peak_bytes", tracker.peak_bytes(device)},
+                 {"device_limit_bytes", tracker.limit_bytes(device)},
+                 {"host_peak_rss_bytes", peak_rss_bytes()}};
+  // A GPU whose memory is the host's (GB10): the peak of the CPU's and the GPU's tensors together, what
+  // --max-memory limits there.
+  if (tracker.shares_with_host(device)) report["unified_peak_bytes"] = tracker.shared_peak_bytes();
+  return report;
 }
 
 std::string format_memory_report(const json& report) {
@@ -167,9 +171,14 @@ std::string format_memory_report(const json& report) {
       optimizer += fmt::format(" on this rank (ranks 0..{}: {} GiB)", report["ranks"].size() - 1, shards);
     }
   }
-  return fmt::format("peak memory by phase ({} tensors): {}; host peak RSS {:.2f} GiB{}",
+  std::string unified;
+  if (report.contains("unified_peak_bytes"))
+    unified = fmt::format("; unified memory (the GPU's memory is the host's): CPU and GPU tensors peak {:.2f} GiB "
+                          "together",
+                          to_gib(report["unified_peak_bytes"].get<size_t>()));
+  return fmt::format("peak memory by phase ({} tensors): {}; host peak RSS {:.2f} GiB{}{}",
                      report["device"].get<std::string>(), text.empty() ? "none" : text,
-                     to_gib(report["host_peak_rss_bytes"].get<size_t>()), optimizer);
+                     to_gib(report["host_peak_rss_bytes"].get<size_t>()), unified, optimizer);
 }
 
 }  // namespace nvfp4lm

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/memory.h"
+#include "ops/nvfp4_w4a4_linear.h"
 #include "train/optim/grad_clip.h"
 
 namespace nvfp4lm {
@@ -137,6 +138,10 @@ StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::spa
 }
 
 std::string train_compute_path(Device device, QatMode qat) {
+  // W4A4 on Blackwell SM 12.x: the layers' linears on the FP4 tensor cores (Qwen3Trainable::native_w4a4 decides the
+  // same way), the backward's GEMMs and the lm_head as dequant-gemm.
+  if (qat == QatMode::W4A4 && device.is_cuda() && nvfp4_w4a4_native(device))
+    return std::string(kNvfp4W4a4CudaPath) + " + cuda/dequant-gemm";
   return fmt::format("{}/{}", device.is_cpu() ? "cpu" : "cuda", qat == QatMode::Off ? "dense" : "dequant-gemm");
 }
 

@@ -94,7 +94,8 @@ StepResult take_train_step(Qwen3Trainable& model, Optimizer& optimizer, std::spa
                            const StepSettings& settings, const std::function<void(StepPart)>& after = {},
                            DataParallel* data_parallel = nullptr);
 
-// What training runs on: "cpu/dequant-gemm" (QAT: deq(Q(W)) in a dense GEMM) or "cpu/dense"; "cuda/..." likewise.
+// What training runs on: "cpu/dequant-gemm" (QAT: deq(Q(W)) in a dense GEMM) or "cpu/dense"; "cuda/..." likewise; W4A4
+// on Blackwell SM 12.x "cuda/nvfp4-mma-fp4 + cuda/dequant-gemm" (the layers' forward linears NVFP4 x NVFP4).
 std::string train_compute_path(Device device, QatMode qat);
 // "fp32 activations, fp32 master weights, fp32 gradients", the CUDA and bf16-master forms likewise.
 std::string train_precision(Device device, bool bf16_master);

@@ -97,6 +97,31 @@ TEST(Memory, LimitFailsBeforeAllocating) {
   EXPECT_EQ(tracker.current_bytes(Device::cpu()), before);
 }
 
+// A GPU whose memory is the host's (the DGX Spark's GB10): --max-memory on it limits the CPU's and the GPU's tensors
+// together, and the joint peak is kept. cuda:7 is a bookkeeping key here: nothing is allocated on it.
+TEST(Memory, AGpuWhoseMemoryIsTheHostsSharesItsLimitWithTheCpu) {
+  auto& tracker = MemoryTracker::instance();
+  const Device gpu = Device::cuda(7);
+  tracker.share_with_host(gpu);
+  EXPECT_TRUE(tracker.shares_with_host(gpu));
+  EXPECT_FALSE(tracker.shares_with_host(Device::cuda(6)));
+  const size_t cpu_before = tracker.current_bytes(Device::cpu());
+  constexpr size_t kMiB = size_t{1} << 20;
+  tracker.set_limit(gpu, cpu_before + 3 * kMiB);
+  tracker.reserve(gpu, 2 * kMiB, "weights");
+  // 2 MiB on the GPU and 2 MiB more on the CPU pass the limit although each alone would not.
+  const std::string message = test::error_message([] { Tensor::empty({int64_t{1} << 19}, DType::F32); });
+  EXPECT_NE(message.find("cuda:7's memory is the host's, so the limit counts both"), std::string::npos) << message;
+  EXPECT_EQ(tracker.current_bytes(Device::cpu()), cpu_before);
+  {
+    const Tensor fits = Tensor::empty({int64_t{1} << 17}, DType::F32);  // 0.5 MiB
+    EXPECT_GE(tracker.shared_peak_bytes(), cpu_before + 2 * kMiB + kMiB / 2);
+  }
+  EXPECT_THROW(tracker.reserve(gpu, 2 * kMiB, "more weights"), Error);
+  tracker.release(gpu, 2 * kMiB);
+  tracker.set_limit(gpu, 0);
+}
+
 TEST(Device, ParsesNames) {
   EXPECT_EQ(Device::parse("cpu"), Device::cpu());
   EXPECT_EQ(Device::parse("cuda:1"), Device::cuda(1));

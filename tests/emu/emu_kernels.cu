@@ -162,6 +162,18 @@ __global__ void mma_kernel(const uint16_t* a, const uint16_t* b_transposed, cons
   for (int i = 0; i < 4; ++i) a_layout[lane * 4 + i] = layout[i];
 }
 
+// Lane l: registers from in[l] (a0..a3, b0, b1, scale-a-data, scale-b-data) and c[l], D to out[l].
+__global__ void mma_fp4_kernel(const uint32_t* in, const float* c, uint16_t thread_id_a, uint16_t thread_id_b,
+                               float* out) {
+  const int lane = static_cast<int>(threadIdx.x);
+  const uint32_t* r = in + 8 * lane;
+  const uint32_t a[4] = {r[0], r[1], r[2], r[3]};
+  const uint32_t b[2] = {r[4], r[5]};
+  float d[4] = {c[4 * lane], c[4 * lane + 1], c[4 * lane + 2], c[4 * lane + 3]};
+  mma_fp4(d, a, b, r[6], thread_id_a, r[7], thread_id_b);
+  for (int i = 0; i < 4; ++i) out[4 * lane + i] = d[i];
+}
+
 __global__ void ldmatrix_trans_kernel(const uint16_t* tile, uint32_t* out) {
   NVFP4LM_SHARED(uint16_t[16 * 16], shared_tile);
   const int lane = static_cast<int>(threadIdx.x);
@@ -448,6 +460,38 @@ std::vector<uint32_t> cp_async_roundtrip(const std::vector<uint32_t>& words, boo
   NVFP4LM_LAUNCH(cp_async_kernel, 1, threads, words.size() * 4)(in.get(), zero_fill, out.get());
   NVFP4LM_CUDA_CHECK_LAUNCH();
   return out.read();
+}
+
+Fp4MmaOutcome run_mma_fp4(const Fp4MmaLanes& lanes) {
+  std::vector<uint32_t> registers(32 * 8);
+  std::vector<float> c(32 * 4);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 4; ++i) registers[static_cast<size_t>(8 * lane + i)] = lanes.a[lane][i];
+    registers[static_cast<size_t>(8 * lane + 4)] = lanes.b[lane][0];
+    registers[static_cast<size_t>(8 * lane + 5)] = lanes.b[lane][1];
+    registers[static_cast<size_t>(8 * lane + 6)] = lanes.scale_a[lane];
+    registers[static_cast<size_t>(8 * lane + 7)] = lanes.scale_b[lane];
+    for (int i = 0; i < 4; ++i) c[static_cast<size_t>(4 * lane + i)] = lanes.c[lane][i];
+  }
+  const DeviceArray<uint32_t> in(registers);
+  const DeviceArray<float> accumulators(c);
+  DeviceArray<float> out(32 * 4);
+  NVFP4LM_LAUNCH(mma_fp4_kernel, 1, 32, 0)(in.get(), accumulators.get(), lanes.thread_id_a, lanes.thread_id_b,
+                                          out.get());
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream());
+  Fp4MmaOutcome outcome;
+  outcome.error = static_cast<int>(status);
+  outcome.message = cudaGetErrorString(status);
+  if (status != cudaSuccess) {
+    cudaDeviceReset();  // the emulator's reset: the sticky error goes, allocations stay
+    cudaGetLastError();
+    return outcome;
+  }
+  const std::vector<float> d = out.read();
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) outcome.d[lane][i] = d[static_cast<size_t>(4 * lane + i)];
+  return outcome;
 }
 
 Outcome misuse(Misuse kind) {

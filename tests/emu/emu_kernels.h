@@ -57,6 +57,23 @@ AtomicCounts atomic_counts(int blocks);
 
 // ---- tensor-core instructions ---------------------------------------------------------------------------------
 
+// One mma.sync.m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X (NVFP4 x NVFP4, UE4M3 scales): lane l brings the
+// registers of `lanes` (what the test packed, in whatever layout it believes), the launch returns every lane's D, or
+// how it ended when the emulator refused it (a fault is cleared with cudaDeviceReset before returning).
+struct Fp4MmaLanes {
+  uint32_t a[32][4] = {};
+  uint32_t b[32][2] = {};
+  uint32_t scale_a[32] = {}, scale_b[32] = {};
+  float c[32][4] = {};
+  uint16_t thread_id_a = 0, thread_id_b = 0;
+};
+struct Fp4MmaOutcome {
+  float d[32][4] = {};
+  int error = 0;  // cudaError_t
+  std::string message;
+};
+Fp4MmaOutcome run_mma_fp4(const Fp4MmaLanes& lanes);
+
 // D = A B + C for A 16x16 and B 16x8 as BF16 bits (row-major), C 16x8 float: mma.sync fed with fragments built
 // from A and B by ldmatrix (A, and B stored transposed) and, separately, by the PTX layout from registers.
 struct MmaResult {

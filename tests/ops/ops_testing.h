@@ -74,16 +74,22 @@ inline Tensor strided_copy(const Tensor& t, int64_t extra_columns, int64_t offse
   return view;
 }
 
+// An NVFP4 matrix [rows, cols] on the CPU (Rows layout) with its code and scale bytes left for the test to write.
+inline Nvfp4Tensor empty_nvfp4(int64_t rows, int64_t cols, float tensor_scale) {
+  Nvfp4Tensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.tensor_scale = tensor_scale;
+  q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
+  q.block_scales = Tensor::empty({rows, cols / 16}, DType::E4M3);
+  return q;
+}
+
 // An NVFP4 weight [out, in] whose code and scale bytes are all drawn from rng (not a quantized tensor), so every code
 // and E4M3 scales from tiny subnormals to 448 appear, negative ones too. NaN scale bytes (0x7F/0xFF) become 1.0: a
 // model with them does not load.
 inline Nvfp4Tensor random_nvfp4_bytes(int64_t out, int64_t in, Rng& rng, float tensor_scale) {
-  Nvfp4Tensor w;
-  w.rows = out;
-  w.cols = in;
-  w.tensor_scale = tensor_scale;
-  w.codes = Tensor::empty({out, in / 2}, DType::E2M1x2);
-  w.block_scales = Tensor::empty({out, in / 16}, DType::E4M3);
+  Nvfp4Tensor w = empty_nvfp4(out, in, tensor_scale);
   auto* codes = static_cast<uint8_t*>(w.codes.raw());
   for (int64_t i = 0; i < w.codes.numel(); ++i) codes[i] = static_cast<uint8_t>(rng.next_u64() & 0xFF);
   auto* scales = static_cast<uint8_t*>(w.block_scales.raw());

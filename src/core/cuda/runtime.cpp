@@ -83,6 +83,7 @@ DeviceInfo device_info(int index) {
   info.total_bytes = prop.totalGlobalMem;
   info.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
   info.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+  info.integrated = prop.integrated != 0;
   int current = 0;
   NVFP4LM_CUDA_CHECK(cudaGetDevice(&current));
   NVFP4LM_CUDA_CHECK(cudaSetDevice(index));

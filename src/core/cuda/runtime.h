@@ -18,6 +18,9 @@ struct DeviceInfo {
   size_t free_bytes = 0;
   size_t l2_bytes = 0;
   size_t shared_per_block_optin = 0;
+  // An integrated GPU (the DGX Spark's GB10, Jetson): its memory is the host's (cudaDeviceProp::integrated), so
+  // total_bytes / free_bytes are the host's too.
+  bool integrated = false;
   int driver_version = 0;   // e.g. 13000
   int runtime_version = 0;  // e.g. 13000
 };

@@ -34,11 +34,15 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRowData = 4 * kTileRows;  // per stage: lse, delta (float), row limit, segment (int)
 
-template <int D>
+// kStages: 2 double-buffers the query-side tiles (the next Q / dout tile loads while this one is used); 1 loads
+// them after, for GPUs whose blocks get less shared memory (SM 12.x: 99 KiB, where D = 128 needs 106 KiB with two
+// stages: launch_backward picks by the device's opt-in limit).
+template <int D, int kStages>
 struct BackwardTiles {
   static constexpr int kTileElements = kTileRows * D;
-  // K, V, Q x2, dout x2, dSᵀ [64 keys][64 rows], then two stages of row data.
-  static constexpr int kSmemBytes = 6 * kTileElements * 2 + kTileRows * kTileRows * 2 + 2 * kRowData * 4;
+  // K, V, Q x kStages, dout x kStages, dSᵀ [64 keys][64 rows], then kStages stages of row data.
+  static constexpr int kSmemBytes =
+      (2 + 2 * kStages) * kTileElements * 2 + kTileRows * kTileRows * 2 + kStages * kRowData * 4;
 };
 
 struct BackwardParams : KernelShape {
@@ -52,16 +56,17 @@ struct BackwardParams : KernelShape {
   float scale;
 };
 
-template <int D>
+template <int D, int kStages>
 __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
-  using Tiles = BackwardTiles<D>;
+  using Tiles = BackwardTiles<D, kStages>;
   NVFP4LM_DYNAMIC_SHARED(unsigned char, smem);
   bf16* k_tile = reinterpret_cast<bf16*>(smem);
   bf16* v_tile = k_tile + Tiles::kTileElements;
-  bf16* q_tiles = v_tile + Tiles::kTileElements;          // [2]
-  bf16* dout_tiles = q_tiles + 2 * Tiles::kTileElements;  // [2]
-  bf16* ds_tile = dout_tiles + 2 * Tiles::kTileElements;  // [64 keys][64 rows], swizzled like a D = 64 tile
-  float* row_data = reinterpret_cast<float*>(ds_tile + kTileRows * kTileRows);  // [2][lse, delta, limit, seg][64]
+  bf16* q_tiles = v_tile + Tiles::kTileElements;                // [kStages]
+  bf16* dout_tiles = q_tiles + kStages * Tiles::kTileElements;  // [kStages]
+  bf16* ds_tile = dout_tiles + kStages * Tiles::kTileElements;  // [64 keys][64 rows], swizzled like a D = 64 tile
+  // [kStages][lse, delta, limit, seg][64]
+  float* row_data = reinterpret_cast<float*>(ds_tile + kTileRows * kTileRows);
   NVFP4LM_SHARED(int, first_tile);
 
   const int batch = static_cast<int>(blockIdx.x) / p.kv_heads, kv_head = static_cast<int>(blockIdx.x) % p.kv_heads;
@@ -140,11 +145,11 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
     }
 
     int i = tile_begin;
-    for (int stage = 0;; stage ^= 1) {
+    for (int stage = 0;; stage = (stage + 1) % kStages) {
       int next = i + 1;
       while (next < tile_end && !query_tile_needed(next)) ++next;
       const bool has_next = next < tile_end;
-      if (has_next) load_queries(next, stage ^ 1);
+      if (kStages == 2 && has_next) load_queries(next, stage ^ 1);
       cp_async_commit();
 
       const bf16* q_stage = q_tiles + stage * Tiles::kTileElements;
@@ -280,6 +285,12 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(BackwardParams p) {
       cp_async_wait_all();
       __syncthreads();  // next stage landed; this stage and dSᵀ are free
       if (!has_next) break;
+      if (kStages == 1) {  // one stage: the next tile loads only now that this one is free
+        load_queries(next, 0);
+        cp_async_commit();
+        cp_async_wait_all();
+        __syncthreads();
+      }
       i = next;
     }
   }
@@ -340,18 +351,28 @@ __global__ void dq_convert_kernel(const float* accum, AttentionHeads dq, int64_t
   *reinterpret_cast<uint4*>(target + d) = packed;
 }
 
+template <int D, int kStages>
+void launch_backward_stages(const BackwardParams& params, const dim3& grid) {
+  constexpr int kSmem = BackwardTiles<D, kStages>::kSmemBytes;
+  // Set for every launch: cheap, and right whichever device is current (the limit is per device and function).
+  NVFP4LM_CUDA_CHECK(
+      cudaFuncSetAttribute(backward_kernel<D, kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  NVFP4LM_LAUNCH((backward_kernel<D, kStages>), grid, kThreads, kSmem)(params);
+  NVFP4LM_CUDA_CHECK_LAUNCH();
+}
+
 template <int D>
 void launch_backward(const BackwardParams& params, int64_t batch, int64_t kv_heads) {
-  constexpr int kSmem = BackwardTiles<D>::kSmemBytes;
-  static bool configured = false;
-  if (!configured) {
-    NVFP4LM_CUDA_CHECK(cudaFuncSetAttribute(backward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    configured = true;
-  }
+  int device = 0, optin = 0;
+  NVFP4LM_CUDA_CHECK(cudaGetDevice(&device));
+  NVFP4LM_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   const dim3 grid(static_cast<unsigned int>(batch * kv_heads),
                   static_cast<unsigned int>((params.k_len + kTileRows - 1) / kTileRows));
-  NVFP4LM_LAUNCH(backward_kernel<D>, grid, kThreads, kSmem)(params);
-  NVFP4LM_CUDA_CHECK_LAUNCH();
+  if (BackwardTiles<D, 2>::kSmemBytes <= optin) {
+    launch_backward_stages<D, 2>(params, grid);
+  } else {
+    launch_backward_stages<D, 1>(params, grid);
+  }
 }
 
 constexpr int64_t kAlign = 256;

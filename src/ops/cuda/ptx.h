@@ -4,6 +4,8 @@
 //  - cp.async.{cg,ca}.shared.global with a source size (0: fill with zeros) + commit_group / wait_group 0;
 //  - ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16;
 //  - mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (fragment layout in attention_mma.h);
+//  - mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 (Blackwell
+//    SM 12.x only: compiled where the target is sm_120a / sm_121a, a trap elsewhere);
 //  - ex2.approx.ftz.f32;
 //  - ld.global.nc.L1::no_allocate.v4.u32 (streaming loads of data read once).
 #pragma once
@@ -84,6 +86,35 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// Whether this compilation emits the SM 12.x block-scaled FP4 mma (an sm_120a / sm_121a image, or the emulator).
+#if NVFP4LM_CUDA_EMULATION || defined(__CUDA_ARCH_FEAT_SM120_ALL) || defined(__CUDA_ARCH_FEAT_SM121_ALL)
+#define NVFP4LM_HAS_FP4_MMA 1
+#else
+#define NVFP4LM_HAS_FP4_MMA 0
+#endif
+
+// d += (a · scale_a)(b · scale_b): a 16x64 NVFP4 tile times a 64x8 one, an E4M3 scale per 16 K values of each row of
+// a and each column of b, fp32 accumulators (fragment and scale layouts: the PTX ISA's "Matrix Fragments for
+// mma.m16n8k64" and "Block Scaling for mma.sync"; how nvfp4lm fills them: ops/cuda/nvfp4_w4a4_gemm.cu). thread_id_a / _b
+// select the lanes whose scale registers count (scale_vec::4X: every byte of them, byte-ids 0).
+__device__ __forceinline__ void mma_fp4(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                        uint32_t scale_a, uint16_t thread_id_a, uint32_t scale_b,
+                                        uint16_t thread_id_b) {
+#if NVFP4LM_CUDA_EMULATION
+  ::nvfp4lm::emu::mma_m16n8k64_fp4(d, a, b, scale_a, thread_id_a, scale_b, thread_id_b);
+#elif NVFP4LM_HAS_FP4_MMA
+  const uint16_t byte_id = 0;
+  asm volatile(
+      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3}, %10, {%11, %12}, %13, {%14, %15};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(scale_a), "h"(byte_id), "h"(thread_id_a),
+        "r"(scale_b), "h"(byte_id), "h"(thread_id_b));
+#else
+  __trap();  // no FP4 tensor cores in this image: callers check nvfp4_w4a4_gemm_available() on the host first
 #endif
 }
 

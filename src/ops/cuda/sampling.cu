@@ -188,7 +188,10 @@ __device__ unsigned long long block_scan(unsigned long long value, unsigned long
   return value + before;
 }
 
-__global__ void __launch_bounds__(kThreads)
+// One block an SM at least: with the default (2 blocks of 1024 an SM where the SM holds 2048 threads) ptxas limits
+// it to 32 registers and spills 80 bytes on sm_100a; with 1, 58-62 registers and no spills on sm_90a, sm_100a and
+// sm_121a (bench/NOTES.md, issue 47).
+__global__ void __launch_bounds__(kThreads, 1)
     sample_kernel(const float* logits, int64_t row_stride, int vocab, const float* uniforms, float temperature,
                   int top_k, float top_p, int32_t* ids) {
   NVFP4LM_SHARED(SampleShared, shared);

@@ -51,6 +51,53 @@ class CliCuda : public ::testing::Test {
 };
 TempDir* CliCuda::dir_ = nullptr;
 
+// `diagnose` names Blackwell's FP4 tensor-core path: available where the GPU is SM 12.x with an sm_120a / sm_121a
+// image (the emulated device presenting a GB10, NVFP4LM_EMU_ARCH=sm_121), and on an sm_90 the reason it is not.
+TEST_F(CliCuda, DiagnoseNamesTheFp4TensorCorePathAndWhyItIsMissing) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  auto w4a4_path = [](const std::string& environment) {
+    const CliResult run = run_cli("diagnose --json", "", environment);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const json report = json::parse(run.out);
+    for (const auto& path : report["compute_paths"])
+      if (path["name"] == "cuda/nvfp4-mma-fp4") return path;
+    ADD_FAILURE() << "no cuda/nvfp4-mma-fp4 in " << run.out;
+    return json{};
+  };
+#if !NVFP4LM_CUDA_EMULATION
+  GTEST_SKIP() << "the emulated device's architecture setting is what this test varies";
+#endif
+  const json hopper = w4a4_path("NVFP4LM_EMU_ARCH=sm_90");
+  EXPECT_FALSE(hopper.value("available", true));
+  EXPECT_NE(hopper.value("detail", "").find("not Blackwell SM 12.x"), std::string::npos) << hopper.dump();
+  const json gb10 = w4a4_path("NVFP4LM_EMU_ARCH=sm_121");
+  EXPECT_TRUE(gb10.value("available", false)) << gb10.dump();
+  EXPECT_NE(gb10.value("detail", "").find("block-scaled FP4 mma.sync"), std::string::npos) << gb10.dump();
+  const CliResult text = run_cli("diagnose", "", "NVFP4LM_EMU_ARCH=sm_121");
+  EXPECT_NE(text.out.find("sm_121 on the CPU"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("unified memory (the host's"), std::string::npos) << text.out;  // a GB10 is integrated
+}
+
+// On a GPU whose memory is the host's (the emulated GB10), training's memory report gives the CPU's and the GPU's
+// tensors' joint peak, which is what --max-memory limits there (the limit itself: tests/core/test_tensor.cpp,
+// Memory.AGpuWhoseMemoryIsTheHostsSharesItsLimitWithTheCpu); a discrete GPU's report has no such line.
+TEST_F(CliCuda, OnAGb10TheMemoryReportCountsHostAndGpuTogether) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+#if !NVFP4LM_CUDA_EMULATION
+  GTEST_SKIP() << "the emulated device presents the GB10 here";
+#endif
+  const std::string train = "train --model " + quoted(model_path()) + " --data " + quoted(data_path()) +
+                            " --device cuda --max-steps 1 --seed 1 --output ";
+  const CliResult gb10 = run_cli(train + quoted(*dir_ / "run-gb10"), "", "NVFP4LM_EMU_ARCH=sm_121");
+  ASSERT_EQ(gb10.exit_code, 0) << gb10.err;
+  EXPECT_NE(gb10.err.find("unified memory (the GPU's memory is the host's): CPU and GPU tensors peak"),
+            std::string::npos)
+      << gb10.err;
+  const CliResult hopper = run_cli(train + quoted(*dir_ / "run-h100"), "", "NVFP4LM_EMU_ARCH=sm_90");
+  ASSERT_EQ(hopper.exit_code, 0) << hopper.err;
+  EXPECT_EQ(hopper.err.find("unified memory"), std::string::npos) << hopper.err;
+}
+
 // `serve --device cuda` (decode steps as CUDA graphs per batch bucket) and `generate --prompts --device cuda` answer
 // exactly as `generate --device cuda` answers alone, for several requests at once.
 TEST_F(CliCuda, ServeAndPromptFileAnswerAsGenerateAlone) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "ops/ops_testing.h"
 #include "core/rng.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
@@ -42,12 +43,7 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
 
 // Random codes (all 16) and scale bytes (any finite E4M3: 0x00..0x7E, sign clear), tensor scale `tensor_scale`.
 Nvfp4Tensor random_weight(int64_t rows, int64_t cols, float tensor_scale, Rng& rng) {
-  Nvfp4Tensor w;
-  w.rows = rows;
-  w.cols = cols;
-  w.tensor_scale = tensor_scale;
-  w.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
-  w.block_scales = Tensor::empty({rows, cols / 16}, DType::E4M3);
+  Nvfp4Tensor w = test::empty_nvfp4(rows, cols, tensor_scale);
   auto* codes = static_cast<uint8_t*>(w.codes.raw());
   auto* scales = static_cast<uint8_t*>(w.block_scales.raw());
   for (int64_t i = 0; i < w.codes.numel(); ++i) codes[i] = static_cast<uint8_t>(rng.below(256));

@@ -210,8 +210,10 @@ def copy_tree(repo, tree):
         if not os.path.isfile(source):
             continue
         os.makedirs(os.path.dirname(target), exist_ok=True)
+        # A changed file gets the time of the copy, not its own (shutil.copy2 kept it): an object built from the old
+        # copy after the file was edited would otherwise look newer than the source, and make would not rebuild it.
         if not os.path.exists(target) or open(source, "rb").read() != open(target, "rb").read():
-            shutil.copy2(source, target)
+            shutil.copy(source, target)
 
 
 def build(build_dir, targets):

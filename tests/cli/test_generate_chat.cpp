@@ -347,12 +347,19 @@ TEST(CliDiagnose, CpuIsaLimitCapsTheKernelVariantsAndSaysSo) {
   const std::string paths = scalar.out.substr(scalar.out.find("compute paths"));
   EXPECT_NE(paths.find("capped by NVFP4LM_CPU_ISA=scalar"), std::string::npos) << paths;
   EXPECT_NE(paths.find("scalar kernel"), std::string::npos) << paths;
-  for (const char* wider : {"avx2", "avx512"}) EXPECT_EQ(paths.find(wider), std::string::npos) << paths;
+  // The levels are the build's architecture's (ops/cpu/cpu_features.h): x86-64's or AArch64's.
+#if defined(__aarch64__)
+  const std::initializer_list<const char*> wider_kernels = {"neon", "sdot", "smmla", "bfmmla"};
+  const char* levels = "scalar, neon, dotprod or native";
+#else
+  const std::initializer_list<const char*> wider_kernels = {"avx2", "avx512"};
+  const char* levels = "scalar, avx2, avx512f or native";
+#endif
+  for (const char* wider : wider_kernels) EXPECT_EQ(paths.find(wider), std::string::npos) << paths;
   const CliResult native = run_cli("diagnose", "", "NVFP4LM_CPU_ISA=native");
   ASSERT_EQ(native.exit_code, 0) << native.err;
   EXPECT_EQ(native.out.find("capped"), std::string::npos) << native.out;
-  expect_one_line_error(run_cli("diagnose", "", "NVFP4LM_CPU_ISA=sse9"),
-                        {"NVFP4LM_CPU_ISA='sse9'", "scalar, avx2, avx512f or native"});
+  expect_one_line_error(run_cli("diagnose", "", "NVFP4LM_CPU_ISA=sse9"), {"NVFP4LM_CPU_ISA='sse9'", levels});
 }
 
 }  // namespace

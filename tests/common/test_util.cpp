@@ -12,6 +12,7 @@
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "io/hf_config.h"
 #include "io/synth_model.h"
@@ -165,6 +166,8 @@ std::vector<std::string> nvfp4lm_argv() {
   words.push_back(NVFP4LM_BINARY_PATH);
   return words;
 }
+
+int emulated_time_factor() { return std::string_view(NVFP4LM_TEST_EMULATOR).empty() ? 1 : 20; }
 
 std::string nvfp4lm_command() {
   std::string command;

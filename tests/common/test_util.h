@@ -110,6 +110,9 @@ inline std::string shell_quoted(const std::string& text) {
 // there is one. nvfp4lm_command() is the same as shell words. Every test that starts the executable starts it so.
 std::vector<std::string> nvfp4lm_argv();
 std::string nvfp4lm_command();
+// How much longer a time limit on work the executable does gets under that emulator: 1 natively, 20 under qemu-user
+// (which computes floating point in software: a served request of the tiny model takes ~30x its native time).
+int emulated_time_factor();
 
 // <build>/<folder> with the npm package `package` ("openai@7", "@huggingface/jinja@0.5.11") installed in it, installed
 // on first use (a dev-only dependency of the tests that check against it); `installed_file` (relative to the folder)

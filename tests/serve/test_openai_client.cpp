@@ -52,7 +52,8 @@ TEST(OpenAiClient, ChatStreamingCompletionsLogprobsAndErrors) {
                      {"NVFP4LM_MAX_TOKENS", kMaxTokens}};
   write_file(dir / "spec.json", spec.dump());
   const fs::path output = dir / "node.log";
-  const int status = std::system(("NVFP4LM_TEST_SPEC=" + quoted(dir / "spec.json") + " timeout 120 node " +
+  const int status = std::system(("NVFP4LM_TEST_SPEC=" + quoted(dir / "spec.json") + " timeout " +
+                                  std::to_string(120 * emulated_time_factor()) + " node " +
                                   quoted(npm_dir / "openai_client_test.mjs") + " >" + quoted(output) + " 2>&1")
                                      .c_str());
   EXPECT_EQ(status, 0) << read_file(output) << "\nserver log:\n" << server.log();

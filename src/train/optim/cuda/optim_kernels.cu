@@ -96,9 +96,15 @@ __device__ __forceinline__ void fold_block_amax(float thread_amax, AmaxAccumulat
 // ---- AdamW, fp32 moments ----------------------------------------------------------------------------------------
 
 // Occupancy as before the amax fold (ptxas, sm_90a): the bf16 kernel fits 32 registers (8 CTAs per SM), the f32 one
-// 40 (6 CTAs; it had 36, which rounds to 40 as well).
+// 40 (6 CTAs; it had 36, which rounds to 40 as well). SM 12.x holds 1536 threads an SM, 6 CTAs of 256: asking it for 8
+// only made ptxas warn and drop the bound.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+constexpr int kBf16AdamWCtasPerSm = 6;
+#else
+constexpr int kBf16AdamWCtasPerSm = 8;
+#endif
 template <bool kBf16>
-__global__ void __launch_bounds__(kThreads, kBf16 ? 8 : 6)
+__global__ void __launch_bounds__(kThreads, kBf16 ? kBf16AdamWCtasPerSm : 6)
     adamw_kernel(void* __restrict__ master, const float* __restrict__ grad, float* __restrict__ exp_avg,
                  float* __restrict__ exp_avg_sq, int64_t count, AdamWScalars scalars, uint64_t rounding_seed,
                  uint64_t first_element, AmaxAccumulator* amax) {

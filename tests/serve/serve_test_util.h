@@ -81,7 +81,7 @@ class TestServer {
   int port() const { return server_->port(); }
   serve::Server& server() { return *server_; }
   serve::HttpClient client(const std::string& api_key = "") const {
-    serve::HttpClient client("127.0.0.1", port(), /*timeout_s=*/60);
+    serve::HttpClient client("127.0.0.1", port(), /*timeout_s=*/60.0 * emulated_time_factor());
     if (!api_key.empty()) client.set_bearer_token(api_key);
     return client;
   }

@@ -41,8 +41,8 @@ void MemoryTracker::reserve(Device device, size_t bytes, const char* what) {
         "memory limit exceeded in phase '{}': allocating {:.1f} MiB{}{} on {} with {:.2f} GiB of CPU and {} tensors "
         "in use would pass the limit of {:.2f} GiB (--max-memory; {}'s memory is the host's, so the limit counts "
         "both); raise the limit or reduce batch size / sequence length",
-        phase_, to_mib(bytes), what ? " for " : "", what ? what : "", device.str(), to_gib(shared_current_),
-        gpu.str(), to_gib(shared_limit), gpu.str()));
+        phase_, to_mib(bytes), what ? " for " : "", what ? what : "", device.str(), to_gib(shared_current_), gpu.str(),
+        to_gib(shared_limit), gpu.str()));
   }
   if (c.limit != 0 && c.current + bytes > c.limit) {
     throw Error(fmt::format(

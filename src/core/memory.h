@@ -63,7 +63,7 @@ class MemoryTracker {
   mutable std::mutex mutex_;
   std::map<std::pair<int, int>, Counters> devices_;
   std::optional<std::pair<int, int>> shared_device_;  // share_with_host's device
-  size_t shared_current_ = 0, shared_peak_ = 0;        // the CPU's bytes plus its
+  size_t shared_current_ = 0, shared_peak_ = 0;       // the CPU's bytes plus shared_device_'s
   std::string phase_ = "startup";
   std::map<std::pair<std::string, std::pair<int, int>>, size_t> phase_peaks_;
   std::vector<std::string> phase_order_;

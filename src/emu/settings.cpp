@@ -92,7 +92,8 @@ Settings parse() {
     s.arch = 0;
     for (int arch : {90, 100, 120, 121})
       if (value == arch_name(arch)) s.arch = arch;
-    NVFP4LM_CHECK(s.arch != 0, "NVFP4LM_EMU_ARCH='{}' is not a GPU the emulator presents: use sm_90, sm_100, sm_120 or sm_121",
+    NVFP4LM_CHECK(s.arch != 0,
+                  "NVFP4LM_EMU_ARCH='{}' is not a GPU the emulator presents: use sm_90, sm_100, sm_120 or sm_121",
                   value);
   }
   if (const char* text = env("NVFP4LM_EMU_STACK_KIB"))

@@ -25,9 +25,7 @@ size_t align_up(size_t value, size_t alignment) { return (value + alignment - 1)
 
 }  // namespace
 
-size_t shared_per_block_optin() {
-  return settings().arch >= 120 ? kSharedPerBlockOptinSm12x : kSharedPerBlockOptin;
-}
+size_t shared_per_block_optin() { return settings().arch >= 120 ? kSharedPerBlockOptinSm12x : kSharedPerBlockOptin; }
 
 SharedMemory::SharedMemory() {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));

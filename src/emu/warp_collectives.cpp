@@ -117,8 +117,8 @@ int mma_m16n8k64_fp4(const WarpPost* const* posts, WarpResult* const* results, s
   }
   if (first.byte_id_a != 0 || first.byte_id_b != 0 || first.thread_id_a > 1 || first.thread_id_b > 3) {
     error = fmt::format(
-        "{}: scale selectors byte-id-a {}, thread-id-a {}, byte-id-b {}, thread-id-b {}; scale_vec::4X takes byte-ids 0, "
-        "thread-id-a 0..1, thread-id-b 0..3 (undefined behaviour on a GPU)",
+        "{}: scale selectors byte-id-a {}, thread-id-a {}, byte-id-b {}, thread-id-b {}; scale_vec::4X takes "
+        "byte-ids 0, thread-id-a 0..1, thread-id-b 0..3 (undefined behaviour on a GPU)",
         warp_op_name(WarpOp::MmaFp4), first.byte_id_a, first.thread_id_a, first.byte_id_b, first.thread_id_b);
     return 0;
   }
@@ -136,9 +136,10 @@ int mma_m16n8k64_fp4(const WarpPost* const* posts, WarpResult* const* results, s
     for (int q = 0; q < 4; ++q) {
       const auto byte = static_cast<uint8_t>(data >> (8 * q));
       if (byte & 0x80) {
-        error = fmt::format("{}: scale byte {:#04x} ({} of lane {}, byte {}) has its most significant bit set: a ue4m3 "
-                            "scale must not (PTX: undefined)",
-                            warp_op_name(WarpOp::MmaFp4), byte, which, lane, q);
+        error = fmt::format(
+            "{}: scale byte {:#04x} ({} of lane {}, byte {}) has its most significant bit set: a ue4m3 "
+            "scale must not (PTX: undefined)",
+            warp_op_name(WarpOp::MmaFp4), byte, which, lane, q);
         return false;
       }
       out[q] = ue4m3_value(byte);

@@ -146,8 +146,8 @@ std::vector<int32_t> parse_prompt_ids(std::string_view text, const Tokenizer& to
     const std::optional<int32_t> id = parse_number<int32_t>(part, {0, vocab - 1}, problem);
     if (!id) {
       throw UsageError(fmt::format(
-          "--prompt-ids: element {} '{}' {}: token ids of the model's tokenizer ({}) are whole numbers in [0, {})",
-          ids.size() + 1, part, problem, tokenizer.origin(), vocab));
+          "--prompt-ids: element {}: {}: token ids of the model's tokenizer ({}) are whole numbers in [0, {})",
+          ids.size() + 1, problem, tokenizer.origin(), vocab));
     }
     ids.push_back(*id);
     if (comma == std::string_view::npos) break;

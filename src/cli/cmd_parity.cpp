@@ -16,6 +16,7 @@
 #include "cli/flag_rows.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "tokenizer/utf8.h"
 #include "tools/parity.h"
 
 namespace nvfp4lm::cli {
@@ -32,15 +33,19 @@ struct ParityCliOptions {
   bool json = false;
 };
 
-// One prompt per non-empty line.
+// One prompt per non-empty line, each valid UTF-8 (the tokenizer's input).
 std::vector<std::string> read_prompts(const std::string& path) {
   const std::string text = read_text_file(path);
   std::vector<std::string> prompts;
   size_t start = 0;
-  while (start <= text.size()) {
+  for (int number = 1; start <= text.size(); ++number) {
     const size_t end = std::min(text.find('\n', start), text.size());
     std::string line = text.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t bad = tokenizer::find_invalid_utf8(line);
+    NVFP4LM_CHECK(bad == line.size(),
+                  "--prompts {} line {}: not valid UTF-8 at byte {} of the line (0x{:02X}); save the file as UTF-8",
+                  path, number, bad + 1, static_cast<unsigned char>(line[bad]));
     if (line.find_first_not_of(" \t") != std::string::npos) prompts.push_back(line);
     start = end + 1;
   }

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/publish.h"
 
 namespace nvfp4lm {
 
@@ -59,8 +60,14 @@ void check_writable(const fs::path& output, const fs::path& target, std::string_
   if (existing.empty()) return;
   // Creating a file is the only test that sees everything (a read-only mount, permissions, ACLs, a file system
   // like /proc that takes no new files even from root); the probe is removed at once.
-  const fs::path probe = existing / (".nvfp4lm-write-test.tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // O_EXCL on a fresh name: the probe is never a file someone else has.
+  fs::path probe;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    probe = temporary_sibling(existing / ".nvfp4lm-write-test");
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) {
     NVFP4LM_FAIL("cannot write {} {}: {} is not writable ({}); choose a writable location", what, output.string(),
                  existing.string(), std::strerror(errno));
@@ -92,7 +99,9 @@ DirectoryLock::DirectoryLock(const fs::path& dir) : dir_(dir) {
   created_ = fs::create_directories(dir, ec);
   NVFP4LM_CHECK(!ec, "cannot create the directory {}: {}", dir.string(), ec.message());
   const fs::path lock_path = dir / kDirectoryLockFileName;
-  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  lock_file_created_ = fd_ >= 0;
+  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   NVFP4LM_CHECK(fd_ >= 0, "cannot create the lock file {}: {}", lock_path.string(), std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int saved = errno;
@@ -130,7 +139,13 @@ void remove_directory_if_unused(const fs::path& dir) {
 
 void DirectoryLock::release_and_remove_if_unused() {
   if (fd_ < 0) return;
-  if (created_) remove_directory_if_unused(dir_);
+  if (created_) {
+    remove_directory_if_unused(dir_);
+  } else if (lock_file_created_) {
+    // A directory that was there before (a person's, refused by the run): left as it was found, without the lock
+    // file, removed while still held (a process opening it now finds it locked or gone, never a second lock).
+    ::unlink((dir_ / kDirectoryLockFileName).c_str());
+  }
   ::close(fd_);
   fd_ = -1;
 }
@@ -225,10 +240,16 @@ ScratchDirectory::ScratchDirectory(std::string_view purpose, const fs::path& par
   std::error_code ec;
   const fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;
   NVFP4LM_CHECK(!ec, "no temporary directory for {}: {} (set TMPDIR)", purpose, ec.message());
-  path_ = base / fmt::format("nvfp4lm-{}-{}-{}", purpose, ::getpid(), counter++);
-  fs::remove_all(path_, ec);
-  fs::create_directories(path_, ec);
-  NVFP4LM_CHECK(!ec, "cannot create the scratch directory {}: {}", path_.string(), ec.message());
+  fs::create_directories(base, ec);
+  NVFP4LM_CHECK(!ec, "cannot create {}: {}", base.string(), ec.message());
+  // mkdir claims a name nothing has: the temp directory is shared, and an entry of this name may be another user's
+  // or another process's (a pid reused since): it is never removed, a later number is taken.
+  for (int attempt = 0;; ++attempt) {
+    path_ = base / fmt::format("nvfp4lm-{}-{}-{}", purpose, ::getpid(), counter++);
+    if (::mkdir(path_.c_str(), 0700) == 0) break;
+    NVFP4LM_CHECK(errno == EEXIST && attempt < 1000, "cannot create the scratch directory {}: {}", path_.string(),
+                  std::strerror(errno));
+  }
 }
 
 ScratchDirectory::~ScratchDirectory() {

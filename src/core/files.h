@@ -54,13 +54,15 @@ class DirectoryLock {
   // True when this lock created the directory (the caller may remove it again if setting up fails).
   bool created_directory() const { return created_; }
   const fs::path& directory() const { return dir_; }
-  // Unlocks, and removes the directory when this lock created it and it holds nothing but the lock file.
+  // Unlocks, and removes the directory when this lock created it and it holds nothing but the lock file (or, in a
+  // directory that was there, the lock file when this lock created it).
   void release_and_remove_if_unused();
 
  private:
   fs::path dir_;
   int fd_ = -1;
   bool created_ = false;
+  bool lock_file_created_ = false;
 };
 inline constexpr const char* kDirectoryLockFileName = ".nvfp4lm.lock";
 

@@ -66,12 +66,9 @@ constexpr size_t kBufferBytes = size_t{4} << 20;
 }
 
 OutputFile::OutputFile(fs::path final_path, bool overwrite)
-    : final_path_(std::move(final_path)), temporary_path_(temporary_sibling(final_path_)), overwrite_(overwrite) {
+    : final_path_(std::move(final_path)), overwrite_(overwrite) {
   remove_stale_temporaries(final_path_);  // what a killed writer of this path left
-  std::error_code ec;
-  fs::remove_all(temporary_path_, ec);  // a leftover of an earlier process with this pid
-  fd_ = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  NVFP4LM_CHECK(fd_ >= 0, "cannot create {}: {}", temporary_path_.string(), std::strerror(errno));
+  fd_ = create_temporary_file(final_path_, temporary_path_);
   buffer_.resize(kBufferBytes);
 }
 
@@ -88,7 +85,7 @@ void OutputFile::write_fully(const uint8_t* data, uint64_t bytes) {
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, uint64_t{1} << 30));
     const ssize_t put = ::write(fd_, data, chunk);
     if (put < 0 && errno == EINTR) continue;
-    NVFP4LM_CHECK(put > 0, "writing {} failed: {}", temporary_path_.string(),
+    NVFP4LM_CHECK(put > 0, "writing {} failed: {}", final_path_.string(),
                   put < 0 ? std::strerror(errno) : "no progress (disk full?)");
     data += put;
     bytes -= static_cast<uint64_t>(put);
@@ -122,10 +119,10 @@ void OutputFile::write(const void* data, uint64_t bytes) {
 void OutputFile::commit() {
   NVFP4LM_ASSERT(fd_ >= 0 && !committed_, "commit of a closed output file {}", final_path_.string());
   flush();
-  NVFP4LM_CHECK(::fsync(fd_) == 0, "fsync of {} failed: {}", temporary_path_.string(), std::strerror(errno));
+  NVFP4LM_CHECK(::fsync(fd_) == 0, "writing {} failed: fsync: {}", final_path_.string(), std::strerror(errno));
   const int rc = ::close(fd_);
   fd_ = -1;
-  NVFP4LM_CHECK(rc == 0, "closing {} failed: {}", temporary_path_.string(), std::strerror(errno));
+  NVFP4LM_CHECK(rc == 0, "writing {} failed: close: {}", final_path_.string(), std::strerror(errno));
   publish(temporary_path_, final_path_, OutputKind::File, overwrite_, "output");
   committed_ = true;
 }

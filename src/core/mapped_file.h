@@ -61,7 +61,7 @@ class MappedFile {
 
 class OutputFile {
  public:
-  // Creates the temporary sibling of `final_path` (after removing those of dead writers). The caller checks early
+  // Creates a fresh temporary sibling of `final_path` (after removing those of dead writers). The caller checks early
   // whether final_path may be written (guard_output / check_replaceable); commit() checks again as it publishes.
   OutputFile(fs::path final_path, bool overwrite);
   ~OutputFile();

@@ -2,11 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 
+#include "core/text_excerpt.h"
+
 namespace nvfp4lm {
+namespace {
+
+// The text as the messages show it: 'text' as given when it is short printable ASCII (every flag value a person
+// types), else quoted_excerpt's escaped and bounded form, so a newline or a megabyte never reaches a message raw.
+std::string shown(std::string_view text) {
+  const bool plain = text.size() <= 40 &&
+                     std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '\''; });
+  return plain ? fmt::format("'{}'", text) : quoted_excerpt(text, 40);
+}
+
+}  // namespace
 
 template <typename T>
 std::string number_range_text(NumberRange<T> range) {
@@ -29,7 +43,7 @@ std::optional<T> parse_number(std::string_view text, NumberRange<T> range, std::
   } else {
     if constexpr (std::is_unsigned_v<T>) {
       if (begin != end && *begin == '-') {
-        problem = fmt::format("'{}' is negative; expected a whole number {}", text, number_range_text(range));
+        problem = fmt::format("{} is negative; expected a whole number {}", shown(text), number_range_text(range));
         return std::nullopt;
       }
     }
@@ -37,11 +51,12 @@ std::optional<T> parse_number(std::string_view text, NumberRange<T> range, std::
   }
   const bool whole = result.ec == std::errc() && result.ptr == end && begin != end;
   if (result.ec == std::errc::result_out_of_range || (whole && std::is_floating_point_v<T> && !std::isfinite(value))) {
-    problem = fmt::format("'{}' is out of range; expected {}", text, number_range_text(range));
+    problem = fmt::format("{} is out of range; expected {}", shown(text), number_range_text(range));
     return std::nullopt;
   }
   if (!whole) {
-    problem = fmt::format("'{}' is not {}", text, std::is_floating_point_v<T> ? "a number" : "a whole decimal number");
+    problem =
+        fmt::format("{} is not {}", shown(text), std::is_floating_point_v<T> ? "a number" : "a whole decimal number");
     return std::nullopt;
   }
   if (value < range.min || value > range.max) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <random>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -24,6 +25,34 @@ fs::path without_trailing_separator(const fs::path& path) {
 }
 
 fs::path parent_or_dot(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
+
+constexpr std::string_view kPartialInfix = ".nvfp4lm-partial-";
+constexpr std::string_view kReplacedInfix = ".nvfp4lm-replaced-";
+constexpr size_t kTagDigits = 16;
+
+// "<path><infix><pid>-<16 random hex digits>": a name no person picks, fresh at each call.
+fs::path tagged_sibling(const fs::path& path, std::string_view infix) {
+  static thread_local std::mt19937_64 random(std::random_device{}() ^
+                                             (static_cast<uint64_t>(std::random_device{}()) << 32));
+  const fs::path p = without_trailing_separator(path);
+  return p.parent_path() / fmt::format("{}{}{}-{:016x}", p.filename().string(), infix, ::getpid(), random());
+}
+
+// The pid of a sibling named "<name>.nvfp4lm-partial-<pid>-<16 hex digits>" of the output `name`; nullopt when the
+// name is not of that form.
+std::optional<pid_t> partial_sibling_pid(std::string_view child, std::string_view name) {
+  if (!child.starts_with(name)) return std::nullopt;
+  std::string_view tail = child.substr(name.size());
+  if (!tail.starts_with(kPartialInfix)) return std::nullopt;
+  tail.remove_prefix(kPartialInfix.size());
+  const size_t dash = tail.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 9) return std::nullopt;
+  const std::string_view digits = tail.substr(0, dash), tag = tail.substr(dash + 1);
+  if (digits.find_first_not_of("0123456789") != std::string_view::npos || tag.size() != kTagDigits ||
+      tag.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+    return std::nullopt;
+  return static_cast<pid_t>(std::stol(std::string(digits)));
+}
 
 std::optional<struct stat> lstat_path(const fs::path& path) {
   struct stat info {};
@@ -137,14 +166,13 @@ void replace_existing(const fs::path& staged, const fs::path& final_path, Output
                   final_path.string(), staged.string(), std::strerror(errno));
     return;
   }
-  // No RENAME_EXCHANGE: the old directory moves aside under a name remove_stale_temporaries knows, then the new one
-  // moves in; a crash in between leaves the old one there, to be removed by the next writer.
-  const fs::path aside =
-      final_path.parent_path() / (final_path.filename().string() + ".old-" + std::to_string(::getpid()));
-  std::error_code ec;
-  fs::remove_all(aside, ec);
-  NVFP4LM_CHECK(::rename(final_path.c_str(), aside.c_str()) == 0, "cannot move {} aside to replace it: {}",
-                final_path.string(), std::strerror(errno));
+  // No RENAME_EXCHANGE: the old directory moves aside under a fresh name, then the new one moves in; a crash in
+  // between leaves the old one there, for the user (no later writer removes it: it is the user's old output).
+  const fs::path aside = tagged_sibling(final_path, kReplacedInfix);
+  NVFP4LM_CHECK(
+      ::renameat2(AT_FDCWD, final_path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) == 0 ||
+          (refuses_rename_flags(errno) && !lstat_path(aside) && ::rename(final_path.c_str(), aside.c_str()) == 0),
+      "cannot move {} aside to replace it: {}", final_path.string(), std::strerror(errno));
   const std::optional<struct stat> moved = lstat_path(aside);
   if (!moved || !same_file(*moved, existing) || ::rename(staged.c_str(), final_path.c_str()) != 0) {
     const int saved = errno;
@@ -181,9 +209,16 @@ void check_replaceable(const fs::path& path, std::string_view what, OutputKind k
       what, path.string(), foreign);
 }
 
-fs::path temporary_sibling(const fs::path& path) {
-  const fs::path p = without_trailing_separator(path);
-  return p.parent_path() / (p.filename().string() + ".tmp-" + std::to_string(::getpid()));
+fs::path temporary_sibling(const fs::path& path) { return tagged_sibling(path, kPartialInfix); }
+
+int create_temporary_file(const fs::path& path, fs::path& temporary, bool read_back) {
+  for (int attempt = 0;; ++attempt) {
+    temporary = temporary_sibling(path);
+    const int fd =
+        ::open(temporary.c_str(), (read_back ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0) return fd;
+    NVFP4LM_CHECK(errno == EEXIST && attempt < 8, "cannot create {}: {}", temporary.string(), std::strerror(errno));
+  }
 }
 
 void remove_stale_temporaries(const fs::path& path) {
@@ -193,18 +228,32 @@ void remove_stale_temporaries(const fs::path& path) {
   fs::directory_iterator it(parent_or_dot(p), ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const std::string child = it->path().filename().string();
-    if (child.size() <= name.size() + 5 || child.compare(0, name.size(), name) != 0) continue;
-    const std::string_view tail = std::string_view(child).substr(name.size());
-    if (!tail.starts_with(".tmp-") && !tail.starts_with(".old-")) continue;
-    const std::string_view digits = tail.substr(5);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos || digits.size() > 9)
-      continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(std::string(digits)));
-    if (pid == ::getpid() || pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH)
-      continue;  // alive, or not ours to judge
+    const std::optional<pid_t> pid = partial_sibling_pid(child, name);
+    if (!pid || *pid == ::getpid() || *pid <= 0 || ::kill(*pid, 0) == 0 || errno != ESRCH)
+      continue;  // not a temporary of ours, or its process is alive, or not ours to judge
+    const std::optional<struct stat> entry = lstat_path(it->path());
+    if (!entry || entry->st_uid != ::geteuid()) continue;
     std::error_code remove_ec;
-    fs::remove_all(it->path(), remove_ec);
-    if (!remove_ec) log::info("removed {}, left by an interrupted write of process {}", it->path().string(), pid);
+    if (S_ISREG(entry->st_mode)) {
+      fs::remove(it->path(), remove_ec);
+    } else if (S_ISDIR(entry->st_mode)) {
+      // Only a directory holding the marker that names it: what StagedDirectory made.
+      std::string marker;
+      try {
+        marker = read_text_file(it->path() / kPartialMarkerFileName);
+      } catch (const Error&) {
+        log::warn("left {}: named like a temporary of this program but without its marker", it->path().string());
+        continue;
+      }
+      if (marker != child) {
+        log::warn("left {}: its marker names {}", it->path().string(), marker.substr(0, 200));
+        continue;
+      }
+      fs::remove_all(it->path(), remove_ec);
+    } else {
+      continue;
+    }
+    if (!remove_ec) log::info("removed {}, left by an interrupted write of process {}", it->path().string(), *pid);
   }
 }
 
@@ -244,11 +293,8 @@ void publish(const fs::path& staged, const fs::path& path, OutputKind kind, bool
 
 void write_file_atomic(const fs::path& path, std::string_view contents, bool overwrite) {
   remove_stale_temporaries(path);
-  const fs::path tmp = temporary_sibling(path);
-  std::error_code ec;
-  fs::remove_all(tmp, ec);  // a leftover of an earlier process with this pid
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  NVFP4LM_CHECK(fd >= 0, "cannot create {}: {}", tmp.string(), std::strerror(errno));
+  fs::path tmp;
+  int fd = create_temporary_file(path, tmp);
   try {
     size_t done = 0;
     while (done < contents.size()) {
@@ -270,13 +316,24 @@ void write_file_atomic(const fs::path& path, std::string_view contents, bool ove
   }
 }
 
-StagedDirectory::StagedDirectory(fs::path final_path)
-    : final_path_(without_trailing_separator(final_path)), path_(temporary_sibling(final_path_)) {
+StagedDirectory::StagedDirectory(fs::path final_path) : final_path_(without_trailing_separator(final_path)) {
   remove_stale_temporaries(final_path_);
   std::error_code ec;
-  fs::remove_all(path_, ec);  // a leftover of an earlier process with this pid
-  fs::create_directories(path_, ec);
-  NVFP4LM_CHECK(!ec, "cannot create {}: {}", path_.string(), ec.message());
+  if (final_path_.has_parent_path()) {
+    fs::create_directories(final_path_.parent_path(), ec);
+    NVFP4LM_CHECK(!ec, "cannot create {}: {}", final_path_.parent_path().string(), ec.message());
+  }
+  for (int attempt = 0;; ++attempt) {
+    path_ = temporary_sibling(final_path_);
+    if (::mkdir(path_.c_str(), 0755) == 0) break;
+    NVFP4LM_CHECK(errno == EEXIST && attempt < 8, "cannot create {}: {}", path_.string(), std::strerror(errno));
+  }
+  try {
+    write_file_atomic(path_ / kPartialMarkerFileName, path_.filename().string(), /*overwrite=*/false);
+  } catch (...) {
+    fs::remove_all(path_, ec);
+    throw;
+  }
 }
 
 StagedDirectory::~StagedDirectory() {
@@ -286,6 +343,10 @@ StagedDirectory::~StagedDirectory() {
 }
 
 void StagedDirectory::publish(bool overwrite, std::string_view what) {
+  // The output must not carry the marker. Should this process die between here and the rename, the directory stays
+  // (unmarked, so no later writer removes it): a leak, never a loss.
+  NVFP4LM_CHECK(::unlink((path_ / kPartialMarkerFileName).c_str()) == 0 || errno == ENOENT, "cannot remove {}: {}",
+                (path_ / kPartialMarkerFileName).string(), std::strerror(errno));
   nvfp4lm::publish(path_, final_path_, OutputKind::Directory, overwrite, what);
   published_ = true;
 }

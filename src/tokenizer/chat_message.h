@@ -6,11 +6,17 @@
 // apply_chat_template passes the message dicts through):
 //   role               system, user, assistant or tool ("developer", the newer OpenAI name, is read as system)
 //   content            a string, or a list of {"type": "text", "text": ...} parts (joined); may be null or absent
-//                      only for an assistant message (one that just calls tools); read as ""
+//                      only for an assistant message that calls tools; read as ""
 //   reasoning_content  an assistant's reasoning (thinking models), a string or null
-//   tool_calls         an assistant's calls: [{"id"?, "type"?: "function", "function": {"name": string,
-//                      "arguments": JSON text or an object}}]
-//   tool_call_id, name strings (a tool result's call id and function name)
+//   tool_calls         an assistant's calls, non-empty: [{"id"?: string, "type"?: "function", "function": {"name":
+//                      string, "arguments": JSON text of an object, or an object}}]; ids unique among the calls
+//                      not yet answered
+//   tool_call_id, name strings (a tool result's call id and function name); a tool message answers a call of an
+//                      earlier assistant message that no other tool message answered: the one its tool_call_id
+//                      names, or, for calls without ids (transformers' documented form), the first unanswered one
+//                      (whose function name its "name" repeats when given)
+// A message breaking these rules (OpenAI's API's, with transformers' id-less form) would be trained as written
+// (`{"arguments": {not json}`): it is an error naming the key.
 // Any other key is passed to the template unchanged.
 #pragma once
 
@@ -52,8 +58,14 @@ class ChatMessageError : public Error {
   std::string path_;
 };
 
+// Whether read_chat_messages checks that each tool message answers an earlier call (training data, generate's
+// prompts, serve: always), or reads the conversation as written (a chat template's rendering of any sequence of
+// messages, as the reference fixtures made with apply_chat_template hold them).
+enum class ToolTurns { MustAnswerCalls, AsWritten };
+
 // `messages` (a non-empty JSON list of messages as described above) read; ChatMessageError otherwise.
-std::vector<ChatMessage> read_chat_messages(const nlohmann::ordered_json& messages, std::string_view place = {});
+std::vector<ChatMessage> read_chat_messages(const nlohmann::ordered_json& messages, std::string_view place = {},
+                                            ToolTurns tool_turns = ToolTurns::MustAnswerCalls);
 
 // `tools` of a request or record checked: a list of {"type": "function", "function": {"name": string,
 // "description"?: string, "parameters"?: object}} (OpenAI form); ChatMessageError (path "tools[i]...") otherwise.

@@ -67,13 +67,48 @@ std::vector<StepDir> list_step_dirs(const fs::path& run_dir, const std::string& 
   return dirs;
 }
 
+// Why `dir` (a step-N, step-N.tmp or step-N.deleting) is not provably a checkpoint directory this program wrote, or
+// an empty string: it holds nothing but regular files named as a checkpoint's files (or their temporaries,
+// core/publish.h), and, when `complete`, the checksum manifest written last. Anything else (a partial copy, another
+// tool's output, a person's notes) is never deleted.
+std::string not_ours_reason(const fs::path& dir, bool complete) {
+  bool has_manifest = false;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code type_ec;
+    if (!fs::is_regular_file(fs::symlink_status(it->path(), type_ec)))
+      return fmt::format("it holds {}, which is not a regular file", name);
+    has_manifest = has_manifest || name == kChecksumManifestName;
+    bool known = name == kChecksumManifestName;
+    for (const std::string& file : checkpoint_files())
+      known = known || name == file || name.starts_with(file + ".nvfp4lm-partial-") ||
+              name.starts_with(std::string(kChecksumManifestName) + ".nvfp4lm-partial-");
+    if (!known) return fmt::format("it holds {}, which no checkpoint has", name);
+  }
+  if (ec) return fmt::format("it cannot be listed ({})", ec.message());
+  if (complete && !has_manifest) return fmt::format("it has no {}, which every checkpoint has", kChecksumManifestName);
+  return {};
+}
+
 // Deletes the checkpoint directory `dir` so that a crash at any moment leaves either all of it under its name or
-// none: renamed to "<dir>.deleting" (replacing a leftover of that name) before anything inside is removed.
+// none: renamed to "<dir>.deleting" before anything inside is removed. Error when dir or a leftover "<dir>.deleting"
+// is not provably a checkpoint of this program.
 void delete_checkpoint_dir(const fs::path& dir) {
   const fs::path deleting = dir.string() + kDeletingSuffix;
+  const std::string foreign = not_ours_reason(dir, /*complete=*/true);
+  NVFP4LM_CHECK(foreign.empty(),
+                "cannot delete {}: {}; it may not be a checkpoint of this program, so it is left "
+                "alone: move it out of the run directory",
+                dir.string(), foreign);
   std::error_code ec;
-  fs::remove_all(deleting, ec);
-  NVFP4LM_CHECK(!ec, "cannot delete {}: {}", deleting.string(), ec.message());
+  if (fs::exists(fs::symlink_status(deleting, ec))) {
+    const std::string leftover = not_ours_reason(deleting, /*complete=*/false);
+    NVFP4LM_CHECK(leftover.empty(), "cannot delete {}: {} is in the way and {}; move it out of the run directory",
+                  dir.string(), deleting.string(), leftover);
+    fs::remove_all(deleting, ec);
+    NVFP4LM_CHECK(!ec, "cannot delete {}: {}", deleting.string(), ec.message());
+  }
   NVFP4LM_CHECK(::rename(dir.c_str(), deleting.c_str()) == 0, "cannot delete old checkpoint {}: {}", dir.string(),
                 std::strerror(errno));
   fs::remove_all(deleting, ec);
@@ -235,7 +270,12 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
 
   const fs::path final_dir = checkpoint_dir(run_dir, step);
   const fs::path tmp_dir = final_dir.string() + kTmpSuffix;
-  if (fs::exists(tmp_dir, ec)) {
+  if (fs::exists(fs::symlink_status(tmp_dir, ec))) {
+    const std::string foreign = not_ours_reason(tmp_dir, /*complete=*/false);
+    NVFP4LM_CHECK(foreign.empty(),
+                  "cannot write checkpoint {}: {} is in the way and {}; it may not be this program's, so it is left "
+                  "alone: move it out of the run directory",
+                  final_dir.string(), tmp_dir.string(), foreign);
     log::warn("removing {}, left by an interrupted checkpoint write", tmp_dir.string());
     fs::remove_all(tmp_dir, ec);
     NVFP4LM_CHECK(!ec, "cannot remove {}: {}", tmp_dir.string(), ec.message());
@@ -303,16 +343,30 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
     log::warn("not pruning {}: it has no complete checkpoint", run_dir.string());
     return deleted;
   }
+  // Only what provably is a checkpoint of this program is deleted; anything else is named once and kept.
   auto remove = [&](const fs::path& path) {
+    const std::string foreign = not_ours_reason(path, /*complete=*/true);
+    if (!foreign.empty()) {
+      log::warn("keeping {}: {}; it may not be a checkpoint of this program", path.string(), foreign);
+      return;
+    }
     delete_checkpoint_dir(path);
     deleted.push_back(path);
   };
-  for (const StepDir& interrupted : list_step_dirs(run_dir, kDeletingSuffix)) {
+  auto remove_leftover = [&](const fs::path& path, const char* what, bool listed) {
+    const std::string foreign = not_ours_reason(path, /*complete=*/false);
+    if (!foreign.empty()) {
+      log::warn("keeping {}: {}; it may not be this program's", path.string(), foreign);
+      return;
+    }
     std::error_code ec;
-    fs::remove_all(interrupted.path, ec);
-    NVFP4LM_CHECK(!ec, "cannot delete {}: {}", interrupted.path.string(), ec.message());
-    log::info("removed {}, a deletion an earlier run did not finish", interrupted.path.string());
-  }
+    fs::remove_all(path, ec);
+    NVFP4LM_CHECK(!ec, "cannot delete {}: {}", path.string(), ec.message());
+    log::info("removed {}, {}", path.string(), what);
+    if (listed) deleted.push_back(path);
+  };
+  for (const StepDir& interrupted : list_step_dirs(run_dir, kDeletingSuffix))
+    remove_leftover(interrupted.path, "a deletion an earlier run did not finish", false);
   int kept = 0;
   bool past_newest = false;
   for (const StepDir& dir : list_step_dirs(run_dir)) {
@@ -328,7 +382,7 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
     }
   }
   for (const StepDir& tmp : list_step_dirs(run_dir, kTmpSuffix)) {
-    if (tmp.step <= newest->step) remove(tmp.path);
+    if (tmp.step <= newest->step) remove_leftover(tmp.path, "an unfinished checkpoint write", true);
   }
   return deleted;
 }

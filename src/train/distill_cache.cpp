@@ -3,6 +3,7 @@
 #include "train/distill_cache.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,6 +20,7 @@
 #include "core/logging.h"
 #include "core/memory.h"
 #include "core/number_text.h"
+#include "core/publish.h"
 #include "io/checksum.h"
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
@@ -52,17 +54,24 @@ int64_t metadata_int(const std::map<std::string, std::string>& metadata, const s
   return *value;
 }
 
-// A sibling file the writer buffers log_probs in (they follow all the ids in the cache), removed when done.
+// A fresh temporary sibling of the cache (core/publish.h: a name of its own, made with O_EXCL, so two runs on one
+// --output never share it and no user file is touched) that the writer buffers log_probs in (they follow all the
+// ids in the cache); removed when done, or by the next writer of the cache when this process is killed.
 class SpillFile {
  public:
-  explicit SpillFile(fs::path path) : path_(std::move(path)), file_(std::fopen(path_.c_str(), "w+b")) {
-    NVFP4LM_CHECK(file_ != nullptr, "{}: cannot create a temporary file beside the cache: {}", path_.string(),
-                  std::strerror(errno));
+  explicit SpillFile(const fs::path& output) {
+    const int fd = create_temporary_file(output, path_, /*read_back=*/true);
+    file_ = ::fdopen(fd, "w+b");
+    if (file_ == nullptr) {
+      const int error = errno;
+      ::close(fd);
+      ::unlink(path_.c_str());
+      NVFP4LM_FAIL("{}: cannot open the temporary file beside the cache: {}", path_.string(), std::strerror(error));
+    }
   }
   ~SpillFile() {
     std::fclose(file_);
-    std::error_code ec;
-    fs::remove(path_, ec);
+    ::unlink(path_.c_str());
   }
   SpillFile(const SpillFile&) = delete;
   SpillFile& operator=(const SpillFile&) = delete;
@@ -83,8 +92,39 @@ class SpillFile {
 
  private:
   fs::path path_;
-  std::FILE* file_;
+  std::FILE* file_ = nullptr;
 };
+
+// Every position of a cache is a distribution: K log-probabilities and the log of the rest, none NaN or above 0
+// (-inf is a probability of 0), whose probabilities sum to 1 within kSumTolerance (F32 log-probabilities of a
+// softmax sum to 1 within ~1e-6 a term). A damaged or hand-made cache (NaN, +inf, K tokens of probability 1) would
+// otherwise be trained on: every step skipped, or losses in the thousands. Checked once, when the cache is opened.
+void check_distributions(const Tensor& log_probs, const Tensor& log_rest, const fs::path& path) {
+  constexpr double kSumTolerance = 1e-3;
+  const int64_t positions = log_probs.dim(0), k = log_probs.dim(1);
+  const float* lp = log_probs.data<float>();
+  const float* rest = log_rest.data<float>();
+  auto bad_value = [](float v) { return std::isnan(v) || v > 1e-6f; };
+  for (int64_t p = 0; p < positions; ++p) {
+    double sum = std::exp(static_cast<double>(rest[p]));
+    NVFP4LM_CHECK(!bad_value(rest[p]),
+                  "{}: position {} has log_rest {}: a log-probability is a number at most 0 (-inf for none); the "
+                  "cache is damaged: make it again with `nvfp4lm distill-cache`",
+                  path.string(), p, rest[p]);
+    for (int64_t j = 0; j < k; ++j) {
+      const float v = lp[p * k + j];
+      NVFP4LM_CHECK(!bad_value(v),
+                    "{}: position {} has log_probs[{}] = {}: a log-probability is a number at most 0 (-inf for "
+                    "none); the cache is damaged: make it again with `nvfp4lm distill-cache`",
+                    path.string(), p, j, v);
+      sum += std::exp(static_cast<double>(v));
+    }
+    NVFP4LM_CHECK(std::abs(sum - 1.0) <= kSumTolerance,
+                  "{}: the probabilities of position {} (its {} tokens and the rest) sum to {:.6g}, not 1; the cache "
+                  "is damaged: make it again with `nvfp4lm distill-cache`",
+                  path.string(), p, k, sum);
+  }
+}
 
 }  // namespace
 
@@ -189,6 +229,7 @@ DistillCache DistillCache::open(const fs::path& path) {
     NVFP4LM_CHECK(cache.sample_of_key_.emplace(static_cast<uint64_t>(key[i]), i).second,
                   "{}: sample key {} appears twice", path.string(), checksum_hex(static_cast<uint64_t>(key[i])));
   }
+  check_distributions(cache.log_probs_, cache.log_rest_, path);
   return cache;
 }
 
@@ -296,7 +337,7 @@ DistillCacheStats write_distill_cache(Qwen3Trainable& teacher, std::span<const T
                             {"sample_keys", DType::I64, Shape{samples}},
                             {"sample_offsets", DType::I64, Shape{samples + 1}}},
                            metadata, options.overwrite);
-  SpillFile spill(fs::path(options.output.string() + ".log_probs.partial"));
+  SpillFile spill(options.output);
   std::vector<float> log_rest;
   std::vector<int32_t> targets;
   log_rest.reserve(static_cast<size_t>(positions));

@@ -195,18 +195,38 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
   ExportSource staged_source = source;
   staged_source.protected_paths.clear();  // checked above for the real targets
   ExportReport report = export_weights(masters, staged_source, exported, staged);
-  for (const auto& [name, bytes] : dat_side_files(exported)) {
+  // Every side file is checked before any is published: a refusal leaves nothing of this export behind.
+  const auto side_files = dat_side_files(exported);
+  std::vector<bool> already_there(side_files.size(), false);
+  for (size_t i = 0; i < side_files.size(); ++i) {
+    const auto& [name, bytes] = side_files[i];
     const fs::path target = dir / name;
-    if (publish_new(exported / name, target, OutputKind::File)) continue;
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(target, ec))) continue;
     // Something is there already: the same bytes are fine (the config.json of the .dat the run started from, or
     // another export of this model to FILE); anything else only with --overwrite, and never an input.
-    std::error_code ec;
-    if (fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == bytes) continue;
+    if (fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == bytes) {
+      already_there[i] = true;
+      continue;
+    }
     NVFP4LM_CHECK(options.overwrite,
                   "--output-dat {}: {} already exists beside it with other contents (another model's?); choose "
                   "another directory, or pass --overwrite to replace it",
                   file.string(), target.string());
     guard_output(target, "--output-dat's " + name, source.protected_paths, /*overwrite=*/true, OutputKind::File);
+  }
+  for (size_t i = 0; i < side_files.size(); ++i) {
+    if (already_there[i]) continue;
+    const std::string& name = side_files[i].first;
+    const fs::path target = dir / name;
+    if (publish_new(exported / name, target, OutputKind::File)) continue;
+    // It appeared since the check above (another process): the same rules, at the publishing step.
+    std::error_code ec;
+    if (fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == side_files[i].second) continue;
+    NVFP4LM_CHECK(options.overwrite,
+                  "--output-dat {}: {} appeared beside it while this export ran, with other contents; choose another "
+                  "directory, or pass --overwrite to replace it",
+                  file.string(), target.string());
     publish(exported / name, target, OutputKind::File, /*overwrite=*/true, "--output-dat's " + name);
   }
   publish(exported / kDatFileName, file, OutputKind::File, options.overwrite, "--output-dat");
@@ -214,25 +234,60 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
   return report;
 }
 
+namespace {
+
+// What open_checkpoint_for_export reads of the checkpoint `dir`.
+CheckpointExportInput read_checkpoint_for_export(const fs::path& dir);
+
+}  // namespace
+
 CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   std::error_code ec;
   NVFP4LM_CHECK(fs::is_directory(path, ec),
                 "{} does not exist or is not a directory (expected a checkpoint step-N or "
                 "a run directory)",
                 path.string());
-  CheckpointExportInput input;
-  if (fs::is_regular_file(path / kTrainerStateFileName, ec)) {
-    input.checkpoint = path;
-  } else {
-    // Verified like --resume does: a newest checkpoint that fails its checksums is skipped (with a warning) for
-    // the one before it.
-    const std::optional<CheckpointInfo> latest = latest_checkpoint(path, VerifyLevel::Checksums);
+  if (fs::is_regular_file(path / kTrainerStateFileName, ec)) return read_checkpoint_for_export(path);
+  // A run directory. Verified like --resume does: a newest checkpoint that fails its checksums is skipped (with a
+  // warning) for the one before it. A run still training prunes old checkpoints: the one chosen may be deleted before
+  // it is read; then the newest is taken again (a few times: each try follows a new save of the run).
+  for (int attempt = 1;; ++attempt) {
+    const std::optional<CheckpointInfo> latest = latest_checkpoint(path, VerifyLevel::Sizes);
     NVFP4LM_CHECK(latest.has_value(),
                   "{} is neither a checkpoint (a step-N directory with {}) nor a run directory with a complete "
                   "checkpoint",
                   path.string(), kTrainerStateFileName);
-    input.checkpoint = latest->dir;
+    try {
+      CheckpointExportInput input = read_checkpoint_for_export(latest->dir);
+      input.verified_model = SafetensorsFile::open(latest->dir / kModelFileName);
+      const std::string problem = verify_checksum_manifest(
+          latest->dir, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
+      if (problem.empty()) return input;
+      if (fs::exists(latest->dir, ec)) {
+        // Damaged: skipped for the one before it, as --resume does (latest_checkpoint at Checksums says why).
+        const std::optional<CheckpointInfo> verified = latest_checkpoint(path, VerifyLevel::Checksums);
+        NVFP4LM_CHECK(verified.has_value(), "{} holds no checkpoint that verifies ({}: {})", path.string(),
+                      latest->dir.string(), problem);
+        return open_checkpoint_for_export(verified->dir);
+      }
+    } catch (const Error&) {
+      if (fs::exists(latest->dir, ec) || attempt >= 20) throw;
+    }
+    NVFP4LM_CHECK(!fs::exists(latest->dir, ec) && attempt < 20,
+                  "{}: the run deleted checkpoint after checkpoint while this export read them ({} tries); export "
+                  "a step-N directory that stays, or wait for the run to finish",
+                  path.string(), attempt);
+    log::info("{} was deleted while being read (the run pruned it); taking the newest checkpoint again",
+              latest->dir.string());
   }
+}
+
+namespace {
+
+CheckpointExportInput read_checkpoint_for_export(const fs::path& dir) {
+  std::error_code ec;
+  CheckpointExportInput input;
+  input.checkpoint = dir;
   const json state = read_trainer_state(input.checkpoint);
   const std::string where = (input.checkpoint / kTrainerStateFileName).string();
   input.step = state["step"].get<int64_t>();
@@ -276,11 +331,16 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   return input;
 }
 
+}  // namespace
+
 std::vector<NamedTensor> load_checkpoint_masters(const CheckpointExportInput& input) {
-  const std::string problem = verify_checksum_manifest(
-      input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
-  NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
-  const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(input.checkpoint / kModelFileName);
+  std::shared_ptr<SafetensorsFile> file = input.verified_model;
+  if (!file) {
+    const std::string problem = verify_checksum_manifest(
+        input.checkpoint, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
+    NVFP4LM_CHECK(problem.empty(), "checkpoint {} is incomplete or corrupted: {}", input.checkpoint.string(), problem);
+    file = SafetensorsFile::open(input.checkpoint / kModelFileName);
+  }
   std::vector<NamedTensor> masters;
   for (const SafetensorsEntry& entry : file->entries()) masters.push_back({entry.name, file->tensor(entry)});
   return masters;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -29,6 +30,7 @@
 #include "io/activation_calibration.h"
 #include "io/gguf_format.h"
 #include "io/model_files.h"
+#include "io/safetensors_reader.h"
 #include "model/parameter.h"
 #include "quant/nvfp4.h"
 #include "train/train_options.h"
@@ -116,7 +118,12 @@ struct CheckpointExportInput {
   ExportSource source;
   // Activation ranges the run recorded in its last steps (train --calibrate-steps), when it did.
   std::optional<ActivationCalibration> recorded_calibration = std::nullopt;
+  // The checkpoint's model.safetensors, mapped and verified once chosen from a run directory: a run still training
+  // may prune the checkpoint while it is exported, and the mapping keeps what was verified readable.
+  std::shared_ptr<SafetensorsFile> verified_model;
 };
+// `path` a step-N directory, or a run directory: its newest complete checkpoint, taken again when the run deletes
+// the one chosen before it was read (a training that saves and prunes while the export runs).
 CheckpointExportInput open_checkpoint_for_export(const fs::path& path);
 
 // The checkpoint's master weights (views of its model.safetensors), after verifying its checksums.

@@ -1,6 +1,8 @@
 // See run_directory.h.
 #include "train/run_directory.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/publish.h"
@@ -51,12 +53,46 @@ ResumePoint read_resume_point(const fs::path& dir) {
   return point;
 }
 
-void RunDirectory::check_new_run() const {
+void RunDirectory::check_new_run(bool overwrite) {
   const std::optional<CheckpointInfo> existing = latest_checkpoint(dir_, VerifyLevel::Sizes);
   NVFP4LM_CHECK(!existing,
                 "{} already holds checkpoints (newest: {}); pass --resume to continue that run, or choose another "
                 "--output",
                 dir_.string(), existing ? existing->dir.filename().string() : "");
+  // What is there, by whose it is: this run's lock; an earlier run's files; checkpoint names (none complete, since
+  // latest_checkpoint found none); everything else.
+  std::vector<std::string> earlier_run, checkpoints, foreign;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == kDirectoryLockFileName) continue;
+    if (name == kSourceModelDirName || name == "metrics.jsonl")
+      earlier_run.push_back(name);
+    else if (is_run_file_name(name))
+      checkpoints.push_back(name);
+    else
+      foreign.push_back(name);
+  }
+  NVFP4LM_CHECK(!ec, "cannot list the run directory {}: {}", dir_.string(), ec.message());
+  auto listed = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) text += (i ? ", " : "") + names[i];
+    return names.size() > 5 ? fmt::format("{} and {} more", text, names.size() - 5) : text;
+  };
+  NVFP4LM_CHECK(foreign.empty(),
+                "--output {} is not empty and not a run directory of nvfp4lm: it holds {}; a new run takes an empty "
+                "or new directory (nothing in it is replaced or deleted): choose another --output",
+                dir_.string(), listed(foreign));
+  NVFP4LM_CHECK(checkpoints.empty(),
+                "--output {} holds {}, none of them a complete checkpoint; a new run deletes nothing it did not make: "
+                "move them away, or choose another --output",
+                dir_.string(), listed(checkpoints));
+  NVFP4LM_CHECK(earlier_run.empty() || overwrite,
+                "--output {} holds {} of an earlier run that saved no checkpoint; pass --overwrite to replace them, "
+                "or choose another --output",
+                dir_.string(), listed(earlier_run));
+  replace_source_copy_ = !earlier_run.empty();
 }
 
 void RunDirectory::check_reports(const std::string& metrics, const std::string& memory_report, bool overwrite,
@@ -96,7 +132,7 @@ void RunDirectory::prepare(const SourceModelFiles& source, std::optional<int64_t
   NVFP4LM_CHECK(!ec, "cannot create the run directory {}: {}", dir_.string(), ec.message());
   // The model's small files, once per run, for exports from checkpoints (written aside, then renamed).
   const fs::path copy = dir_ / kSourceModelDirName;
-  if (!fs::exists(copy, ec)) {
+  if (replace_source_copy_ || !fs::exists(copy, ec)) {
     StagedDirectory staged(copy);
     write_file_atomic(staged.path() / "config.json", source.config.dump(2) + "\n", /*overwrite=*/false);
     if (source.generation_config)
@@ -110,7 +146,7 @@ void RunDirectory::prepare(const SourceModelFiles& source, std::optional<int64_t
     // transformers, vLLM and this program prefer to tokenizer_config.json's), so the model is asked as it was trained.
     if (source.chat_template)
       write_file_atomic(staged.path() / "chat_template.jinja", *source.chat_template, /*overwrite=*/true);
-    staged.publish(/*overwrite=*/false, "the run's copy of the model's files");
+    staged.publish(/*overwrite=*/replace_source_copy_, "the run's copy of the model's files");
   }
   metrics_file_ = std::make_unique<MetricsFile>(metrics_path_, resumed_from ? *resumed_from : -1, replace_metrics_);
 }

@@ -65,8 +65,10 @@ class RunDirectory {
   // --resume: the newest complete checkpoint and its state; Error when there is none or it was not written by
   // `nvfp4lm train`.
   ResumePoint resume_point() const;
-  // A new run: Error when the directory already holds checkpoints (nothing is overwritten).
-  void check_new_run() const;
+  // A new run takes an empty directory (or a new one). Error naming what is there otherwise: checkpoints (--resume
+  // continues them; nothing is deleted), anything this program does not write, or the copy of the model's files and
+  // metrics.jsonl of an earlier run that saved no checkpoint (replaced with `overwrite`, else an Error).
+  void check_new_run(bool overwrite);
   // Checks the run's reports (metrics: "" for RUN_DIR/metrics.jsonl; memory_report: "" for none) against the
   // rules above. `resumed`: the run continued, whose own reports may be replaced.
   void check_reports(const std::string& metrics, const std::string& memory_report, bool overwrite,
@@ -100,6 +102,7 @@ class RunDirectory {
   std::unique_ptr<DirectoryLock> lock_;
   fs::path metrics_path_;
   bool replace_metrics_ = false;
+  bool replace_source_copy_ = false;  // a new run with --overwrite over an earlier run's copy of the model's files
   std::optional<fs::path> memory_report_path_;
   bool replace_memory_report_ = false;
   std::unique_ptr<MetricsFile> metrics_file_;

@@ -46,7 +46,7 @@ void Trainer::set_up(const std::set<std::string>& given) {
   device_ = open_device(rank_device(), options_.max_memory_gib);
   check_data_parallel();
   if (run_dir_) {
-    if (!options_.resume) run_dir_->check_new_run();
+    if (!options_.resume) run_dir_->check_new_run(options_.overwrite);
     // Every output is checked before the (long) load and training.
     run_dir_->check_reports(options_.metrics, options_.memory_report, options_.overwrite, read_paths(),
                             resume_ ? &*resume_ : nullptr);
@@ -406,6 +406,7 @@ TrainSummary Trainer::run(const Progress& progress) {
     if (progress.before_output) progress.before_output();
   };
   const int64_t start_step = step_;
+  const int64_t skipped_before = totals_.skipped_steps;
   if (done()) {
     before_output();
     log::info("the run is already complete ({} of {} steps); nothing to train", step_, plan_.total_steps);
@@ -422,6 +423,14 @@ TrainSummary Trainer::run(const Progress& progress) {
     }
   }
   before_output();
+  // --nonfinite skip keeps a run going past a bad step; a run that skipped every step trained nothing, and its
+  // outputs (a checkpoint, an export, exit 0) would say otherwise.
+  const int64_t ran = step_ - start_step, skipped = totals_.skipped_steps - skipped_before;
+  NVFP4LM_CHECK(ran == 0 || skipped < ran,
+                "every step of this run ({} of {}) was skipped for a non-finite loss or gradient (--nonfinite skip): "
+                "nothing was trained, so nothing more is saved or exported; the log names each step's reason (a "
+                "damaged model or teacher cache, a learning rate too high, broken data)",
+                skipped, ran);
   if (saved_step != step_) save_checkpoint();
 
   TrainSummary summary;

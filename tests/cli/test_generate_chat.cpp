@@ -313,6 +313,12 @@ TEST_F(CliGenerate, BadValuesAreUsageErrors) {
   }
   expect_one_line_error(run_cli("generate " + model_flag() + " --prompt-ids 1,2,999999"),
                         {"--prompt-ids", "999999", "[0, 151669)"});
+  // Issue 53 item 6: an element with line breaks made a 3-line error, and the element was quoted twice.
+  const CliResult broken = run_cli("generate " + model_flag() + " --prompt-ids '1,\n2\nx\n,3'");
+  expect_one_line_error(broken, {"--prompt-ids: element 2", "\"2\\nx\" is not a whole decimal number"});
+  EXPECT_EQ(broken.exit_code, 2) << broken.err;
+  const CliResult doubled = run_cli("generate " + model_flag() + " --prompt-ids 1,x");
+  EXPECT_NE(doubled.err.find("element 2: 'x' is not a whole decimal number"), std::string::npos) << doubled.err;
 }
 
 TEST(CliDiagnose, ReportsComputePaths) {

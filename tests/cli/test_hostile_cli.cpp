@@ -3,6 +3,7 @@
 // what a command reads (each writing command: quantize, synth, export, train --output/--metrics/--memory-report/
 // --export, bench --json); a run directory in use; special files as inputs; deeply nested JSON; the export of a
 // run whose newest checkpoint fails its checksums; stale temporaries of killed writers.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -196,19 +197,33 @@ TEST_F(HostileFiles, UnwritableOutputsFailBeforeTraining) {
   }
 }
 
-TEST_F(HostileFiles, StaleTemporariesOfKilledWritersAreRemoved) {
+// Issue 53 item 2: a writer removes the temporary a killed writer of its output left (named as this program names
+// them, with the marker inside), and nothing a person made beside the output: `model.old-20251206`, a backup made by
+// hand, was removed as "left by an interrupted write of process 20251206".
+TEST_F(HostileFiles, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) ::_exit(0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
   const fs::path out = dir_ / "q";
-  const fs::path stale = dir_ / ("q.tmp-" + std::to_string(child));
+  const fs::path stale = dir_ / fmt::format("q.nvfp4lm-partial-{}-{:016x}", child, 0x5eedULL);
   fs::create_directories(stale);
+  write_file(stale / ".nvfp4lm-partial", stale.filename().string());
   write_file(stale / "model.safetensors", std::string(4096, 'x'));
+  const std::vector<fs::path> backups = {dir_ / "q.old-20251206", dir_ / ("q.tmp-" + std::to_string(child)),
+                                         dir_ / ("q.old-" + std::to_string(child))};
+  for (const fs::path& backup : backups) {
+    fs::create_directories(backup);
+    write_file(backup / "config.json", "{\"mine\": true}");
+  }
   const CliResult result = run_cli("quantize " + quoted(model_) + " " + quoted(out) + " --format modelopt");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(out / "model.safetensors"));
+  for (const fs::path& backup : backups) {
+    EXPECT_EQ(read_file(backup / "config.json"), "{\"mine\": true}") << backup;
+    EXPECT_EQ(result.err.find(backup.filename().string()), std::string::npos) << result.err;
+  }
 }
 
 }  // namespace

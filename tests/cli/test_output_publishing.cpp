@@ -13,8 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "common/test_util.h"
 #include "core/files.h"
@@ -63,12 +66,13 @@ std::string differences(const std::map<std::string, std::string>& before,
   return changed;
 }
 
-// Entries directly in `dir` whose name holds ".tmp-" or ".old-": temporaries of a write.
+// Entries directly in `dir` named as temporaries of a write (core/publish.h).
 std::vector<std::string> temporaries_in(const fs::path& dir) {
   std::vector<std::string> found;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.find(".tmp-") != std::string::npos || name.find(".old-") != std::string::npos) found.push_back(name);
+    if (name.find(".nvfp4lm-partial-") != std::string::npos || name.find(".nvfp4lm-replaced-") != std::string::npos)
+      found.push_back(name);
   }
   return found;
 }
@@ -223,6 +227,69 @@ TEST(OutputPublishing, OfConcurrentWritersOfOneModelDirectoryExactlyOneSucceeds)
   EXPECT_EQ(temporaries_in(dir.path()), std::vector<std::string>{});
 }
 
+// Issue 53 item 1: two `distill-cache` runs on one --output shared the fixed spill file OUT.log_probs.partial, and
+// the one that published exited 0 with the other's log-probabilities (and deleted a user file of that name). Now
+// each run buffers in a temporary of its own: of runs with different temperatures, the one that publishes holds
+// exactly what it alone writes, the others fail naming the output, and a user's OUT.log_probs.partial is untouched.
+TEST(OutputPublishing, ConcurrentDistillCacheRunsOnOneOutputNeverExchangeData) {
+  TempDir dir, scratch;
+  const fs::path data = write_pairs_jsonl(dir / "pairs.jsonl", 8);
+  auto args = [&](const std::string& temperature, const fs::path& out) {
+    return std::vector<std::string>{"distill-cache",
+                                    "--model",
+                                    tiny_model_dir().string(),
+                                    "--tokenizer",
+                                    tiny_tokenizer_dir().string(),
+                                    "--data",
+                                    data.string(),
+                                    "--seq-len",
+                                    "64",
+                                    "--batch",
+                                    "2",
+                                    "--max-steps",
+                                    "4",
+                                    "--seed",
+                                    "5",
+                                    "--distill-from",
+                                    tiny_model_dir().string(),
+                                    "--distill-temperature",
+                                    temperature,
+                                    "--top-k",
+                                    "8",
+                                    "--output",
+                                    out.string()};
+  };
+  // Each temperature's cache made alone: what a winner must hold, byte for byte.
+  const std::vector<std::string> temperatures = {"1", "3"};
+  std::map<std::string, std::string> alone;
+  for (const std::string& temperature : temperatures) {
+    const fs::path out = dir / ("alone-" + temperature + ".safetensors");
+    Launch launch(scratch / ("alone-" + temperature));
+    launch.start(args(temperature, out));
+    const std::vector<Finished> results = launch.wait_all();
+    ASSERT_EQ(results.at(0).exit_code, 0) << results.at(0).err;
+    alone[temperature] = read_file(out);
+  }
+  ASSERT_NE(alone["1"], alone["3"]);
+  const fs::path out = dir / "cache.safetensors";
+  write_file(dir / "cache.safetensors.log_probs.partial", "a user's file");
+  for (int round = 0; round < 3; ++round) {
+    std::error_code ec;
+    fs::remove(out, ec);
+    const auto before = snapshot(dir.path());
+    Launch launch(scratch / std::to_string(round));
+    for (int i = 0; i < 4; ++i) launch.start(args(temperatures[static_cast<size_t>(i % 2)], out));
+    expect_one_winner(launch.wait_all(), out, "round " + std::to_string(round));
+    const std::string cache = read_file(out);
+    EXPECT_TRUE(cache == alone["1"] || cache == alone["3"])
+        << "round " << round << ": the published cache is neither run's own";
+    auto after = snapshot(dir.path());
+    after.erase(out.filename().string());
+    EXPECT_EQ(differences(before, after), "") << "round " << round;
+    EXPECT_EQ(temporaries_in(dir.path()), std::vector<std::string>{});
+  }
+}
+
 // --overwrite at a file output's path replaces a regular file, and nothing else: each command refuses a directory
 // (with files in it), a FIFO, a symbolic link (to a file or a directory) and, where this test may make one, a device
 // node, with one error line naming the path, and leaves it as it was.
@@ -305,6 +372,7 @@ TEST(OutputPublishing, FailedWritesLeaveNoTemporaryAndKilledOnesAreCleanedUp) {
   const Finished failed = run_limited(scratch / "failed", args, {.file_size_limit = 8192});
   expect_one_line_error({failed.exit_code, "", failed.err}, {out.string()}, "past the file-size limit");
   EXPECT_EQ(failed.exit_code, 1) << failed.err;
+  EXPECT_EQ(failed.err.find("nvfp4lm-partial"), std::string::npos) << "names the temporary: " << failed.err;
   EXPECT_TRUE(fs::is_empty(dir.path())) << "left: " << fs::directory_iterator(dir.path())->path();
 
   const Finished killed = run_limited(scratch / "killed", args, {.file_size_limit = 8192, .kill_on_limit = true});
@@ -401,6 +469,68 @@ TEST_F(RunOutputs, AKilledDatFileExportIsCleanedUpByTheNextOne) {
   EXPECT_TRUE(names.count("model.dat") && names.count("config.json")) << fmt::format("{}", fmt::join(names, " "));
   for (const std::string& name : names)
     EXPECT_TRUE(fs::is_regular_file(out_dir / name)) << name << ": only FILE and its side files";
+}
+
+// Issue 53 item 6: a `.dat`-file export refused for a foreign config.json beside FILE published the tokenizer files
+// it had checked before it came to config.json. Every side file is checked before any is published: the refusal
+// leaves the directory as it was.
+TEST_F(RunOutputs, ARefusedDatFileExportLeavesNothingBesideTheFile) {
+  const fs::path out_dir = dir_ / "exported";
+  fs::create_directories(out_dir);
+  write_file(out_dir / "config.json", "{\"another\": \"model\"}\n");
+  const auto before = snapshot(out_dir);
+  const CliResult result = run_cli("export " + quoted(run_) + " " + quoted(out_dir / "model.dat") + " --format dat");
+  expect_one_line_error(result, {(out_dir / "config.json").string(), "already exists"}, "a foreign config.json");
+  EXPECT_EQ(differences(before, snapshot(out_dir)), "");
+}
+
+// Issue 53 item 6: exporting a run directory while the run saves and prunes failed now and then (4 of 53): the
+// checkpoint it chose was deleted before it was read (a real checkpoint takes seconds to verify). Here the newest
+// checkpoint keeps disappearing (renamed step-2.deleting, as pruning does, and back) while ten exports run: each
+// succeeds, from whichever it could read. A stress test, not a proof: the fixture's checkpoint is read in well under
+// a millisecond, so the old code, which did not take the newest again, also passed it (30 of 30 runs).
+TEST_F(RunOutputs, ExportingARunThatPrunesWhileItIsReadNeverFails) {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      fs::rename(run_ / "step-2", run_ / "step-2.deleting");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      fs::rename(run_ / "step-2.deleting", run_ / "step-2");
+    }
+  });
+  for (int i = 0; i < 10; ++i) {
+    const fs::path out = dir_ / ("export-" + std::to_string(i));
+    const CliResult result = run_cli("export " + quoted(run_) + " " + quoted(out) + " --format bf16");
+    EXPECT_EQ(result.exit_code, 0) << "export " << i << ": " << result.err;
+    EXPECT_TRUE(fs::is_regular_file(out / "model.safetensors")) << i;
+  }
+  stop = true;
+  churn.join();
+}
+
+// Issue 53: the concurrent-writer test of issue 33 for an output with side files: several `.dat`-file exports of one
+// run to one FILE at once. Exactly one succeeds; the others exit 1 naming FILE; beside FILE are its side files only,
+// each as the winner wrote it, and no temporary.
+TEST_F(RunOutputs, OfConcurrentDatFileExportsExactlyOneSucceedsAndTheSideFilesAreWhole) {
+  TempDir scratch;
+  const fs::path out_dir = dir_ / "exported";
+  fs::create_directories(out_dir);
+  const fs::path file = out_dir / "model.dat";
+  Launch launch(scratch.path());
+  for (int i = 0; i < 4; ++i) launch.start({"export", run_.string(), file.string(), "--format", "dat"});
+  expect_one_winner(launch.wait_all(), file, "export --format dat");
+  EXPECT_EQ(temporaries_in(out_dir), std::vector<std::string>{});
+  // The side files are what one export alone writes.
+  const fs::path alone = dir_ / "alone" / "model.dat";
+  fs::create_directories(alone.parent_path());
+  ASSERT_EQ(run_cli("export " + quoted(run_) + " " + quoted(alone) + " --format dat").exit_code, 0);
+  for (const auto& entry : fs::directory_iterator(alone.parent_path())) {
+    const fs::path name = entry.path().filename();
+    EXPECT_EQ(read_file(out_dir / name), read_file(entry.path())) << name;
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(out_dir), fs::directory_iterator()),
+            std::distance(fs::directory_iterator(alone.parent_path()), fs::directory_iterator()));
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ TEST_F(CliParity, BadValuesAreUsageErrors) {
                         {"prompt 2 has", "max_position_embeddings) is 4096", "--new-tokens"});
   write_file(*dir_ / "empty.txt", "\n \n");
   expect_one_line_error(run_cli(parity + "--prompts " + quoted(*dir_ / "empty.txt")), {"--prompts", "no prompt"});
+  // Issue 53 item 6: a line that is not UTF-8 was the tokenizer's "convert it with to_valid_utf8() first".
+  write_file(*dir_ / "latin1.txt", "Hello\nCaf\xe9 au lait\n");
+  const CliResult latin1 = run_cli(parity + "--prompts " + quoted(*dir_ / "latin1.txt"));
+  expect_one_line_error(latin1, {"latin1.txt line 2", "not valid UTF-8 at byte 4", "0xE9", "save the file as UTF-8"});
+  EXPECT_EQ(latin1.err.find("to_valid_utf8"), std::string::npos) << latin1.err;
 }
 
 TEST_F(CliParity, StressKvPassesAndReportsEachCase) {

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/test_util.h"
 #include "io/model_files.h"
+#include "io/safetensors_reader.h"
 #include "train/trainer_test_support.h"
 
 namespace nvfp4lm::test {
@@ -276,6 +278,17 @@ TEST_F(TrainCli, BadDataGivesAnErrorNamingTheFileAndLine) {
   write_file(schema, "{\"prompt\": \"a\", \"completion\": \"b\"}\n{\"question\": \"a\"}\n");
   expect_one_line_error(run_cli("train " + flags + " --data " + quoted(schema)), {schema.string(), "line 2"},
                         "missing keys");
+  // Issue 53 item 4: a tool call whose arguments are not JSON stops the run at set-up, naming the line and key.
+  const fs::path tools = dir_ / "tools.jsonl";
+  write_file(tools,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
+             "\"content\": \"Hello\"}]}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": \"assistant\", "
+             "\"tool_calls\": [{\"id\": \"c1\", \"function\": {\"name\": \"w\", \"arguments\": "
+             "\"{not json\"}}]}]}\n");
+  expect_one_line_error(run_cli("train " + flags + " --data " + quoted(tools)),
+                        {tools.string(), "line 2", "messages[1].tool_calls[0].function.arguments", "not JSON"},
+                        "a tool call's arguments that are not JSON");
   EXPECT_FALSE(fs::exists(dir_ / "run" / "metrics.jsonl"));
 }
 
@@ -297,6 +310,76 @@ TEST_F(TrainCli, ImpossibleResumesAndOccupiedRunDirectoriesAreRefused) {
   expect_one_line_error(run_cli(train("--output " + quoted(run) + " --resume --optimizer adamw8bit")), {"--optimizer"},
                         "resume with another --optimizer");
   EXPECT_EQ(read_file(run / "metrics.jsonl"), metrics);  // nothing was touched
+}
+
+// Issue 53 item 3: a new run takes an empty or new directory. One that holds anything else is refused with one line
+// naming what is there, and nothing in it changes: a person's file, a step-N copied without its checksums (which the
+// run's pruning deleted), step-N.tmp / step-N.deleting it did not make, an earlier run's metrics.jsonl (replaced,
+// exit 0). An earlier run that saved no checkpoint is replaced only with --overwrite.
+TEST_F(TrainCli, ANewRunTakesOnlyAnEmptyDirectoryAndChangesNothingInAnother) {
+  struct Case {
+    std::string what;
+    std::vector<std::pair<std::string, std::string>> files;  // relative path, contents
+    std::vector<std::string> named;                          // what the error names
+  };
+  const std::vector<Case> cases = {
+      {"a person's file", {{"notes.txt", "mine"}}, {"notes.txt", "not empty"}},
+      {"a checkpoint copied without its checksums", {{"step-3/model.safetensors", "a copy"}}, {"step-3"}},
+      {"an unfinished write it did not make", {{"step-5.tmp/notes.txt", "mine"}}, {"step-5.tmp"}},
+      {"a deletion it did not make", {{"step-5.deleting/notes.txt", "mine"}}, {"step-5.deleting"}},
+      {"an earlier run's metrics",
+       {{"metrics.jsonl", "{\"step\": 1, \"loss\": 2.0}\n"}},
+       {"metrics.jsonl", "--overwrite"}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path run = dir_ / "occupied";
+    fs::remove_all(run);
+    for (const auto& [file, contents] : c.files) {
+      fs::create_directories((run / file).parent_path());
+      write_file(run / file, contents);
+    }
+    const CliResult refused = run_cli(train("--output " + quoted(run)));
+    expect_one_line_error(refused, {run.string()}, c.what);
+    for (const std::string& part : c.named)
+      EXPECT_NE(refused.err.find(part), std::string::npos) << "'" << part << "' not in: " << refused.err;
+    for (const auto& [file, contents] : c.files) EXPECT_EQ(read_file(run / file), contents) << file;
+    std::vector<std::string> left;  // the lock file included: it goes with the refusal
+    for (const auto& entry : fs::recursive_directory_iterator(run))
+      if (entry.is_regular_file()) left.push_back(fs::relative(entry.path(), run).string());
+    EXPECT_EQ(left.size(), c.files.size()) << "something was added";
+  }
+  // An earlier run that stopped before its first checkpoint: --overwrite starts over in it.
+  const fs::path run = dir_ / "occupied";
+  const CliResult again = run_cli(train("--output " + quoted(run) + " --overwrite", {{"--max-steps", "2"}}));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(read_jsonl(run / "metrics.jsonl").size(), 2u);
+  // With --overwrite too, a person's file is never taken over.
+  fs::create_directories(dir_ / "mine");
+  write_file(dir_ / "mine" / "notes.txt", "mine");
+  expect_one_line_error(run_cli(train("--output " + quoted(dir_ / "mine") + " --overwrite")), {"notes.txt"},
+                        "--overwrite over a person's directory");
+  EXPECT_EQ(read_file(dir_ / "mine" / "notes.txt"), "mine");
+}
+
+// Issue 53 item 5: with --nonfinite skip a run whose every step was skipped trained nothing; it exited 0 (and
+// exported). Now it is an error saying so. A model with a NaN in its final norm makes every loss NaN.
+TEST_F(TrainCli, ARunWhoseEveryStepWasSkippedFails) {
+  const fs::path model = dir_ / "nan-model";
+  fs::copy(tiny_model_dir(), model);
+  {
+    const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(model / "model.safetensors");
+    const uint64_t offset = file->at("model.norm.weight").offset;
+    std::fstream out(model / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(static_cast<std::streamoff>(offset));
+    const uint32_t nan = 0x7fc07fc0u;  // a NaN as F32, two as BF16
+    out.write(reinterpret_cast<const char*>(&nan), sizeof nan);
+  }
+  const CliResult result =
+      run_cli(train("--output " + quoted(dir_ / "run") + " --nonfinite skip --export " + quoted(dir_ / "export"),
+                    {{"--model", quoted(model)}, {"--max-steps", "2"}}));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("every step of this run (2 of 2) was skipped"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir_ / "export"));
 }
 
 // --distill-from: the fixture model learns from a teacher fine-tuned from it on the same data (plain training, a BF16

@@ -1,5 +1,6 @@
 // Hostile-input defences of core/ (issue 17): JSON nesting limits and bounded messages, strict number parsing,
 // input files that are not regular files, the output guard, the run-directory lock and stale temporaries.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include "core/files.h"
 #include "core/json_text.h"
 #include "core/number_text.h"
+#include "core/publish.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 
@@ -205,26 +207,46 @@ TEST(DirectoryLock, SecondProcessIsRefusedWithThePid) {
   EXPECT_FALSE(fs::exists(dir / "fresh"));  // created and unused: removed again
 }
 
-TEST(StaleTemporaries, DeadWritersLeftoversAreRemovedLiveOnesKept) {
+// Issue 53: only what provably is a temporary of this program is removed (its name's form, a process that is gone,
+// and for a directory the marker naming it); names a person picks, even ones like the old temporaries', are kept.
+TEST(StaleTemporaries, OnlyProvableLeftoversOfDeadWritersAreRemoved) {
   TempDir dir;
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) ::_exit(0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // a pid that is certainly gone (not reused this soon)
   const fs::path out = dir / "model.dat";
-  const fs::path dead = dir / ("model.dat.tmp-" + std::to_string(child));
-  const fs::path dead_dir = dir / ("model.dat.old-" + std::to_string(child));
-  const fs::path live = dir / ("model.dat.tmp-" + std::to_string(::getppid()));
-  const fs::path other = dir / ("other.dat.tmp-" + std::to_string(child));
+  auto partial = [&](const std::string& name, pid_t pid, const char* tag) {
+    return dir / fmt::format("{}.nvfp4lm-partial-{}-{}", name, pid, tag);
+  };
+  const fs::path dead = partial("model.dat", child, "00000000deadbeef");
+  const fs::path dead_dir = partial("model.dat", child, "0123456789abcdef");
+  const fs::path unmarked_dir = partial("model.dat", child, "fedcba9876543210");
+  const fs::path live = partial("model.dat", ::getppid(), "00000000deadbeef");
+  const fs::path other = partial("other.dat", child, "00000000deadbeef");
+  const fs::path short_tag = partial("model.dat", child, "beef");
+  const std::vector<fs::path> persons = {dir / ("model.dat.tmp-" + std::to_string(child)),
+                                         dir / ("model.dat.old-" + std::to_string(child)),
+                                         dir / "model.dat.old-20251206", dir / "model.dat.tmp-1"};
   write_file(dead, "x");
   fs::create_directories(dead_dir / "inner");
+  write_file(dead_dir / kPartialMarkerFileName, dead_dir.filename().string());
+  fs::create_directories(unmarked_dir / "inner");  // named like one, but no marker: a person's
   write_file(live, "x");
   write_file(other, "x");
+  write_file(short_tag, "x");
+  for (const fs::path& path : persons) {
+    fs::create_directories(path);
+    write_file(path / "notes.txt", "mine");
+  }
   remove_stale_temporaries(out);
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_FALSE(fs::exists(dead_dir));
+  EXPECT_TRUE(fs::exists(unmarked_dir / "inner"));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(other));  // another output's temporaries are that writer's business
+  EXPECT_TRUE(fs::exists(short_tag));
+  for (const fs::path& path : persons) EXPECT_EQ(read_file(path / "notes.txt"), "mine") << path;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <memory>
 
 #include "common/test_util.h"
 #include "core/files.h"
@@ -155,17 +156,38 @@ TEST(Publish, AStagedDirectoryIsRemovedUnlessPublished) {
   {
     StagedDirectory staged(dir / "out");
     staging = staged.path();
-    EXPECT_EQ(staging, dir / ("out.tmp-" + std::to_string(::getpid())));
+    // A fresh name no person would pick, holding the marker that names it.
+    const std::string prefix = "out.nvfp4lm-partial-" + std::to_string(::getpid()) + "-";
+    const std::string name = staging.filename().string();
+    EXPECT_EQ(staging.parent_path(), dir.path());
+    EXPECT_EQ(name.rfind(prefix, 0), 0u) << name;
+    EXPECT_EQ(name.size(), prefix.size() + 16) << name;
+    EXPECT_EQ(read_file(staging / kPartialMarkerFileName), name);
     write_file(staging / "config.json", "{}");
   }
   EXPECT_TRUE(fs::is_empty(dir.path()));
   {
     StagedDirectory staged(dir / "out");
+    EXPECT_NE(staged.path(), staging);  // a new name each time
     write_file(staged.path() / "config.json", "{}");
     staged.publish(false, "the output");
   }
   EXPECT_EQ(read_file(dir / "out" / "config.json"), "{}");
+  EXPECT_FALSE(fs::exists(dir / "out" / kPartialMarkerFileName));  // the output does not carry the marker
   EXPECT_FALSE(fs::exists(staging));
+}
+
+TEST(Publish, AStagedDirectoryNeverTakesOrRemovesANameThatExists) {
+  TempDir dir;
+  // Many staged directories of one output in one process: each a new directory, none removing another.
+  std::vector<std::unique_ptr<StagedDirectory>> staged;
+  for (int i = 0; i < 20; ++i) {
+    staged.push_back(std::make_unique<StagedDirectory>(dir / "out"));
+    write_file(staged.back()->path() / "mine", std::to_string(i));
+  }
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(read_file(staged[static_cast<size_t>(i)]->path() / "mine"), std::to_string(i));
+  staged.clear();
+  EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
 }  // namespace

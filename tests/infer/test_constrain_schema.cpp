@@ -150,6 +150,13 @@ TEST(ConstrainSchema, UnsupportedKeywordsAreErrorsNamingKeywordAndPath) {
   refused(R"({"anyOf":[{"type":"integer"}],"type":"integer"})", {"'type'", "anyOf"});
   refused(R"({"type":"object","properties":{"r":{"$ref":"#/properties/r"}}})", {"no finite text"});
   refused(R"({"anyOf":[{"$ref":"#"},{"type":"null"}]})", {"left-recursive"});
+  // Issue 53 item 6: a schema whose shortest answer passes 2 GiB was reported as a rule that "only recurses".
+  expect_error(
+      [&] {
+        json_schema_grammar(json::parse(R"({"type":"array","minItems":1024,"items":{"type":"array","minItems":1024,
+            "items":{"type":"string","minLength":8192}}})"));
+      },
+      {"shorter than 2 GiB"});
 }
 
 TEST(ConstrainSchema, MinimalLengthAndEndToken) {

@@ -298,10 +298,11 @@ class RawConnection {
   size_t consumed_ = 0;  // bytes of received_ that read_response() took
 };
 
-// Polls `condition` every 20 ms until it holds or `seconds` pass.
+// Polls `condition` every 20 ms until it holds or `seconds` pass (times emulated_time_factor(): under qemu-user the
+// model runs ~20x slower, and what it waits for comes that much later).
 template <typename Condition>
 bool eventually(Condition condition, double seconds = 10) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds * emulated_time_factor());
   while (std::chrono::steady_clock::now() < end) {
     if (condition()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

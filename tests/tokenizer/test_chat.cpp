@@ -48,7 +48,8 @@ std::vector<ChatCase> chat_cases() {
     ChatCase c;
     c.name = row["name"].get<std::string>() + " / " + row["template"].get<std::string>();
     c.chat_template = row["template"] == "file" ? &hybrid() : &instruct();
-    c.messages = read_chat_messages(row["messages"]);
+    // As written: some reference conversations have tool results after an assistant turn without calls.
+    c.messages = read_chat_messages(row["messages"], {}, ToolTurns::AsWritten);
     c.options.add_generation_prompt = row["add_generation_prompt"];
     if (!row["enable_thinking"].is_null()) c.options.enable_thinking = row["enable_thinking"].get<bool>();
     c.text = row["text"];
@@ -304,6 +305,61 @@ TEST(ChatMessages, MistakesNameTheKey) {
     ADD_FAILURE();
   } catch (const ChatMessageError& e) {
     EXPECT_EQ(e.path(), "tools[0].function.name");
+  }
+}
+
+// Issue 53 item 4: tool calls broken in the ways OpenAI's API refuses were trained as written (`{"arguments": {not
+// json}`); each is now an error naming the line and the key. transformers' documented form (calls without ids,
+// answered in order by tool messages without tool_call_id) still reads: the reference conversations are in it.
+TEST(ChatMessages, BrokenToolCallsAreRefusedAsOpenAiRefusesThem) {
+  const std::string user = R"({"role": "user", "content": "Weather?"})";
+  auto call = [](const std::string& id, const std::string& arguments) {
+    return R"({"role": "assistant", "content": null, "tool_calls": [{)" + id +
+           R"("type": "function", "function": {"name": "get_weather", "arguments": )" + arguments + "}}]}";
+  };
+  const std::string good = call(R"("id": "c1", )", R"("{\"city\": \"Paris\"}")");
+  const std::string answer = R"({"role": "tool", "content": "18C", "tool_call_id": "c1"})";
+  const std::pair<std::string, std::string> cases[] = {
+      {call(R"("id": "c1", )", R"("{not json")"), "messages[1].tool_calls[0].function.arguments"},
+      {call(R"("id": "c1", )", R"("[1, 2]")"), "messages[1].tool_calls[0].function.arguments"},
+      {call(R"("id": "c1", )", R"("{\"city\": \"Par")"), "messages[1].tool_calls[0].function.arguments"},
+      {call(R"("id": "c1", )", R"([1, 2])"), "messages[1].tool_calls[0].function.arguments"},
+      {call(R"("id": "c1", )", "null"), "messages[1].tool_calls[0].function.arguments"},
+      {call(R"("id": "", )", R"("{}")"), "messages[1].tool_calls[0].id"},
+      {good + "," + R"({"role": "tool", "content": "18C"})", "messages[2].tool_call_id"},
+      {good + "," + R"({"role": "tool", "content": "18C", "tool_call_id": "c2"})", "messages[2].tool_call_id"},
+      {good + "," + answer + "," + answer, "messages[3].tool_call_id"},                             // answered twice
+      {R"({"role": "tool", "content": "18C", "tool_call_id": "c1"})", "messages[1].tool_call_id"},  // no call
+      {R"({"role": "tool", "content": "18C"})", "messages[1]"},                                     // no call
+      {call("", R"("{}")") + "," + R"({"role": "tool", "name": "get_time", "content": "18C"})", "messages[2].name"},
+      {call("", R"("{}")") + "," + R"({"role": "tool", "content": "1"}, {"role": "tool", "content": "2"})",
+       "messages[3]"},                                                       // two answers to one call
+      {R"({"role": "assistant", "content": null})", "messages[1].content"},  // neither content nor calls
+      {R"({"role": "assistant"})", "messages[1].content"},
+  };
+  for (const auto& [messages, path] : cases) {
+    const std::string text = "[" + user + "," + messages + "]";
+    try {
+      read_chat_messages(ordered_json::parse(text), "data.jsonl line 7");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const ChatMessageError& e) {
+      EXPECT_EQ(e.path(), path) << text << "\n" << e.what();
+      EXPECT_TRUE(std::string(e.what()).starts_with("data.jsonl line 7: " + path)) << e.what();
+    }
+  }
+  // What OpenAI accepts still reads: arguments as JSON text or an object, a call answered, two calls answered in
+  // either order, the same id again once the first call was answered.
+  const std::string two = R"({"role": "assistant", "content": "", "tool_calls": [
+      {"id": "a", "function": {"name": "f", "arguments": "{}"}},
+      {"id": "b", "type": "function", "function": {"name": "g", "arguments": {"x": [1]}}}]})";
+  for (const std::string& messages :
+       {good + "," + answer, good + "," + answer + "," + R"({"role": "assistant", "content": "18C."})",
+        two + "," + R"({"role": "tool", "content": "2", "tool_call_id": "b"})" + "," +
+            R"({"role": "tool", "content": "1", "tool_call_id": "a"})",
+        good + "," + answer + "," + good + "," + answer, good,
+        call("", R"({"city": "Paris"})") + "," + R"({"role": "tool", "name": "get_weather", "content": "18C"})"}) {
+    const std::string text = "[" + user + "," + messages + "]";
+    EXPECT_NO_THROW(read_chat_messages(ordered_json::parse(text))) << text;
   }
 }
 

@@ -279,6 +279,49 @@ TEST(Checkpoint, AnInterruptedDeletionIsSkippedByReadersAndFinishedByTheNextPrun
     EXPECT_EQ(entry.path().filename().string().find(".deleting"), std::string::npos) << entry.path();
 }
 
+// Issue 53 item 3: pruning deletes only what provably is a checkpoint of this program. A step-N without checksums.json
+// (a partial copy, another tool's output) and a step-N.tmp / step-N.deleting holding files no checkpoint has are
+// kept, with a warning; the program's own are deleted as before.
+TEST(Checkpoint, PruneDeletesNothingItCannotProveIsItsOwn) {
+  test::TempDir dir;
+  TrainingRun run = make_run("adamw", DType::F32, 1);
+  for (int step : {10, 20, 30}) save(dir.path(), run, step);
+  // Another tool's output and a partial copy, named like checkpoints.
+  fs::create_directories(dir / "step-5");
+  test::write_file(dir / "step-5" / "model.safetensors", "someone's copy");
+  fs::create_directories(dir / "step-6");
+  test::write_file(dir / "step-6" / "notes.txt", "mine");
+  fs::create_directories(dir / "step-7.tmp");
+  test::write_file(dir / "step-7.tmp" / "photo.jpg", "mine");
+  fs::create_directories(dir / "step-8.deleting" / "inner");
+  // The program's own leftovers: an interrupted write and an interrupted deletion.
+  fs::create_directories(dir / "step-9.tmp");
+  test::write_file(dir / "step-9.tmp" / "model.safetensors", "partial");
+  fs::create_directories(dir / "step-4.deleting");
+  test::write_file(dir / "step-4.deleting" / "optimizer.safetensors", "partial");
+  prune_checkpoints(dir.path(), 1);
+  EXPECT_EQ(test::read_file(dir / "step-5" / "model.safetensors"), "someone's copy");
+  EXPECT_EQ(test::read_file(dir / "step-6" / "notes.txt"), "mine");
+  EXPECT_EQ(test::read_file(dir / "step-7.tmp" / "photo.jpg"), "mine");
+  EXPECT_TRUE(fs::is_directory(dir / "step-8.deleting" / "inner"));
+  EXPECT_FALSE(fs::exists(dir / "step-9.tmp"));
+  EXPECT_FALSE(fs::exists(dir / "step-4.deleting"));
+  EXPECT_FALSE(fs::exists(dir / "step-10"));
+  EXPECT_FALSE(fs::exists(dir / "step-20"));
+  EXPECT_EQ(latest_checkpoint(dir.path())->step, 30);
+  // A checkpoint write does not remove a step-N.tmp it cannot prove is a checkpoint's: it stops, naming it.
+  fs::create_directories(dir / "step-40.tmp");
+  test::write_file(dir / "step-40.tmp" / "notes.txt", "mine");
+  try {
+    save(dir.path(), run, 40);
+    ADD_FAILURE() << "step-40.tmp of someone else's was replaced";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step-40.tmp"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("notes.txt"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(test::read_file(dir / "step-40.tmp" / "notes.txt"), "mine");
+}
+
 // ---- load errors -----------------------------------------------------------------------------------------------
 
 TEST(Checkpoint, LoadErrorsNameTheFileAndTheProblem) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 
 #include "model/model_test_util.h"
@@ -155,15 +156,32 @@ TEST(DistillCache, TheCachedLossIsTheTopKKlOfTheTeachersLogits) {
   }
 }
 
-TEST(DistillCache, MissingSamplesDamagedFilesAndModelsAreRefused) {
-  TempDir dir;
+// A top-4 cache of two_ways' samples from the tied tiny teacher, written to dir/cache.safetensors.
+fs::path write_small_cache(const TempDir& dir) {
   Qwen3Trainable teacher = frozen_tiny_teacher(true, 8.0f);
   DistillCacheWriteOptions options;
   options.output = dir.path() / "cache.safetensors";
   options.top_k = 4;
-  const TrainBatch plain = two_ways(false);
-  write_distill_cache(teacher, std::vector<TrainBatch>{plain}, options);
-  const DistillCache cache = DistillCache::open(options.output);
+  write_distill_cache(teacher, std::vector<TrainBatch>{two_ways(false)}, options);
+  return options.output;
+}
+
+// A copy of `cache` at `damaged` with `bytes` written over the start of tensor `name`'s data.
+void copy_with_damage(const fs::path& cache, const fs::path& damaged, const char* name, const void* bytes,
+                      size_t count) {
+  std::error_code ec;
+  fs::remove(damaged, ec);
+  fs::copy_file(cache, damaged);
+  const uint64_t offset = SafetensorsFile::open(damaged)->at(name).offset;
+  std::fstream out(damaged, std::ios::in | std::ios::out | std::ios::binary);
+  out.seekp(static_cast<std::streamoff>(offset));
+  out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(count));
+}
+
+TEST(DistillCache, MissingSamplesDamagedFilesAndModelsAreRefused) {
+  TempDir dir;
+  const fs::path cache_file = write_small_cache(dir);
+  const DistillCache cache = DistillCache::open(cache_file);
   TrainBatch packed = two_ways(true);
   cache.attach(packed);  // the same samples, packed
   EXPECT_EQ(packed.teacher_top_k.rows(), 5);
@@ -178,21 +196,53 @@ TEST(DistillCache, MissingSamplesDamagedFilesAndModelsAreRefused) {
 
   // An id outside the vocabulary in the file (its first entry's first id).
   const fs::path damaged = dir.path() / "damaged.safetensors";
-  fs::copy_file(options.output, damaged);
-  {
-    const std::shared_ptr<SafetensorsFile> file = SafetensorsFile::open(damaged);
-    const uint64_t offset = file->at("ids").offset;
-    std::fstream out(damaged, std::ios::in | std::ios::out | std::ios::binary);
-    out.seekp(static_cast<std::streamoff>(offset));
-    const int32_t bad = 512;
-    out.write(reinterpret_cast<const char*>(&bad), sizeof(bad));
-  }
+  const int32_t bad = 512;
+  copy_with_damage(cache_file, damaged, "ids", &bad, sizeof bad);
   TrainBatch again = two_ways(false);
   EXPECT_THROW(DistillCache::open(damaged).attach(again), Error);
 
   EXPECT_FALSE(is_distill_cache(tiny_model_dir(false)));
   EXPECT_FALSE(is_distill_cache(tiny_model_dir(false) / "model.safetensors"));
   EXPECT_THROW(DistillCache::open(tiny_model_dir(false) / "model.safetensors"), Error);
+}
+
+// Issue 53 item 5: a damaged cache was trained on (NaN, +inf or positive log-probabilities, K tokens of probability 1,
+// a NaN or positive log_rest: every step skipped and exit 0, or losses of 9,616). Opening it is now an Error naming
+// the position; a cache as written opens.
+TEST(DistillCache, DamagedProbabilitiesAreRefusedWhenTheCacheIsOpened) {
+  TempDir dir;
+  const fs::path cache = write_small_cache(dir);
+  EXPECT_NO_THROW(DistillCache::open(cache));
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Damage {
+    const char* what;
+    const char* tensor;
+    std::vector<float> values;  // written from the tensor's first element
+    const char* named;
+  };
+  const std::vector<Damage> damages = {
+      {"a NaN log-probability", "log_probs", {nan}, "log_probs[0]"},
+      {"+inf", "log_probs", {inf}, "log_probs[0]"},
+      {"a positive log-probability", "log_probs", {0.5f}, "log_probs[0]"},
+      {"K tokens of probability 1", "log_probs", {0, 0, 0, 0}, "sum to"},
+      {"a NaN rest", "log_rest", {nan}, "log_rest"},
+      {"a positive rest", "log_rest", {2.0f}, "log_rest"},
+      {"+inf rest", "log_rest", {inf}, "log_rest"},
+  };
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.what);
+    const fs::path damaged = dir.path() / "damaged.safetensors";
+    copy_with_damage(cache, damaged, damage.tensor, damage.values.data(), damage.values.size() * sizeof(float));
+    try {
+      DistillCache::open(damaged);
+      ADD_FAILURE() << "opened";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("position 0"), std::string::npos) << message;
+      EXPECT_NE(message.find(damage.named), std::string::npos) << message;
+      EXPECT_NE(message.find("damaged"), std::string::npos) << message;
+    }
+  }
 }
 
 }  // namespace

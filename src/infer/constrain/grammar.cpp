@@ -118,9 +118,33 @@ Grammar GrammarBuilder::build(int32_t root, bool needs_end_token) const {
         }
       }
   }
-  for (size_t rule = 0; rule < rules; ++rule)
-    NVFP4LM_CHECK(min_bytes[rule] != kUnboundedBytes, "grammar rule '{}' matches no finite text (it only recurses)",
+  // A minimum that saturated is either a rule that only recurses or one whose shortest text passes 2 GiB (a schema's
+  // minLength of a billion): which one, a second fixed point without lengths says (a rule is finite when one of its
+  // alternatives holds bytes and finite rules only).
+  std::vector<uint8_t> finite(rules, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t rule = 0; rule < rules; ++rule) {
+      if (finite[rule]) continue;
+      for (const Sequence& alternative : rules_[rule]) {
+        const bool all = std::all_of(alternative.begin(), alternative.end(), [&](const Symbol& symbol) {
+          return symbol.kind == Symbol::Kind::Bytes || finite[static_cast<size_t>(symbol.index)];
+        });
+        if (all) {
+          finite[rule] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  for (size_t rule = 0; rule < rules; ++rule) {
+    NVFP4LM_CHECK(finite[rule], "grammar rule '{}' matches no finite text (it only recurses)", names_[rule]);
+    NVFP4LM_CHECK(min_bytes[rule] != kUnboundedBytes,
+                  "grammar rule '{}' matches nothing shorter than 2 GiB (its shortest text is longer than any answer "
+                  "can be: a minimum length or count too large?)",
                   names_[rule]);
+  }
 
   // Left recursion: rule r "starts with" s when s follows only nullable rules at the start of an alternative of r.
   std::vector<std::vector<int32_t>> starts_with(rules);

@@ -328,11 +328,15 @@ StagedDirectory::StagedDirectory(fs::path final_path) : final_path_(without_trai
     if (::mkdir(path_.c_str(), 0755) == 0) break;
     NVFP4LM_CHECK(errno == EEXIST && attempt < 8, "cannot create {}: {}", path_.string(), std::strerror(errno));
   }
-  try {
-    write_file_atomic(path_ / kPartialMarkerFileName, path_.filename().string(), /*overwrite=*/false);
-  } catch (...) {
+  // The marker needs no temporary or fsync: lost in a crash, the directory is only left behind (never removed).
+  const std::string name = path_.filename().string();
+  const int fd = ::open((path_ / kPartialMarkerFileName).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const bool written = fd >= 0 && ::write(fd, name.data(), name.size()) == static_cast<ssize_t>(name.size());
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!written) {
     fs::remove_all(path_, ec);
-    throw;
+    NVFP4LM_FAIL("cannot write {}: {}", (path_ / kPartialMarkerFileName).string(), std::strerror(error));
   }
 }
 

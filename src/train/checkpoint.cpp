@@ -80,10 +80,9 @@ std::string not_ours_reason(const fs::path& dir, bool complete) {
     if (!fs::is_regular_file(fs::symlink_status(it->path(), type_ec)))
       return fmt::format("it holds {}, which is not a regular file", name);
     has_manifest = has_manifest || name == kChecksumManifestName;
-    bool known = name == kChecksumManifestName;
-    for (const std::string& file : checkpoint_files())
-      known = known || name == file || name.starts_with(file + ".nvfp4lm-partial-") ||
-              name.starts_with(std::string(kChecksumManifestName) + ".nvfp4lm-partial-");
+    auto is = [&](const std::string& file) { return name == file || name.starts_with(file + ".nvfp4lm-partial-"); };
+    const bool known =
+        is(kChecksumManifestName) || std::any_of(checkpoint_files().begin(), checkpoint_files().end(), is);
     if (!known) return fmt::format("it holds {}, which no checkpoint has", name);
   }
   if (ec) return fmt::format("it cannot be listed ({})", ec.message());
@@ -92,15 +91,14 @@ std::string not_ours_reason(const fs::path& dir, bool complete) {
 }
 
 // Deletes the checkpoint directory `dir` so that a crash at any moment leaves either all of it under its name or
-// none: renamed to "<dir>.deleting" before anything inside is removed. Error when dir or a leftover "<dir>.deleting"
-// is not provably a checkpoint of this program.
-void delete_checkpoint_dir(const fs::path& dir) {
-  const fs::path deleting = dir.string() + kDeletingSuffix;
-  const std::string foreign = not_ours_reason(dir, /*complete=*/true);
+// none: renamed to "<dir>.deleting" before anything inside is removed. Error when dir (`foreign`: not_ours_reason(dir,
+// true), found by the caller) or a leftover "<dir>.deleting" is not provably a checkpoint of this program.
+void delete_checkpoint_dir(const fs::path& dir, const std::string& foreign) {
   NVFP4LM_CHECK(foreign.empty(),
                 "cannot delete {}: {}; it may not be a checkpoint of this program, so it is left "
                 "alone: move it out of the run directory",
                 dir.string(), foreign);
+  const fs::path deleting = dir.string() + kDeletingSuffix;
   std::error_code ec;
   if (fs::exists(fs::symlink_status(deleting, ec))) {
     const std::string leftover = not_ours_reason(deleting, /*complete=*/false);
@@ -301,7 +299,7 @@ fs::path save_checkpoint(const fs::path& run_dir, int64_t step, std::span<const 
 
   if (fs::exists(final_dir, ec)) {
     log::warn("replacing existing checkpoint {}", final_dir.string());
-    delete_checkpoint_dir(final_dir);
+    delete_checkpoint_dir(final_dir, not_ours_reason(final_dir, /*complete=*/true));
   }
   publish(tmp_dir, final_dir, OutputKind::Directory, /*overwrite=*/false, "checkpoint");  // fsyncs run_dir
   log::info("checkpoint saved: {}", final_dir.string());
@@ -350,7 +348,7 @@ std::vector<fs::path> prune_checkpoints(const fs::path& run_dir, int keep, Verif
       log::warn("keeping {}: {}; it may not be a checkpoint of this program", path.string(), foreign);
       return;
     }
-    delete_checkpoint_dir(path);
+    delete_checkpoint_dir(path, foreign);
     deleted.push_back(path);
   };
   auto remove_leftover = [&](const fs::path& path, const char* what, bool listed) {

@@ -195,6 +195,12 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
   ExportSource staged_source = source;
   staged_source.protected_paths.clear();  // checked above for the real targets
   ExportReport report = export_weights(masters, staged_source, exported, staged);
+  // Something already beside FILE: the same bytes are fine (the config.json of the .dat the run started from, or
+  // another export of this model to FILE); anything else only with --overwrite, and never an input.
+  auto holds = [](const fs::path& target, const std::string& bytes) {
+    std::error_code ec;
+    return fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == bytes;
+  };
   // Every side file is checked before any is published: a refusal leaves nothing of this export behind.
   const auto side_files = dat_side_files(exported);
   std::vector<bool> already_there(side_files.size(), false);
@@ -203,12 +209,8 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
     const fs::path target = dir / name;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(target, ec))) continue;
-    // Something is there already: the same bytes are fine (the config.json of the .dat the run started from, or
-    // another export of this model to FILE); anything else only with --overwrite, and never an input.
-    if (fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == bytes) {
-      already_there[i] = true;
-      continue;
-    }
+    already_there[i] = holds(target, bytes);
+    if (already_there[i]) continue;
     NVFP4LM_CHECK(options.overwrite,
                   "--output-dat {}: {} already exists beside it with other contents (another model's?); choose "
                   "another directory, or pass --overwrite to replace it",
@@ -221,8 +223,7 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
     const fs::path target = dir / name;
     if (publish_new(exported / name, target, OutputKind::File)) continue;
     // It appeared since the check above (another process): the same rules, at the publishing step.
-    std::error_code ec;
-    if (fs::is_regular_file(fs::symlink_status(target, ec)) && read_text_file(target) == side_files[i].second) continue;
+    if (holds(target, side_files[i].second)) continue;
     NVFP4LM_CHECK(options.overwrite,
                   "--output-dat {}: {} appeared beside it while this export ran, with other contents; choose another "
                   "directory, or pass --overwrite to replace it",
@@ -251,6 +252,17 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
   // A run directory. Verified like --resume does: a newest checkpoint that fails its checksums is skipped (with a
   // warning) for the one before it. A run still training prunes old checkpoints: the one chosen may be deleted before
   // it is read; then the newest is taken again (a few times: each try follows a new save of the run).
+  constexpr int kTries = 20;
+  // The checkpoint `dir` with its model file mapped (what load_checkpoint_masters reads then) and its checksums
+  // verified; Error when it was deleted or is damaged.
+  auto open_verified = [](const fs::path& dir) {
+    CheckpointExportInput input = read_checkpoint_for_export(dir);
+    input.verified_model = SafetensorsFile::open(dir / kModelFileName);
+    const std::string problem = verify_checksum_manifest(
+        dir, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
+    NVFP4LM_CHECK(problem.empty(), "{}: {}", dir.string(), problem);
+    return input;
+  };
   for (int attempt = 1;; ++attempt) {
     const std::optional<CheckpointInfo> latest = latest_checkpoint(path, VerifyLevel::Sizes);
     NVFP4LM_CHECK(latest.has_value(),
@@ -258,25 +270,20 @@ CheckpointExportInput open_checkpoint_for_export(const fs::path& path) {
                   "checkpoint",
                   path.string(), kTrainerStateFileName);
     try {
-      CheckpointExportInput input = read_checkpoint_for_export(latest->dir);
-      input.verified_model = SafetensorsFile::open(latest->dir / kModelFileName);
-      const std::string problem = verify_checksum_manifest(
-          latest->dir, {kModelFileName, kOptimizerFileName, kTrainerStateFileName}, VerifyLevel::Checksums);
-      if (problem.empty()) return input;
+      return open_verified(latest->dir);
+    } catch (const Error& e) {
       if (fs::exists(latest->dir, ec)) {
-        // Damaged: skipped for the one before it, as --resume does (latest_checkpoint at Checksums says why).
+        // Damaged, not deleted: skipped for the newest one that verifies, as --resume does (latest_checkpoint at
+        // Checksums says why).
         const std::optional<CheckpointInfo> verified = latest_checkpoint(path, VerifyLevel::Checksums);
-        NVFP4LM_CHECK(verified.has_value(), "{} holds no checkpoint that verifies ({}: {})", path.string(),
-                      latest->dir.string(), problem);
-        return open_checkpoint_for_export(verified->dir);
+        NVFP4LM_CHECK(verified.has_value(), "{} holds no checkpoint that verifies ({})", path.string(), e.what());
+        return open_verified(verified->dir);
       }
-    } catch (const Error&) {
-      if (fs::exists(latest->dir, ec) || attempt >= 20) throw;
+      NVFP4LM_CHECK(attempt < kTries,
+                    "{}: the run deleted checkpoint after checkpoint while this export read them ({} tries); export "
+                    "a step-N directory that stays, or wait for the run to finish",
+                    path.string(), attempt);
     }
-    NVFP4LM_CHECK(!fs::exists(latest->dir, ec) && attempt < 20,
-                  "{}: the run deleted checkpoint after checkpoint while this export read them ({} tries); export "
-                  "a step-N directory that stays, or wait for the run to finish",
-                  path.string(), attempt);
     log::info("{} was deleted while being read (the run pruned it); taking the newest checkpoint again",
               latest->dir.string());
   }

@@ -1,5 +1,5 @@
 // `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
-// [--max-memory GiB] [--prefill-chunk N] [--prefix-cache on|off] [--max-connections N] [--idle-timeout S]
+// [--max-memory GiB] [--prefill-chunk N] [--prefix-cache on|off|answers] [--max-connections N] [--idle-timeout S]
 // [--header-timeout S] [--body-timeout S] [--write-timeout S] [--max-body-mb MB] [--cors-origin ORIGIN]...
 // [--no-access-log] [--lora NAME=DIR]...`: the model behind the OpenAI API (chat completions, completions, models,
 // tokenize, health, metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second
@@ -35,7 +35,8 @@ int run_serve(ServeCliOptions& cli) {
   cli.serve.decode = decode_mode_for(device, cli.cuda_graph);
   if (cli.no_think) cli.serve.enable_thinking = false;
   cli.serve.http.max_body_bytes = static_cast<uint64_t>(cli.max_body_mb) << 20;
-  cli.serve.prefix_cache = cli.prefix_cache == "on";
+  cli.serve.prefix_cache = cli.prefix_cache != "off";
+  cli.serve.reuse_answers = cli.prefix_cache == "answers";
   serve::serve_until_signal(model, tokenizer, cli.serve);
   return 0;
 }
@@ -74,9 +75,11 @@ CommandRegistration serve_registration(
                        .value = FlagNumber<int64_t>{{0, int64_t{1} << 24}}},
                       serve.prefill_chunk),
               FlagUse({.name = "--prefix-cache",
-                       .help = "on: a prompt reuses the KV cache a free slot kept of its prefix from an earlier "
-                               "request (default on)",
-                       .value = one_of({"on", "off"}, /*shown=*/true)},
+                       .help = "on: a prompt reuses the KV cache a free slot kept of an earlier request's prompt, "
+                               "and its answer is bit for bit the one it gets alone on the CPU (default on); "
+                               "answers: also of that request's answer, which spares a follow-up turn prefilling "
+                               "it again, but its answer may then differ slightly from the one it gets alone",
+                       .value = one_of({"on", "off", "answers"}, /*shown=*/true)},
                       options->prefix_cache),
               FlagUse(
                   {.name = "--shutdown-timeout",
@@ -105,7 +108,7 @@ CommandRegistration serve_registration(
                       serve.http.write_timeout_s),
               FlagUse({.name = "--cors-origin",
                        .help = "an origin browsers may call the API from (repeat for several; '*' for any); default "
-                               "none",
+                               "none: no web page may call it (llama-server and vLLM allow every origin by default)",
                        .value_name = "ORIGIN"},
                       serve.http.cors_origins),
               FlagUse({.name = "--no-access-log",

@@ -1,5 +1,7 @@
 #include "core/json_text.h"
 
+#include <vector>
+
 #include "core/error.h"
 #include "core/files.h"
 
@@ -8,10 +10,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// Thrown by the depth check inside the parser callback, caught below (never leaves this file).
+// Thrown by the depth and key-count checks inside the parser callback, caught below (never leave this file).
 struct TooDeep {
   int depth;
 };
+struct TooManyKeys {};
 
 // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> the part after the bracketed id,
 // cut so a huge offending token cannot make a huge message.
@@ -27,15 +30,30 @@ std::string short_reason(std::string_view message) {
 
 namespace {
 
-// try_parse_json for either JSON type (Result: JsonParseResult or OrderedJsonParseResult).
+// try_parse_json for either JSON type (Result: JsonParseResult or OrderedJsonParseResult); max_keys > 0 bounds
+// the keys of each object.
 template <typename Result, typename Json = decltype(Result::value)>
-Result parse_limited(std::string_view text, const typename Json::parser_callback_t& also) {
+Result parse_limited(std::string_view text, const typename Json::parser_callback_t& also, size_t max_keys = 0) {
   Result result;
-  // nlohmann reports object_start/array_start with the depth of the enclosing value (0 for the document).
-  typename Json::parser_callback_t limit = [&also](int depth, typename Json::parse_event_t event, Json& parsed) {
+  // nlohmann reports object_start/array_start with the depth of the enclosing value (0 for the document), and an
+  // object's keys one level deeper: keys[d] counts those of the object open at depth d - 1.
+  std::vector<size_t> keys(static_cast<size_t>(kMaxJsonDepth) + 2, 0);
+  // The comparisons an ordered object's insertions make (each compares with the keys before it), over all objects.
+  uint64_t comparisons = 0;
+  const uint64_t max_comparisons = static_cast<uint64_t>(max_keys) * max_keys;
+  typename Json::parser_callback_t limit = [&also, &keys, &comparisons, max_keys, max_comparisons](
+                                               int depth, typename Json::parse_event_t event, Json& parsed) {
     if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth) {
       throw TooDeep{depth + 1};
+    }
+    if (max_keys > 0) {
+      if (event == Json::parse_event_t::object_start) keys[static_cast<size_t>(depth) + 1] = 0;
+      if (event == Json::parse_event_t::key) {
+        size_t& count = keys[static_cast<size_t>(depth)];
+        comparisons += count;
+        if (++count > max_keys || comparisons > max_comparisons) throw TooManyKeys{};
+      }
     }
     return also ? also(depth, event, parsed) : true;
   };
@@ -44,6 +62,9 @@ Result parse_limited(std::string_view text, const typename Json::parser_callback
   } catch (const TooDeep& deep) {
     result.value = Json();
     result.error = fmt::format("nested deeper than {} levels; no real file nests this deep", kMaxJsonDepth);
+  } catch (const TooManyKeys&) {
+    result.value = Json();
+    result.error = fmt::format("an object has more than {} keys, or its objects together hold too many", max_keys);
   } catch (const typename Json::exception& e) {
     result.value = Json();
     result.error = short_reason(e.what());
@@ -58,7 +79,7 @@ JsonParseResult try_parse_json(std::string_view text, const json::parser_callbac
 }
 
 OrderedJsonParseResult try_parse_ordered_json(std::string_view text) {
-  return parse_limited<OrderedJsonParseResult>(text, nullptr);
+  return parse_limited<OrderedJsonParseResult>(text, nullptr, kMaxOrderedJsonObjectKeys);
 }
 
 json parse_json(std::string_view text, std::string_view origin, const json::parser_callback_t& also) {

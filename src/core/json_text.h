@@ -28,8 +28,14 @@ struct JsonParseResult {
 // parse event as nlohmann's parser_callback_t does; it may throw Error to reject the document.
 JsonParseResult try_parse_json(std::string_view text, const nlohmann::json::parser_callback_t& also = nullptr);
 
+// An ordered object finds a key by a linear search, so parsing one of N keys costs O(N^2) (600,000 keys in an 8 MB
+// request body took 457 s; issue 52): try_parse_ordered_json refuses an object of more keys than this, and a
+// document whose objects together would take more key comparisons than two such objects (many objects of 5,000
+// keys). OpenAI's structured outputs allow 5,000 object properties in a whole schema; logit_bias takes 1,024.
+inline constexpr size_t kMaxOrderedJsonObjectKeys = 5000;
+
 // try_parse_json keeping every object's keys in their order (what chat templates print with tojson, as Python's
-// dicts keep them).
+// dicts keep them); an object of more than kMaxOrderedJsonObjectKeys keys is an error.
 struct OrderedJsonParseResult {
   nlohmann::ordered_json value;
   std::string error;

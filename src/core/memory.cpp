@@ -15,8 +15,10 @@ std::pair<int, int> key(Device device) { return {static_cast<int>(device.kind), 
 }  // namespace
 
 MemoryTracker& MemoryTracker::instance() {
-  static MemoryTracker tracker;
-  return tracker;
+  // Never destroyed: a static tensor (a test's cached model, a user's global) made before the tracker's first use is
+  // destroyed after it at exit and releases its bytes here; into a destroyed map that looped forever.
+  static MemoryTracker* const tracker = new MemoryTracker;
+  return *tracker;
 }
 
 MemoryTracker::Counters& MemoryTracker::counters(Device device) { return devices_[key(device)]; }

@@ -309,9 +309,11 @@ void BatchEngine::release(size_t index, bool keep_cache) {
   slot.used = false;
   slot.released_at = ++releases_;
   slot.tokens.clear();
+  // The K/V of generated tokens come from the decode kernels; a prompt that repeats them is computed by the prefill
+  // kernels, so only the prompt's positions are kept unless the caller accepts the difference (see the top).
+  const int64_t kept = options_.reuse_answers ? sequence.cached : std::min(sequence.cached, sequence.prompt_tokens);
   if (options_.prefix_cache && keep_cache)
-    slot.tokens.assign(sequence.history.begin(),
-                       sequence.history.begin() + static_cast<std::ptrdiff_t>(sequence.cached));
+    slot.tokens.assign(sequence.history.begin(), sequence.history.begin() + static_cast<std::ptrdiff_t>(kept));
   sequences_.erase(sequences_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 

@@ -11,21 +11,25 @@
 // token. A caller alternates prefill() and step() so that running sequences keep getting tokens while a long prompt
 // joins; step() leaves prefilling sequences alone. start() is begin() plus the whole prompt at once.
 //
-// Prefix caching (BatchEngineOptions::prefix_cache): a slot keeps the K/V of its last sequence after it ends
-// (the prompt and the generated tokens that were fed back), and remembers those tokens and their LoRA adapter (K/V
-// computed with another adapter are not the same prefix). begin() takes the free
+// Prefix caching (BatchEngineOptions::prefix_cache): a slot keeps the K/V of its last sequence's prompt after it
+// ends (with reuse_answers, also of the generated tokens that were fed back), and remembers those tokens and their
+// LoRA adapter (K/V computed with another adapter are not the same prefix). begin() takes the free
 // slot whose remembered tokens share the longest prefix with the new prompt (ties and no match: the least recently
 // used one, so hot prefixes survive), keeps min(shared, prompt - 1) tokens (the last prompt token is always computed,
 // for its logits) and prefills only the rest. Nothing is copied: the new sequence continues in the same slot.
 //
-// Each sequence gets exactly the tokens it would get alone from Generator (generator.h) with the same options and
-// seed when its prompt is prefilled at once without reuse (start(), prefix caching off): the prefill is the same
-// forward_cached call; the decode step computes every row on its own (the linears
-// with ops/gemm.h LinearRows::Independent, attention per row); tokens are chosen from a host copy of the logits by
-// the same Sampler and ended by the same AnswerStream. tests/infer/test_batch_engine.cpp checks it token for
-// token, with sequences of different lengths joining at different steps. A chunked prefill or a reused prefix is
-// the same computation split differently (the K/V of reused generated tokens come from decode steps): equal up to
-// rounding (on the CPU, fp32 logits within ~1e-5 on the tiny test models), not bit for bit.
+// Each sequence gets exactly the tokens and logits it would get alone from Generator (generator.h) with the same
+// options and seed, on the CPU bit for bit, whatever the prefix cache held, how its prompt was chunked and which
+// sequences shared its decode steps: prompt positions are computed by forward_cached as Tokens::Prompt, whose
+// kernels give a position the same bits in a chunk of any size (ops/linear_rows.h LinearRows::Prefill), the same
+// as Generator's one call over the whole prompt; the decode step computes every row on its own (LinearRows::
+// Independent, attention per row), as Generator's generated tokens; a slot reuses only K/V computed that way
+// (prompt positions: a generated token's K/V come from the decode kernels, which a fresh prefill of the same text
+// does not use); tokens are chosen from a host copy of the logits by the same Sampler and ended by the same
+// AnswerStream. tests/infer/test_batch_engine.cpp and test_batch_engine_prefill.cpp check it with EXPECT_EQ.
+// reuse_answers gives that up for the generated tokens (a follow-up turn then reuses the previous answer's K/V:
+// close, ~1e-2 in the logits on the int8 CPU path, not equal). On CUDA the kernels of a prefill chunk may depend on
+// its size (cuBLASLt), so there chunked and reused prefills are equal up to rounding only.
 //
 // Decode steps: one per batch size, created when first needed and kept (their buffers too). Eager (the CPU, or
 // --cuda-graph off) uses the exact number of running sequences. With DecodeMode::Graph (CUDA) each step is a
@@ -60,6 +64,7 @@ struct BatchEngineOptions {
   int64_t context = 4096;            // tokens per slot: prompt + generated
   std::optional<DecodeMode> decode;  // none: eager steps; Graph (CUDA): a captured graph per bucket
   bool prefix_cache = false;         // reuse the K/V a free slot holds of a prompt's prefix (see the top)
+  bool reuse_answers = false;  // with prefix_cache: a slot also keeps its answer's K/V (not bit-exact, see the top)
 };
 
 struct SequenceSpec {

@@ -21,6 +21,11 @@
 
 namespace nvfp4lm {
 
+// What the ids given to append are: the prompt (any part of it), or generated tokens fed back. A model computes
+// prompt positions the same way however the prompt is split into calls, and generated ones with its decode kernels
+// (model/qwen3_model.h forward_cached), so an answer does not depend on how its prompt reached the cache.
+enum class FedTokens { Prompt, Generated };
+
 // How append_choose picks the next token: the argmax (greedy), or one draw of ops/sampling.h's truncated softmax
 // driven by `uniform` in [0, 1). Only ids below `candidates` are considered (the tokenizer's ids when the
 // embedding table is padded past them).
@@ -46,14 +51,14 @@ class CachedLm {
 
   // Runs `ids` (at least one) after the cached tokens; returns F32 logits of the last one, vocab_size() values,
   // valid until the next call. Throws Error when the cache would overflow.
-  std::span<const float> append(std::span<const int32_t> ids);
+  std::span<const float> append(std::span<const int32_t> ids, FedTokens fed = FedTokens::Prompt);
   // Whether append_choose is available.
   virtual bool can_choose() const { return false; }
   // Where tokens are best chosen when the settings allow either: in the model when it can and runs on CUDA (the
   // logits then stay there), else on a host copy. Generation (TokenChoicePlace::Auto) and `bench infer` follow it.
   bool prefers_choosing() const { return can_choose() && device().is_cuda(); }
   // append(ids), then the next token chosen as `choice` says where the logits are. Error when !can_choose().
-  int32_t append_choose(std::span<const int32_t> ids, const TokenChoice& choice);
+  int32_t append_choose(std::span<const int32_t> ids, const TokenChoice& choice, FedTokens fed = FedTokens::Prompt);
   // Keeps the first `length` tokens (0 <= length <= length()).
   void truncate(int64_t length);
   // For messages: what bounds the capacity, e.g. "the KV cache of 4096 tokens (--context)".
@@ -61,10 +66,10 @@ class CachedLm {
 
  protected:
   // append() without the bookkeeping: positions start at length().
-  virtual std::span<const float> forward(std::span<const int32_t> ids) = 0;
+  virtual std::span<const float> forward(std::span<const int32_t> ids, FedTokens fed) = 0;
   virtual void truncate_cache(int64_t length) = 0;
   // append_choose() without the bookkeeping (only called when can_choose()).
-  virtual int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice);
+  virtual int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice, FedTokens fed);
 
  private:
   // The checks append and append_choose share: at least one id, and room for them in the cache.

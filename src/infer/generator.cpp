@@ -107,16 +107,16 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
   result.chosen_by_model = in_model;
   std::span<const float> logits;
   int32_t chosen = 0;
-  auto feed = [&](std::span<const int32_t> ids) {
+  auto feed = [&](std::span<const int32_t> ids, FedTokens fed) {
     if (in_model) {
-      chosen = lm_.append_choose(ids, token_choice());
+      chosen = lm_.append_choose(ids, token_choice(), fed);
     } else {
-      logits = lm_.append(ids);
+      logits = lm_.append(ids, fed);
     }
   };
   {
     MemoryPhase phase("prefill");
-    feed(prompt);
+    feed(prompt, FedTokens::Prompt);
   }
   stats.prefill_seconds = seconds_since(start);
 
@@ -142,7 +142,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Text
     if (answer.finished()) break;
     step_start = Clock::now();
     const int32_t fed[1] = {token};
-    feed(fed);
+    feed(fed, FedTokens::Generated);
     ++stats.decode_steps;
   }
   result.stop_reason = answer.stop_reason();

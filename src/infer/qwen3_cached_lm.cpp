@@ -30,26 +30,28 @@ std::string Qwen3CachedLm::capacity_note() const {
   return fmt::format("the KV cache of {} tokens", cache_.max_tokens());
 }
 
-Tensor Qwen3CachedLm::device_logits(std::span<const int32_t> ids) {
+Tensor Qwen3CachedLm::device_logits(std::span<const int32_t> ids, FedTokens fed) {
   NVFP4LM_ASSERT(cache_.length() == length(), "KV cache holds {} tokens, expected {}", cache_.length(), length());
-  if (decode_step_ && ids.size() == 1) return decode_step_->run(ids, adapter_);
+  const bool generated = fed == FedTokens::Generated;
+  if (decode_step_ && generated && ids.size() == 1) return decode_step_->run(ids, adapter_);
   const Tensor batch =
       Tensor::from_ints(std::vector<int32_t>(ids.begin(), ids.end()), Shape{1, static_cast<int64_t>(ids.size())})
           .to(model_.device());
-  const Tensor logits = model_.forward_cached(batch, cache_, /*all_logits=*/false, adapter_);
+  const Tensor logits = model_.forward_cached(batch, cache_, /*all_logits=*/false, adapter_,
+                                              generated ? Qwen3Model::Tokens::Generated : Qwen3Model::Tokens::Prompt);
   NVFP4LM_ASSERT(logits.dtype() == DType::F32 && logits.numel() == vocab_size(), "forward_cached returned {}",
                  logits.str());
   return logits;
 }
 
-std::span<const float> Qwen3CachedLm::forward(std::span<const int32_t> ids) {
-  logits_ = device_logits(ids).to(Device::cpu()).contiguous().reshape(Shape{vocab_size()});
+std::span<const float> Qwen3CachedLm::forward(std::span<const int32_t> ids, FedTokens fed) {
+  logits_ = device_logits(ids, fed).to(Device::cpu()).contiguous().reshape(Shape{vocab_size()});
   return {logits_.data<float>(), static_cast<size_t>(vocab_size())};
 }
 
-int32_t Qwen3CachedLm::forward_choose(std::span<const int32_t> ids, const TokenChoice& choice) {
+int32_t Qwen3CachedLm::forward_choose(std::span<const int32_t> ids, const TokenChoice& choice, FedTokens fed) {
   const Device device = model_.device();
-  const Tensor logits = device_logits(ids).narrow(1, 0, choice.candidates);  // row-strided view: no copy
+  const Tensor logits = device_logits(ids, fed).narrow(1, 0, choice.candidates);  // row-strided view: no copy
   Tensor id = Tensor::empty({1}, DType::I32, device);
   if (choice.greedy) {
     sample_argmax(logits, id);

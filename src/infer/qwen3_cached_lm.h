@@ -38,9 +38,9 @@ class Qwen3CachedLm : public CachedLm {
   std::string decode_path() const;
 
  protected:
-  std::span<const float> forward(std::span<const int32_t> ids) override;
+  std::span<const float> forward(std::span<const int32_t> ids, FedTokens fed) override;
   void truncate_cache(int64_t length) override { cache_.set_length(length); }
-  int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice) override;
+  int32_t forward_choose(std::span<const int32_t> ids, const TokenChoice& choice, FedTokens fed) override;
 
  private:
   const Qwen3Model& model_;
@@ -49,7 +49,7 @@ class Qwen3CachedLm : public CachedLm {
   std::unique_ptr<Qwen3DecodeStep> decode_step_;  // refers to cache_ (declared after it)
   std::string capacity_note_;
   // Logits [1, V] F32 of the last position on the model's device (the decode step's own tensor for one token).
-  Tensor device_logits(std::span<const int32_t> ids);
+  Tensor device_logits(std::span<const int32_t> ids, FedTokens fed);
 
   Tensor logits_;  // CPU F32 [V], the last row returned
 };

@@ -88,6 +88,7 @@ void Qwen3DecodeStep::forward_once() {
   step.all_logits = false;
   step.rope = &state_->rope;
   step.positions_on_device = true;
+  step.decode = true;
   step.cache_rows = &state_->cache_rows;
   step.cache_slots = &state_->cache_slots;
   if (model_.lora_adapters() != nullptr) {

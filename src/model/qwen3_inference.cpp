@@ -40,9 +40,15 @@ void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor
   }
 }
 
-// One new token per row is a decode step: each row's linears are computed as if it were alone (ops/gemm.h
-// LinearRows), so a sequence decoded next to others gets exactly the logits it gets by itself.
-LinearRows rows_for(int64_t tokens) { return tokens == 1 ? LinearRows::Independent : LinearRows::Batch; }
+// Which kernels compute the step's rows (ops/linear_rows.h). Generated tokens (a decode step): Independent, so a
+// sequence decoded next to others gets exactly the logits it gets by itself. Prompt positions going into a cache:
+// Prefill, so a position gets the same bits whether the whole prompt, a chunk of it or the tail after a prefix-cache
+// hit computed it. Without a cache (scoring, evaluation): the fastest, Batch; one token alone is Independent.
+LinearRows rows_for(const InferenceStep& step, int64_t tokens) {
+  if (step.decode) return LinearRows::Independent;
+  if (step.cache != nullptr) return LinearRows::Prefill;
+  return tokens == 1 ? LinearRows::Independent : LinearRows::Batch;
+}
 
 // [B, ...] cache tensor -> [1, B * S, ...]: the token slots of every cache row as one row (contiguous cache).
 Tensor as_one_row(Tensor& cache) { return cache.reshape({1, cache.dim(0) * cache.dim(1), cache.dim(2), cache.dim(3)}); }
@@ -127,7 +133,7 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   Tensor& scratch = workspace.dequant_scratch;
   const CpuMatmul matmul = workspace.cpu_matmul;
   const auto eps = static_cast<float>(config.rms_norm_eps);
-  const LinearRows rows = rows_for(buf.x.dim(1));
+  const LinearRows rows = rows_for(step, buf.x.dim(1));
   rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
   const Tensor normed = rows_of(buf.normed);
   Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
@@ -284,7 +290,9 @@ Tensor qwen3_inference_forward(const Qwen3Config& config, const Qwen3Weights& we
       tail.select(0, b).copy_from(buf.x.select(0, b).narrow(0, tokens - logit_tokens, logit_tokens));
     last = rows_of(tail);
   }
-  const LinearRows head_rows = step.all_logits ? rows_for(tokens) : LinearRows::Independent;
+  // Prefill rows of the lm_head are Independent: the same kernel for a whole prompt's logits and one row's.
+  const LinearRows head_rows =
+      step.all_logits && rows_for(step, tokens) == LinearRows::Batch ? LinearRows::Batch : LinearRows::Independent;
   rmsnorm_forward(last, weights.final_norm, static_cast<float>(config.rms_norm_eps), buf.hidden);
   if (weights.lm_head.is_nvfp4()) {
     if (!buf.narrow_logits.defined()) {

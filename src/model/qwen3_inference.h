@@ -40,6 +40,9 @@ struct InferenceStep {
   bool all_logits = true;               // false: logits of the last position of each row only
   int64_t logit_tokens = 0;             // with all_logits: the last logit_tokens positions of each row (0: all)
   const RopeTable* rope = nullptr;      // default: the workspace's
+  // The ids are generated tokens fed back (a decode step): the decode kernels. Otherwise positions going into a cache
+  // are prompt positions, computed the same way however the prompt is split (rows_for in qwen3_inference.cpp).
+  bool decode = false;
   // Decode form (with a cache, T == 1, !all_logits): nothing the host knows about the cache enters the launches.
   // Row b's history is cache row cache_rows[b] (a slot of a pool that may hold more rows than the step); its key /
   // value go to token slot cache_slots[b] = cache_rows[b] * max_tokens + positions[b, 0] of the cache seen as one

@@ -244,7 +244,8 @@ Tensor Qwen3Model::forward_last(const Tensor& ids, int64_t last_tokens) const {
   return run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, nullptr, true, tokens - 1, last_tokens);
 }
 
-Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_logits, int adapter) const {
+Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_logits, int adapter,
+                                  Tokens tokens_are) const {
   check_i32_batch(ids, "forward_cached: ids", cache.batch(), ids.rank() == 2 ? ids.dim(1) : 0);
   check_adapter(adapter);
   const int64_t batch = ids.dim(0), tokens = ids.dim(1), start = cache.length();
@@ -259,13 +260,13 @@ Tensor Qwen3Model::forward_cached(const Tensor& ids, KVCache& cache, bool all_lo
   for (int64_t i = 0; i < batch * tokens; ++i)
     values[static_cast<size_t>(i)] = static_cast<int32_t>(start + i % tokens);
   Tensor logits = run(ids, Tensor::from_ints(values, Shape{batch, tokens}), nullptr, &cache, all_logits,
-                      start + tokens - 1, 0, adapter);
+                      start + tokens - 1, 0, adapter, tokens_are == Tokens::Generated);
   cache.set_length(start + tokens);
   return logits;
 }
 
 Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache,
-                       bool all_logits, int64_t max_position, int64_t logit_tokens, int adapter) const {
+                       bool all_logits, int64_t max_position, int64_t logit_tokens, int adapter, bool decode) const {
   const Tensor device_ids = on_device(ids, device());
   const Tensor device_positions = on_device(positions, device());
   Tensor mask;
@@ -281,6 +282,7 @@ Tensor Qwen3Model::run(const Tensor& ids, const Tensor& positions, const Tensor*
   step.cache = cache;
   step.all_logits = all_logits;
   step.logit_tokens = logit_tokens;
+  step.decode = decode;
   if (adapter != kNoLoraAdapter) {
     step.lora = lora_.get();
     step.lora_mask = &mask;

@@ -86,8 +86,12 @@ class Qwen3Model {
 
   // Appends ids I32 [B, T] at positions cache.length() .. cache.length()+T-1, advances the cache, and returns
   // logits F32 [B, V] of the last position (or [B, T, V] when all_logits). Throws Error when the cache would
-  // overflow (the message names the context length and how to raise it).
-  Tensor forward_cached(const Tensor& ids, KVCache& cache, bool all_logits = false, int adapter = kNoLoraAdapter) const;
+  // overflow (the message names the context length and how to raise it). `tokens` says what the ids are, which
+  // chooses the kernels (ops/linear_rows.h): prompt positions get the same bits however the prompt is split into
+  // calls; generated tokens fed back run the decode kernels, as Qwen3DecodeStep does.
+  enum class Tokens { Prompt, Generated };
+  Tensor forward_cached(const Tensor& ids, KVCache& cache, bool all_logits = false, int adapter = kNoLoraAdapter,
+                        Tokens tokens = Tokens::Prompt) const;
 
   // A cache for `batch` rows of up to `max_tokens` tokens in the compute dtype on the model's device (also
   // extends the RoPE table to max_tokens so decoding never rebuilds it).
@@ -101,7 +105,7 @@ class Qwen3Model {
   friend class Qwen3DecodeStep;  // model/qwen3_decode_step.h: shares the workspace (RoPE table, scratch, mutex)
   // logit_tokens: logits of the last logit_tokens positions of each row (0: every position).
   Tensor run(const Tensor& ids, const Tensor& positions, const Tensor* segment_ids, KVCache* cache, bool all_logits,
-             int64_t max_position, int64_t logit_tokens = 0, int adapter = kNoLoraAdapter) const;
+             int64_t max_position, int64_t logit_tokens = 0, int adapter = kNoLoraAdapter, bool decode = false) const;
 
   Qwen3Config config_;
   Qwen3Weights weights_;

@@ -175,8 +175,8 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
 void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows, CpuMatmul matmul) {
   if (lm_head.device().is_cpu() && lm_head.dtype() == DType::BF16) {
     Tensor out = flatten_rows(logits, "lm_head_logits logits");
-    cpu::bf16_linear_forward(flatten_rows(hidden, "lm_head_logits hidden"), lm_head, out,
-                             rows == LinearRows::Independent, matmul);
+    cpu::bf16_linear_forward(flatten_rows(hidden, "lm_head_logits hidden"), lm_head, out, rows != LinearRows::Batch,
+                             matmul);
     return;
   }
   linear_forward(hidden, lm_head, logits, rows);

@@ -50,7 +50,8 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
 void linear_forward(const Tensor& x, const Tensor& w, Tensor& y, LinearRows rows) {
   Tensor x2 = flatten_rows(x, "linear_forward x");
   Tensor y2 = flatten_rows(y, "linear_forward y");
-  if (rows == LinearRows::Independent && x2.device().is_cpu()) {
+  // Prefill rows too: sgemm's result for a row may depend on the rows beside it (ops/linear_rows.h).
+  if (rows != LinearRows::Batch && x2.device().is_cpu()) {
     NVFP4LM_ASSERT(w.rank() == 2 && x2.dim(1) == w.dim(1) && y2.dim(1) == w.dim(0) && x2.dim(0) == y2.dim(0),
                    "linear_forward: x {} · wᵀ {} does not give y {}", x.str(), w.str(), y.str());
     common_device("linear_forward", {&x2, &w, &y2});

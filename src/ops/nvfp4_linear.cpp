@@ -56,7 +56,8 @@ void gemv_in_groups(const Tensor& x, cuda::Nvfp4GemvEpilogue epilogue, AddWeight
 
 // CUDA (ops/cuda/nvfp4_linear.h): up to kNvfp4GemvMaxRows rows run the fused W4A16 kernel ("cuda/nvfp4-w4a16",
 // the rows of x as the mma's columns, 4 tiles of 8 at most), and so do Independent rows in groups of that many;
-// more Batch rows (or shapes the kernel does not take: in % 32 != 0, unaligned views) dequantize blocks of output
+// more Batch or Prefill rows (or shapes the kernel does not take: in % 32 != 0, unaligned views), dequantize blocks
+// of output
 // rows into the BF16 scratch and call gemm (cuBLASLt), "cuda/dequant-gemm". The crossover is a tuning point: the
 // fused kernel reads the weight once per call, dequant + gemm writes and re-reads 2 bytes per weight but runs at
 // tensor-core speed in N.
@@ -70,6 +71,7 @@ void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y,
   if (n == 0) return;
   cuda::Nvfp4Gemv probe = gemv_of(x, 0, std::min(n, cuda::kNvfp4GemvMaxRows));
   add_weight(probe, w, y, 0);
+  // Prefill rows are Batch rows here: a chunk's kernels depend on its size on CUDA anyway (ops/linear_rows.h).
   if ((n <= cuda::kNvfp4GemvMaxRows || rows == LinearRows::Independent) && cuda::nvfp4_gemv_supported(probe)) {
     gemv_in_groups(x, cuda::Nvfp4GemvEpilogue::Store,
                    [&](cuda::Nvfp4Gemv& g, int64_t first) { add_weight(g, w, y, first); });
@@ -213,7 +215,7 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   // Also the seam for a Blackwell FP4 tensor-core GEMM (see ops/cuda/nvfp4_linear.h).
   if (device.is_cuda()) return cuda_nvfp4_linear_forward(x2, w, y2, scratch, rows);
 #endif
-  cpu::nvfp4_linear_forward(x2, w, y2, scratch, rows == LinearRows::Independent, matmul);
+  cpu::nvfp4_linear_forward(x2, w, y2, scratch, rows, matmul);
 }
 
 }  // namespace nvfp4lm

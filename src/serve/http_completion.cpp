@@ -11,6 +11,7 @@
 
 #include "core/json_text.h"
 #include "core/logging.h"
+#include "core/text_excerpt.h"
 #include "serve/openai_response.h"
 
 namespace nvfp4lm::serve {
@@ -97,8 +98,8 @@ void CompletionAnswer::prepare(const std::string& body) {
     const std::optional<int> adapter = model.adapter_for(request.model, service_.model_name_);
     if (!adapter)
       throw ApiError(404, "invalid_request_error",
-                     fmt::format("The model '{}' does not exist; this server serves '{}'{} (GET /v1/models)",
-                                 request.model, service_.model_name_,
+                     fmt::format("The model {} does not exist; this server serves '{}'{} (GET /v1/models)",
+                                 quoted_excerpt(request.model), service_.model_name_,
                                  model.lora_adapters.empty()
                                      ? ""
                                      : fmt::format(" and its LoRA adapters {}", fmt::join(model.lora_adapters, ", "))),

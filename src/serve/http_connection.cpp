@@ -8,6 +8,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
+#include <cstdint>
+#include <limits>
 
 namespace nvfp4lm::serve {
 namespace {
@@ -115,8 +117,11 @@ void HttpConnection::begin_request() {
   arm(limits_.header);
   parser_.emplace();
   parser_->header_limit(limits_.max_header_bytes);
-  parser_->body_limit(limits_.max_body_bytes);  // counts the bytes of a chunked body too
-  parser_->eager(true);
+  // The header alone first (not eager), with no body limit yet: the host may refuse the request on its header
+  // (refuse_header) before a Content-Length past the limit is a 413; then the body, with the limit.
+  // (No limit is the largest one: Beast compares a Content-Length with an empty optional as larger than it.)
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+  parser_->eager(false);
 }
 
 void HttpConnection::parse() {
@@ -130,6 +135,11 @@ void HttpConnection::parse() {
       state_ = State::Body;
       arm(limits_.body);
       const HttpRequest& request = parser_->get();
+      if (std::optional<HttpReply> refused = host_.refuse_header(request)) return refuse(*refused);
+      if (parser_->content_length().value_or(0) > limits_.max_body_bytes)
+        return refuse_unreadable(http::error::body_limit);
+      parser_->body_limit(limits_.max_body_bytes);  // counts the bytes of a chunked body too
+      parser_->eager(true);
       if (request.version() == 11 && !parser_->is_done() &&
           boost::beast::iequals(request[http::field::expect], "100-continue"))
         send_continue();
@@ -151,6 +161,10 @@ void HttpConnection::refuse_unreadable(const error_code& error) {
     message =
         fmt::format("the request header is larger than this server's limit of {} bytes", limits_.max_header_bytes);
   }
+  refuse(host_.unreadable_request(status, message));
+}
+
+void HttpConnection::refuse(const HttpReply& reply) {
   // The rest of the request is not read, so the connection cannot carry another one.
   state_ = State::Answering;
   disarm();
@@ -168,7 +182,7 @@ void HttpConnection::refuse_unreadable(const error_code& error) {
   answer_ended_ = false;
   on_gone_ = nullptr;
   parser_.reset();
-  reply(host_.unreadable_request(status, message));
+  this->reply(reply);
 }
 
 void HttpConnection::send_continue() {

@@ -63,6 +63,9 @@ class HttpConnectionHost {
   virtual void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest& request) = 0;
   // The answer to a request that could not be read as HTTP (400, 413 body too large, 431 header too large).
   virtual HttpReply unreadable_request(int status, const std::string& message) = 0;
+  // Called when a request's header is complete, before its body is read: an answer here (a missing Host, a wrong
+  // API key) is sent without reading the body, and the connection then closes.
+  virtual std::optional<HttpReply> refuse_header(const HttpRequest& request) = 0;
   // An answer ended: written whole (`completed`), or cut short because the client went away or the connection
   // closed. For the access log: the request line, the status sent (0: none), body bytes written, seconds taken.
   virtual void answered(const HttpConnection& connection, const std::string& request_line, int status, uint64_t bytes,
@@ -117,6 +120,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void parse();
   void dispatch();
   void refuse_unreadable(const boost::system::error_code& error);
+  // Answers `reply` to the request being read and closes after it (the rest of the request is not read).
+  void refuse(const HttpReply& reply);
   void send_continue();
   std::string head(const HttpReply& reply, std::optional<uint64_t> content_length, bool chunked);
   void flush();

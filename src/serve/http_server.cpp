@@ -194,6 +194,7 @@ struct HttpServer::Impl final : HttpConnectionHost {
               status == 0 ? std::string("-") : std::to_string(status), bytes, seconds,
               completed ? "" : " (cut short: the connection closed)");
   }
+  std::optional<HttpReply> refuse_header(const HttpRequest& request) override;
   HttpReply unreadable_request(int status, const std::string& message) override {
     metrics.count_request("other", std::to_string(status));
     return api_error_reply(ApiError(status, "invalid_request_error", message));
@@ -207,6 +208,27 @@ struct HttpServer::Impl final : HttpConnectionHost {
     connections.erase(connection);
   }
 };
+
+std::optional<HttpReply> HttpServer::Impl::refuse_header(const HttpRequest& request) {
+  const std::string_view target = request.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  const char* label = match_route(path).label;
+  auto refused = [&](const ApiError& error) {
+    if (*label != '\0') metrics.count_request(label, std::to_string(error.status()));
+    return api_error_reply(error);
+  };
+  // RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any HTTP/1.1 request message that
+  // lacks a Host header field".
+  if (request.version() == 11 && request.find(http::field::host) == request.end())
+    return refused(ApiError(400, "invalid_request_error", "an HTTP/1.1 request needs a Host header (RFC 9112 §3.2)"));
+  // The key is checked on the header, so an unauthenticated client never gets its body read (a CORS preflight
+  // carries no key: handle() answers it).
+  if (request.method() != http::verb::options && guarded(path) && !authorized(request))
+    return refused(ApiError(401, "invalid_request_error",
+                            "Incorrect API key provided: send the server's key as 'Authorization: Bearer KEY'", {},
+                            "invalid_api_key"));
+  return std::nullopt;
+}
 
 void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest& request) {
   const std::string_view target = request.target();
@@ -233,10 +255,6 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
     }
     return connection->reply(reply);
   }
-  if (guarded(path) && !authorized(request))
-    return answer(api_error_reply(ApiError(
-        401, "invalid_request_error",
-        "Incorrect API key provided: send the server's key as 'Authorization: Bearer KEY'", {}, "invalid_api_key")));
   if (match.route == Route::Unknown)
     return answer(api_error_reply(
         ApiError(404, "invalid_request_error",

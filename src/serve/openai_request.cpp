@@ -225,7 +225,21 @@ void read_tools(const ordered_json& body, CompletionRequest& request) {
       throw invalid_request(e.what(), e.path());
     }
     request.tools = *tools;
-    for (const ordered_json& tool : *tools) request.tool_names.push_back(tool["function"]["name"].get<std::string>());
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const std::string& name = (*tools)[i]["function"]["name"].get_ref<const std::string&>();
+      // OpenAI's rule for a function's name (its API reference: "Must be a-z, A-Z, 0-9, or contain underscores and
+      // dashes, with a maximum length of 64"). A forced call writes the name into the grammar's fixed prefix, and the
+      // parser reads it back from the answer, so a quote, backslash or newline there broke the call (issue 52).
+      const bool valid =
+          name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+          });
+      if (!valid)
+        throw invalid_request(fmt::format("tools[{}].function.name {} must be 1 to 64 of a-z, A-Z, 0-9, '_' and '-'", i,
+                                          json_excerpt((*tools)[i]["function"]["name"], 60)),
+                              fmt::format("tools[{}].function.name", i));
+      request.tool_names.push_back(name);
+    }
   }
   request.parallel_tool_calls = read_bool(body, "parallel_tool_calls", true);
   const ordered_json* choice = field(body, "tool_choice");

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "infer/constrain/grammar.h"
 
 namespace nvfp4lm::serve {
 namespace {
@@ -56,6 +57,21 @@ std::shared_ptr<RequestChannel> Scheduler::submit(SequenceSpec spec) {
                                  "{}); retry later",
                                  waiting_.size(), engine_.slots(), options_.max_queue),
                      {}, "server_busy");
+    if (const auto& grammar = channel->spec().grammar) {
+      uint64_t waiting_bytes = 0;
+      for (const auto& waiting : waiting_)
+        if (waiting->spec().grammar) waiting_bytes += waiting->spec().grammar->memory_bytes();
+      const uint64_t bytes = grammar->memory_bytes();
+      if (waiting_bytes + bytes > options_.max_waiting_grammar_bytes)
+        throw ApiError(
+            429, "rate_limit_error",
+            fmt::format("the server is busy: the waiting requests' grammars (response_format, forced tool "
+                        "calls) hold {:.1f} MiB and this one {:.1f} MiB, past the {:.0f} MiB they may; "
+                        "retry later",
+                        static_cast<double>(waiting_bytes) / (1 << 20), static_cast<double>(bytes) / (1 << 20),
+                        static_cast<double>(options_.max_waiting_grammar_bytes) / (1 << 20)),
+            {}, "server_busy");
+    }
     waiting_.push_back(channel);
   }
   wake_.notify_all();

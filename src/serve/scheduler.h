@@ -31,7 +31,10 @@
 namespace nvfp4lm::serve {
 
 struct SchedulerOptions {
-  int64_t max_queue = 64;       // requests waiting for a slot; more are answered 429
+  int64_t max_queue = 64;  // requests waiting for a slot; more are answered 429
+  // The bytes the waiting requests' compiled grammars (response_format, forced tool calls) may hold together; a
+  // request whose grammar would pass it is answered 429 (each holds up to ~60 MB: constrain/grammar.h).
+  uint64_t max_waiting_grammar_bytes = uint64_t{512} << 20;
   int64_t prefill_chunk = 256;  // prompt tokens prefilled per iteration; 0: one whole prompt per iteration
 };
 
@@ -45,7 +48,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request. ApiError 429 when max_queue requests already wait, 503 while draining.
+  // Queues a request. ApiError 429 when max_queue requests already wait or the waiting grammars would pass
+  // max_waiting_grammar_bytes, 503 while draining.
   std::shared_ptr<RequestChannel> submit(SequenceSpec spec);
   // Wakes the loop (a channel was cancelled).
   void notify();

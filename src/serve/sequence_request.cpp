@@ -119,6 +119,14 @@ std::vector<int32_t> prompt_tokens(const CompletionRequest& request, const Token
 SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer& tokenizer, const PromptRules& rules,
                               uint64_t seed) {
   SequenceSpec spec;
+  // Every message of a chat template takes tokens of its own (Qwen's at least 5: <|im_start|>role ... <|im_end|>), so
+  // more messages than the context holds tokens cannot fit: refused before the template renders them all (100,000
+  // messages took minutes; issue 52).
+  if (request.endpoint == Endpoint::ChatCompletions && static_cast<int64_t>(request.messages.size()) > rules.context)
+    throw invalid_request(fmt::format("This model's maximum context length is {} tokens, but 'messages' holds {} "
+                                      "messages, each of which takes at least one token; send fewer",
+                                      rules.context, request.messages.size()),
+                          "messages", "context_length_exceeded");
   // Tokens up to the context are enough to tell whether the prompt leaves room for an answer.
   bool more = false;
   spec.prompt =
@@ -155,11 +163,19 @@ SequenceSpec to_sequence_spec(const CompletionRequest& request, const Tokenizer&
   spec.options.skip_special = true;
   spec.top_logprobs = request.top_logprobs;
   spec.grammar = request.response_grammar ? request.response_grammar : forced_tool_call_grammar(request, rules);
-  if (!request.response_grammar && spec.grammar && constrain::min_tokens(*spec.grammar) > spec.options.max_new_tokens)
-    throw invalid_request(fmt::format("'max_tokens' is {}, but the shortest forced tool call takes {} tokens; raise "
-                                      "max_tokens",
-                                      spec.options.max_new_tokens, constrain::min_tokens(*spec.grammar)),
+  if (spec.grammar && constrain::min_tokens(*spec.grammar) > spec.options.max_new_tokens) {
+    const char* what = request.response_grammar ? "answer of 'response_format'" : "forced tool call";
+    const int64_t shortest = constrain::min_tokens(*spec.grammar);
+    // Without max_tokens the bound is the context's room (a 500 before issue 52: the engine refused the spec).
+    if (!request.max_tokens)
+      throw invalid_request(fmt::format("the shortest {} takes {} tokens, but the {} leaves room for {} of this "
+                                        "model's maximum context length of {} tokens; shorten the {} or the schema",
+                                        what, shortest, param, room, rules.context, param),
+                            request.response_grammar ? "response_format" : "tools", "context_length_exceeded");
+    throw invalid_request(fmt::format("'max_tokens' is {}, but the shortest {} takes {} tokens; raise max_tokens",
+                                      spec.options.max_new_tokens, what, shortest),
                           "max_tokens");
+  }
   return spec;
 }
 

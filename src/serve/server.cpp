@@ -94,6 +94,7 @@ Server::Server(const Qwen3Model& model, Tokenizer tokenizer, ServeOptions option
   engine_options.context = options_.context;
   engine_options.decode = options_.decode;
   engine_options.prefix_cache = options_.prefix_cache;
+  engine_options.reuse_answers = options_.reuse_answers;
   engine_ = std::make_unique<BatchEngine>(model, tokenizer, engine_options);
 
   ServedModel served{tokenizer, PromptRules{}, RequestDefaults{}, slots, model.device().str()};
@@ -170,7 +171,9 @@ void serve_until_signal(const Qwen3Model& model, const Tokenizer& tokenizer, con
       "prefix cache {})",
       served.http.host, server.port(), served.http.model_name, engine.slots(), engine.context(), engine.decode_path(),
       served.max_queue, served.prefill_chunk > 0 ? std::to_string(served.prefill_chunk) : "off (whole prompts)",
-      served.prefix_cache ? "on" : "off");
+      !served.prefix_cache   ? "off"
+      : served.reuse_answers ? "answers (prompts and answers)"
+                             : "on (prompts)");
   // run() returns only after shutdown(), which only this watcher calls. A second signal while the server drains
   // ends the process at once (the user asked twice); once run() returned, wake() ends the watcher.
   std::thread watcher([&] {

@@ -37,6 +37,7 @@ struct ServeOptions {
   int64_t max_queue = 64;               // requests waiting for a slot before 429
   int64_t prefill_chunk = 256;          // prompt tokens per prefill chunk between decode steps; 0: whole prompts
   bool prefix_cache = true;             // a new prompt reuses the K/V a free slot holds of its prefix
+  bool reuse_answers = false;           // with prefix_cache: also of the answers (BatchEngineOptions::reuse_answers)
   double shutdown_timeout_s = 30;       // how long running requests may go on after SIGTERM
   std::optional<DecodeMode> decode;     // CUDA: Graph (one graph per batch bucket) unless --cuda-graph off
   SamplingOptions sampling;             // defaults for requests that leave sampling fields out

@@ -98,11 +98,11 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
   // The greedy next token where generation would pick it (CachedLm::prefers_choosing): where the logits are on
   // CUDA (one id comes back), else the argmax of the host copy.
   const bool in_model = lm.prefers_choosing();
-  auto greedy = [&](std::span<const int32_t> ids) -> int32_t {
-    if (!in_model) return argmax_logit(lm.append(ids));
+  auto greedy = [&](std::span<const int32_t> ids, FedTokens fed) -> int32_t {
+    if (!in_model) return argmax_logit(lm.append(ids, fed));
     TokenChoice choice;
     choice.candidates = lm.vocab_size();
-    return lm.append_choose(ids, choice);
+    return lm.append_choose(ids, choice, fed);
   };
 
   // Warm-up (on CUDA this also captures the decode graph). On CUDA the whole prompt: a prefill of more than 8 rows
@@ -116,12 +116,12 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
     const int64_t warm_tokens = in_model ? options.prompt_tokens : std::min<int64_t>(options.prompt_tokens, 8);
     const std::vector<int32_t> warm(prompt.begin(), prompt.begin() + warm_tokens);
     auto cold = Clock::now();
-    int32_t token = greedy(warm);
+    int32_t token = greedy(warm, FedTokens::Prompt);
     if (warm_tokens == options.prompt_tokens) result.cold_prefill_seconds = seconds_since(cold);
     for (int step = 0; step < 2 && lm.length() < lm.capacity(); ++step) {
       const int32_t fed[1] = {token};
       cold = Clock::now();
-      token = greedy(fed);
+      token = greedy(fed, FedTokens::Generated);
       result.cold_decode_step_seconds.push_back(seconds_since(cold));
     }
     lm.truncate(0);
@@ -137,7 +137,7 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
   {
     MemoryPhase phase("prefill");
     if (in_model) {
-      token = greedy(prompt);
+      token = greedy(prompt, FedTokens::Prompt);
     } else {
       logits = lm.append(prompt);
     }
@@ -150,7 +150,7 @@ InferBenchResult run_infer_bench(CachedLm& lm, uint64_t weight_bytes_per_step, c
     const auto decode_start = Clock::now();
     for (int64_t step = 1; step < options.generate_tokens; ++step) {
       const int32_t fed[1] = {token};
-      token = greedy(fed);
+      token = greedy(fed, FedTokens::Generated);
     }
     result.decode_seconds = seconds_since(decode_start);
   }

@@ -132,7 +132,9 @@ class CaseRun {
   // Runs one token through the decode path: the decode step when there is one, else forward_cached.
   Tensor feed_one(int32_t id) {
     const int32_t ids[1] = {id};
-    const Tensor logits = step_ ? step_->run(ids) : model_.forward_cached(device_ids(ids), cache_);
+    const Tensor logits =
+        step_ ? step_->run(ids)
+              : model_.forward_cached(device_ids(ids), cache_, false, kNoLoraAdapter, Qwen3Model::Tokens::Generated);
     return logits.to(Device::cpu()).reshape({vocab_}).clone();
   }
 

@@ -30,9 +30,11 @@ void teacher_forced_logits(const Qwen3Model& model, SequenceRunner runner, const
         model, cache, runner == SequenceRunner::CachedGraph ? DecodeMode::Graph : DecodeMode::Eager);
   for (int64_t t = prompt_tokens; t < tokens; ++t) {
     const int32_t id[1] = {ids[static_cast<size_t>(t)]};
-    const Tensor row =
-        step ? step->run(id).to(Device::cpu())
-             : model.forward_cached(Tensor::from_ints({id[0]}, Shape{1, 1}).to(device), cache).to(Device::cpu());
+    const Tensor row = step ? step->run(id).to(Device::cpu())
+                            : model
+                                  .forward_cached(Tensor::from_ints({id[0]}, Shape{1, 1}).to(device), cache, false,
+                                                  kNoLoraAdapter, Qwen3Model::Tokens::Generated)
+                                  .to(Device::cpu());
     sink(t, row.contiguous().reshape({1, vocab}));
   }
 }

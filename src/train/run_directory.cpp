@@ -176,6 +176,12 @@ std::vector<fs::path> RunDirectory::newest_checkpoints(int64_t step, int keep) c
 
 void RunDirectory::write_memory_report(const json& report) const {
   NVFP4LM_ASSERT(memory_report_path_.has_value(), "write_memory_report without --memory-report");
+  // A directory that does not exist yet is made, as for --metrics and the exports: check_reports found the nearest
+  // existing one writable before the first step (issue 52: the run trained, then failed here).
+  const fs::path parent = memory_report_path_->parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  NVFP4LM_CHECK(!ec, "cannot create the directory {} of --memory-report: {}", parent.string(), ec.message());
   write_file_atomic(*memory_report_path_, report.dump(2) + "\n", replace_memory_report_);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 
 #include "common/test_util.h"
@@ -36,6 +37,32 @@ TEST(JsonText, NestingIsLimitedAtParseTime) {
   // Real files nest a few levels; the limit itself is accepted.
   EXPECT_TRUE(try_parse_json(nested_arrays(kMaxJsonDepth)).ok());
   EXPECT_FALSE(try_parse_json(nested_arrays(kMaxJsonDepth + 1)).ok());
+}
+
+// An ordered object looks keys up linearly (issue 52: 600,000 keys took 457 s): an object of more than
+// kMaxOrderedJsonObjectKeys keys, or many objects of that many, are refused at once; the limit itself is read.
+TEST(JsonText, OrderedObjectsOfTooManyKeysAreRefusedQuickly) {
+  auto object = [](size_t keys) {
+    std::string text = "{";
+    for (size_t i = 0; i < keys; ++i) text += fmt::format("{}\"k{}\":{}", i ? "," : "", i, i);
+    return text + "}";
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const OrderedJsonParseResult huge = try_parse_ordered_json(object(600000));  // ~8 MB, as the issue's body
+  EXPECT_FALSE(huge.ok());
+  EXPECT_NE(huge.error.find("more than 5000 keys"), std::string::npos) << huge.error;
+  std::string many = "[";
+  for (int i = 0; i < 120; ++i) many += (i ? "," : "") + object(kMaxOrderedJsonObjectKeys);
+  many += "]";
+  EXPECT_FALSE(try_parse_ordered_json(many).ok());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0 * emulated_time_factor()) << "refusing took too long";
+  const OrderedJsonParseResult largest = try_parse_ordered_json(object(kMaxOrderedJsonObjectKeys));
+  ASSERT_TRUE(largest.ok()) << largest.error;
+  EXPECT_EQ(largest.value.size(), kMaxOrderedJsonObjectKeys);
+  EXPECT_EQ(largest.value.begin().key(), "k0");  // in the text's order
+  // The unordered parse (config.json, tokenizer.json's 151,643-entry vocabulary) has no such limit.
+  EXPECT_TRUE(try_parse_json(object(20000)).ok());
 }
 
 TEST(JsonText, IntegerFieldsTakeOnlyIntegersTheyCanHold) {

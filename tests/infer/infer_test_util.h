@@ -33,10 +33,12 @@ class FakeLm : public CachedLm {
 
   std::vector<int64_t> forward_sizes;  // tokens run by each forward call
   std::vector<int64_t> truncations;    // lengths passed to truncate
+  std::vector<FedTokens> fed_kinds;    // what each forward call's ids were
 
  protected:
-  std::span<const float> forward(std::span<const int32_t> ids) override {
+  std::span<const float> forward(std::span<const int32_t> ids, FedTokens fed) override {
     forward_sizes.push_back(static_cast<int64_t>(ids.size()));
+    fed_kinds.push_back(fed);
     std::vector<int32_t> history(tokens().begin(), tokens().end());
     history.insert(history.end(), ids.begin(), ids.end());
     std::fill(row_.begin(), row_.end(), 0.0f);

@@ -13,6 +13,11 @@
 namespace nvfp4lm::test {
 namespace {
 
+// One generated token through forward_cached: the decode kernels, as the decode step (model/qwen3_model.h).
+Tensor decode_cached(const Qwen3Model& model, const Tensor& ids, KVCache& cache) {
+  return model.forward_cached(ids, cache, false, kNoLoraAdapter, Qwen3Model::Tokens::Generated);
+}
+
 // Prefill `prefill` tokens in both caches, then every later token through forward_cached in one and the decode
 // step in the other: equal logits, bit for bit.
 void check_against_forward_cached(const Qwen3Model& model, const Tensor& ids, const std::string& what) {
@@ -25,7 +30,7 @@ void check_against_forward_cached(const Qwen3Model& model, const Tensor& ids, co
   model.forward_cached(head, reference);
   model.forward_cached(head, cache);
   for (int64_t t = prefill; t < tokens; ++t) {
-    const Tensor expected = model.forward_cached(ids.narrow(1, t, 1).contiguous(), reference);
+    const Tensor expected = decode_cached(model, ids.narrow(1, t, 1).contiguous(), reference);
     const Tensor& actual = step.run(ids_at(ids, t));
     ASSERT_EQ(actual.shape(), expected.shape()) << what;
     EXPECT_EQ(to_float_vector(actual), to_float_vector(expected)) << what << ": step at position " << t;
@@ -35,7 +40,7 @@ void check_against_forward_cached(const Qwen3Model& model, const Tensor& ids, co
   reference.set_length(6);
   cache.set_length(6);
   for (int64_t t = 0; t < 3; ++t) {
-    const Tensor expected = model.forward_cached(ids.narrow(1, t, 1).contiguous(), reference);
+    const Tensor expected = decode_cached(model, ids.narrow(1, t, 1).contiguous(), reference);
     EXPECT_EQ(to_float_vector(step.run(ids_at(ids, t))), to_float_vector(expected)) << what << ": after rewinding";
   }
 }
@@ -84,7 +89,7 @@ void check_rows_against_alone(const Qwen3Model& model, const std::string& what) 
     const Tensor logits = step.run_rows(rows).to(Device::cpu());
     for (size_t i = 0; i < prompts.size(); ++i) {
       const Tensor expected =
-          model.forward_cached(Tensor::from_ints({rows[i].token}, Shape{1, 1}), alone[i]).to(Device::cpu());
+          decode_cached(model, Tensor::from_ints({rows[i].token}, Shape{1, 1}), alone[i]).to(Device::cpu());
       EXPECT_EQ(to_float_vector(logits.narrow(0, static_cast<int64_t>(i), 1)), to_float_vector(expected))
           << what << ": sequence " << i << ", step " << t;
     }

@@ -194,6 +194,14 @@ TEST(OpenAiRequest, ToolsAndToolChoice) {
 
   expect_refused(with({{"tools", {{{"type", "function"}, {"function", {{"name", 3}}}}}}}), "tools[0].function.name",
                  "tools[0].function.name");
+  // OpenAI's names: 1 to 64 of [a-zA-Z0-9_-]. A quote, backslash or newline would go into a forced call's grammar
+  // (issue 52: 200 with no tool_calls).
+  for (const std::string& name : {std::string("get\"weather"), std::string("a\\b"), std::string("two\nlines"),
+                                  std::string("dotted.name"), std::string(65, 'x')})
+    expect_refused(with({{"tools", {{{"type", "function"}, {"function", {{"name", name}}}}}}}),
+                   "tools[0].function.name", "must be 1 to 64 of a-z");
+  EXPECT_EQ(parse(with({{"tools", {{{"type", "function"}, {"function", {{"name", "Get-weather_2"}}}}}}})).tool_names,
+            std::vector<std::string>{"Get-weather_2"});
   expect_refused(with({{"tools", "get_weather"}}), "tools", "tools");
   expect_refused(with({{"tools", kTools}, {"tool_choice", "sometimes"}}), "tool_choice", "\"required\"");
   expect_refused(with({{"tool_choice", "required"}}), "tool_choice", "no 'tools'");
@@ -377,6 +385,18 @@ TEST(OpenAiRequest, SpecsCheckTheContextAndFillTheBudget) {
   refused(parse({{"prompt", std::string(400, 'a')}}, Endpoint::Completions), "maximum context length is 40");
   refused(parse({{"prompt", ""}}, Endpoint::Completions), "is empty");
   refused(parse({{"prompt", {5, 1000000}}}, Endpoint::Completions), "outside the vocabulary");
+  json many = json::array();
+  for (int i = 0; i < 41; ++i) many.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "x"}});
+  refused(parse({{"messages", many}}), "holds 41 messages");
+  // A response_format whose shortest answer does not fit the context's room, without max_tokens: a 400 that says
+  // so (issue 52: an HTTP 500).
+  json properties = json::object();
+  for (int i = 0; i < 12; ++i) properties["property_" + std::to_string(i)] = {{"type", "integer"}};
+  json keys = json::array();
+  for (const auto& item : properties.items()) keys.push_back(item.key());
+  const json schema = {{"type", "object"}, {"properties", properties}, {"required", keys}};
+  const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "wide"}, {"schema", schema}}}};
+  refused(parse({{"messages", kMessages}, {"response_format", format}}), "leaves room for");
 }
 
 long peak_rss_kib() {

@@ -245,6 +245,57 @@ TEST(ServeConnections, TheBodyLimitHoldsForChunkedBodies) {
   EXPECT_TRUE(over.closed_by_server());
 }
 
+// Issue 52: an HTTP/1.1 request without Host is a 400 (RFC 9112 §3.2: "A server MUST respond with a 400 (Bad
+// Request) status code to any HTTP/1.1 request message that lacks a Host header field"); HTTP/1.0 has no such rule. A
+// request without the API key gets its 401 on the header, before a byte of its body is read (a 200 MB body used to be
+// read up to the limit, then refused with 413); with the key, a Content-Length past the limit is a 413, also at once.
+TEST(ServeConnections, AHostlessRequestIs400AndAWrongKeyIs401BeforeTheBody) {
+  serve::ServeOptions options;
+  options.http.api_key = "secret";
+  TestServer server(options);
+  RawConnection hostless(server.port());
+  ASSERT_TRUE(hostless.send("GET /health HTTP/1.1\r\n\r\n"));
+  const std::optional<RawResponse> no_host = hostless.read_response();
+  ASSERT_TRUE(no_host);
+  expect_error_object(*no_host, 400, "needs a Host header");
+  EXPECT_TRUE(hostless.closed_by_server());
+
+  RawConnection http10(server.port());
+  ASSERT_TRUE(http10.send("GET /health HTTP/1.0\r\n\r\n"));
+  const std::optional<RawResponse> health = http10.read_response();
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+
+  const std::string head =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+  for (const std::string& body_header :
+       {std::string("Content-Length: 209715200\r\n"), std::string("Transfer-Encoding: chunked\r\n")}) {
+    // Only the header is sent: an answer that needed the body would never come (the read times out).
+    RawConnection unauthenticated(server.port());
+    ASSERT_TRUE(unauthenticated.send(head + body_header + "\r\n"));
+    const std::optional<RawResponse> refused = unauthenticated.read_response();
+    ASSERT_TRUE(refused) << body_header;
+    expect_error_object(*refused, 401, "Incorrect API key");
+    EXPECT_TRUE(unauthenticated.closed_by_server()) << body_header;
+  }
+  RawConnection too_large(server.port());
+  ASSERT_TRUE(too_large.send(head + "Authorization: Bearer secret\r\nContent-Length: 209715200\r\n\r\n"));
+  const std::optional<RawResponse> limit = too_large.read_response();
+  ASSERT_TRUE(limit);
+  expect_error_object(*limit, 413, "larger than this server's limit");
+  EXPECT_TRUE(too_large.closed_by_server());
+
+  // With the key and a body within the limit: answered.
+  RawConnection keyed(server.port());
+  ASSERT_TRUE(keyed.send(
+      http_post("/v1/chat/completions", chat_body("Hi", 2).dump(), "1.1", "Authorization: Bearer secret\r\n")));
+  const std::optional<RawResponse> answered = keyed.read_response();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200) << answered->body;
+  const std::string text = metrics_text(server.port());
+  EXPECT_EQ(metric(text, "nvfp4lm_requests_total{endpoint=\"/v1/chat/completions\",status=\"401\"}"), 2) << text;
+}
+
 TEST(ServeConnections, InvalidUtf8AndNonAsciiInRejectedValuesAre400Not500) {
   TestServer server;
   const std::vector<std::string> bodies = {
@@ -335,7 +386,8 @@ TEST(ServeConnections, AWrongMethodIs405WithAllow) {
     EXPECT_EQ(response->header("Allow"), allow + ", OPTIONS") << method << " " << path;
   }
   // HEAD: the head of the GET answer, no body.
-  ASSERT_TRUE(connection.send("HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(connection.send(
+      "HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   const std::optional<RawResponse> head = connection.read_response(/*head_only=*/true);
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 200);

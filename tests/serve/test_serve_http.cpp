@@ -184,8 +184,14 @@ TEST(ServeHttp, BadRequestsGetOpenAiErrors) {
                "prompt + max_tokens over the context");
   json unknown_model = chat_body("Hi", 2);
   unknown_model["model"] = "gpt-9";
-  expect_error(post_json(client, "/v1/chat/completions", unknown_model.dump()), 404, "'gpt-9' does not exist",
+  expect_error(post_json(client, "/v1/chat/completions", unknown_model.dump()), 404, "\"gpt-9\" does not exist",
                "unknown model");
+  // A 1 MB name is quoted in about 80 characters, not echoed whole (issue 52).
+  unknown_model["model"] = std::string(1 << 20, 'm');
+  const HttpResult long_name = post_json(client, "/v1/chat/completions", unknown_model.dump());
+  EXPECT_EQ(long_name.status, 404);
+  EXPECT_LT(long_name.body.size(), 1000u) << long_name.body.substr(0, 200);
+  EXPECT_NE(long_name.body.find("(1048576 bytes)"), std::string::npos) << long_name.body.substr(0, 300);
   json two = chat_body("Hi", 2);
   two["n"] = 17;
   expect_error(post_json(client, "/v1/chat/completions", two.dump()), 400, "from 1 to 16", "n = 17");

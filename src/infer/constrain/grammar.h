@@ -56,6 +56,10 @@ struct Symbol {
 };
 using Sequence = std::vector<Symbol>;
 
+// The most symbols one grammar may hold: about 12 bytes each once built, plus the rules' names, so a request's
+// response_format or tools cannot make one grammar of more than ~60 MB (24 queued 4 MB schemas held 2.24 GB; issue 52).
+inline constexpr size_t kMaxGrammarSymbols = size_t{4} << 20;
+
 // A built grammar: alternatives flattened into one element array, each alternative ended by an End element.
 class Grammar {
  public:
@@ -81,6 +85,8 @@ class Grammar {
   bool needs_end_token() const { return needs_end_token_; }
   // The rules in a GBNF-like notation, for messages and tests.
   std::string describe() const;
+  // The bytes the grammar holds (for the server's budget of waiting requests' grammars).
+  size_t memory_bytes() const;
 
  private:
   friend class GrammarBuilder;
@@ -114,7 +120,8 @@ class GrammarBuilder {
   }
   size_t symbol_count() const { return symbols_; }
 
-  // Error when a rule has no alternative, matches no finite text, or is left-recursive (names the rule).
+  // Error when a rule has no alternative, matches no finite text, or is left-recursive (names the rule), or when the
+  // grammar holds more than kMaxGrammarSymbols symbols.
   Grammar build(int32_t root, bool needs_end_token) const;
 
  private:

@@ -316,11 +316,12 @@ class SchemaCompiler {
       }
     }
     std::set<std::string> required;
+    const std::set<std::string> declared(names.begin(), names.end());  // (a list search made N required names O(N^2))
     if (const auto it = schema.find("required"); it != schema.end()) {
       NVFP4LM_CHECK(it->is_array(), "'required' at {} must be a list of property names", path);
       for (const ordered_json& name : *it) {
         NVFP4LM_CHECK(name.is_string(), "'required' at {} must be a list of property names", path);
-        NVFP4LM_CHECK(std::find(names.begin(), names.end(), name.get<std::string>()) != names.end(),
+        NVFP4LM_CHECK(declared.contains(name.get<std::string>()),
                       "'required' at {} names '{}', which is not in 'properties'", path, name.get<std::string>());
         required.insert(name.get<std::string>());
       }

@@ -2,15 +2,17 @@
 //  - many rows (prefill, training-size batches): dequantize the weight into the F32 scratch, then OpenBLAS sgemm;
 //    the dequantization is amortised over the rows. A scratch smaller than the weight is used in blocks of
 //    output rows (one sgemm per block, writing a column block of y).
-//  - few rows (decode), or any number with independent_rows: threads split the output features; each takes the dot
+//  - few rows (decode), or any number of LinearRows::Independent rows (and Prefill rows in Fp32 mode): threads split
+//  the output features; each takes the dot
 //    products of its weight rows with the x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per
 //    CPU; ops/cpu/row_groups.h for more than 8 rows). Memory traffic is then the packed weight only, which is what
 //    makes NVFP4 decoding faster than a dense F32 model, and each row's result does not depend on the others.
 //  - few rows with CpuMatmul::Int8Activations: the same split, each x row quantized once to int8 (a scale per 16
 //    values) and multiplied by the codes in integer dot products (ops/cpu/nvfp4_int8_dot.h).
-//  - many rows with CpuMatmul::Bf16Activations or Int8Activations: each thread dequantizes 6 weight rows at a time to
-//  BF16 (exact) and
-//    runs the BF16 GEMM over every activation row (ops/cpu/bf16_gemm.h); the tensor scale multiplies the sums.
+//  - many rows, or any number of LinearRows::Prefill rows, with CpuMatmul::Bf16Activations or Int8Activations: each
+//    thread dequantizes 6 weight rows at a time to BF16 (exact) and runs the BF16 GEMM over every activation row
+//    (ops/cpu/bf16_gemm.h, one lane per row: a row's sums do not depend on the others); the tensor scale multiplies
+//    the sums.
 // Weight values are e2m1_to_float(code) * nvfp4_dequant_scale(scale, tensor_scale), the products every
 // dequantization uses, so the two fp32 paths differ only in fp32 summation order.
 #include "ops/cpu/nvfp4_linear.h"
@@ -123,17 +125,23 @@ Nvfp4Tensor interleave_nvfp4_tensor(const Nvfp4Tensor& w) {
   return out;
 }
 
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows,
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows_kind,
                           CpuMatmul matmul) {
   const MatrixF32 mx = as_matrix(x, "nvfp4_linear x");
   const MatrixF32 my = as_matrix(y, "nvfp4_linear y");
   if (mx.rows == 0) return;
+  // The decode kernels: always for Independent rows, and for few Batch rows. Prefill rows never take them in the
+  // int8 / BF16 modes (their BF16 tiles give a row the same bits for any N); in Fp32 mode they do (sgemm is not
+  // row-exact), so Fp32 prefill and decode share one kernel.
+  const bool few = mx.rows <= kNvfp4FusedMaxRows && rows_kind == LinearRows::Batch;
+  const bool use_dot_rows =
+      rows_kind == LinearRows::Independent || few || (rows_kind == LinearRows::Prefill && matmul == CpuMatmul::Fp32);
   if (w.layout == Nvfp4Layout::Interleaved16) {
     NVFP4LM_ASSERT(matmul != CpuMatmul::Fp32,
                    "nvfp4_linear: an interleaved NVFP4 weight runs only the int8 / BF16 "
                    "paths (CpuMatmul::Fp32 needs the row layout)");
     const Nvfp4Interleaved interleaved{static_cast<const uint8_t*>(w.codes.raw()), w.rows, w.cols, w.tensor_scale};
-    if (mx.rows <= kNvfp4FusedMaxRows || independent_rows)
+    if (use_dot_rows)
       interleaved_int8_rows(mx, interleaved, my);
     else
       interleaved_bf16_rows(mx, interleaved, my);
@@ -145,11 +153,11 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
   if (mx.rows == 0) return;
   const auto* codes = static_cast<const uint8_t*>(w.codes.raw());
   const auto* scales = static_cast<const uint8_t*>(w.block_scales.raw());
-  if ((mx.rows <= kNvfp4FusedMaxRows || independent_rows) && matmul == CpuMatmul::Int8Activations) {
+  if (use_dot_rows && matmul == CpuMatmul::Int8Activations) {
     int8_rows(mx, Nvfp4Rows{codes, scales, w.cols, w.tensor_scale}, w.rows, my);
     return;
   }
-  if (mx.rows <= kNvfp4FusedMaxRows || independent_rows) {
+  if (use_dot_rows) {
     const Nvfp4Rows rows{codes, scales, w.cols, w.tensor_scale};
     const Nvfp4DotFamily::Variant& variant = nvfp4_dot_family().chosen();
     run_row_groups(mx, my, w.rows, w.cols, w.cols / 2 + w.cols / 16,

@@ -3,14 +3,16 @@
 
 #include "core/tensor.h"
 #include "ops/cpu_matmul.h"
+#include "ops/linear_rows.h"
 #include "quant/nvfp4.h"
 
 namespace nvfp4lm::cpu {
 
 // x [N, in] and y [N, out] as 2-D (row-strided) F32 views; shapes were checked by the dispatcher.
-// independent_rows: the streaming kernels for any N (LinearRows::Independent, ops/linear_rows.h); otherwise many
-// rows go through `matmul`'s GEMM (ops/cpu_matmul.h).
-void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, bool independent_rows,
+// rows (ops/linear_rows.h): Independent takes the streaming kernels for any N; Prefill takes `matmul`'s many-row
+// kernel for any N (Fp32: the streaming kernels); Batch takes the streaming kernels for few rows and `matmul`'s GEMM
+// (ops/cpu_matmul.h) for more.
+void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows,
                           CpuMatmul matmul);
 
 // Whether this CPU runs the integer decode kernel on the interleaved layout (ops/cpu/nvfp4_interleaved.h): the

@@ -89,10 +89,19 @@ class CompletionAnswer : public std::enable_shared_from_this<CompletionAnswer> {
 void CompletionAnswer::prepare(const std::string& body) {
   const ServedModel& model = service_.model_;
   try {
-    if (service_.draining_) throw shutting_down();
+    // Between the stages (parse, read, render and tokenize, queue): a client that left or a shutdown ends the work
+    // there, so a preparation holds a shutdown or a preparation thread for one stage at most (each is bounded:
+    // core/json_text.h, serve/sequence_request.h).
+    auto still_wanted = [&] {
+      if (service_.draining_) throw shutting_down();
+      return !gone_;
+    };
+    if (!still_wanted()) return;
     OrderedJsonParseResult parsed = try_parse_ordered_json(body);  // the client's key order (openai_request.h)
     if (!parsed.ok()) throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
+    if (!still_wanted()) return;
     CompletionRequest request = parse_completion_request(parsed.value, endpoint_, model.defaults);
+    if (!still_wanted()) return;
     if (!request.ignored.empty())
       log::debug("serve: {} ignores unknown field(s) {}", endpoint_path(endpoint_), fmt::join(request.ignored, ", "));
     const std::optional<int> adapter = model.adapter_for(request.model, service_.model_name_);
@@ -106,6 +115,7 @@ void CompletionAnswer::prepare(const std::string& body) {
                      "model", "model_not_found");
     SequenceSpec spec = to_sequence_spec(request, model.tokenizer, model.rules, service_.random_u64());
     spec.adapter = *adapter;
+    if (!still_wanted()) return;
     // n choices are n sequences, choice i sampled with seed + i (choice 0 is what n = 1 gives). All are queued or
     // none: a 429 for a later one withdraws the earlier ones.
     std::vector<std::shared_ptr<RequestChannel>> channels;

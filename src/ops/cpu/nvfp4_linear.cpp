@@ -2,11 +2,11 @@
 //  - many rows (prefill, training-size batches): dequantize the weight into the F32 scratch, then OpenBLAS sgemm;
 //    the dequantization is amortised over the rows. A scratch smaller than the weight is used in blocks of
 //    output rows (one sgemm per block, writing a column block of y).
-//  - few rows (decode), or any number of LinearRows::Independent rows (and Prefill rows in Fp32 mode): threads split
-//  the output features; each takes the dot
-//    products of its weight rows with the x rows straight from the packed codes (ops/cpu/nvfp4_dot.h, SIMD per
-//    CPU; ops/cpu/row_groups.h for more than 8 rows). Memory traffic is then the packed weight only, which is what
-//    makes NVFP4 decoding faster than a dense F32 model, and each row's result does not depend on the others.
+//  - few rows (decode), or any number of LinearRows::Independent rows (and Prefill rows in Fp32 mode): threads
+//    split the output features; each takes the dot products of its weight rows with the x rows straight from the
+//    packed codes (ops/cpu/nvfp4_dot.h, SIMD per CPU; ops/cpu/row_groups.h for more than 8 rows). Memory traffic
+//    is then the packed weight only, which is what makes NVFP4 decoding faster than a dense F32 model, and each
+//    row's result does not depend on the others.
 //  - few rows with CpuMatmul::Int8Activations: the same split, each x row quantized once to int8 (a scale per 16
 //    values) and multiplied by the codes in integer dot products (ops/cpu/nvfp4_int8_dot.h).
 //  - many rows, or any number of LinearRows::Prefill rows, with CpuMatmul::Bf16Activations or Int8Activations: each

@@ -188,6 +188,18 @@ MUTATIONS = [
      "          if (row < p.m && column < p.n)",
      "          if (row < p.m)",
      [("test_ops_cuda", "Nvfp4W4a4Cuda.*")]),
+    ("invariant-prompt-decode", "batch-invariant mode still hands a short chunk of prompt rows to the decode kernel, "
+     "so a prompt position's attention depends on its chunk",
+     "src/ops/cuda/attention_decode.cu",
+     "  if (shape.batch_invariant && shape.prompt_rows && shape.q_start_rows == nullptr) return 0;\n",
+     "",
+     [("test_ops_cuda", "BatchInvariantCuda.*"), ("test_infer_cuda", "*DeterministicCuda.*")]),
+    ("decode-split-by-plan", "a decode row's keys split by the launch's planned maximum start instead of its own "
+     "length, so its attention depends on the batch and the cache's capacity",
+     "src/ops/cuda/attention_decode.cu",
+     "    tiles_per_split = (tiles + p.splits - 1) / p.splits;\n",
+     "",
+     [("test_ops_cuda", "BatchInvariantCuda.*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

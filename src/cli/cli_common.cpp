@@ -17,6 +17,7 @@
 #include "io/model_files.h"
 #include "io/quantize_model.h"
 #include "io/synth_model.h"
+#include "ops/batch_invariance.h"
 #include "ops/cpu_backend.h"
 #include "ops/cpu_matmul.h"
 #include "train/metrics.h"
@@ -30,6 +31,19 @@ std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda
 }
 
 Device setup_device(const DeviceFlags& flags) { return open_device(flags.device, flags.max_memory_gib); }
+
+void set_deterministic(Device device, bool deterministic) {
+  set_batch_invariant_kernels(deterministic && device.is_cuda());
+  if (!deterministic) return;
+  if (device.is_cuda()) {
+    log::info(
+        "--deterministic: batch-invariant CUDA kernels (fused NVFP4 / row-exact linears for every row, prompt "
+        "attention by the prefill kernel): answers do not depend on the cache, the chunking or the batch; "
+        "prefill is slower");
+  } else {
+    log::info("--deterministic: the CPU's kernels are batch-invariant already (nothing changes)");
+  }
+}
 
 std::string header_line(std::string_view command, std::string_view devices, std::string_view compute_path,
                         std::string_view precision) {
@@ -102,7 +116,9 @@ std::string model_summary(const LoadedModel& loaded) {
 
 Qwen3Model load_model(std::string_view command, const ModelFlags& flags, Device device) {
   LoadedModel loaded = open_flags_model(flags, device);
-  print_header(command, device, loaded.model->compute_path(), loaded.model->precision());
+  const bool invariant = device.is_cuda() && batch_invariant_kernels();
+  print_header(command, device, loaded.model->compute_path() + (invariant ? "+batch-invariant" : ""),
+               loaded.model->precision());
   log::info("model {}", model_summary(loaded));
   if (!flags.lora.empty()) {
     std::vector<LoraAdapterSpec> specs;

@@ -40,6 +40,9 @@ struct DeviceFlags {
 };
 // --device and --max-memory (core/device.h open_device: the device checked, the memory tracker's limit set).
 Device setup_device(const DeviceFlags& flags);
+// --deterministic: batch-invariant kernels on a CUDA device (ops/batch_invariance.h), said in a log line; the
+// header's compute path then ends in "+batch-invariant". The CPU's kernels are batch-invariant whatever it says.
+void set_deterministic(Device device, bool deterministic);
 
 // ---- header line ------------------------------------------------------------------------------------------
 // `devices`: one device's label, or several for a command that runs on more than one (parity).

@@ -43,6 +43,7 @@ struct BenchInferCliOptions {
   ModelFlags cpu;  // --cpu-matmul only
   DeviceFlags device;
   std::string cuda_graph = "on";
+  bool deterministic = false;
   InferBenchOptions bench;
   std::string json;
   bool overwrite = false;
@@ -55,6 +56,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   check_bench_model_flags("bench infer", cli.model, cli.preset, cli.nvfp4);
   check_bench_json_path(cli.json, cli.overwrite, cli.model);
   const Device device = setup_device(cli.device);
+  set_deterministic(device, cli.deterministic);
 
   // The benchmark feeds token ids: no tokenizer for a preset.
   const BenchModel bench_model(cli.model, cli.preset, cli.nvfp4, /*with_tokenizer=*/false);
@@ -77,11 +79,14 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   InferBenchResult result = run_infer_bench(lm, decode_weight_bytes(model), cli.bench);
   set_copy_ceiling(result, measure_copy_bandwidth(device, cli.copy_mib << 20));
 
+  // The header line's compute path: "+batch-invariant" with --deterministic on CUDA (cli_common.h set_deterministic).
+  const std::string compute_path =
+      model.compute_path() + (device.is_cuda() && cli.deterministic ? "+batch-invariant" : "");
   nlohmann::json json = infer_bench_json(result);
   json["benchmark"] = "infer";
   json["model"] = bench_model.name();
   json["device"] = device.label();
-  json["compute_path"] = model.compute_path();
+  json["compute_path"] = compute_path;
   json["precision"] = model.precision();
   json["parameters"] = model.config().total_parameters();
   json["decode_steps"] = lm.decode_path();
@@ -92,9 +97,9 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
     json["cpu_kernels"] = {{"bf16", cpu_bf16_kernel()}, {"nvfp4_decode", cpu_nvfp4_dot_kernel(model.cpu_matmul())}};
   }
 
-  std::string text = fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model",
-                                 json["model"].get<std::string>(), "compute path", model.compute_path(), device.label(),
-                                 model.precision(), "decode steps", lm.decode_path());
+  std::string text =
+      fmt::format("{:<28} {}\n{:<28} {} on {}, {}\n{:<28} {}\n", "model", json["model"].get<std::string>(),
+                  "compute path", compute_path, device.label(), model.precision(), "decode steps", lm.decode_path());
   if (device.is_cpu())
     text += fmt::format("{:<28} {} BF16, {} NVFP4 decode, {} threads{}\n", "CPU kernels", cpu_bf16_kernel(),
                         cpu_nvfp4_dot_kernel(model.cpu_matmul()), omp_get_max_threads(), cpu_isa_limit_note());
@@ -156,6 +161,7 @@ BenchRegistration bench_infer(
       add_flags(app,
                 {
                     FlagUse(rows::cuda_graph(), options->cuda_graph),
+                    FlagUse(rows::deterministic(), options->deterministic),
                     FlagUse({.name = "--batch",
                              .help = "also measure decode of this many sequences at once (the serve path's "
                                      "batched step), e.g. --batch 8 --batch 32: aggregate tok/s and the speed-up "

@@ -56,6 +56,7 @@ struct GenerateCliOptions {
   std::string system;
   bool raw = false;
   bool no_think = false;
+  bool deterministic = false;
   std::string chat_template = "auto";
   int64_t max_tokens = 512;
   SamplingOptions sampling;
@@ -238,6 +239,7 @@ int run_generate(const GenerateCliOptions& cli) {
     guard_output(cli.out, "--out", {{cli.prompts_file, "--prompts"}, {cli.model.model, "the model (--model)"}},
                  cli.overwrite, OutputKind::File);
   const Device device = setup_device(cli.device);
+  set_deterministic(device, cli.deterministic);
   const Qwen3Model model = load_model("generate", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
   if (!cli.prompts_file.empty()) return run_prompt_file(cli, model, tokenizer, device, adapter);
@@ -349,7 +351,8 @@ CommandRegistration generate_registration(
                   options->logprobs),
           });
       add_flags(app, device_flags(options->device));
-      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph)});
+      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph),
+                      FlagUse(rows::deterministic(), options->deterministic)});
       const CLI::Option* prompt = app.get_option("--prompt");
       return [options, prompt] {
         options->prompt_given = prompt->count() > 0;

@@ -1,9 +1,9 @@
 // `nvfp4lm serve --model M [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-batch N] [--context N]
 // [--max-memory GiB] [--prefill-chunk N] [--prefix-cache on|off|answers] [--max-connections N] [--idle-timeout S]
 // [--header-timeout S] [--body-timeout S] [--write-timeout S] [--max-body-mb MB] [--cors-origin ORIGIN]...
-// [--no-access-log] [--lora NAME=DIR]...`: the model behind the OpenAI API (chat completions, completions, models,
-// tokenize, health, metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and exits 0; a second
-// signal exits at once). Parsing only: serve/server.h.
+// [--no-access-log] [--lora NAME=DIR]... [--deterministic]`: the model behind the OpenAI API (chat completions,
+// completions, models, tokenize, health, metrics) with continuous batching, until SIGTERM / SIGINT (then it drains and
+// exits 0; a second signal exits at once). Parsing only: serve/server.h.
 #include <memory>
 #include <string>
 
@@ -23,6 +23,7 @@ struct ServeCliOptions {
   std::string prefix_cache = "on";
   serve::ServeOptions serve;
   bool no_think = false;
+  bool deterministic = false;
   int64_t max_body_mb = 8;
 };
 
@@ -30,6 +31,7 @@ int run_serve(ServeCliOptions& cli) {
   NVFP4LM_CHECK(cli.serve.http.port >= 0 && cli.serve.http.port <= 65535, "--port must be from 0 to 65535, got {}",
                 cli.serve.http.port);
   const Device device = setup_device(cli.device);
+  set_deterministic(device, cli.deterministic);
   const Qwen3Model model = load_model("serve", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
   cli.serve.decode = decode_mode_for(device, cli.cuda_graph);
@@ -130,7 +132,8 @@ CommandRegistration serve_registration(
                      });
       add_flags(app, cpu_matmul_flags(options->model, "int8"));
       add_flags(app, device_flags(options->device));
-      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph)});
+      add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph),
+                      FlagUse(rows::deterministic(), options->deterministic)});
       return [options] { return run_serve(*options); };
     },
     45);

@@ -63,6 +63,15 @@ FlagRow cuda_graph() {
           .value = one_of({"on", "off"}, /*shown=*/true)};
 }
 
+FlagRow deterministic() {
+  return {.name = "--deterministic",
+          .help =
+              "on CUDA, batch-invariant kernels: an answer's tokens and logprobs are bit for bit the same whatever "
+              "the prefix cache held, the prefill chunk and the requests beside it (slower prefill; the CPU's "
+              "kernels are batch-invariant always)",
+          .value = FlagSwitch{}};
+}
+
 // ---- prompts and answers ----------------------------------------------------------------------------------------
 FlagRow chat_template() {
   FlagRow row = train_flag_row("chat_template");

@@ -27,7 +27,8 @@ FlagRow nvfp4();  // --nvfp4: quantize a --preset model first (bench)
 // ---- the device -------------------------------------------------------------------------------------------------
 FlagRow device();
 FlagRow max_memory();
-FlagRow cuda_graph();  // --cuda-graph on|off (model/qwen3_decode_step.h)
+FlagRow cuda_graph();     // --cuda-graph on|off (model/qwen3_decode_step.h)
+FlagRow deterministic();  // --deterministic: batch-invariant kernels (ops/batch_invariance.h)
 
 // ---- prompts and answers ----------------------------------------------------------------------------------------
 FlagRow chat_template();  // auto, a bundled name or a Jinja file (tokenizer/chat_template.h)

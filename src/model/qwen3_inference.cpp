@@ -144,6 +144,7 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   AttentionOptions options;
   options.scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim));
   options.segment_ids = step.segment_ids;
+  options.prompt = step.cache != nullptr && !step.decode;
   Tensor keys = buf.k, values = buf.v;
   Tensor q_starts;
   if (step.positions_on_device) {

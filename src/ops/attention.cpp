@@ -10,6 +10,7 @@
 #if NVFP4LM_HAS_CUDA
 #include <cstdint>
 
+#include "ops/batch_invariance.h"
 #include "ops/cuda/attention.h"
 #endif
 
@@ -112,6 +113,8 @@ cuda::AttentionShape cuda_shape(const char* op, const Tensor& q, const Tensor& k
   shape.head_dim = q.dim(3);
   shape.q_start = options.q_start;
   shape.scale = options.scale;
+  shape.batch_invariant = batch_invariant_kernels();
+  shape.prompt_rows = options.prompt;
   if (options.q_start_rows != nullptr) {
     shape.q_start_rows = static_cast<const int32_t*>(options.q_start_rows->raw());
     NVFP4LM_ASSERT(cuda::attention_decode_scratch_bytes(shape) > 0,

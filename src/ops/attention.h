@@ -33,6 +33,10 @@ struct AttentionOptions {
   // values from batch row kv_rows[b] of k / v, which may then hold any number of rows (a pool of KV-cache slots,
   // one per sequence of a batched decode step). Each value in [0, k.dim(0)); on CUDA a value outside is clamped.
   const Tensor* kv_rows = nullptr;
+  // The query rows are prompt positions going into a KV cache (forward only): with batch-invariant kernels
+  // (ops/batch_invariance.h) CUDA computes them with the prefill kernel whatever their number, so a position gets
+  // the same bits in a whole prompt, a chunk of it or the tail after a prefix-cache hit. Ignored otherwise.
+  bool prompt = false;
 };
 
 // lse (F32 [B, Hq, Tq], contiguous) is optional; the backward can use it to skip re-normalising.

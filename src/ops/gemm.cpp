@@ -2,12 +2,14 @@
 // CUDA twin of gemm serves it too.
 #include "ops/gemm.h"
 
+#include "ops/batch_invariance.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/linear_rows.h"
 #include "ops/dispatch.h"
 
 #if NVFP4LM_HAS_CUDA
 #include "ops/cuda/gemm.h"
+#include "ops/cuda/row_exact_linear.h"
 #include "ops/cuda/tensor_rows.h"
 #endif
 
@@ -50,13 +52,26 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
 void linear_forward(const Tensor& x, const Tensor& w, Tensor& y, LinearRows rows) {
   Tensor x2 = flatten_rows(x, "linear_forward x");
   Tensor y2 = flatten_rows(y, "linear_forward y");
-  // Prefill rows too: sgemm's result for a row may depend on the rows beside it (ops/linear_rows.h).
-  if (rows != LinearRows::Batch && x2.device().is_cpu()) {
+  // Prefill rows too: sgemm's result for a row may depend on the rows beside it (ops/linear_rows.h). On CUDA the
+  // same holds of cuBLASLt; its row-exact twin runs in batch-invariant mode only (ops/batch_invariance.h).
+  if (rows != LinearRows::Batch) {
     NVFP4LM_ASSERT(w.rank() == 2 && x2.dim(1) == w.dim(1) && y2.dim(1) == w.dim(0) && x2.dim(0) == y2.dim(0),
                    "linear_forward: x {} · wᵀ {} does not give y {}", x.str(), w.str(), y.str());
-    common_device("linear_forward", {&x2, &w, &y2});
-    cpu::linear_forward_independent_rows(x2, w, y2);
-    return;
+    const Device device = common_device("linear_forward", {&x2, &w, &y2});
+    if (device.is_cpu()) {
+      cpu::linear_forward_independent_rows(x2, w, y2);
+      return;
+    }
+#if NVFP4LM_HAS_CUDA
+    if (batch_invariant_kernels()) {
+      NVFP4LM_ASSERT(x2.dtype() == w.dtype() && cuda::row_exact_linear_supported(w.dtype(), y2.dtype()),
+                     "linear_forward: no row-exact CUDA kernel for x {} · wᵀ {} -> y {} (BF16, F16 or F32 inputs)",
+                     x2.str(), w.str(), y2.str());
+      cuda::row_exact_linear(cuda::device_matrix(x2, "linear_forward x"), cuda::device_matrix(w, "linear_forward w"),
+                             cuda::device_matrix(y2, "linear_forward y"));
+      return;
+    }
+#endif
   }
   gemm(x2, false, w, true, y2);
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ops/batch_invariance.h"
 #include "ops/cpu/nvfp4_interleaved.h"
 #include "ops/cpu/nvfp4_linear.h"
 #include "ops/dispatch.h"
@@ -55,12 +56,11 @@ void gemv_in_groups(const Tensor& x, cuda::Nvfp4GemvEpilogue epilogue, AddWeight
 }
 
 // CUDA (ops/cuda/nvfp4_linear.h): up to kNvfp4GemvMaxRows rows run the fused W4A16 kernel ("cuda/nvfp4-w4a16",
-// the rows of x as the mma's columns, 4 tiles of 8 at most), and so do Independent rows in groups of that many;
-// more Batch or Prefill rows (or shapes the kernel does not take: in % 32 != 0, unaligned views), dequantize blocks
-// of output
-// rows into the BF16 scratch and call gemm (cuBLASLt), "cuda/dequant-gemm". The crossover is a tuning point: the
-// fused kernel reads the weight once per call, dequant + gemm writes and re-reads 2 bytes per weight but runs at
-// tensor-core speed in N.
+// the rows of x as the mma's columns, 4 tiles of 8 at most), and so do Independent rows in groups of that many
+// (Prefill rows too with batch-invariant kernels); more Batch or Prefill rows (or shapes the kernel does not take:
+// in % 32 != 0, unaligned views) dequantize blocks of output rows into the BF16 scratch and call gemm (cuBLASLt),
+// "cuda/dequant-gemm". The crossover is a tuning point: the fused kernel reads the weight once per call, dequant +
+// gemm writes and re-reads 2 bytes per weight but runs at tensor-core speed in N.
 void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tensor& scratch, LinearRows rows) {
   NVFP4LM_ASSERT(x.dtype() == DType::BF16 && y.dtype() == DType::BF16 && x.stride(1) == 1 && y.stride(1) == 1,
                  "nvfp4_linear_forward: on CUDA x {} and y {} must be BF16 with unit inner stride", x.str(), y.str());
@@ -71,8 +71,16 @@ void cuda_nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y,
   if (n == 0) return;
   cuda::Nvfp4Gemv probe = gemv_of(x, 0, std::min(n, cuda::kNvfp4GemvMaxRows));
   add_weight(probe, w, y, 0);
-  // Prefill rows are Batch rows here: a chunk's kernels depend on its size on CUDA anyway (ops/linear_rows.h).
-  if ((n <= cuda::kNvfp4GemvMaxRows || rows == LinearRows::Independent) && cuda::nvfp4_gemv_supported(probe)) {
+  // Prefill rows are Batch rows here unless the kernels are batch-invariant (ops/batch_invariance.h): then they and
+  // Independent rows run the fused kernel whatever their number, whose sums do not depend on the rows beside them.
+  const bool exact_rows = rows == LinearRows::Independent || (rows == LinearRows::Prefill && batch_invariant_kernels());
+  const bool fused = cuda::nvfp4_gemv_supported(probe);
+  NVFP4LM_CHECK(fused || !exact_rows || !batch_invariant_kernels(),
+                "nvfp4_linear_forward: batch-invariant kernels (--deterministic) need the fused NVFP4 kernel, which "
+                "does not take x {} with weight [{}, {}] (it needs inputs a multiple of 32 and 16-byte aligned rows); "
+                "run without --deterministic",
+                x.str(), w.rows, w.cols);
+  if ((n <= cuda::kNvfp4GemvMaxRows || exact_rows) && fused) {
     gemv_in_groups(x, cuda::Nvfp4GemvEpilogue::Store,
                    [&](cuda::Nvfp4Gemv& g, int64_t first) { add_weight(g, w, y, first); });
     return;

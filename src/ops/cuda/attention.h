@@ -42,6 +42,10 @@ struct AttentionShape {
   // pool of KV-cache slots. Decode path only, like q_start_rows.
   const int32_t* kv_rows = nullptr;
   int64_t kv_batch = 0;
+  // Batch-invariant kernels (ops/batch_invariance.h) and prompt rows: the prefill kernel however few the rows are,
+  // so a prompt position's sums do not depend on the chunk it is in (the decode kernel's are another order).
+  bool batch_invariant = false;
+  bool prompt_rows = false;
 };
 
 bool attention_head_dim_supported(int64_t head_dim);

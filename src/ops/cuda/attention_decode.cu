@@ -361,6 +361,7 @@ void launch_decode(const AttentionShape& shape, AttentionHeads q, AttentionHeads
 int64_t attention_decode_scratch_bytes(const AttentionShape& shape) {
   const int64_t rows = shape.q_len * (shape.q_heads / shape.kv_heads);
   if (shape.segment_ids != nullptr || rows > attn::kMaxDecodeRows || rows == 0 || shape.batch == 0) return 0;
+  if (shape.batch_invariant && shape.prompt_rows && shape.q_start_rows == nullptr) return 0;
   const attn::DecodePlan decode = attn::plan(shape);
   return shape.batch * shape.kv_heads * decode.partial_entries() * (shape.head_dim + 2) *
          static_cast<int64_t>(sizeof(float));

@@ -155,6 +155,16 @@ TEST_F(CliCuda, GenerateGivesTheCpuGreedyTokens) {
     }
     EXPECT_EQ(gpu.out, cpu.out) << "--cuda-graph " << graph;
   }
+  // --deterministic (batch-invariant kernels) names itself in the header and the log, and answers the same.
+  const CliResult invariant = run_cli(args + " --device cuda --deterministic");
+  ASSERT_EQ(invariant.exit_code, 0) << invariant.err;
+  EXPECT_NE(invariant.err.find("compute path cuda/dense-bf16+batch-invariant"), std::string::npos) << invariant.err;
+  EXPECT_NE(invariant.err.find("--deterministic: batch-invariant CUDA kernels"), std::string::npos) << invariant.err;
+  EXPECT_EQ(invariant.out, cpu.out);
+  const CliResult on_cpu = run_cli(args + " --device cpu --deterministic");
+  ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.err;
+  EXPECT_NE(on_cpu.err.find("the CPU's kernels are batch-invariant already"), std::string::npos) << on_cpu.err;
+  EXPECT_EQ(on_cpu.out, cpu.out);
 }
 
 TEST_F(CliCuda, TrainingLossesFollowTheCpu) {

@@ -3,10 +3,14 @@
 //
 // qwen3-hybrid is the template of the original Qwen3 release (thinking on by default, enable_thinking=false adds an
 // empty think block), byte for byte the one in models/qwen3-tokenizer/tokenizer_config.json (a test checks this).
-// qwen3-instruct-2507 and qwen3-thinking-2507 are the templates of the 2507 releases, retyped from their published
-// tokenizer_config.json files (model files cannot be downloaded on the machines this was written on): the same tools
-// block and tool-call rendering as qwen3-hybrid; Instruct-2507 has no think blocks; Thinking-2507 always renders the
-// reasoning of the assistant turns after the last user query and opens a think block in the generation prompt.
+// qwen3-instruct-2507 and qwen3-thinking-2507 are the templates of the 2507 releases as published, byte for byte
+// (tests/fixtures/chat-templates/, provenance in its README; a test checks both): Thinking-2507's is the
+// tokenizer_config.json "chat_template" reproduced in akougkas/warpio-cli's model card, which an independent copy
+// (unslothai/unsloth's chat_templates.py) confirms; Instruct-2507's comes from that unsloth file only (one secondary
+// copy: no Qwen repository was reachable). Both render tools as qwen3-hybrid does and handle reasoning like it: an
+// assistant turn after the last user query writes its think block only when it is the last turn or has
+// reasoning_content (Thinking-2507), earlier turns lose theirs; Thinking-2507 opens a think block in the generation
+// prompt.
 // The tokenizer's own template, when it has one, is always what `auto` uses.
 #include "tokenizer/chat_template.h"
 
@@ -116,6 +120,14 @@ constexpr std::string_view kQwen3Instruct2507 = R"jinja({%- if tools %}
         {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
     {%- endif %}
 {%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and message.content is string and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
 {%- for message in messages %}
     {%- if message.content is string %}
         {%- set content = message.content %}
@@ -125,7 +137,24 @@ constexpr std::string_view kQwen3Instruct2507 = R"jinja({%- if tools %}
     {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
         {{- '<|im_start|>' + message.role + '\n' + content + '<|im_end|>' + '\n' }}
     {%- elif message.role == "assistant" %}
-        {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in content %}
+                {%- set reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+                {%- set content = content.split('</think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if reasoning_content %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
         {%- if message.tool_calls %}
             {%- for tool_call in message.tool_calls %}
                 {%- if (loop.first and content) or (not loop.first) %}
@@ -205,7 +234,11 @@ constexpr std::string_view kQwen3Thinking2507 = R"jinja({%- if tools %}
             {%- endif %}
         {%- endif %}
         {%- if loop.index0 > ns.last_query_index %}
-            {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
         {%- else %}
             {{- '<|im_start|>' + message.role + '\n' + content }}
         {%- endif %}

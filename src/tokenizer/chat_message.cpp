@@ -172,7 +172,8 @@ bool ChatMessage::has_reasoning() const {
 }
 
 ordered_json ChatMessage::to_json() const {
-  ordered_json message = {{"role", role}, {"content", content}};
+  ordered_json message = {{"role", role}};
+  if (!content_absent) message["content"] = content_as_sent ? *content_as_sent : ordered_json(content);
   for (const auto& [key, value] : fields.items()) message[key] = value;
   return message;
 }
@@ -207,6 +208,9 @@ std::vector<ChatMessage> read_chat_messages(const ordered_json& messages, std::s
     // Only an assistant message that calls tools may come without content (OpenAI's rule): an assistant turn with
     // neither would be trained as an empty answer.
     parsed.content = read_content(message, place, path, parsed.role == "assistant" && calls);
+    const auto sent = message.find("content");
+    parsed.content_absent = sent == message.end();
+    if (!parsed.content_absent && sent->is_null()) parsed.content_as_sent = nullptr;
     check_string(message, "reasoning_content", place, path, true);
     check_string(message, "tool_call_id", place, path, false);
     check_string(message, "name", place, path, false);
@@ -217,7 +221,7 @@ std::vector<ChatMessage> read_chat_messages(const ordered_json& messages, std::s
     if (parsed.role == "tool" && tool_turns == ToolTurns::MustAnswerCalls)
       check_tool_answer(message, place, path, open_calls);
     for (const auto& [key, value] : message.items()) {
-      if (key == "role" || key == "content" || value.is_null()) continue;
+      if (key == "role" || key == "content") continue;
       parsed.fields[key] = value;
     }
     result.push_back(std::move(parsed));

@@ -5,8 +5,9 @@
 // A message is a role, its text and whatever else it carries; chat templates receive all of it (as
 // apply_chat_template passes the message dicts through):
 //   role               system, user, assistant or tool ("developer", the newer OpenAI name, is read as system)
-//   content            a string, or a list of {"type": "text", "text": ...} parts (joined); may be null or absent
-//                      only for an assistant message that calls tools; read as ""
+//   content            a string, or a list of {"type": "text", "text": ...} parts (joined, as vLLM's "string"
+//                      content format does: the Qwen3 templates call string methods on it); may be null or absent
+//                      only for an assistant message that calls tools; read as "", and shown to templates as sent
 //   reasoning_content  an assistant's reasoning (thinking models), a string or null
 //   tool_calls         an assistant's calls, non-empty: [{"id"?: string, "type"?: "function", "function": {"name":
 //                      string, "arguments": JSON text of an object, or an object}}]; ids unique among the calls
@@ -17,10 +18,12 @@
 //                      (whose function name its "name" repeats when given)
 // A message breaking these rules (OpenAI's API's, with transformers' id-less form) would be trained as written
 // (`{"arguments": {not json}`): it is an error naming the key.
-// Any other key is passed to the template unchanged.
+// Any other key is passed to the template unchanged, null values too (`message.x is defined` is then true, as under
+// transformers, whose templates see the message dicts as given).
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,7 +39,11 @@ struct ChatMessage {
       : role(std::move(role_)), content(std::move(content_)), fields(std::move(fields_)) {}
 
   std::string role;     // "system", "user", "assistant" or "tool"
-  std::string content;  // the text ("" for none)
+  std::string content;  // the text ("" for none, the parts joined)
+  // The content as sent when it was null, or absent (`content_absent`): a chat template sees that, as under
+  // transformers (DeepSeek-R1's renders tool calls only when content is none). Text parts reach it joined.
+  std::optional<nlohmann::ordered_json> content_as_sent;
+  bool content_absent = false;
   // The message's other keys (reasoning_content, tool_calls, tool_call_id, name, ...), an object.
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
 

@@ -26,11 +26,14 @@ std::string choices() {
   return names + " or a Jinja file";
 }
 
-// bos_token, eos_token, pad_token: what apply_chat_template passes of the tokenizer's special tokens map.
+// bos_token, eos_token, unk_token, pad_token: what apply_chat_template passes of the tokenizer's special tokens map
+// (the ones the tokenizer_config.json names).
 ordered_json special_tokens_of(const Tokenizer& tokenizer) {
   ordered_json tokens = ordered_json::object();
   const SpecialTokenIds& special = tokenizer.special_ids();
+  if (special.bos >= 0) tokens["bos_token"] = std::string(tokenizer.token_text(special.bos));
   if (special.eos >= 0) tokens["eos_token"] = std::string(tokenizer.token_text(special.eos));
+  if (special.unk >= 0) tokens["unk_token"] = std::string(tokenizer.token_text(special.unk));
   if (special.pad >= 0) tokens["pad_token"] = std::string(tokenizer.token_text(special.pad));
   return tokens;
 }
@@ -83,7 +86,10 @@ std::string ChatTemplate::render(std::span<const ChatMessage> messages, const Ch
   ordered_json context = ordered_json::object();
   ordered_json& list = context["messages"] = ordered_json::array();
   for (const ChatMessage& message : messages) list.push_back(message.to_json());
-  if (!options.tools.is_null()) context["tools"] = options.tools;
+  // tools and documents are None when not given, as apply_chat_template passes them (`tools is not none` is false,
+  // and a template that iterates them fails as under transformers).
+  context["tools"] = options.tools;
+  context["documents"] = nullptr;
   context["add_generation_prompt"] = options.add_generation_prompt;
   if (options.enable_thinking) context["enable_thinking"] = *options.enable_thinking;
   for (const auto& [key, value] : special_tokens_.items()) context[key] = value;

@@ -14,9 +14,10 @@
 // fallback to another rendering.
 //
 // Rendering (render): the template receives messages (ChatMessage::to_json: role, content and every other field
-// of the message), add_generation_prompt, tools (when given), enable_thinking (only when set: templates test
-// `enable_thinking is defined`), the tokenizer's bos_token / eos_token / pad_token / unk_token strings, and any
-// extra keyword arguments (serve's chat_template_kwargs), as apply_chat_template passes them.
+// of the message), add_generation_prompt, tools (the list, or none), documents (none), enable_thinking (only when
+// set: templates test `enable_thinking is defined`), the bos_token / eos_token / unk_token / pad_token strings the
+// tokenizer_config.json names, and any extra keyword arguments (serve's chat_template_kwargs), as
+// apply_chat_template passes them (transformers' render_jinja_template).
 #pragma once
 
 #include <memory>

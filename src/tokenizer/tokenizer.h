@@ -47,6 +47,8 @@ struct SpecialTokenIds {
   int32_t endoftext = -1;  // "<|endoftext|>"
   int32_t eos = -1;        // tokenizer_config.json eos_token (Qwen3 instruct: <|im_end|>)
   int32_t pad = -1;        // tokenizer_config.json pad_token (Qwen3: <|endoftext|>)
+  int32_t bos = -1;        // tokenizer_config.json bos_token (Qwen3: none), for chat templates that print it
+  int32_t unk = -1;        // tokenizer_config.json unk_token (Qwen3: none)
 };
 
 // Token ids plus, for each token, the byte range [begin, end) of the input text it came from. Tokens of

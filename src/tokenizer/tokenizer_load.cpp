@@ -321,6 +321,14 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
       NVFP4LM_CHECK(data->special.pad >= 0, "{}: pad_token \"{}\" is not a token of tokenizer.json", config_origin,
                     pad);
     }
+    // bos / unk only reach chat templates (apply_chat_template passes the special tokens map); a name that is no
+    // token is an error as for eos and pad.
+    for (auto [key, id] : {std::pair{"bos_token", &data->special.bos}, std::pair{"unk_token", &data->special.unk}}) {
+      const std::string text = config_token(config, key);
+      if (text.empty()) continue;
+      *id = data->find_id(text);
+      NVFP4LM_CHECK(*id >= 0, "{}: {} \"{}\" is not a token of tokenizer.json", config_origin, key, text);
+    }
     NVFP4LM_CHECK(!flag(config, "add_bos_token", false) || config_token(config, "bos_token").empty(),
                   "{}: add_bos_token=true is not supported", config_origin);
     data->chat_template = config_chat_template(config, config_origin);

@@ -211,7 +211,12 @@ def main():
 
     # Chat template cases.
     hf, loader = load_transformers_tokenizer(args.tokenizer_dir)
-    instruct_template, instruct_source = INSTRUCT_2507_TEMPLATE, "reconstructed (INSTRUCT_2507_TEMPLATE)"
+    # The published Instruct-2507 template (issue 48; provenance in tests/fixtures/chat-templates/README.md), which
+    # nvfp4lm bundles byte for byte; INSTRUCT_2507_TEMPLATE is the reconstruction the first fixtures used.
+    published = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "chat-templates",
+                             "Qwen-Qwen3-Instruct-2507.jinja")
+    with open(published, encoding="utf-8") as f:
+        instruct_template, instruct_source = f.read(), "published: tests/fixtures/chat-templates/Qwen-Qwen3-Instruct-2507.jinja"
     if args.instruct_config:
         with open(args.instruct_config, encoding="utf-8") as f:
             instruct_template = json.load(f)["chat_template"]

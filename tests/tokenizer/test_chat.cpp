@@ -168,8 +168,12 @@ TEST(ChatTraining, TurnsRenderedApartBecomeTheirOwnSamples) {
   EXPECT_EQ(trained_text(tok, samples[0]), "<think>\nr1\n</think>\n\na1<|im_end|>");
   EXPECT_EQ(samples[1].text, hybrid().render(messages));
   EXPECT_EQ(trained_text(tok, samples[1]), "<think>\n\n</think>\n\na2<|im_end|>");
-  // Instruct-2507 renders every turn the same way wherever it stands: one sample.
-  EXPECT_EQ(encode_chat(tok, instruct(), messages).size(), 1u);
+  // Instruct-2507 as published (issue 48; the first bundled copy was a reconstruction without reasoning) drops earlier
+  // turns' reasoning too: the same split.
+  const auto instruct_samples = encode_chat(tok, instruct(), messages);
+  ASSERT_EQ(instruct_samples.size(), 2u);
+  EXPECT_EQ(trained_text(tok, instruct_samples[0]), "<think>\nr1\n</think>\n\na1<|im_end|>");
+  EXPECT_EQ(trained_text(tok, instruct_samples[1]), "a2<|im_end|>");
 }
 
 TEST(ChatTraining, ReasoningIsTrainedUnlessAskedNot) {

@@ -71,6 +71,28 @@ TEST(Jinja, Arithmetic) {
   EXPECT_EQ(render("{{ -3|abs }} {{ -(x|length) }} {{ [1, 2]|length - 1 }}", R"({"x": "ab"})"), "3 -2 1");
 }
 
+// Integers are 64-bit (issue 48): what leaves the range is a one-line Error, never a wrapped number; an integer
+// beyond it from JSON or a literal (a 20-digit id) prints, dumps and compares exactly, as Python's would.
+TEST(Jinja, IntegersBeyond64BitsAreExactOrAnError) {
+  EXPECT_EQ(render("{{ 2 ** 62 }} {{ -2 ** 3 }} {{ 1 ** 1000000000000 }} {{ (-1) ** 1000000000001 }}"),
+            "4611686018427387904 -8 1 -1");
+  EXPECT_EQ(render("{{ 9223372036854775807 }} {{ -9223372036854775807 - 1 }}"),
+            "9223372036854775807 -9223372036854775808");
+  for (const char* overflowing : {"{{ 9223372036854775807 + 1 }}", "{{ 2 ** 64 }}", "{{ 3037000500 * 3037000500 }}",
+                                  "{{ -9223372036854775807 - 2 }}", "{{ (-9223372036854775807 - 1) // -1 }}"}) {
+    const std::string error = error_of(overflowing);
+    EXPECT_NE(error.find("beyond 64-bit integers"), std::string::npos) << overflowing << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  const std::string big = R"({"id": 12345678901234567890, "args": {"n": 18446744073709551615}})";
+  EXPECT_EQ(
+      render("{{ id }} {{ args|tojson }} {{ id is integer }} {{ id == id }} {{ args.n > 0 if false else 'x' }}", big),
+      "12345678901234567890 {\"n\": 18446744073709551615} True True x");
+  EXPECT_EQ(render("{{ 123456789012345678901234567890 }}"), "123456789012345678901234567890");
+  EXPECT_NE(error_of("{{ id + 1 }}", big).find("an integer beyond 64 bits is printed and compared"), std::string::npos);
+  EXPECT_EQ(render("[{{ l.99999999999999999999 }}]", R"({"l": [1]})"), "[]");
+}
+
 TEST(Jinja, ComparisonsAndLogic) {
   EXPECT_EQ(render("{{ 1 == 1.0 }} {{ 'a' != 'b' }} {{ 2 < 3 }} {{ 'b' >= 'a' }} {{ [1, 2] == [1, 2] }}"),
             "True True True True True");

@@ -122,6 +122,8 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
   if (name == "length" || name == "count") {
     if (subject.is_string()) return Value(static_cast<int64_t>(code_point_offsets(subject.as_string()).size() - 1));
     if (subject.is_dict()) return Value(static_cast<int64_t>(subject.as_dict().items.size()));
+    // A list's length without copying it: templates take `messages|length` inside their loop over the messages.
+    if (subject.is_list()) return Value(static_cast<int64_t>(subject.as_list().size()));
     return Value(static_cast<int64_t>(iterate(subject, line).size()));
   }
   if (name == "string") return Value(to_output(subject));
@@ -312,8 +314,8 @@ bool apply_test(const std::string& name, const Value& subject, const std::vector
     return subject.is_list() || subject.is_dict() || subject.is_string() || subject.is_undefined();
   if (name == "sequence")
     return subject.is_list() || subject.is_dict() || subject.is_string() || subject.is_undefined();
-  if (name == "number") return subject.is_number() || subject.is_bool();
-  if (name == "integer") return subject.is_int();
+  if (name == "number") return subject.is_number() || subject.is_bool() || subject.is_big_int();
+  if (name == "integer") return subject.is_int() || subject.is_big_int();
   if (name == "float") return subject.is_float();
   if (name == "boolean") return subject.is_bool();
   if (name == "true") return subject.is_bool() && subject.as_bool();

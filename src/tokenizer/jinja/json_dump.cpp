@@ -97,6 +97,8 @@ void dump(const Value& value, const JsonDumpOptions& options, int depth, std::st
     out += value.as_bool() ? "true" : "false";
   } else if (value.is_int()) {
     out += std::to_string(value.as_int());
+  } else if (value.is_big_int()) {
+    out += value.big_int_digits();
   } else if (value.is_float()) {
     const double d = value.as_number();
     out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : python_float_repr(d);

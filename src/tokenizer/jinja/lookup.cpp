@@ -1,6 +1,7 @@
 // Attribute, item and slice lookup, iteration and call arguments (declared in builtins.h): the parts of
 // Python's data model that Jinja2 templates lean on, with Python's negative indices and slice clamping.
 #include <algorithm>
+#include <charconv>
 
 #include "core/error.h"
 #include "tokenizer/jinja/builtins.h"
@@ -23,7 +24,10 @@ Value get_attribute(const Value& object, const std::string& name, int line) {
   }
   // Jinja2 tries obj[name] next, which for a list needs an integer: `list.0`.
   if (object.is_list() && !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit)) {
-    return get_item(object, Value(static_cast<int64_t>(std::stoll(name))), line);
+    int64_t index = 0;
+    const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), index);
+    if (error != std::errc() || end != name.data() + name.size()) return Value();  // beyond 64 bits: no such item
+    return get_item(object, Value(index), line);
   }
   return Value();
 }

@@ -1,6 +1,7 @@
 // Python methods of str and dict that chat templates call, and the template's global functions (declared in
 // builtins.h). Lists have no methods: transformers renders in Jinja2's ImmutableSandboxedEnvironment, where
 // list.append and friends are refused too.
+#include <cstdlib>
 #include <ctime>
 
 #include "core/error.h"
@@ -177,13 +178,23 @@ Dict global_functions() {
   };
   globals.set("namespace", Value(Function([make_dict](CallArgs& args) { return make_dict(args, true); })));
   globals.set("dict", Value(Function([make_dict](CallArgs& args) { return make_dict(args, false); })));
-  // transformers' strftime_now: the local time formatted by strftime (Llama 3 templates print today's date).
+  // transformers' strftime_now: the local time formatted by strftime (Llama 3 templates print today's date). With
+  // SOURCE_DATE_EPOCH set (the reproducible-builds convention: seconds since 1970, read as UTC), that time instead,
+  // so a rendering can be reproduced on another day (tests/reference/make_chat_template_fixtures.py does the same).
   globals.set("strftime_now", Value(Function([](CallArgs& args) {
                 const Value format = argument(args, 0, "format");
                 NVFP4LM_CHECK(format.is_string(), "strftime_now() needs a format string");
-                const std::time_t now = std::time(nullptr);
                 std::tm local{};
-                localtime_r(&now, &local);
+                const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
+                char* end = nullptr;
+                const long long pinned = epoch != nullptr ? std::strtoll(epoch, &end, 10) : -1;
+                if (epoch != nullptr && *epoch != '\0' && *end == '\0' && pinned >= 0) {
+                  const auto when = static_cast<std::time_t>(pinned);
+                  gmtime_r(&when, &local);
+                } else {
+                  const std::time_t now = std::time(nullptr);
+                  localtime_r(&now, &local);
+                }
                 char buffer[256];
                 const size_t size = std::strftime(buffer, sizeof buffer, format.as_string().c_str(), &local);
                 return Value(std::string(buffer, size));

@@ -5,6 +5,8 @@
 // and `not x is defined` is not (x is defined).
 #include "tokenizer/jinja/parser.h"
 
+#include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "core/error.h"
@@ -455,6 +457,18 @@ class Parser {
     next();
   }
 
+  // An integer literal: 64-bit, or beyond that a BigInt (printed and compared as Python would, not computed with).
+  static Value integer_literal(const std::string& text) {
+    std::string digits;
+    for (const char c : text)
+      if (c != '_') digits += c;
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (error == std::errc() && end == digits.data() + digits.size()) return Value(value);
+    const size_t first = std::min(digits.find_first_not_of('0'), digits.size() - 1);
+    return Value(BigInt{digits.substr(first)});
+  }
+
   ExprPtr parse_primary() {
     const Token token = next();
     if (token.kind == TokenKind::String) {
@@ -462,8 +476,7 @@ class Parser {
       while (peek().kind == TokenKind::String) text += next().text;  // adjacent literals concatenate
       return literal(Value(std::move(text)), token.line);
     }
-    if (token.kind == TokenKind::Integer)
-      return literal(Value(static_cast<int64_t>(std::stoll(token.text))), token.line);
+    if (token.kind == TokenKind::Integer) return literal(integer_literal(token.text), token.line);
     if (token.kind == TokenKind::Float) return literal(Value(std::stod(token.text)), token.line);
     if (token.kind == TokenKind::Name) {
       if (token.text == "true" || token.text == "True") return literal(Value(true), token.line);

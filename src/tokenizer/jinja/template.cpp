@@ -370,6 +370,13 @@ Value Evaluator::binary(const std::string& op, const Value& left, const Value& r
     NVFP4LM_FAIL("chat template line {}: unsupported operand types for {}: {} and {}", line, op, type_name(left),
                  type_name(right));
   };
+  for (const Value* side : {&left, &right}) {
+    if (side->is_big_int())
+      NVFP4LM_FAIL(
+          "chat template line {}: '{}' with {}: an integer beyond 64 bits is printed and compared, not "
+          "computed with (Python's integers are unbounded, nvfp4lm's are 64-bit)",
+          line, op, side->big_int_digits());
+  }
   if (op == "<" || op == "<=" || op == ">" || op == ">=") {
     int order = 0;
     if (is_numeric(left) && is_numeric(right)) {
@@ -406,19 +413,31 @@ Value Evaluator::binary(const std::string& op, const Value& left, const Value& r
     return Value(x / y);
   }
   if (integers) {
+    // 64-bit integers: a result Python would hold in more bits is an Error, never a wrapped number.
     const int64_t a = as_integer(left), b = as_integer(right);
-    if (op == "+") return Value(a + b);
-    if (op == "-") return Value(a - b);
-    if (op == "*") return Value(a * b);
+    const auto overflow = [&]() -> Value {
+      NVFP4LM_FAIL(
+          "chat template line {}: {} {} {} is beyond 64-bit integers (Python's are unbounded; nvfp4lm "
+          "computes with 64 bits)",
+          line, a, op, b);
+    };
+    int64_t result = 0;
+    if (op == "+") return __builtin_add_overflow(a, b, &result) ? overflow() : Value(result);
+    if (op == "-") return __builtin_sub_overflow(a, b, &result) ? overflow() : Value(result);
+    if (op == "*") return __builtin_mul_overflow(a, b, &result) ? overflow() : Value(result);
     if (op == "//" || op == "%") {
       NVFP4LM_CHECK(b != 0, "chat template line {}: integer division or modulo by zero", line);
+      if (a == INT64_MIN && b == -1) return op == "%" ? Value(int64_t{0}) : overflow();
       int64_t quotient = a / b;
       if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;  // Python floors
       return Value(op == "//" ? quotient : a - quotient * b);
     }
-    if (op == "**" && b >= 0) {
-      int64_t power = 1;
-      for (int64_t i = 0; i < b; ++i) power *= a;
+    if (op == "**" && b >= 0) {  // by squaring: at most 64 steps whatever b is
+      int64_t power = 1, base = a;
+      for (int64_t e = b; e > 0; e >>= 1) {
+        if ((e & 1) != 0 && __builtin_mul_overflow(power, base, &power)) return overflow();
+        if (e > 1 && __builtin_mul_overflow(base, base, &base)) return overflow();
+      }
       return Value(power);
     }
   }

@@ -34,7 +34,7 @@ const char* type_name(const Value& value) {
   if (value.is_undefined()) return "undefined";
   if (value.is_none()) return "none";
   if (value.is_bool()) return "bool";
-  if (value.is_int()) return "int";
+  if (value.is_int() || value.is_big_int()) return "int";
   if (value.is_float()) return "float";
   if (value.is_string()) return "str";
   if (value.is_list()) return value.is_tuple ? "tuple" : "list";
@@ -45,6 +45,7 @@ const char* type_name(const Value& value) {
 bool truthy(const Value& value) {
   if (value.is_bool()) return value.as_bool();
   if (value.is_int()) return value.as_int() != 0;
+  if (value.is_big_int()) return true;  // beyond 64 bits: never 0
   if (value.is_float()) return value.as_number() != 0.0;
   if (value.is_string()) return !value.as_string().empty();
   if (value.is_list()) return !value.as_list().empty();
@@ -87,6 +88,7 @@ std::string to_output(const Value& value) {
   if (value.is_none()) return "None";
   if (value.is_bool()) return value.as_bool() ? "True" : "False";
   if (value.is_int()) return std::to_string(value.as_int());
+  if (value.is_big_int()) return value.big_int_digits();
   if (value.is_float()) return python_float_repr(value.as_number());
   if (value.is_string()) return value.as_string();
   if (value.is_list()) {
@@ -116,6 +118,7 @@ bool equals(const Value& a, const Value& b) {
     return as_double(a) == as_double(b);
   }
   if (a.is_string() && b.is_string()) return a.as_string() == b.as_string();
+  if (a.is_big_int() && b.is_big_int()) return a.big_int_digits() == b.big_int_digits();
   if (a.is_none() && b.is_none()) return true;
   if (a.is_undefined() && b.is_undefined()) return true;
   if (a.is_list() && b.is_list()) {
@@ -148,8 +151,11 @@ Value from_json(const nlohmann::ordered_json& json) {
       return Value(json.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer:
       return Value(json.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned:
-      return Value(static_cast<int64_t>(json.get<uint64_t>()));
+    case nlohmann::ordered_json::value_t::number_unsigned: {
+      const auto value = json.get<uint64_t>();
+      if (value > static_cast<uint64_t>(INT64_MAX)) return Value(BigInt{std::to_string(value)});
+      return Value(static_cast<int64_t>(value));
+    }
     case nlohmann::ordered_json::value_t::number_float:
       return Value(json.get<double>());
     case nlohmann::ordered_json::value_t::string:

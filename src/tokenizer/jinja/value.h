@@ -8,7 +8,10 @@
 //    chat templates build or receive from JSON;
 //  - strings are UTF-8 bytes; lengths, indexing and slicing count code points, as Python's str does;
 //  - Undefined (a name or key that does not exist) prints as nothing, is falsy and iterates as empty,
-//    as Jinja2's default Undefined does.
+//    as Jinja2's default Undefined does;
+//  - integers are 64-bit: arithmetic that leaves the range is an Error (Python's are unbounded), and an integer
+//    from JSON beyond it (a tool call's 20-digit id) is a BigInt, kept as its digits: printed, dumped as JSON and
+//    compared exactly, not computed with.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +44,13 @@ using Function = std::function<Value(CallArgs&)>;
 
 struct Undefined {};
 struct None {};
+struct BigInt {
+  std::string digits;  // decimal, with a leading '-' when negative
+};
 
 struct Value {
   std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<List>, std::shared_ptr<Dict>,
-               std::shared_ptr<Function>>
+               std::shared_ptr<Function>, BigInt>
       data;
   bool is_namespace = false;  // a namespace(...) object: the only dict whose attributes `set` may assign
   bool is_tuple = false;      // a list that Python would hold as a tuple: printed (a, b), never equal to a list
@@ -60,6 +66,7 @@ struct Value {
   Value(List list) : data(std::make_shared<List>(std::move(list))) {}
   Value(Dict dict) : data(std::make_shared<Dict>(std::move(dict))) {}
   Value(Function f) : data(std::make_shared<Function>(std::move(f))) {}
+  Value(BigInt big) : data(std::move(big)) {}
 
   bool is_undefined() const { return std::holds_alternative<Undefined>(data); }
   bool is_none() const { return std::holds_alternative<None>(data); }
@@ -71,6 +78,7 @@ struct Value {
   bool is_list() const { return std::holds_alternative<std::shared_ptr<List>>(data); }
   bool is_dict() const { return std::holds_alternative<std::shared_ptr<Dict>>(data); }
   bool is_callable() const { return std::holds_alternative<std::shared_ptr<Function>>(data); }
+  bool is_big_int() const { return std::holds_alternative<BigInt>(data); }
 
   bool as_bool() const { return std::get<bool>(data); }
   int64_t as_int() const { return std::get<int64_t>(data); }
@@ -79,6 +87,7 @@ struct Value {
   List& as_list() const { return *std::get<std::shared_ptr<List>>(data); }
   Dict& as_dict() const { return *std::get<std::shared_ptr<Dict>>(data); }
   Function& as_callable() const { return *std::get<std::shared_ptr<Function>>(data); }
+  const std::string& big_int_digits() const { return std::get<BigInt>(data).digits; }
 };
 
 // Python's type name of a value ("str", "dict", "undefined"...), for error messages.

@@ -13,6 +13,7 @@
 #include "core/files.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/memory_guard.h"
 #include "io/hf_config.h"
 #include "io/model_files.h"
 #include "io/quantize_model.h"
@@ -31,6 +32,17 @@ std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda
 }
 
 Device setup_device(const DeviceFlags& flags) { return open_device(flags.device, flags.max_memory_gib); }
+
+std::unique_ptr<MemoryGuard> start_memory_guard(const GuardFlags& flags, Device device) {
+  check_memory_guard_options(
+      {.limit_gib = flags.limit_gb, .over_seconds = flags.over_secs, .poll_seconds = flags.poll_secs});
+  if (flags.limit_gb == 0) return nullptr;
+  auto guard = std::make_unique<MemoryGuard>(
+      device, MemoryGuardOptions{
+                  .limit_gib = flags.limit_gb, .over_seconds = flags.over_secs, .poll_seconds = flags.poll_secs});
+  log::info("{}", guard->description());
+  return guard;
+}
 
 void set_deterministic(Device device, bool deterministic) {
   set_batch_invariant_kernels(deterministic && device.is_cuda());

@@ -21,6 +21,7 @@
 #include "core/device.h"
 #include "core/files.h"
 #include "core/logging.h"
+#include "core/memory_guard.h"
 #include "infer/sampler.h"
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
@@ -40,6 +41,13 @@ struct DeviceFlags {
 };
 // --device and --max-memory (core/device.h open_device: the device checked, the memory tracker's limit set).
 Device setup_device(const DeviceFlags& flags);
+// --gpu-limit-gb, --gpu-over-secs, --gpu-poll-secs (core/memory_guard.h).
+struct GuardFlags {
+  double limit_gb = 0, over_secs = 0, poll_secs = 0.5;
+};
+// The guard those flags ask for on `device`, its description logged; nullptr without --gpu-limit-gb. Keep it for the
+// command's life.
+std::unique_ptr<MemoryGuard> start_memory_guard(const GuardFlags& flags, Device device);
 // --deterministic: batch-invariant kernels on a CUDA device (ops/batch_invariance.h), said in a log line; the
 // header's compute path then ends in "+batch-invariant". The CPU's kernels are batch-invariant whatever it says.
 void set_deterministic(Device device, bool deterministic);

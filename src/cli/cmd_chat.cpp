@@ -27,6 +27,7 @@ namespace {
 struct ChatCliOptions {
   ModelFlags model;
   DeviceFlags device;
+  GuardFlags guard;
   std::string cuda_graph = "on";
   std::string system;
   bool no_think = false;
@@ -44,6 +45,7 @@ int run_chat(const ChatCliOptions& cli) {
   NVFP4LM_CHECK(cli.context > 1, "--context must be at least 2 tokens, got {}", cli.context);
   const int adapter = single_lora_adapter("chat", cli.model);
   const Device device = setup_device(cli.device);
+  const auto guard = start_memory_guard(cli.guard, device);
   set_deterministic(device, cli.deterministic);
   const Qwen3Model model = load_model("chat", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
@@ -99,6 +101,7 @@ CommandRegistration chat_registration(
       add_flags(
           app, {FlagUse(rows::stop(), options->stops, "end an answer before this text (repeat the flag for several)")});
       add_flags(app, device_flags(options->device));
+      add_flags(app, guard_flags(options->guard));
       add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph),
                       FlagUse(rows::deterministic(), options->deterministic)});
       return [options] { return run_chat(*options); };

@@ -7,6 +7,9 @@
 // A LoRA run's checkpoint exports its adapter (PEFT), or with --merge-lora the base with the adapters merged
 // (train/lora_merge.h), and with --qat-steps N that merge trained N steps with full-parameter QAT first
 // (train/merge_qat.h).
+// `export MODEL OUT --format bf16|dense-dat [--dtype D]` (MODEL any model, NVFP4 ones dequantized) and `--format
+// dense-dat` of a checkpoint write a dense copy (train/dense_export.h): a base PEFT and transformers load, or the F#
+// predecessor's dense `.dat` (its step 1) that `quantize --format dat` turns into its NVFP4 one.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -18,12 +21,15 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "io/gguf_model_writer.h"
+#include "io/model_files.h"
 #include "io/model_writer.h"
 #include "train/calibrate.h"
+#include "train/dense_export.h"
 #include "train/export.h"
 #include "train/lora_merge.h"
 #include "train/merge_qat.h"
 #include "train/metrics.h"
+#include "train/tensor_model_files.h"
 #include "train/train_options.h"
 #include "train/train_setup.h"
 
@@ -55,6 +61,56 @@ DType parse_dense_dtype(const std::string& name) {
   NVFP4LM_FAIL("unknown --dtype '{}' (choose bf16, f32 or f16)", name);
 }
 
+// --format dense-dat: the F# predecessor's dense `.dat` (train/dense_export.h); not a ModelFormat of its own, since
+// the `.dat` format holds both (the other --format values are parse_export_format's).
+constexpr std::string_view kDenseDatFormat = "dense-dat";
+
+void check_format_flag(const std::string& text) {
+  if (text != kDenseDatFormat) parse_export_format(text);
+}
+
+// Whether `path` is a model (a .dat or .gguf file, a directory with config.json) rather than a checkpoint or a run
+// directory (whose config lives in trainer_state.json and source-model/).
+bool is_model_input(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return true;
+  return fs::is_regular_file(path / "config.json", ec) && !fs::exists(path / kTrainerStateFileName, ec);
+}
+
+DenseExportOptions dense_options(const ExportCliOptions& cli) {
+  DenseExportOptions options;
+  options.format = cli.format == kDenseDatFormat ? ModelFormat::Dat : ModelFormat::HfSafetensors;
+  if (!cli.dtype.empty()) options.dtype = parse_dense_dtype(cli.dtype);
+  if (options.format == ModelFormat::HfSafetensors) options.dtype = DType::BF16;
+  options.overwrite = cli.overwrite;
+  return options;
+}
+
+// `export MODEL OUT --format bf16|dense-dat`: a dense copy of a model (train/dense_export.h).
+int run_model_export(const ExportCliOptions& cli) {
+  NVFP4LM_CHECK(cli.format == "bf16" || cli.format == kDenseDatFormat,
+                "{} is a model, not a checkpoint: export writes a dense copy of it (--format bf16 or dense-dat); "
+                "`nvfp4lm quantize {} OUT --format {}` makes an NVFP4 one",
+                cli.input, cli.input, cli.format);
+  NVFP4LM_CHECK(cli.gguf_type.empty() && cli.block.empty() && !cli.quantize_lm_head && !cli.merge_lora &&
+                    cli.qat_steps == 0 && cli.calibrate.empty() && cli.device.device == "cpu",
+                "{} is a model: its dense copy takes --format, --dtype and --overwrite only (--gguf-type, --block, "
+                "--quantize-lm-head, --merge-lora, --qat-steps, --calibrate and --device are for checkpoints)",
+                cli.input);
+  NVFP4LM_CHECK(cli.format != "bf16" || cli.dtype.empty() || cli.dtype == "bf16",
+                "--format bf16 writes every weight as BF16; --format dense-dat --dtype {} writes another dtype",
+                cli.dtype);
+  const auto model = open_model(cli.input);
+  log::info("exporting {} ({}, {} weights) as a dense copy, on the CPU", model->path().string(),
+            model_format_name(model->format()), model->weights().size());
+  const ExportReport report = export_dense_model(*model, model_export_source(*model), cli.out, dense_options(cli));
+  log::info("{}", describe_export(report));
+  if (report.rounded_values > 0)
+    log::warn("{} values did not fit {} exactly and were rounded: the copy computes nearly, not exactly, what {} does",
+              report.rounded_values, dtype_name(report.dense_dtype), cli.input);
+  return 0;
+}
+
 // --merge-lora --qat-steps N (train/merge_qat.h): the merge trained with QAT, then exported, with train's header,
 // set-up lines and progress.
 int run_merge_qat(const ExportCliOptions& cli, const CheckpointExportInput& input, const MergedModel& merged,
@@ -81,6 +137,24 @@ int run_export(const ExportCliOptions& cli) {
                 "checkpoint is already QAT-trained)");
   NVFP4LM_CHECK(cli.qat_steps > 0 || (cli.qat_output.empty() && cli.qat_lr == MergeQatOptions{}.lr),
                 "--qat-lr and --qat-output go with --qat-steps N");
+  if (is_model_input(cli.input)) return run_model_export(cli);
+  if (cli.format == kDenseDatFormat) {
+    NVFP4LM_CHECK(cli.gguf_type.empty() && cli.block.empty() && !cli.quantize_lm_head && !cli.merge_lora &&
+                      cli.calibrate.empty() && cli.device.device == "cpu",
+                  "--format dense-dat writes the checkpoint's masters densely: --gguf-type, --block, "
+                  "--quantize-lm-head, --merge-lora, --calibrate and --device do not apply");
+    const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
+    NVFP4LM_CHECK(input.run_options.lora_rank == 0,
+                  "{} is a LoRA run's checkpoint: export its merge first (--merge-lora --format bf16), then that "
+                  "directory with --format dense-dat",
+                  input.checkpoint.string());
+    const std::vector<NamedTensor> masters = load_checkpoint_masters(input);
+    const auto model = tensor_model_files(input.source.config_json, masters, "checkpoint " + input.checkpoint.string());
+    log::info("exporting checkpoint {} (step {}) as a dense .dat", input.checkpoint.string(), input.step);
+    const ExportReport report = export_dense_model(*model, input.source, cli.out, dense_options(cli));
+    log::info("{}", describe_export(report));
+    return 0;
+  }
   ExportOptions options;
   options.format = parse_export_format(cli.format);  // --format, --dtype, --gguf-type, --block: checked while parsing
   if (!cli.dtype.empty()) {
@@ -178,13 +252,17 @@ int run_export(const ExportCliOptions& cli) {
 }
 
 CommandRegistration export_registration(
-    "export", "Export a training checkpoint as NVFP4 (ModelOpt safetensors or .dat) or BF16 safetensors",
+    "export",
+    "Export a training checkpoint as NVFP4 (ModelOpt safetensors or .dat), BF16 safetensors or a dense .dat; or a "
+    "model as a dense copy",
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<ExportCliOptions>();
       add_flags(
           app,
           {
-              FlagUse({.name = "checkpoint", .help = "checkpoint directory (step-N) or run directory (its newest)"},
+              FlagUse({.name = "checkpoint",
+                       .help = "checkpoint directory (step-N), run directory (its newest), or a model (HF or ModelOpt "
+                               "directory, .dat) for a dense copy (--format bf16 or dense-dat)"},
                       cli->input)
                   .required(),
               FlagUse({.name = "out",
@@ -193,16 +271,17 @@ CommandRegistration export_registration(
                       cli->out)
                   .required(),
               FlagUse({.name = "--format",
-                       .help = "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat), bf16, or gguf (one file for "
-                               "llama.cpp)",
-                       .value = FlagChoice{[](const std::string& text) { parse_export_format(text); }}},
+                       .help = "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat), bf16 (dense safetensors), "
+                               "dense-dat (the predecessor's dense .dat, --dtype), or gguf (one file for llama.cpp)",
+                       .value = FlagChoice{check_format_flag}},
                       cli->format),
               FlagUse(rows::gguf_type(), cli->gguf_type,
                       "gguf: nvfp4 (default: the trained NVFP4 weights bit for bit), q4_0, q8_0, f16 or bf16"),
               FlagUse(rows::block(), cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)"),
               FlagUse(rows::quantize_lm_head(), cli->quantize_lm_head, "quantize lm_head (default: as the run did)"),
               FlagUse({.name = "--dtype",
-                       .help = "dense weights of NVFP4 exports: bf16, f32 or f16 (default: the model's torch_dtype)",
+                       .help = "dense weights of NVFP4 exports, every weight of dense-dat: bf16, f32 or f16 (default: "
+                               "the model's torch_dtype)",
                        .value = FlagChoice{[](const std::string& text) { parse_dense_dtype(text); }}},
                       cli->dtype),
               FlagUse(rows::overwrite(), cli->overwrite, "replace an existing output directory"),

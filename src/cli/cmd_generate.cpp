@@ -46,6 +46,7 @@ namespace {
 struct GenerateCliOptions {
   ModelFlags model;
   DeviceFlags device;
+  GuardFlags guard;
   std::string cuda_graph = "on";
   std::string prompt;
   bool prompt_given = false;  // --prompt was on the command line (it may be empty)
@@ -239,6 +240,7 @@ int run_generate(const GenerateCliOptions& cli) {
     guard_output(cli.out, "--out", {{cli.prompts_file, "--prompts"}, {cli.model.model, "the model (--model)"}},
                  cli.overwrite, OutputKind::File);
   const Device device = setup_device(cli.device);
+  const auto guard = start_memory_guard(cli.guard, device);
   set_deterministic(device, cli.deterministic);
   const Qwen3Model model = load_model("generate", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
@@ -351,6 +353,7 @@ CommandRegistration generate_registration(
                   options->logprobs),
           });
       add_flags(app, device_flags(options->device));
+      add_flags(app, guard_flags(options->guard));
       add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph),
                       FlagUse(rows::deterministic(), options->deterministic)});
       const CLI::Option* prompt = app.get_option("--prompt");

@@ -19,6 +19,7 @@ namespace {
 struct ServeCliOptions {
   ModelFlags model;
   DeviceFlags device;
+  GuardFlags guard;
   std::string cuda_graph = "on";
   std::string prefix_cache = "on";
   serve::ServeOptions serve;
@@ -31,6 +32,7 @@ int run_serve(ServeCliOptions& cli) {
   NVFP4LM_CHECK(cli.serve.http.port >= 0 && cli.serve.http.port <= 65535, "--port must be from 0 to 65535, got {}",
                 cli.serve.http.port);
   const Device device = setup_device(cli.device);
+  const auto guard = start_memory_guard(cli.guard, device);
   set_deterministic(device, cli.deterministic);
   const Qwen3Model model = load_model("serve", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
@@ -132,6 +134,7 @@ CommandRegistration serve_registration(
                      });
       add_flags(app, cpu_matmul_flags(options->model, "int8"));
       add_flags(app, device_flags(options->device));
+      add_flags(app, guard_flags(options->guard));
       add_flags(app, {FlagUse(rows::cuda_graph(), options->cuda_graph),
                       FlagUse(rows::deterministic(), options->deterministic)});
       return [options] { return run_serve(*options); };

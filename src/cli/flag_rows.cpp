@@ -179,6 +179,14 @@ FlagTable device_flags(DeviceFlags& flags) {
   return {FlagUse(rows::device(), flags.device), FlagUse(rows::max_memory(), flags.max_memory_gib)};
 }
 
+FlagTable guard_flags(GuardFlags& flags) {
+  return {FlagUse(train_flag_row("gpu_limit_gb"), flags.limit_gb,
+                  "the predecessor's guard: stop (exit non-zero, one line saying what was over) when the GPU's memory "
+                  "in use, as the driver reports it, is over this many GiB (default: no guard)"),
+          FlagUse(train_flag_row("gpu_over_secs"), flags.over_secs),
+          FlagUse(train_flag_row("gpu_poll_secs"), flags.poll_secs)};
+}
+
 FlagTable sampling_flags(SamplingOptions& options, bool seed_flag) {
   FlagTable table = {
       FlagUse({.name = "--temperature",

@@ -66,6 +66,9 @@ FlagTable cpu_matmul_flags(ModelFlags& flags, const std::string& default_value);
 FlagTable lora_adapter_flags(ModelFlags& flags, bool several);
 // --device, --max-memory.
 FlagTable device_flags(DeviceFlags& flags);
+// --gpu-limit-gb, --gpu-over-secs, --gpu-poll-secs: the predecessor's guard (core/memory_guard.h), for the commands
+// its runner guarded (generate, chat, serve); train has them in its own table.
+FlagTable guard_flags(GuardFlags& flags);
 // --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --presence-penalty, --frequency-penalty, --seed,
 // with the defaults of SamplingOptions (logit bias is the server's only: a request's logit_bias). Without seed_flag
 // no --seed (serve draws a seed per request that names none).

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/memory_guard.h"
 
 namespace nvfp4lm {
 namespace {
@@ -33,6 +34,9 @@ bool MemoryTracker::in_shared_pool(Device device) const {
 }
 
 void MemoryTracker::reserve(Device device, size_t bytes, const char* what) {
+  // A tripped guard (core/memory_guard.h) stops the process at its next device allocation (host ones go on: they
+  // may sit in OpenMP regions, where an exception cannot pass, and a checkpoint being saved finishes).
+  if (!device.is_cpu()) check_memory_guard();
   std::lock_guard lock(mutex_);
   Counters& c = counters(device);
   const bool shared = in_shared_pool(device);

@@ -76,6 +76,21 @@ std::vector<fs::path> model_side_files(const ModelFiles& source) {
   return files;
 }
 
+std::vector<GuardedInput> model_read_paths(const ModelFiles& source) {
+  std::vector<GuardedInput> inputs = {{source.path(), "the source model"},
+                                      {source.config_path(), "the source model's config"}};
+  if (!source.tokenizer_dir()) return inputs;
+  if (source.format() != ModelFormat::Dat) {
+    inputs.push_back({*source.tokenizer_dir(), "the source model's tokenizer directory"});
+    return inputs;
+  }
+  // A .dat's tokenizer is its directory's, which may hold other models (the predecessor kept its FP16 and NVFP4 .dat
+  // and their outputs in one): its files are read, not the whole directory.
+  for (const fs::path& file : tokenizer_side_files(*source.tokenizer_dir()))
+    inputs.push_back({file, "the source model's tokenizer file " + file.filename().string()});
+  return inputs;
+}
+
 QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options) {
   NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat ||
                     options.format == ModelFormat::Gguf,
@@ -85,10 +100,7 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
                 "--calibrate measures activation scales for the ModelOpt format's input_scale; the .dat format stores "
                 "none: use --format modelopt, or leave out --calibrate");
   // Before the (long) amax pass, not only when writing starts: OUT may not be, hold or lie in what is read.
-  std::vector<GuardedInput> inputs = {{source.path(), "the source model"},
-                                      {source.config_path(), "the source model's config"}};
-  if (source.tokenizer_dir()) inputs.push_back({*source.tokenizer_dir(), "the source model's tokenizer directory"});
-  guard_output(out, "the output", inputs, options.overwrite, model_output_kind(options.format));
+  guard_output(out, "the output", model_read_paths(source), options.overwrite, model_output_kind(options.format));
 
   QuantizeReport report;
   const ExportPlan plan = plan_export(

@@ -57,5 +57,8 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
 
 // Tokenizer and generation files that travel with a model, when present in the source.
 std::vector<fs::path> model_side_files(const ModelFiles& source);
+// What reading `source` reads, for guard_output: the model, its config, its tokenizer directory (for a `.dat`, whose
+// directory may hold other models, the tokenizer files in it).
+std::vector<GuardedInput> model_read_paths(const ModelFiles& source);
 
 }  // namespace nvfp4lm

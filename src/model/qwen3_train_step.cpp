@@ -16,6 +16,7 @@
 #include "model/qwen3_trainable.h"
 #include "model/train_loss.h"
 #include "ops/embedding.h"
+#include "ops/gemm.h"
 #include "ops/rmsnorm.h"
 
 namespace nvfp4lm {
@@ -51,6 +52,13 @@ Tensor Qwen3Trainable::final_hidden(const TrainBatch& batch) {
   Tensor hidden;
   run(batch, 0.0f, TrainLoss{}, false, nullptr, &hidden);
   return hidden;
+}
+
+Tensor Qwen3Trainable::logits(const TrainBatch& batch) {
+  const Tensor input = detail::lm_head_input(final_hidden(batch), options_.qat == QatMode::W4A4 && lm_head_.quantized);
+  Tensor out = Tensor::empty({input.dim(0), lm_head_.use.dim(0)}, DType::F32, options_.device);
+  linear_forward(input, lm_head_.use, out);
+  return out;
 }
 
 LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const TrainLoss& loss, bool backward,

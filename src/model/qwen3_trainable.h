@@ -206,6 +206,10 @@ class Qwen3Trainable {
   // Forward only: the final hidden state (after the final norm), [B, T, hidden_size] in compute_dtype() on the
   // model's device: what a teacher gives a distilling student, with lm_head_weights().
   Tensor final_hidden(const TrainBatch& batch);
+  // Forward only: the logits F32 [B * T, vocab] on the model's device, exactly as the loss computes them (its lm_head
+  // input, W4A4's fake quantization included, and weights): the function training optimizes (parity's
+  // train-forward path, tools/parity.h).
+  Tensor logits(const TrainBatch& batch);
   // The lm_head the forward uses ([vocab, hidden_size]; the embedding when tied).
   const Tensor& lm_head_weights() const { return lm_head_.use; }
   // grads = 0 for every trainable parameter.

@@ -51,6 +51,14 @@ LossStats l1_loss(const Tensor& hidden, const Tensor& targets, float grad_scale,
 
 }  // namespace
 
+Tensor lm_head_input(const Tensor& hidden, bool quantize_input) {
+  const Tensor input = token_rows(hidden);
+  if (!quantize_input) return input;
+  Tensor quantized = Tensor::empty(input.shape(), input.dtype(), input.device());
+  fake_quantize_nvfp4(input, quantized, Nvfp4QuantOptions{}, "W4A4 activation (lm_head input)");
+  return quantized;
+}
+
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
                     const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher) {
   const int64_t rows = hidden.dim(0) * hidden.dim(1);
@@ -65,12 +73,7 @@ LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& he
                     head.master.dim(0));
     return l1_loss(hidden, flat_targets, grad_scale, d_hidden);
   }
-  Tensor input = token_rows(hidden);
-  if (quantize_input) {
-    Tensor quantized = Tensor::empty(input.shape(), input.dtype(), input.device());
-    fake_quantize_nvfp4(input, quantized, Nvfp4QuantOptions{}, "W4A4 activation (lm_head input)");
-    input = quantized;
-  }
+  const Tensor input = lm_head_input(hidden, quantize_input);
   Tensor d_rows;
   if (d_hidden != nullptr) d_rows = token_rows(*d_hidden);
   Tensor* d_weight = d_hidden != nullptr && head.trainable() ? &head.grad : nullptr;

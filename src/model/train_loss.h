@@ -14,6 +14,10 @@ namespace nvfp4lm::detail {
 // with a straight-through gradient. teacher_hidden: [B, T, Ht], the teacher's final hidden state, when
 // loss.teacher (the teacher's lm_head is loss.teacher->lm_head_weights()); teacher_top_k, on the model's device, when
 // loss.cached_teacher.
+// The lm_head's input as the loss reads it: hidden's token rows [B*T, H], fake-quantized (NVFP4, 1x16 blocks) when
+// quantize_input. Qwen3Trainable::logits reads the same.
+Tensor lm_head_input(const Tensor& hidden, bool quantize_input);
+
 struct LossTeacher {
   const Tensor* hidden = nullptr;
   const TeacherTopK* top_k = nullptr;

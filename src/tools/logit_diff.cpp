@@ -16,7 +16,7 @@ namespace nvfp4lm {
 namespace {
 
 constexpr std::array<std::string_view, kToleranceClasses> kNames = {
-    "identical", "fp32", "bf16-weights", "bf16-activations", "int8-activations", "other"};
+    "identical", "fp32", "bf16-weights", "bf16-activations", "int8-activations", "other", "requantized", "baseline"};
 
 // Index of the largest of row[0, candidates) (the lowest on ties; NaN never wins).
 int32_t row_argmax(const float* row, int64_t candidates) {
@@ -39,6 +39,8 @@ LogitTolerances::LogitTolerances() {
   set(ToleranceClass::Bf16Activations, 1e-1);
   set(ToleranceClass::Int8Activations, 1e-1);
   set(ToleranceClass::Other, of(ToleranceClass::Fp32));
+  set(ToleranceClass::Requantized, 5e-1);
+  set(ToleranceClass::Baseline, of(ToleranceClass::Fp32));
 }
 
 void LogitTolerances::set(ToleranceClass tolerance_class, double value) {

@@ -18,7 +18,14 @@
 //   bf16-activations  1e-1 (measured 4.2e-3 tiny, 1.2e-2 small, emulated CUDA): CUDA (bf16 activations, fp32
 //                     accumulation) against the CPU, or two CUDA kernel paths;
 //   other             fp32's: a second model given by the user (parity --other), expected to hold the same weights;
-//                     raise it to compare models that differ on purpose.
+//                     raise it to compare models that differ on purpose;
+//   requantized       5e-1 (measured 2.8e-2 tiny, 1.0e-1 small, where the top-1 of random models' near ties flips):
+//                     an NVFP4 model's weights quantized again as QAT quantizes its masters (one tensor scale per fused
+//                     group, amax / (6 * 448), instead of the stored one), so each E4M3 block scale moves by up to
+//                     half its step (6 %) (parity's train-export vs reference). Loose: it catches a broken
+//                     requantization (a wrong block order, a lost scale), not the rounding;
+//   baseline          fp32's: a path now against the same path in a baseline file (parity --baseline): the same build
+//                     gives 0, another build's kernels move fp32 rounding; raise it to follow a model as it trains.
 #pragma once
 
 #include <array>
@@ -30,8 +37,17 @@
 
 namespace nvfp4lm {
 
-enum class ToleranceClass { Identical, Fp32, Bf16Weights, Bf16Activations, Int8Activations, Other };
-inline constexpr int kToleranceClasses = 6;
+enum class ToleranceClass {
+  Identical,
+  Fp32,
+  Bf16Weights,
+  Bf16Activations,
+  Int8Activations,
+  Other,
+  Requantized,
+  Baseline
+};
+inline constexpr int kToleranceClasses = 8;
 
 std::string_view tolerance_class_name(ToleranceClass tolerance_class);  // "identical", "fp32", ...
 

@@ -16,10 +16,14 @@
 #include "infer/stop_conditions.h"
 #include "io/model_copy.h"
 #include "model/qwen3_model.h"
+#include "model/qwen3_trainable.h"
+#include "ops/cross_entropy.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/kept_logits.h"
+#include "tools/parity_baseline.h"
 #include "tools/teacher_forced.h"
+#include "train/export.h"
 #include "train/train_options.h"
 
 namespace nvfp4lm {
@@ -38,8 +42,13 @@ struct ModelKey {
   }
 };
 
+// What runs a path: the inference engine (Qwen3Model), or the training model (Qwen3Trainable) whose masters are
+// exported first (train-export) or whose QAT forward gives the logits (train-forward, train-cuda).
+enum class PathKind { Inference, TrainExport, TrainForward };
+
 struct PathSpec {
   ParityPath info;
+  PathKind kind = PathKind::Inference;
   ModelKey model;
   SequenceRunner runner = SequenceRunner::Full;
   std::optional<ModelFormat> copy;  // written to the scratch directory first
@@ -127,6 +136,25 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
   dense_cuda.info.skipped = !no_cuda.empty() ? no_cuda
                             : nvfp4          ? ""
                                              : "the model's weights are dense: the cuda path already runs them dense";
+  const std::string no_train = options.train_forward ? "" : "--train-forward off";
+  ModelKey export_key{fs::path("train-export"), {}, Device::cpu(), false};
+  PathSpec& train_export =
+      add("train-export",
+          "the model as train starts from it, exported as train --export writes it (ModelOpt, QAT's tensor scales), "
+          "full forward",
+          export_key, SequenceRunner::Full, nvfp4 ? "reference" : "", ToleranceClass::Requantized);
+  train_export.kind = PathKind::TrainExport;
+  train_export.info.skipped = no_train;
+  ModelKey train_key = main;
+  PathSpec& train_forward = add("train-forward", "the QAT (w4a16) forward training computes, full forward", train_key,
+                                SequenceRunner::Full, "train-export", ToleranceClass::Fp32);
+  train_forward.kind = PathKind::TrainForward;
+  train_forward.info.skipped = no_train;
+  train_key.device = cuda_device;
+  PathSpec& train_cuda = add("train-cuda", "the QAT (w4a16) forward training computes on CUDA, full forward", train_key,
+                             SequenceRunner::Full, "train-forward", ToleranceClass::Bf16Activations);
+  train_cuda.kind = PathKind::TrainForward;
+  train_cuda.info.skipped = !no_train.empty() ? no_train : no_cuda;
   if (options.other) {
     add("other", "--other " + options.other->string() + ", full forward",
         ModelKey{*options.other, {}, Device::cpu(), false}, SequenceRunner::Full, "reference", ToleranceClass::Other);
@@ -167,6 +195,32 @@ ParityPrompt make_sequence(const Qwen3Model& reference, const Tokenizer& tokeniz
     if (std::binary_search(eos.begin(), eos.end(), next)) break;
   }
   return prompt;
+}
+
+// The training model as `train` builds it by default (QAT w4a16, 1x16 blocks, lm_head unquantized) on `device`.
+TrainModelOptions training_options(Device device) {
+  TrainModelOptions options;
+  options.qat = QatMode::W4A16;
+  options.device = device;
+  return options;
+}
+
+// What `train --export` writes before any step: the masters of the model as training loads it, quantized with QAT's
+// group tensor scales, as ModelOpt NVFP4 (weight-only).
+void export_training_start(const ModelFiles& files, const fs::path& out) {
+  const Qwen3Trainable trainable = Qwen3Trainable::from_files(files, training_options(Device::cpu()));
+  ExportSource source;
+  source.config_json = files.config_json();
+  export_weights(trainable.master_weights(), source, out, ExportOptions{});
+}
+
+// The QAT forward's logits of `ids` (one row of T tokens, nothing trained on), F32 [T, V] on the CPU.
+Tensor training_logits(Qwen3Trainable& trainable, const std::vector<int32_t>& ids) {
+  const auto tokens = static_cast<int64_t>(ids.size());
+  TrainBatch batch;
+  batch.ids = Tensor::from_ints(ids, Shape{1, tokens});
+  batch.targets = Tensor::from_ints(std::vector<int32_t>(ids.size(), kIgnoreIndex), Shape{1, tokens});
+  return trainable.logits(batch).to(Device::cpu());
 }
 
 // The position in `paths` of the path a failure line names (its first word).
@@ -242,13 +296,32 @@ ParityReport run_parity(const ParityOptions& options) {
     return *model;
   };
 
-  const std::vector<std::string> texts = options.prompts.empty() ? default_parity_prompts() : options.prompts;
+  const ParityBaseline* baseline = options.baseline;
+  std::vector<std::string> texts = options.prompts.empty() ? default_parity_prompts() : options.prompts;
+  if (baseline) {
+    texts.clear();
+    for (const ParityBaseline::Prompt& prompt : baseline->prompts) texts.push_back(prompt.text);
+  }
   {
     const Qwen3Model& reference = load(paths.front().model);
     const std::vector<int32_t> eos =
         end_of_sequence_ids(files->config(), find_generation_config(files->path()), tokenizer, vocab);
-    for (size_t i = 0; i < texts.size(); ++i)
-      report.prompts.push_back(make_sequence(reference, tokenizer, texts[i], options.new_tokens, candidates, eos, i));
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const int64_t new_tokens = baseline ? baseline->new_tokens : options.new_tokens;
+      ParityPrompt prompt = make_sequence(reference, tokenizer, texts[i], new_tokens, candidates, eos, i);
+      if (baseline) {
+        // Every path runs over the baseline's ids, so that its positions line up with the baseline's; the greedy
+        // continuation made now is kept to be compared.
+        const ParityBaseline::Prompt& before = baseline->prompts[i];
+        prompt.greedy_now.assign(prompt.ids.begin() + prompt.prompt_tokens, prompt.ids.end());
+        for (const int32_t id : before.ids)
+          NVFP4LM_CHECK(id < candidates, "parity --baseline {}: prompt {} has token id {}, outside the tokenizer of {}",
+                        baseline->file.string(), i + 1, id, options.model.string());
+        prompt.ids = before.ids;
+        prompt.prompt_tokens = before.prompt_tokens;
+      }
+      report.prompts.push_back(std::move(prompt));
+    }
   }
 
   // The prompts run in groups whose logits fit options.max_logit_bytes (one path's), path by path within a group
@@ -277,9 +350,28 @@ ParityReport run_parity(const ParityOptions& options) {
         spec.model.path = out;
         spec.copied = true;
       }
-      const Qwen3Model& path_model = load(spec.model);
-      spec.info.compute_path = path_model.compute_path();
-      spec.info.precision = path_model.precision();
+      if (spec.kind == PathKind::TrainExport && !spec.copied) {
+        model.reset();  // one model in memory at a time
+        loaded.reset();
+        const fs::path out = scratch_dir() / spec.model.path;
+        log::info("parity: exporting {} as train --export would at step 0 to {}", options.model.string(), out.string());
+        export_training_start(*files, out);
+        spec.model.path = out;
+        spec.copied = true;
+      }
+      std::optional<Qwen3Trainable> trainable;
+      const Qwen3Model* path_model = nullptr;
+      if (spec.kind == PathKind::TrainForward) {
+        model.reset();
+        loaded.reset();
+        trainable.emplace(Qwen3Trainable::from_files(*files, training_options(spec.model.device)));
+        spec.info.compute_path = fmt::format("{}/train-forward", spec.model.device.is_cpu() ? "cpu" : "cuda");
+        spec.info.precision = trainable->describe();
+      } else {
+        path_model = &load(spec.model);
+        spec.info.compute_path = path_model->compute_path();
+        spec.info.precision = path_model->precision();
+      }
       const bool needed_later = std::any_of(paths.begin() + static_cast<std::ptrdiff_t>(index) + 1, paths.end(),
                                             [&](const PathSpec& later) { return later.against == spec.info.name; });
       // A group's logits fit max_logit_bytes unless it is one prompt that alone does not: only then do they go to
@@ -294,11 +386,34 @@ ParityReport run_parity(const ParityOptions& options) {
         const KeptLogits* reference = spec.against.empty() ? nullptr : &kept.at(spec.against);
         LogitDiffAccumulator diff;
         if (keep) keep->begin(static_cast<int64_t>(prompt.ids.size()), vocab);
-        teacher_forced_logits(path_model, spec.runner, prompt.ids, prompt.prompt_tokens,
-                              [&](int64_t row, const Tensor& rows) {
-                                if (reference) reference->compare(p - group.begin, row, rows, candidates, diff);
-                                if (keep) keep->append(row, rows);
-                              });
+        ParityPrompt& recorded = report.prompts[p];
+        std::vector<ParityTopK>& top = recorded.top_logits[spec.info.name];
+        std::vector<std::vector<float>>* at_baseline = baseline ? &recorded.at_baseline_ids[spec.info.name] : nullptr;
+        const std::vector<ParityTopK>* before_rows = nullptr;
+        if (baseline) {
+          const auto found = baseline->prompts[p].logits.find(spec.info.name);
+          if (found != baseline->prompts[p].logits.end()) before_rows = &found->second;
+        }
+        const LogitRowSink sink = [&](int64_t row, const Tensor& rows) {
+          if (reference) reference->compare(p - group.begin, row, rows, candidates, diff);
+          if (keep) keep->append(row, rows);
+          // What a baseline records, and with one, this path's logits at its top ids.
+          for (int64_t r = 0; r < rows.dim(0); ++r) {
+            const float* values = rows.data<float>() + r * rows.dim(1);
+            top.push_back(top_logits(values, candidates));
+            if (at_baseline == nullptr || before_rows == nullptr) continue;
+            const auto position = static_cast<size_t>(row + r);
+            if (position >= before_rows->size()) continue;
+            std::vector<float>& now = at_baseline->emplace_back();
+            for (const int32_t id : (*before_rows)[position].ids)
+              now.push_back(id < rows.dim(1) ? values[id] : std::nanf(""));
+          }
+        };
+        if (trainable) {
+          sink(0, training_logits(*trainable, prompt.ids));
+        } else {
+          teacher_forced_logits(*path_model, spec.runner, prompt.ids, prompt.prompt_tokens, sink);
+        }
         if (reference) {
           ParityPair pair;
           pair.path = spec.info.name;
@@ -338,6 +453,11 @@ ParityReport run_parity(const ParityOptions& options) {
     return failure_path_rank(paths, a) < failure_path_rank(paths, b);
   });
   for (const PathSpec& spec : paths) report.paths.push_back(spec.info);
+  if (baseline) {
+    for (ParityPrompt& prompt : report.prompts)
+      std::erase_if(prompt.at_baseline_ids, [](const auto& entry) { return entry.second.empty(); });
+    judge_against_baseline(*baseline, options.tolerances.of(ToleranceClass::Baseline), report);
+  }
   return report;
 }
 

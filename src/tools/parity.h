@@ -22,6 +22,13 @@
 //   cuda-eager     CUDA, KV cache, decode steps op by op                          vs cuda              bf16-activations
 //   cuda-graph     CUDA, KV cache, decode steps replayed as one CUDA graph        vs cuda-eager        identical
 //   cuda-dense     CUDA with the weights dequantized once to BF16 (cuda/dense-bf16) vs cpu-dense       bf16-activations
+//   train-export   the model as `train` starts from it (Qwen3Trainable's masters: an NVFP4 model's weights
+//                  dequantized), exported as `train --export` writes it (ModelOpt NVFP4, QAT's group tensor scales)
+//                  to a temporary directory, full forward  vs reference (NVFP4 models only: a dense model's QAT
+//                  forward is NVFP4, which it is not)                                                  requantized
+//   train-forward  the QAT forward training computes (w4a16; Qwen3Trainable::logits), on the CPU
+//                                                                                  vs train-export      fp32
+//   train-cuda     ... on the CUDA device                                           vs train-forward bf16-activations
 //   other          --other M2 on the CPU, full forward                            vs reference         other
 // The tolerance classes and the measure are tools/logit_diff.h's. A path's logits with a NaN or inf fail its pair.
 //
@@ -33,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -45,6 +53,8 @@
 
 namespace nvfp4lm {
 
+struct ParityBaseline;
+
 struct ParityOptions {
   fs::path model;
   OpenModelOptions open;  // --config, --tokenizer (for the model; --other brings its own)
@@ -55,9 +65,14 @@ struct ParityOptions {
   std::optional<Device> cuda;  // the CUDA device whose paths run; nullopt: none
   std::string no_cuda_reason;  // why not, for the report ("--device cpu", "not built with CUDA", ...)
   fs::path temp_dir;           // parent of the copies' scratch directory; empty: the system's
+  // The training paths (train-export, train-forward, train-cuda): they hold the model as training does (F32 masters
+  // and the forward's weights: ~8 bytes a parameter on the CPU).
+  bool train_forward = true;
   // The logits one path holds at a time: the prompts run in groups of about this size (at least one prompt each),
   // each group loading the models again. Peak memory is a few times this, whatever the number of prompts.
   int64_t max_logit_bytes = int64_t{256} << 20;
+  // A baseline to check against (tools/parity_baseline.h): its prompts over its ids replace `prompts`.
+  const ParityBaseline* baseline = nullptr;
 };
 
 // Consecutive prompts [begin, end) whose logits ([tokens, vocab] F32 each) together fit max_logit_bytes, or one
@@ -90,11 +105,53 @@ struct ParityPair {
   bool pass() const { return diff.within(tolerance); }
 };
 
+// One position's largest logits, largest first (tools/parity_baseline.h).
+struct ParityTopK {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+};
+
 struct ParityPrompt {
   std::string text;
   std::vector<int32_t> ids;  // prompt + continuation
   int64_t prompt_tokens = 0;
   std::vector<ParityPair> pairs;
+  // Per path that ran: each position's top logits (what a baseline records), and with a baseline, the logits at the
+  // baseline's top ids of each position (what it is judged by).
+  std::map<std::string, std::vector<ParityTopK>> top_logits;
+  std::map<std::string, std::vector<std::vector<float>>> at_baseline_ids;
+  // With a baseline: the reference's greedy continuation now (the baseline's ids are what every path ran over).
+  std::vector<int32_t> greedy_now;
+  int64_t greedy_moved_at = -1;  // the first generated token where it differs from the baseline's (-1: none)
+};
+
+// A baseline read back (tools/parity_baseline.h).
+struct ParityBaseline {
+  fs::path file;
+  nlohmann::json build;
+  std::string written, model;
+  int64_t new_tokens = 0;
+  nlohmann::json paths;  // as written: each path's name, device and compute path, or why it was skipped
+  struct Prompt {
+    std::string text;
+    std::vector<int32_t> ids;
+    int64_t prompt_tokens = 0;
+    std::map<std::string, std::vector<ParityTopK>> logits;
+  };
+  std::vector<Prompt> prompts;
+};
+
+// How far one path moved on one prompt since the baseline.
+struct BaselineMove {
+  std::string path;
+  size_t prompt = 0;
+  int64_t positions = 0;
+  double max_abs_diff = 0;      // at the baseline's top ids
+  double max_abs_baseline = 0;  // the baseline's largest |logit| there
+  double bound = 0;
+  int64_t top1_agree = 0;
+  int64_t first_divergence = -1;  // first position whose argmax (among the baseline's top ids) moved
+  bool pass = true;
 };
 
 struct ParityReport {
@@ -103,6 +160,10 @@ struct ParityReport {
   std::vector<ParityPath> paths;
   std::vector<ParityPrompt> prompts;
   LogitTolerances tolerances;
+  // With a baseline (ParityOptions::baseline): what moved, and what could not be compared.
+  std::string baseline_file;
+  std::vector<BaselineMove> baseline_moves;
+  std::vector<std::string> baseline_notes;
   // "other vs reference (other, prompt 1): max |Δlogit| 3.1 > bound 1.2e-05", one per failed pair.
   std::vector<std::string> failures;
   bool pass() const { return failures.empty(); }

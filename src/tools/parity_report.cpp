@@ -43,6 +43,22 @@ nlohmann::json pair_json(const ParityPair& pair) {
   return json;
 }
 
+nlohmann::json baseline_json(const ParityReport& report) {
+  if (report.baseline_file.empty()) return nullptr;
+  nlohmann::json moves = nlohmann::json::array();
+  for (const BaselineMove& move : report.baseline_moves)
+    moves.push_back({{"path", move.path},
+                     {"prompt", move.prompt + 1},
+                     {"positions", move.positions},
+                     {"max_abs_diff", move.max_abs_diff},
+                     {"bound", move.bound},
+                     {"top1_agree", move.top1_agree},
+                     {"first_divergence",
+                      move.first_divergence >= 0 ? nlohmann::json(move.first_divergence) : nlohmann::json(nullptr)},
+                     {"pass", move.pass}});
+  return {{"file", report.baseline_file}, {"moves", moves}, {"notes", report.baseline_notes}};
+}
+
 }  // namespace
 
 std::string parity_table(const ParityReport& report) {
@@ -62,12 +78,12 @@ std::string parity_table(const ParityReport& report) {
     const ParityPrompt& prompt = report.prompts[p];
     out += fmt::format("\nprompt {}: {} ({} prompt + {} generated tokens)\n", p + 1, quoted_text(prompt.text),
                        prompt.prompt_tokens, prompt.ids.size() - static_cast<size_t>(prompt.prompt_tokens));
-    out += fmt::format("  {:<28} {:<17} {:>12} {:>10} {:>9}  {:<4}  {}\n", "pair", "class", "max |Δlogit|", "bound",
+    out += fmt::format("  {:<29} {:<17} {:>12} {:>10} {:>9}  {:<4}  {}\n", "pair", "class", "max |Δlogit|", "bound",
                        "top-1", "", "first divergence");
     for (const ParityPair& pair : prompt.pairs) {
       const std::string diff =
           pair.diff.non_finite ? std::string("NaN/inf") : fmt::format("{:.3g}", pair.diff.max_abs_diff);
-      out += fmt::format("  {:<28} {:<17} {:>12} {:>10.3g} {:>9}  {:<4}  {}\n", pair.path + " vs " + pair.against,
+      out += fmt::format("  {:<29} {:<17} {:>12} {:>10.3g} {:>9}  {:<4}  {}\n", pair.path + " vs " + pair.against,
                          tolerance_class_name(pair.tolerance_class), diff, pair.diff.bound(pair.tolerance),
                          fmt::format("{}/{}", pair.diff.top1_agree, pair.diff.positions), pair.pass() ? "ok" : "FAIL",
                          divergence_text(pair));
@@ -75,6 +91,24 @@ std::string parity_table(const ParityReport& report) {
   }
   size_t pairs = 0;
   for (const ParityPrompt& prompt : report.prompts) pairs += prompt.pairs.size();
+  if (!report.baseline_file.empty()) {
+    out += fmt::format("\nagainst the baseline {} (each path's logits at the baseline's top ids of every position):\n",
+                       report.baseline_file);
+    out += fmt::format("  {:<14} {:>6} {:>12} {:>10} {:>9}  {:<4}  {}\n", "path", "prompt", "max |Δlogit|", "bound",
+                       "top-1", "", "first moved argmax");
+    for (const BaselineMove& move : report.baseline_moves)
+      out += fmt::format("  {:<14} {:>6} {:>12.3g} {:>10.3g} {:>9}  {:<4}  {}\n", move.path, move.prompt + 1,
+                         move.max_abs_diff, move.bound, fmt::format("{}/{}", move.top1_agree, move.positions),
+                         move.pass ? "ok" : "FAIL",
+                         move.first_divergence >= 0 ? fmt::format("position {}", move.first_divergence) : "-");
+    for (size_t p = 0; p < report.prompts.size(); ++p)
+      out += fmt::format("  prompt {}: the reference's greedy continuation {}\n", p + 1,
+                         report.prompts[p].greedy_moved_at < 0
+                             ? std::string("is the baseline's")
+                             : fmt::format("CHANGED at generated token {}", report.prompts[p].greedy_moved_at + 1));
+    for (const std::string& note : report.baseline_notes) out += "  note: " + note + "\n";
+    pairs += report.baseline_moves.size() + report.prompts.size();
+  }
   out += report.pass() ? fmt::format("\nPASS: {} comparisons within tolerance\n", pairs)
                        : fmt::format("\nFAIL: {} of {} comparisons over tolerance\n", report.failures.size(), pairs);
   return out;
@@ -112,6 +146,7 @@ nlohmann::json parity_json(const ParityReport& report) {
           {"tolerances", std::move(tolerances)},
           {"paths", std::move(paths)},
           {"prompts", std::move(prompts)},
+          {"baseline", baseline_json(report)},
           {"failures", report.failures},
           {"pass", report.pass()}};
 }

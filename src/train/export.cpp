@@ -27,22 +27,23 @@ namespace {
 
 using json = nlohmann::json;
 
-std::optional<DType> dtype_of_torch_name(const json& config) {
-  if (!config.contains("torch_dtype") || !config["torch_dtype"].is_string()) return std::nullopt;
-  const std::string name = config["torch_dtype"].get<std::string>();
+Tensor host(const Tensor& tensor) { return tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu()); }
+
+}  // namespace
+
+std::optional<DType> torch_dtype_of(const nlohmann::json& config) {
+  const auto it = config.find("torch_dtype");
+  if (it == config.end() || !it->is_string()) return std::nullopt;
+  const std::string name = it->get<std::string>();
   if (name == "bfloat16") return DType::BF16;
   if (name == "float32") return DType::F32;
   if (name == "float16") return DType::F16;
   return std::nullopt;
 }
 
-const char* torch_name(DType dtype) {
+const char* torch_dtype_name(DType dtype) {
   return dtype == DType::F32 ? "float32" : dtype == DType::F16 ? "float16" : "bfloat16";
 }
-
-Tensor host(const Tensor& tensor) { return tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu()); }
-
-}  // namespace
 
 void check_export_target(const fs::path& out, const ExportSource& source, bool overwrite, OutputKind kind) {
   guard_run_output(out, "the export", source.protected_paths, overwrite, kind);
@@ -78,7 +79,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   report.out = out;
   report.format = options.format;
   report.dense_dtype = format.nvfp4_weights
-                           ? options.dense_dtype.value_or(dtype_of_torch_name(source.config_json).value_or(DType::BF16))
+                           ? options.dense_dtype.value_or(torch_dtype_of(source.config_json).value_or(DType::BF16))
                            : DType::BF16;
   NVFP4LM_CHECK(
       report.dense_dtype == DType::BF16 || report.dense_dtype == DType::F32 || report.dense_dtype == DType::F16,
@@ -125,7 +126,7 @@ ExportReport export_weights(std::span<const NamedTensor> masters, const ExportSo
   ModelWriterOptions writer_options;
   writer_options.overwrite = options.overwrite;
   writer_options.config_json = source.config_json;
-  writer_options.config_json["torch_dtype"] = torch_name(report.dense_dtype);
+  writer_options.config_json["torch_dtype"] = torch_dtype_name(report.dense_dtype);
   if (report.lm_head_untied) writer_options.config_json["tie_word_embeddings"] = false;
   writer_options.generation_config = source.generation_config;
   writer_options.calibration = options.calibration;
@@ -183,18 +184,25 @@ void check_dat_file_target(const fs::path& file, const ExportSource& source, boo
 
 ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
                              const ExportOptions& options) {
-  check_dat_file_target(file, source, options.overwrite);
+  return export_as_dat_file(file, source, options.overwrite, [&](const fs::path& dir, const ExportSource& unguarded) {
+    ExportOptions staged = options;
+    staged.format = ModelFormat::Dat;
+    staged.overwrite = false;
+    return export_weights(masters, unguarded, dir, staged);
+  });
+}
+
+ExportReport export_as_dat_file(const fs::path& file, const ExportSource& source, bool overwrite,
+                                const DatDirectoryWriter& write_directory) {
+  check_dat_file_target(file, source, overwrite);
   const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   // The usual directory export into a temporary beside FILE (FILE's own temporary name, so that the next export to
   // FILE removes it when this process is killed), then its files published one by one.
   const StagedDirectory staging(file);  // never published itself: removed, with what is left in it, at the end
   const fs::path exported = staging.path() / "model";
-  ExportOptions staged = options;
-  staged.format = ModelFormat::Dat;
-  staged.overwrite = false;
   ExportSource staged_source = source;
   staged_source.protected_paths.clear();  // checked above for the real targets
-  ExportReport report = export_weights(masters, staged_source, exported, staged);
+  ExportReport report = write_directory(exported, staged_source);
   // Something already beside FILE: the same bytes are fine (the config.json of the .dat the run started from, or
   // another export of this model to FILE); anything else only with --overwrite, and never an input.
   auto holds = [](const fs::path& target, const std::string& bytes) {
@@ -211,7 +219,7 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
     if (!fs::exists(fs::symlink_status(target, ec))) continue;
     already_there[i] = holds(target, bytes);
     if (already_there[i]) continue;
-    NVFP4LM_CHECK(options.overwrite,
+    NVFP4LM_CHECK(overwrite,
                   "--output-dat {}: {} already exists beside it with other contents (another model's?); choose "
                   "another directory, or pass --overwrite to replace it",
                   file.string(), target.string());
@@ -224,13 +232,13 @@ ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportS
     if (publish_new(exported / name, target, OutputKind::File)) continue;
     // It appeared since the check above (another process): the same rules, at the publishing step.
     if (holds(target, side_files[i].second)) continue;
-    NVFP4LM_CHECK(options.overwrite,
+    NVFP4LM_CHECK(overwrite,
                   "--output-dat {}: {} appeared beside it while this export ran, with other contents; choose another "
                   "directory, or pass --overwrite to replace it",
                   file.string(), target.string());
     publish(exported / name, target, OutputKind::File, /*overwrite=*/true, "--output-dat's " + name);
   }
-  publish(exported / kDatFileName, file, OutputKind::File, options.overwrite, "--output-dat");
+  publish(exported / kDatFileName, file, OutputKind::File, overwrite, "--output-dat");
   report.out = file;
   return report;
 }
@@ -437,9 +445,16 @@ std::string describe_export(const ExportReport& report) {
         "{:.1f} MiB",
         kPeftConfigFileName, kPeftWeightsFileName, report.out.string(), report.seconds, report.dense_tensors,
         report.parameters, to_mib(report.weight_bytes));
-  std::string text = fmt::format("exported {} to {} in {:.1f} s: ", format_capabilities(report.format).title,
+  std::string text =
+      report.dense ? fmt::format("exported a dense {} copy ({}) to {} in {:.1f} s: ", dtype_name(report.dense_dtype),
+                                 model_format_name(report.format), report.out.string(), report.seconds)
+                   : fmt::format("exported {} to {} in {:.1f} s: ", format_capabilities(report.format).title,
                                  report.out.string(), report.seconds);
-  if (report.format == ModelFormat::HfSafetensors) {
+  if (report.dense) {
+    text += fmt::format("{} {} tensors ({} NVFP4 dequantized), {} values rounded to {}", report.dense_tensors,
+                        dtype_name(report.dense_dtype), report.dequantized_tensors, report.rounded_values,
+                        dtype_name(report.dense_dtype));
+  } else if (report.format == ModelFormat::HfSafetensors) {
     text += fmt::format("{} BF16 tensors", report.dense_tensors);
   } else if (report.format == ModelFormat::Gguf) {
     text += fmt::format("{} NVFP4 + {} other tensors", report.nvfp4_tensors, report.dense_tensors);

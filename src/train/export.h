@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +37,10 @@
 #include "train/train_options.h"
 
 namespace nvfp4lm {
+
+// config.json's torch_dtype as a DType (float32, bfloat16, float16; nullopt for anything else or none), and back.
+std::optional<DType> torch_dtype_of(const nlohmann::json& config);
+const char* torch_dtype_name(DType dtype);
 
 // What an export needs besides the weights.
 struct ExportSource {
@@ -72,6 +77,10 @@ struct ExportReport {
   std::vector<std::string> copied_files;
   double seconds = 0;
   bool lora_adapter = false;  // a PEFT LoRA adapter (export_lora_adapter), not a model
+  // A dense copy of a model (train/dense_export.h): every weight in dense_dtype.
+  bool dense = false;
+  int64_t dequantized_tensors = 0;  // NVFP4 weights of the source written dense
+  int64_t rounded_values = 0;       // values a narrower dtype could not hold exactly (rounded to nearest even)
 };
 
 // Refuses (Error) an OUT that would overwrite a protected path or a run's own files (a step-N name in a run
@@ -98,6 +107,11 @@ void check_dat_file_target(const fs::path& file, const ExportSource& source, boo
 ExportReport export_dat_file(std::span<const NamedTensor> masters, const ExportSource& source, const fs::path& file,
                              const ExportOptions& options);
 // (export_checkpoint below writes this layout for a Dat export to a path ending in ".dat".)
+// The same one-file layout for any writer of a `.dat` model directory: `write_directory` makes the directory it is
+// given (a temporary), from `source` without its protected paths (FILE and its neighbours are checked here).
+using DatDirectoryWriter = std::function<ExportReport(const fs::path& dir, const ExportSource& source)>;
+ExportReport export_as_dat_file(const fs::path& file, const ExportSource& source, bool overwrite,
+                                const DatDirectoryWriter& write_directory);
 
 // A LoRA run's adapters (Qwen3Trainable::master_weights() of a LoRA model, or a LoRA checkpoint's model.safetensors)
 // as a PEFT adapter directory (io/peft_adapter.h) for the base `base_model` (its path, recorded in the config). The

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/json_text.h"
+#include "core/memory_guard.h"
 #include "model/lora.h"
 #include "tokenizer/chat_template.h"
 
@@ -627,6 +628,30 @@ std::vector<TrainFlag> make_train_flags() {
              NVFP4LM_CHECK(std::isfinite(o.max_memory_gib) && o.max_memory_gib >= 0,
                            "--max-memory must be a number of GiB >= 0 (0 = no limit), got {}", o.max_memory_gib);
            }},
+      {.name = "--gpu-limit-gb",
+       .help = "the predecessor's guard: stop the run (its last checkpoint kept) when the GPU's memory in use, as "
+               "the driver reports it, is over this many GiB (default: no guard)",
+       .key = "gpu_limit_gb",
+       .resume = G::Free,
+       .value = number(&O::gpu_limit_gb, {0.0, 1e6}),
+       .check =
+           [](const O& o) {
+             check_memory_guard_options(
+                 {.limit_gib = o.gpu_limit_gb, .over_seconds = o.gpu_over_secs, .poll_seconds = o.gpu_poll_secs});
+           },
+       .added_later = true},
+      {.name = "--gpu-over-secs",
+       .help = "--gpu-limit-gb: seconds over the limit before the run is stopped (default 0: at once)",
+       .key = "gpu_over_secs",
+       .resume = G::Free,
+       .value = number(&O::gpu_over_secs, {0.0, 1e6}),
+       .added_later = true},
+      {.name = "--gpu-poll-secs",
+       .help = "--gpu-limit-gb: seconds between readings (default 0.5; every new device allocation is read too)",
+       .key = "gpu_poll_secs",
+       .resume = G::Free,
+       .value = number(&O::gpu_poll_secs, {0.05, 3600.0}),
+       .added_later = true},
       {.name = "--metrics",
        .help = "JSONL metrics file (default RUN_DIR/metrics.jsonl)",
        .key = "metrics",

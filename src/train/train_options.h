@@ -112,6 +112,8 @@ struct TrainOptions {
   bool overwrite = false;  // the export, --metrics and --memory-report may replace an existing output
   std::string device = "cpu";
   double max_memory_gib = 0;  // 0: no limit
+  // The predecessor's guard (core/memory_guard.h): --gpu-limit-gb (0: none), --gpu-over-secs, --gpu-poll-secs.
+  double gpu_limit_gb = 0, gpu_over_secs = 0, gpu_poll_secs = 0.5;
   std::string metrics;        // default <output>/metrics.jsonl
   std::string memory_report;  // --memory-report FILE.json (empty: none)
   NonFinitePolicy nonfinite = NonFinitePolicy::Skip;

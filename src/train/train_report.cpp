@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/memory.h"
+#include "core/memory_guard.h"
 #include "train/train_step.h"
 #include "train/trainer.h"
 
@@ -50,6 +51,7 @@ std::vector<std::string> Trainer::setup_lines() const {
                                 : std::string("at the end"),
         options_.save_best ? "; the checkpoint with the lowest evaluation loss is kept (--save-best)" : ""));
   }
+  if (memory_guard_) lines.push_back(memory_guard_->description());
   if (options_.calibrate_steps > 0)
     lines.push_back(
         fmt::format("activation calibration: input ranges recorded during the last {} steps, written as "

@@ -9,6 +9,7 @@
 #include "core/json_text.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/memory_guard.h"
 #include "core/rng.h"
 #include "io/model_writer.h"
 #include "train/dist/gather_state.h"
@@ -44,6 +45,10 @@ void Trainer::set_up(const std::set<std::string>& given) {
   }
   validate_train_options(options_);
   device_ = open_device(rank_device(), options_.max_memory_gib);
+  if (options_.gpu_limit_gb > 0)
+    memory_guard_ = std::make_unique<MemoryGuard>(device_, MemoryGuardOptions{.limit_gib = options_.gpu_limit_gb,
+                                                                              .over_seconds = options_.gpu_over_secs,
+                                                                              .poll_seconds = options_.gpu_poll_secs});
   check_data_parallel();
   if (run_dir_) {
     if (!options_.resume) run_dir_->check_new_run(options_.overwrite);
@@ -412,15 +417,26 @@ TrainSummary Trainer::run(const Progress& progress) {
     log::info("the run is already complete ({} of {} steps); nothing to train", step_, plan_.total_steps);
   }
   std::optional<int64_t> saved_step = resumed_from_;
-  while (!done()) {
-    const StepMetrics metrics = train_step();
-    if (progress.on_step) progress.on_step(metrics);
-    const bool new_best = options_.save_best && metrics.eval && metrics.eval->best;
-    if (((options_.save_every > 0 && step_ % options_.save_every == 0) || new_best) && !done()) {
-      before_output();
-      save_checkpoint();
-      saved_step = step_;
+  try {
+    while (!done()) {
+      check_memory_guard();
+      const StepMetrics metrics = train_step();
+      if (progress.on_step) progress.on_step(metrics);
+      const bool new_best = options_.save_best && metrics.eval && metrics.eval->best;
+      if (((options_.save_every > 0 && step_ % options_.save_every == 0) || new_best) && !done()) {
+        before_output();
+        save_checkpoint();
+        saved_step = step_;
+      }
     }
+  } catch (const Error&) {
+    if (!memory_guard_tripped()) throw;
+    before_output();
+    // Stopped the way any failure stops a run; what the user needs next is where it can continue from.
+    NVFP4LM_FAIL(
+        "{}; {}", memory_guard_message(),
+        saved_step ? fmt::format("the last checkpoint, step {}, is kept: add --resume to continue from it", *saved_step)
+                   : std::string("no checkpoint had been saved yet (--save-every N saves one every N steps)"));
   }
   before_output();
   // --nonfinite skip keeps a run going past a bad step; a run that skipped every step trained nothing, and its

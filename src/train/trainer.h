@@ -83,6 +83,8 @@
 
 namespace nvfp4lm {
 
+class MemoryGuard;
+
 struct TrainSummary {
   int64_t start_step = 0;  // steps done before this process (resume)
   int64_t steps = 0;       // steps done at the end
@@ -203,6 +205,7 @@ class Trainer {
   Communicator* comm_ = nullptr;
   std::unique_ptr<RunDirectory> run_dir_;  // rank 0's, locked for the life of the trainer (other ranks: none)
   Device device_;
+  std::unique_ptr<MemoryGuard> memory_guard_;  // --gpu-limit-gb (core/memory_guard.h), for the life of the trainer
   std::optional<ResumePoint> resume_;
   std::unique_ptr<ModelFiles> files_;
   std::optional<TrainTokenizer> tokenizer_;

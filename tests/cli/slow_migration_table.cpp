@@ -1,10 +1,11 @@
 // README "Coming from the F# trainer": every nvfp4lm line of the migration table runs, as written, and does what
 // the predecessor's line did. The table is read from README.md (between its migration-table markers), so the README
 // cannot drift from what works. The lines run on the CPU with a tiny model: in a scratch directory that holds the
-// files the lines name (Qwen3-4B-Instruct-2507-nvfp4.dat is a tiny random Qwen3 quantized to NVFP4 .dat, with
-// config.json and the tokenizer beside it; TrainData/ small data files), with "--device cuda" run as "--device cpu"
-// and "--compute-dtype bfloat16" as "float32" (the CPU's), and /tmp/qwen3-fs-ckpt inside the scratch directory.
-// The "build" line is what built this test.
+// files the lines name (Qwen3-4B-Instruct-2507/ is a tiny random Qwen3 in HF's layout, Qwen3-4B-Instruct-2507-nvfp4.dat
+// it quantized to NVFP4 .dat, with config.json and the tokenizer beside it; TrainData/ small data files), with
+// "--device cuda" run as "--device cpu" and "--compute-dtype bfloat16" as "float32" (the CPU's), and /tmp/qwen3-fs-ckpt
+// inside the scratch directory. The "build" line is what built this test; the guard's flags, which watch a GPU, are
+// left out on the CPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -50,9 +51,10 @@ class MigrationTable : public ::testing::Test {
  protected:
   void SetUp() override {
     // The predecessor's files: a .dat model with config.json and the tokenizer beside it, and the data it trained on.
-    const CliResult synth = run_cli("synth --preset tiny " + quoted(dir_ / "hf"));
+    const CliResult synth = run_cli("synth --preset tiny " + quoted(dir_ / kModelDir));
     ASSERT_EQ(synth.exit_code, 0) << synth.err;
-    const CliResult quantize = run_cli("quantize " + quoted(dir_ / "hf") + " " + quoted(dir_ / "q") + " --format dat");
+    const CliResult quantize =
+        run_cli("quantize " + quoted(dir_ / kModelDir) + " " + quoted(dir_ / "q") + " --format dat");
     ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
     for (const auto& entry : fs::directory_iterator(dir_ / "q"))
       fs::rename(entry.path(),
@@ -72,11 +74,14 @@ class MigrationTable : public ::testing::Test {
   std::string runnable(const std::string& command) const {
     std::string args = command.substr(std::string("nvfp4lm ").size());
     args = replace_all(args, "--device cuda", "--device cpu");
+    // The guard watches a GPU's memory (tests/cli/cuda/test_cli_cuda.cpp runs its flags on the GPU).
+    args = replace_all(args, " --gpu-limit-gb 108 --gpu-over-secs 0 --gpu-poll-secs 0.5", "");
     args = replace_all(args, "--compute-dtype bfloat16", "--compute-dtype float32");
     return replace_all(args, "/tmp/qwen3-fs-ckpt", (dir_ / "qwen3-fs-ckpt").string());
   }
 
   static constexpr const char* kModelDat = "Qwen3-4B-Instruct-2507-nvfp4.dat";
+  static constexpr const char* kModelDir = "Qwen3-4B-Instruct-2507";  // the HF directory
   TempDir dir_;
 };
 
@@ -87,18 +92,11 @@ TEST_F(MigrationTable, EveryNewLineRunsAndDoesWhatTheOldOneDid) {
     EXPECT_EQ(row.command.rfind("nvfp4lm ", 0) == 0 || row.command.rfind("make ", 0) == 0, true) << row.command;
     by_what[row.what] = row.command;
   }
-  const std::vector<std::string> expected = {"build",
-                                             "CLI help",
-                                             "synthetic smoke",
-                                             "real-dat smoke",
-                                             "checkpoint CLI",
-                                             "one-step VRAM report",
-                                             "WhoAmI data",
-                                             "WhoAmI train + export",
-                                             "runner with guard",
-                                             "runner logit check",
-                                             "parity script",
-                                             "KV-cache stress"};
+  const std::vector<std::string> expected = {
+      "build",           "FP16 .dat export",      "NVFP4 .dat quantize", "CLI help",
+      "synthetic smoke", "real-dat smoke",        "checkpoint CLI",      "one-step VRAM report",
+      "WhoAmI data",     "WhoAmI train + export", "runner with guard",   "runner logit check",
+      "parity script",   "KV-cache stress"};
   for (const std::string& what : expected) ASSERT_TRUE(by_what.count(what)) << "no '" << what << "' row in README";
   EXPECT_EQ(by_what["build"], "make build");
 
@@ -108,6 +106,15 @@ TEST_F(MigrationTable, EveryNewLineRunsAndDoesWhatTheOldOneDid) {
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return result;
   };
+
+  // Its model preparation: the HF directory as one FP16 .dat beside the NVFP4 one (sharing its config.json), then
+  // that quantized to an NVFP4 .dat.
+  const CliResult fp16 = run("FP16 .dat export");
+  EXPECT_NE(fp16.err.find("dense F16 copy (dat)"), std::string::npos) << fp16.err;
+  const CliResult fp16_info = run_cli("info Qwen3-4B-Instruct-2507-fp16.dat --json", "", "", dir_.path());
+  EXPECT_NE(fp16_info.out.find("\"F16\""), std::string::npos) << fp16_info.out;
+  const CliResult nvfp4 = run("NVFP4 .dat quantize");
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "Qwen3-4B-Instruct-2507-nvfp4" / "model.dat")) << nvfp4.err;
 
   // --help lists the predecessor's names with today's options.
   const CliResult help = run("CLI help");

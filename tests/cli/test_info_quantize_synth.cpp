@@ -84,6 +84,39 @@ TEST(CliFiles, SynthQuantizeInfoRoundTrip) {
   EXPECT_EQ(run_cli("info " + quoted(dir / "q-dat" / "model.dat")).exit_code, 0);
 }
 
+// The predecessor's step 1 (HF -> dense .dat) and step 2 (dense .dat -> NVFP4 .dat) through the executable: the same
+// NVFP4 .dat as quantizing the HF directory; a model takes only the dense formats; an NVFP4 model's BF16 copy.
+TEST(CliFiles, ExportWritesTheDenseDatThePredecessorQuantized) {
+  TempDir dir;
+  const fs::path hf = synth_small(dir);
+  const CliResult dense = run_cli("export " + quoted(hf) + " " + quoted(dir / "dense") + " --format dense-dat");
+  ASSERT_EQ(dense.exit_code, 0) << dense.err;
+  EXPECT_NE(dense.err.find("dense BF16 copy (dat)"), std::string::npos) << dense.err;
+  EXPECT_NE(dense.err.find("0 values rounded"), std::string::npos) << dense.err;
+  for (const auto& [from, out] : {std::pair{hf, dir / "q-hf"}, std::pair{dir / "dense" / "model.dat", dir / "q-dat"}})
+    ASSERT_EQ(run_cli("quantize " + quoted(from) + " " + quoted(out) + " --format dat").exit_code, 0) << from;
+  EXPECT_EQ(read_file(dir / "q-hf" / "model.dat"), read_file(dir / "q-dat" / "model.dat"));
+
+  const CliResult f16 =
+      run_cli("export " + quoted(hf) + " " + quoted(dir / "f16.dat") + " --format dense-dat --dtype f16");
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  EXPECT_NE(f16.err.find("dense F16 copy"), std::string::npos) << f16.err;
+  const json f16_info = json::parse(run_cli("info " + quoted(dir / "f16.dat") + " --json").out);
+  EXPECT_NE(f16_info.dump().find("\"F16\""), std::string::npos) << f16_info.dump();
+
+  const CliResult bf16 =
+      run_cli("export " + quoted(dir / "q-dat" / "model.dat") + " " + quoted(dir / "bf16") + " --format bf16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  EXPECT_NE(bf16.err.find("14 NVFP4 dequantized"), std::string::npos) << bf16.err;
+
+  expect_one_line_error(run_cli("export " + quoted(hf) + " " + quoted(dir / "m") + " --format modelopt"),
+                        {"is a model", "dense copy", "nvfp4lm quantize"});
+  expect_one_line_error(run_cli("export " + quoted(hf) + " " + quoted(dir / "m") + " --format bf16 --dtype f16"),
+                        {"--format bf16", "dense-dat --dtype f16"});
+  expect_one_line_error(run_cli("export " + quoted(hf) + " " + quoted(dir / "m") + " --format dense-dat --block 2d"),
+                        {"is a model", "--block"});
+}
+
 TEST(CliFiles, ChecksumsAndPresets) {
   TempDir dir;
   const fs::path hf = synth_small(dir);

@@ -55,6 +55,27 @@ TEST_F(CliParity, TinyModelPassesOnTheCpu) {
   EXPECT_EQ(report["paths"][0]["compute_path"], "cpu/dequant-gemm");
 }
 
+// The predecessor's known-good baseline through the executable: written by a passing run, checked by a later one (the
+// same model: PASS, every path unmoved); a file already there is not replaced; --baseline brings its own prompts.
+TEST_F(CliParity, WritesABaselineAndChecksAgainstIt) {
+  const std::string parity = "parity" + model("dat") + " --device cpu --new-tokens 3 --train-forward off";
+  const fs::path file = *dir_ / "known-good.json";
+  const CliResult written = run_cli(parity + " --write-baseline " + quoted(file));
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_NE(written.err.find("wrote the baseline"), std::string::npos) << written.err;
+  const nlohmann::json baseline = nlohmann::json::parse(read_file(file));
+  EXPECT_EQ(baseline["nvfp4lm_parity_baseline"], 1);
+  EXPECT_EQ(baseline["new_tokens"], 3);
+  const CliResult checked = run_cli(parity + " --baseline " + quoted(file));
+  ASSERT_EQ(checked.exit_code, 0) << checked.err << checked.out;
+  EXPECT_NE(checked.out.find("against the baseline"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.out.find("greedy continuation is the baseline's"), std::string::npos) << checked.out;
+  expect_one_line_error(run_cli(parity + " --write-baseline " + quoted(file)), {"known-good.json", "exists"});
+  write_file(*dir_ / "one.txt", "Hello.\n");
+  const CliResult both = run_cli(parity + " --baseline " + quoted(file) + " --prompts " + quoted(*dir_ / "one.txt"));
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+}
+
 TEST_F(CliParity, PromptsFromAFile) {
   write_file(*dir_ / "prompts.txt", "What is 2 + 2?\n\n  \nName a colour.\n");
   const CliResult result =

@@ -9,6 +9,7 @@
 
 #include "io/model_copy.h"
 #include "tools/parity.h"
+#include "tools/parity_baseline.h"
 #include "tools/tools_test_util.h"
 
 namespace nvfp4lm::test {
@@ -97,6 +98,99 @@ TEST_F(Parity, DatModelPassesEveryCpuPair) {
   const nlohmann::json json = parity_json(report);
   EXPECT_TRUE(json["pass"].get<bool>());
   EXPECT_EQ(json["prompts"][0]["pairs"][0]["path"], "cpu-cache");
+}
+
+// The model as training computes it (issue 51, the predecessor's training-path inference): the QAT forward equals what
+// its export runs (fp32 class: the same dequantized weights, other kernels), for the NVFP4 .dat and for a dense model;
+// the .dat's export moves from the file's own block scales by QAT's group tensor scales (requantized class), a
+// dense model's export is its NVFP4 quantization and is judged by nothing. --train-forward off leaves them out.
+TEST_F(Parity, TheTrainingForwardIsWhatItsExportRuns) {
+  for (const fs::path& model : {dat_, dense_}) {
+    SCOPED_TRACE(model.string());
+    const bool nvfp4 = model == dat_;
+    const ParityReport report = run_parity(options(model));
+    ASSERT_TRUE(report.pass()) << parity_table(report);
+    for (size_t p = 0; p < report.prompts.size(); ++p) {
+      const auto pairs = pairs_of(report, p);
+      ASSERT_TRUE(pairs.count("train-forward vs train-export")) << parity_table(report);
+      const ParityPair& forward = pairs.at("train-forward vs train-export");
+      EXPECT_EQ(forward.tolerance_class, ToleranceClass::Fp32);
+      EXPECT_EQ(forward.diff.positions, static_cast<int64_t>(report.prompts[p].ids.size()));
+      EXPECT_EQ(forward.diff.top1_agree, forward.diff.positions);
+      EXPECT_EQ(pairs.count("train-export vs reference"), nvfp4 ? 1u : 0u);
+      if (nvfp4) {
+        // Requantized with other tensor scales: different logits, within the class.
+        EXPECT_GT(pairs.at("train-export vs reference").diff.max_abs_diff, forward.diff.max_abs_diff);
+        EXPECT_EQ(pairs.at("train-export vs reference").tolerance_class, ToleranceClass::Requantized);
+      }
+    }
+    EXPECT_EQ(skip_reason(report, "train-cuda"), "no CUDA device: not asked for in this test");
+  }
+  ParityOptions off = options(dat_);
+  off.train_forward = false;
+  const ParityReport without = run_parity(off);
+  EXPECT_EQ(skip_reason(without, "train-forward"), "--train-forward off");
+  EXPECT_EQ(pairs_of(without, 0).count("train-forward vs train-export"), 0u);
+}
+
+// The predecessor's known-good baseline: a passing run written with its build, read back, and a later run checked
+// against it: the same model moves nothing (0 at every path), a model with other weights moves every path and the
+// greedy tokens, each named; a damaged file is refused naming the field.
+TEST_F(Parity, ABaselineSaysWhichPromptsAndPathsMoved) {
+  ParityOptions first = options(dat_);
+  first.train_forward = false;
+  const ParityReport written = run_parity(first);
+  ASSERT_TRUE(written.pass());
+  const nlohmann::json json = parity_baseline_json(written, first.new_tokens);
+  EXPECT_EQ(json["build"]["version"], NVFP4LM_VERSION);
+  EXPECT_EQ(json["prompts"][0]["logits"]["reference"].size(), written.prompts[0].ids.size());
+  EXPECT_EQ(json["prompts"][0]["logits"]["reference"][0]["ids"].size(), static_cast<size_t>(kBaselineTopK));
+  const fs::path file = dir_->path() / "baseline.json";
+  write_file(file, json.dump());
+  const ParityBaseline baseline = read_parity_baseline(file);
+  ASSERT_EQ(baseline.prompts.size(), written.prompts.size());
+  EXPECT_EQ(baseline.prompts[0].ids, written.prompts[0].ids);
+
+  ParityOptions again = options(dat_);
+  again.train_forward = false;
+  again.baseline = &baseline;
+  const ParityReport same = run_parity(again);
+  ASSERT_TRUE(same.pass()) << parity_table(same);
+  ASSERT_FALSE(same.baseline_moves.empty());
+  for (const BaselineMove& move : same.baseline_moves) {
+    EXPECT_EQ(move.max_abs_diff, 0) << move.path;  // this build, this model: the same bits
+    EXPECT_EQ(move.top1_agree, move.positions) << move.path;
+  }
+  EXPECT_EQ(same.baseline_moves.front().path, "reference");
+  EXPECT_NE(parity_table(same).find("greedy continuation is the baseline's"), std::string::npos);
+
+  ParityOptions other = options(modelopt_);  // the same model quantized with tensor scales: other weights
+  other.train_forward = false;
+  other.baseline = &baseline;
+  const ParityReport moved = run_parity(other);
+  EXPECT_FALSE(moved.pass());
+  bool reference_moved = false;
+  for (const BaselineMove& move : moved.baseline_moves)
+    if (move.path == "reference") reference_moved = !move.pass && move.max_abs_diff > 0;
+  EXPECT_TRUE(reference_moved) << parity_table(moved);
+  EXPECT_NE(moved.failures.back().find("baseline: "), std::string::npos);
+  // copy-dat cannot run on a ModelOpt model (its tensor scales): said, not judged.
+  EXPECT_NE(parity_table(moved).find("note: copy-dat: in the baseline, not run now"), std::string::npos)
+      << parity_table(moved);
+  other.tolerances.set(ToleranceClass::Baseline, 10);  // a model followed as it trains: a looser bound
+  const ParityReport loose = run_parity(other);
+  for (const BaselineMove& move : loose.baseline_moves) {
+    if (move.first_divergence < 0) {
+      EXPECT_TRUE(move.pass) << move.path;
+    }
+  }
+
+  nlohmann::json broken = json;
+  broken["prompts"][0]["logits"]["reference"].erase(0);
+  write_file(file, broken.dump());
+  expect_error([&] { read_parity_baseline(file); }, {"baseline.json", "prompts[0].logits.reference", "one entry per"});
+  write_file(file, "{}");
+  expect_error([&] { read_parity_baseline(file); }, {"baseline.json", "not a parity baseline", "--write-baseline"});
 }
 
 TEST_F(Parity, PathsThatCannotRunSayWhy) {

@@ -183,11 +183,11 @@ TEST(TrainFlags, AConfigOfAnEarlierVersionReadsBackUnchanged) {
 TEST(TrainFlags, ResumeGroupsAreTheDocumentedOnes) {
   const std::set<std::string> schedule = {"epochs",      "max_steps", "steps_per_epoch", "lr",
                                           "lr_schedule", "warmup",    "min_lr_ratio",    "max_grad_norm"};
-  const std::set<std::string> free = {"output",          "save_every",    "keep",         "export",
-                                      "output_dat",      "export_format", "overwrite",    "device",
-                                      "compute_dtype",   "max_memory",    "metrics",      "memory_report",
-                                      "nonfinite",       "recompute",     "fused_update", "packed_weights",
-                                      "step_chunk_rows", "eval_every",    "save_best",    "calibrate_steps"};
+  const std::set<std::string> free = {
+      "output",    "save_every",      "keep",          "export",         "output_dat",      "export_format",
+      "overwrite", "device",          "compute_dtype", "max_memory",     "metrics",         "memory_report",
+      "nonfinite", "recompute",       "fused_update",  "packed_weights", "step_chunk_rows", "eval_every",
+      "save_best", "calibrate_steps", "gpu_limit_gb",  "gpu_over_secs",  "gpu_poll_secs"};
   for (const TrainFlag& flag : train_flags()) {
     const std::string key(flag.key);
     const ResumeGroup expected = !flag.saved()         ? ResumeGroup::NotSaved

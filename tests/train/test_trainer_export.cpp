@@ -22,6 +22,8 @@
 #include "quant/tensor_amax.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
+#include "train/dense_export.h"
+#include "train/tensor_model_files.h"
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
@@ -170,7 +172,19 @@ TEST_F(TrainerExport, CheckpointExportsInEveryFormatReloadAndGenerate) {
   export_checkpoint(input, dir_ / "bf16", bf16);
   expect_export_matches(dir_ / "bf16", ModelFormat::HfSafetensors, masters, nullptr, DType::BF16);
 
-  for (const char* name : {"modelopt", "dat", "bf16"}) {
+  // --format dense-dat: the masters as they are (F32), bit for bit.
+  std::vector<NamedTensor> named;
+  for (const auto& [name, tensor] : masters) named.push_back({name, tensor});
+  const auto in_memory = tensor_model_files(input.source.config_json, named, "the checkpoint");
+  export_dense_model(*in_memory, input.source, dir_ / "dense-dat", {.format = ModelFormat::Dat, .dtype = DType::F32});
+  const auto dense = open_model(dir_ / "dense-dat" / "model.dat");
+  for (const auto& [name, tensor] : masters) {
+    const Tensor copy = dense->load(name).dense;
+    ASSERT_EQ(copy.dtype(), DType::F32) << name;
+    EXPECT_EQ(to_float_vector(copy), to_float_vector(tensor)) << name;
+  }
+
+  for (const char* name : {"modelopt", "dat", "bf16", "dense-dat"}) {
     EXPECT_FALSE(reload_and_answer(dir_ / name).empty()) << name;
     EXPECT_TRUE(fs::exists(dir_ / name / "tokenizer.json")) << name;
   }

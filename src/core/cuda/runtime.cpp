@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/memory.h"
+#include "core/memory_guard.h"
 
 #if NVFP4LM_CUDA_EMULATION
 #include "core/cuda/emulation.h"
@@ -106,6 +108,16 @@ void require_device(int index) {
                 index, count, count - 1);
 }
 
+size_t device_memory_in_use(int index) {
+  int current = 0;
+  NVFP4LM_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != index) NVFP4LM_CUDA_CHECK(cudaSetDevice(index));
+  size_t free_bytes = 0, total_bytes = 0;
+  NVFP4LM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (current != index) NVFP4LM_CUDA_CHECK(cudaSetDevice(current));
+  return total_bytes - std::min(free_bytes, total_bytes);
+}
+
 namespace {
 
 // Blocks are rounded to 512 B (small) or 2 MiB (large) so that freed blocks are reusable by similar requests.
@@ -141,7 +153,7 @@ void* device_malloc(int index, size_t bytes) {
   if (bytes == 0) return nullptr;
   Cache& c = cache();
   size_t size = round_size(bytes);
-  std::lock_guard lock(c.mutex);
+  std::unique_lock lock(c.mutex);
   auto& blocks = c.free_blocks[index];
   auto it = blocks.find(size);
   if (it != blocks.end()) {
@@ -170,6 +182,10 @@ void* device_malloc(int index, size_t bytes) {
         index, to_mib(bytes), MemoryTracker::instance().current_phase(),
         to_gib(MemoryTracker::instance().current_bytes(Device::cuda(index))), to_gib(free_bytes), to_gib(total_bytes));
   }
+  // The device's memory grew: a memory guard (core/memory_guard.h) in immediate mode reads it now, outside the
+  // cache's lock (it reads the driver); the block is handed out either way, and a trip stops the next allocation.
+  lock.unlock();
+  memory_guard_after_device_allocation(index);
   return ptr;
 }
 

@@ -37,6 +37,10 @@ DeviceInfo device_info(int index);
 // Throws Error naming the reason when `index` is not a usable GPU.
 void require_device(int index);
 
+// The device's memory in use as the driver reports it (cudaMemGetInfo total - free: every process's allocations, the
+// contexts, the caching allocator's free blocks), for the memory guard (core/memory_guard.h).
+size_t device_memory_in_use(int index);
+
 // Caching allocator: freed blocks are kept for reuse (no cudaFree in steady state). On cudaMalloc failure the
 // cache is emptied and the allocation retried once; a real out-of-memory throws Error with the sizes.
 void* device_malloc(int index, size_t bytes);

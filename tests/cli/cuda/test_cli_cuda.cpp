@@ -167,6 +167,31 @@ TEST_F(CliCuda, GenerateGivesTheCpuGreedyTokens) {
   EXPECT_EQ(on_cpu.out, cpu.out);
 }
 
+// The predecessor's guard flags (core/memory_guard.h) on generate and train: a limit above what the command takes is
+// logged and changes nothing; one below it stops the command with one line naming the reading and the limit; the CPU
+// has no GPU memory to guard.
+TEST_F(CliCuda, TheGuardFlagsStopWhatGoesOverTheLimit) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const std::string generate =
+      "generate --model " + quoted(model_path()) + " --prompt 'Tell me a story.' --max-tokens 4 --temperature 0";
+  const CliResult plain = run_cli(generate + " --device cuda");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const CliResult guarded = run_cli(generate + " --device cuda --gpu-limit-gb 100 --gpu-poll-secs 0.05");
+  ASSERT_EQ(guarded.exit_code, 0) << guarded.err;
+  EXPECT_NE(guarded.err.find("memory guard: cuda:0"), std::string::npos) << guarded.err;
+  EXPECT_NE(guarded.err.find("in use as the driver reports it, limit --gpu-limit-gb 100 GiB"), std::string::npos)
+      << guarded.err;
+  EXPECT_EQ(guarded.out, plain.out);
+  expect_one_line_error(run_cli(generate + " --device cuda --gpu-limit-gb 0.001"),
+                        {"memory guard: cuda:0", "in use (driver)", "over --gpu-limit-gb 0.001", "raise the limit"});
+  const std::string train = "train --model " + quoted(model_path()) + " --data " + quoted(data_path()) +
+                            " --max-steps 1 --seed 1 --output " + quoted(*dir_ / "guarded-run");
+  expect_one_line_error(run_cli(train + " --device cuda --gpu-limit-gb 0.001"),
+                        {"memory guard: cuda:0", "over --gpu-limit-gb 0.001"});
+  EXPECT_FALSE(fs::exists(*dir_ / "guarded-run"));
+  expect_one_line_error(run_cli(train + " --device cpu --gpu-limit-gb 1"), {"--gpu-limit-gb", "--device cpu"});
+}
+
 TEST_F(CliCuda, TrainingLossesFollowTheCpu) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   std::vector<std::vector<double>> losses;

@@ -1,8 +1,8 @@
 // parity and stress kv with a CUDA device (on the emulated device in CI, docs/cuda-emulation.md): the CUDA paths
 // run and pass — the full forward and the cached decode (eager and CUDA graph, the two bit for bit equal) within the
-// bf16-activations tolerance of the CPU, the dense BF16 weights likewise — and the KV-cache stress matrix passes on
-// CUDA through the decode graph. The measured max |Δlogit| of each pair is printed (the defaults in
-// tools/logit_diff.h come from such runs).
+// bf16-activations tolerance of the CPU, the dense BF16 weights likewise, the training forward on CUDA (train-cuda)
+// within bf16-activations of the CPU's — and the KV-cache stress matrix passes on CUDA through the decode graph. The
+// measured max |Δlogit| of each pair is printed (the defaults in tools/logit_diff.h come from such runs).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -37,8 +37,8 @@ TEST(ParityCuda, CudaPathsRunAndPass) {
                  pair.diff.max_abs_reference,
                  pair.diff.max_abs_reference > 0 ? pair.diff.max_abs_diff / pair.diff.max_abs_reference : 0.0);
   }
-  for (const char* name :
-       {"cuda vs reference", "cuda-eager vs cuda", "cuda-graph vs cuda-eager", "cuda-dense vs cpu-dense"}) {
+  for (const char* name : {"cuda vs reference", "cuda-eager vs cuda", "cuda-graph vs cuda-eager",
+                           "cuda-dense vs cpu-dense", "train-cuda vs train-forward"}) {
     ASSERT_TRUE(pairs.count(name)) << name << "\n" << parity_table(report);
     EXPECT_TRUE(pairs.at(name).pass()) << name;
     EXPECT_EQ(pairs.at(name).diff.positions, static_cast<int64_t>(report.prompts[0].ids.size())) << name;

@@ -173,7 +173,8 @@ bool ChatMessage::has_reasoning() const {
 
 ordered_json ChatMessage::to_json() const {
   ordered_json message = {{"role", role}};
-  if (!content_absent) message["content"] = content_as_sent ? *content_as_sent : ordered_json(content);
+  if (content_sent != Sent::Absent)
+    message["content"] = content_sent == Sent::Null ? ordered_json(nullptr) : ordered_json(content);
   for (const auto& [key, value] : fields.items()) message[key] = value;
   return message;
 }
@@ -209,8 +210,9 @@ std::vector<ChatMessage> read_chat_messages(const ordered_json& messages, std::s
     // neither would be trained as an empty answer.
     parsed.content = read_content(message, place, path, parsed.role == "assistant" && calls);
     const auto sent = message.find("content");
-    parsed.content_absent = sent == message.end();
-    if (!parsed.content_absent && sent->is_null()) parsed.content_as_sent = nullptr;
+    parsed.content_sent = sent == message.end() ? ChatMessage::Sent::Absent
+                          : sent->is_null()     ? ChatMessage::Sent::Null
+                                                : ChatMessage::Sent::Text;
     check_string(message, "reasoning_content", place, path, true);
     check_string(message, "tool_call_id", place, path, false);
     check_string(message, "name", place, path, false);

@@ -23,7 +23,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,10 +39,10 @@ struct ChatMessage {
 
   std::string role;     // "system", "user", "assistant" or "tool"
   std::string content;  // the text ("" for none, the parts joined)
-  // The content as sent when it was null, or absent (`content_absent`): a chat template sees that, as under
-  // transformers (DeepSeek-R1's renders tool calls only when content is none). Text parts reach it joined.
-  std::optional<nlohmann::ordered_json> content_as_sent;
-  bool content_absent = false;
+  // How the content was sent: a chat template sees a null or absent one as such, as under transformers
+  // (DeepSeek-R1's renders tool calls only when content is none); text and text parts reach it as `content` (joined).
+  enum class Sent { Text, Null, Absent };
+  Sent content_sent = Sent::Text;
   // The message's other keys (reasoning_content, tool_calls, tool_call_id, name, ...), an object.
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
 

@@ -310,20 +310,10 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(std::string_view tokeni
     std::string config_origin = origin + " (tokenizer_config.json)";
     const json config = parse_json(tokenizer_config_json, config_origin);
     NVFP4LM_CHECK(config.is_object(), "{}: not a JSON object", config_origin);
-    std::string eos = config_token(config, "eos_token"), pad = config_token(config, "pad_token");
-    if (!eos.empty()) {
-      data->special.eos = data->find_id(eos);
-      NVFP4LM_CHECK(data->special.eos >= 0, "{}: eos_token \"{}\" is not a token of tokenizer.json", config_origin,
-                    eos);
-    }
-    if (!pad.empty()) {
-      data->special.pad = data->find_id(pad);
-      NVFP4LM_CHECK(data->special.pad >= 0, "{}: pad_token \"{}\" is not a token of tokenizer.json", config_origin,
-                    pad);
-    }
-    // bos / unk only reach chat templates (apply_chat_template passes the special tokens map); a name that is no
-    // token is an error as for eos and pad.
-    for (auto [key, id] : {std::pair{"bos_token", &data->special.bos}, std::pair{"unk_token", &data->special.unk}}) {
+    // The special tokens it names (bos and unk only reach chat templates: apply_chat_template passes the special
+    // tokens map); a name that is no token of tokenizer.json is an error.
+    for (auto [key, id] : {std::pair{"eos_token", &data->special.eos}, std::pair{"pad_token", &data->special.pad},
+                           std::pair{"bos_token", &data->special.bos}, std::pair{"unk_token", &data->special.unk}}) {
       const std::string text = config_token(config, key);
       if (text.empty()) continue;
       *id = data->find_id(text);

@@ -45,6 +45,20 @@ nlohmann::json peft_lora_config_json(const PeftLoraConfig& config) {
   return json;
 }
 
+std::string vllm_lora_rank_note(int rank) {
+  constexpr int kVllmMaxLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};
+  constexpr int kVllmDefaultMaxLoraRank = 16;
+  if (rank <= kVllmDefaultMaxLoraRank) return {};
+  for (const int allowed : kVllmMaxLoraRanks)
+    if (rank <= allowed)
+      return fmt::format("vLLM serves a rank-{} adapter with --max-lora-rank {} (its default, 16, refuses it)", rank,
+                         allowed);
+  return fmt::format(
+      "vLLM cannot serve a rank-{} adapter (its --max-lora-rank stops at 512); PEFT and nvfp4lm load it, and `nvfp4lm "
+      "export RUN OUT --merge-lora` makes a model any engine serves",
+      rank);
+}
+
 void write_peft_adapter(const fs::path& dir, const PeftLoraConfig& config, std::span<const PeftTensor> adapters,
                         bool overwrite) {
   NVFP4LM_CHECK(!adapters.empty(), "no adapter tensors to write to {}", dir.string());

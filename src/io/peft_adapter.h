@@ -38,6 +38,12 @@ struct PeftLoraConfig {
 // adapter_config.json's object.
 nlohmann::json peft_lora_config_json(const PeftLoraConfig& config);
 
+// What serving an adapter of rank `rank` with vLLM takes, in words ("" when its defaults do): vLLM's max_lora_rank is
+// one of 1, 8, 16, 32, 64, 128, 256, 320, 512, default 16 (vllm/config/lora.py: `MaxLoRARanks = Literal[...]`,
+// `max_lora_rank: MaxLoRARanks = 16`), so a rank above 16 needs `--max-lora-rank` of the next of those, and one above
+// 512 cannot be served by vLLM at all (PEFT and nvfp4lm load it; a merge serves anywhere).
+std::string vllm_lora_rank_note(int rank);
+
 struct PeftTensor {
   std::string name;  // "base_model.model.<module>.lora_A.weight"
   Tensor tensor;

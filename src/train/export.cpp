@@ -425,6 +425,7 @@ ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const Tr
   std::vector<PeftTensor> tensors;
   for (const NamedTensor& t : adapters) tensors.push_back({t.name, t.tensor});
   write_peft_adapter(out, peft, tensors, overwrite);
+  if (const std::string note = vllm_lora_rank_note(peft.rank); !note.empty()) log::warn("{}: {}", out.string(), note);
   ExportReport report;
   report.out = out;
   report.lora_adapter = true;

@@ -34,12 +34,11 @@ std::optional<DecodeMode> decode_mode_for(Device device, const std::string& cuda
 Device setup_device(const DeviceFlags& flags) { return open_device(flags.device, flags.max_memory_gib); }
 
 std::unique_ptr<MemoryGuard> start_memory_guard(const GuardFlags& flags, Device device) {
-  check_memory_guard_options(
-      {.limit_gib = flags.limit_gb, .over_seconds = flags.over_secs, .poll_seconds = flags.poll_secs});
-  if (flags.limit_gb == 0) return nullptr;
-  auto guard = std::make_unique<MemoryGuard>(
-      device, MemoryGuardOptions{
-                  .limit_gib = flags.limit_gb, .over_seconds = flags.over_secs, .poll_seconds = flags.poll_secs});
+  const MemoryGuardOptions options{
+      .limit_gib = flags.limit_gb, .over_seconds = flags.over_secs, .poll_seconds = flags.poll_secs};
+  check_memory_guard_options(options);  // also without a guard: the flags' values are checked either way
+  if (options.limit_gib == 0) return nullptr;
+  auto guard = std::make_unique<MemoryGuard>(device, options);
   log::info("{}", guard->description());
   return guard;
 }

@@ -86,14 +86,30 @@ DenseExportOptions dense_options(const ExportCliOptions& cli) {
   return options;
 }
 
+// A dense copy takes --format, --dtype and --overwrite only.
+bool only_dense_copy_flags(const ExportCliOptions& cli) {
+  return cli.gguf_type.empty() && cli.block.empty() && !cli.quantize_lm_head && !cli.merge_lora && cli.qat_steps == 0 &&
+         cli.calibrate.empty() && cli.device.device == "cpu";
+}
+
+// The dense copy of `model` (train/dense_export.h) to cli.out, logged; `what` names the source in the warning.
+int write_dense_copy(const ExportCliOptions& cli, const ModelFiles& model, const ExportSource& source,
+                     const std::string& what) {
+  const ExportReport report = export_dense_model(model, source, cli.out, dense_options(cli));
+  log::info("{}", describe_export(report));
+  if (report.rounded_values > 0)
+    log::warn("{} values did not fit {} exactly and were rounded: the copy computes nearly, not exactly, what {} does",
+              report.rounded_values, dtype_name(report.dense_dtype), what);
+  return 0;
+}
+
 // `export MODEL OUT --format bf16|dense-dat`: a dense copy of a model (train/dense_export.h).
 int run_model_export(const ExportCliOptions& cli) {
   NVFP4LM_CHECK(cli.format == "bf16" || cli.format == kDenseDatFormat,
                 "{} is a model, not a checkpoint: export writes a dense copy of it (--format bf16 or dense-dat); "
                 "`nvfp4lm quantize {} OUT --format {}` makes an NVFP4 one",
                 cli.input, cli.input, cli.format);
-  NVFP4LM_CHECK(cli.gguf_type.empty() && cli.block.empty() && !cli.quantize_lm_head && !cli.merge_lora &&
-                    cli.qat_steps == 0 && cli.calibrate.empty() && cli.device.device == "cpu",
+  NVFP4LM_CHECK(only_dense_copy_flags(cli),
                 "{} is a model: its dense copy takes --format, --dtype and --overwrite only (--gguf-type, --block, "
                 "--quantize-lm-head, --merge-lora, --qat-steps, --calibrate and --device are for checkpoints)",
                 cli.input);
@@ -103,12 +119,7 @@ int run_model_export(const ExportCliOptions& cli) {
   const auto model = open_model(cli.input);
   log::info("exporting {} ({}, {} weights) as a dense copy, on the CPU", model->path().string(),
             model_format_name(model->format()), model->weights().size());
-  const ExportReport report = export_dense_model(*model, model_export_source(*model), cli.out, dense_options(cli));
-  log::info("{}", describe_export(report));
-  if (report.rounded_values > 0)
-    log::warn("{} values did not fit {} exactly and were rounded: the copy computes nearly, not exactly, what {} does",
-              report.rounded_values, dtype_name(report.dense_dtype), cli.input);
-  return 0;
+  return write_dense_copy(cli, *model, model_export_source(*model), cli.input);
 }
 
 // --merge-lora --qat-steps N (train/merge_qat.h): the merge trained with QAT, then exported, with train's header,
@@ -139,8 +150,7 @@ int run_export(const ExportCliOptions& cli) {
                 "--qat-lr and --qat-output go with --qat-steps N");
   if (is_model_input(cli.input)) return run_model_export(cli);
   if (cli.format == kDenseDatFormat) {
-    NVFP4LM_CHECK(cli.gguf_type.empty() && cli.block.empty() && !cli.quantize_lm_head && !cli.merge_lora &&
-                      cli.calibrate.empty() && cli.device.device == "cpu",
+    NVFP4LM_CHECK(only_dense_copy_flags(cli),
                   "--format dense-dat writes the checkpoint's masters densely: --gguf-type, --block, "
                   "--quantize-lm-head, --merge-lora, --calibrate and --device do not apply");
     const CheckpointExportInput input = open_checkpoint_for_export(cli.input);
@@ -151,9 +161,7 @@ int run_export(const ExportCliOptions& cli) {
     const std::vector<NamedTensor> masters = load_checkpoint_masters(input);
     const auto model = tensor_model_files(input.source.config_json, masters, "checkpoint " + input.checkpoint.string());
     log::info("exporting checkpoint {} (step {}) as a dense .dat", input.checkpoint.string(), input.step);
-    const ExportReport report = export_dense_model(*model, input.source, cli.out, dense_options(cli));
-    log::info("{}", describe_export(report));
-    return 0;
+    return write_dense_copy(cli, *model, input.source, "checkpoint " + input.checkpoint.string());
   }
   ExportOptions options;
   options.format = parse_export_format(cli.format);  // --format, --dtype, --gguf-type, --block: checked while parsing

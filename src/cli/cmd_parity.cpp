@@ -71,6 +71,7 @@ int run_parity_command(const ParityCliOptions& cli) {
   for (const std::string& assignment : cli.tolerances) options.tolerances.set_from_text(assignment);
   options.temp_dir = cli.temp_dir;
   options.train_forward = cli.train_forward == "on";
+  options.record_top_logits = !cli.write_baseline.empty();
   if (cli.device == "auto") {
     const std::string reason = device_unavailable_reason(Device::cuda(0));
     if (reason.empty()) {

@@ -43,8 +43,7 @@ struct MemoryGuard::State {
   MemoryGuardOptions options;
   size_t limit_bytes = 0;
   bool host_memory = false;  // an integrated GPU: the process's resident memory is read too
-  std::atomic<size_t> peak{0};
-  std::mutex mutex;  // over_since, stop
+  std::mutex mutex;          // over_since, stop
   std::optional<Clock::time_point> over_since;
   bool stop = false;
   std::condition_variable wake;
@@ -66,12 +65,8 @@ struct MemoryGuard::State {
     if (g_tripped.load()) return;
     const std::vector<Reading> readings = read();
     const Reading* over = nullptr;
-    for (const Reading& reading : readings) {
-      size_t seen = peak.load();
-      while (reading.bytes > seen && !peak.compare_exchange_weak(seen, reading.bytes)) {
-      }
+    for (const Reading& reading : readings)
       if (reading.bytes > limit_bytes && over == nullptr) over = &reading;
-    }
     std::lock_guard lock(mutex);
     if (over == nullptr) {
       over_since.reset();
@@ -174,8 +169,6 @@ std::string MemoryGuard::description() const {
       state_->device.label(), state_->host_memory ? " and the process's resident memory (unified memory)" : "",
       o.limit_gib, o.over_seconds, o.poll_seconds);
 }
-
-size_t MemoryGuard::peak_bytes() const { return state_->peak.load(); }
 
 bool memory_guard_tripped() { return g_tripped.load(std::memory_order_relaxed); }
 

@@ -13,8 +13,9 @@
 // Tripped, the guard does what a failure does: the next device allocation of the process and the trainer's next step
 // throw an Error saying what was over (the reading, the limit, for how long); the run's last checkpoint is kept
 // (train: --resume continues from it) and the exit status is non-zero. Host allocations go on (they may sit in
-// OpenMP regions, which an exception cannot leave; a checkpoint being written finishes). A process that has not stopped kGraceSeconds
-// after the trip (stuck where nothing allocates) is ended with exit status 124, as the predecessor's guard did.
+// OpenMP regions, which an exception cannot leave; a checkpoint being written finishes). A process that has not stopped
+// kGraceSeconds after the trip (stuck where nothing allocates) is ended with exit status 124, as the predecessor's
+// guard did.
 // `--max-memory` stays the in-process limit on what nvfp4lm's tensors hold (core/memory.h).
 #pragma once
 
@@ -45,10 +46,9 @@ class MemoryGuard {
   MemoryGuard(const MemoryGuard&) = delete;
   MemoryGuard& operator=(const MemoryGuard&) = delete;
 
-  // "memory guard: cuda:0 in use (driver) over 108 GiB for 0 s, polled every 0.5 s" — for the header's set-up lines.
+  // "memory guard: cuda:0 in use as the driver reports it, limit --gpu-limit-gb 108 GiB, over for 0 s, polled every
+  // 0.5 s and after every new device allocation": for the command's set-up lines.
   std::string description() const;
-  // The highest reading so far, in bytes, and what it was.
-  size_t peak_bytes() const;
 
   struct State;
 

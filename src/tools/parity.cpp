@@ -342,28 +342,30 @@ ParityReport run_parity(const ParityOptions& options) {
       PathSpec& spec = paths[index];
       if (!spec.info.skipped.empty()) continue;
       const auto start = Clock::now();
-      if (spec.copy && !spec.copied) {
-        const fs::path out = scratch_dir() / spec.model.path;
-        log::info("parity: writing {} as {} to {}", options.model.string(), model_format_name(*spec.copy),
-                  out.string());
-        write_model_copy(*files, out, *spec.copy);
-        spec.model.path = out;
-        spec.copied = true;
-      }
-      if (spec.kind == PathKind::TrainExport && !spec.copied) {
-        model.reset();  // one model in memory at a time
+      // One model in memory at a time: the inference model goes before a training model is built.
+      auto unload = [&] {
+        model.reset();
         loaded.reset();
+      };
+      if ((spec.copy || spec.kind == PathKind::TrainExport) && !spec.copied) {
         const fs::path out = scratch_dir() / spec.model.path;
-        log::info("parity: exporting {} as train --export would at step 0 to {}", options.model.string(), out.string());
-        export_training_start(*files, out);
+        if (spec.copy) {
+          log::info("parity: writing {} as {} to {}", options.model.string(), model_format_name(*spec.copy),
+                    out.string());
+          write_model_copy(*files, out, *spec.copy);
+        } else {
+          unload();
+          log::info("parity: exporting {} as train --export would at step 0 to {}", options.model.string(),
+                    out.string());
+          export_training_start(*files, out);
+        }
         spec.model.path = out;
         spec.copied = true;
       }
       std::optional<Qwen3Trainable> trainable;
       const Qwen3Model* path_model = nullptr;
       if (spec.kind == PathKind::TrainForward) {
-        model.reset();
-        loaded.reset();
+        unload();
         trainable.emplace(Qwen3Trainable::from_files(*files, training_options(spec.model.device)));
         spec.info.compute_path = fmt::format("{}/train-forward", spec.model.device.is_cpu() ? "cpu" : "cuda");
         spec.info.precision = trainable->describe();
@@ -386,22 +388,26 @@ ParityReport run_parity(const ParityOptions& options) {
         const KeptLogits* reference = spec.against.empty() ? nullptr : &kept.at(spec.against);
         LogitDiffAccumulator diff;
         if (keep) keep->begin(static_cast<int64_t>(prompt.ids.size()), vocab);
+        // What a baseline records (when asked), and with a baseline that has this path, its logits at the
+        // baseline's top ids.
         ParityPrompt& recorded = report.prompts[p];
-        std::vector<ParityTopK>& top = recorded.top_logits[spec.info.name];
-        std::vector<std::vector<float>>* at_baseline = baseline ? &recorded.at_baseline_ids[spec.info.name] : nullptr;
+        std::vector<ParityTopK>* top = options.record_top_logits ? &recorded.top_logits[spec.info.name] : nullptr;
         const std::vector<ParityTopK>* before_rows = nullptr;
+        std::vector<std::vector<float>>* at_baseline = nullptr;
         if (baseline) {
           const auto found = baseline->prompts[p].logits.find(spec.info.name);
-          if (found != baseline->prompts[p].logits.end()) before_rows = &found->second;
+          if (found != baseline->prompts[p].logits.end()) {
+            before_rows = &found->second;
+            at_baseline = &recorded.at_baseline_ids[spec.info.name];
+          }
         }
         const LogitRowSink sink = [&](int64_t row, const Tensor& rows) {
           if (reference) reference->compare(p - group.begin, row, rows, candidates, diff);
           if (keep) keep->append(row, rows);
-          // What a baseline records, and with one, this path's logits at its top ids.
-          for (int64_t r = 0; r < rows.dim(0); ++r) {
+          for (int64_t r = 0; r < rows.dim(0) && (top || at_baseline); ++r) {
             const float* values = rows.data<float>() + r * rows.dim(1);
-            top.push_back(top_logits(values, candidates));
-            if (at_baseline == nullptr || before_rows == nullptr) continue;
+            if (top) top->push_back(top_logits(values, candidates));
+            if (at_baseline == nullptr) continue;
             const auto position = static_cast<size_t>(row + r);
             if (position >= before_rows->size()) continue;
             std::vector<float>& now = at_baseline->emplace_back();
@@ -453,11 +459,7 @@ ParityReport run_parity(const ParityOptions& options) {
     return failure_path_rank(paths, a) < failure_path_rank(paths, b);
   });
   for (const PathSpec& spec : paths) report.paths.push_back(spec.info);
-  if (baseline) {
-    for (ParityPrompt& prompt : report.prompts)
-      std::erase_if(prompt.at_baseline_ids, [](const auto& entry) { return entry.second.empty(); });
-    judge_against_baseline(*baseline, options.tolerances.of(ToleranceClass::Baseline), report);
-  }
+  if (baseline) judge_against_baseline(*baseline, options.tolerances.of(ToleranceClass::Baseline), report);
   return report;
 }
 

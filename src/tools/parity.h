@@ -73,6 +73,8 @@ struct ParityOptions {
   int64_t max_logit_bytes = int64_t{256} << 20;
   // A baseline to check against (tools/parity_baseline.h): its prompts over its ids replace `prompts`.
   const ParityBaseline* baseline = nullptr;
+  // Record each path's top logits per position (ParityPrompt::top_logits), for --write-baseline.
+  bool record_top_logits = false;
 };
 
 // Consecutive prompts [begin, end) whose logits ([tokens, vocab] F32 each) together fit max_logit_bytes, or one
@@ -116,8 +118,8 @@ struct ParityPrompt {
   std::vector<int32_t> ids;  // prompt + continuation
   int64_t prompt_tokens = 0;
   std::vector<ParityPair> pairs;
-  // Per path that ran: each position's top logits (what a baseline records), and with a baseline, the logits at the
-  // baseline's top ids of each position (what it is judged by).
+  // With record_top_logits, per path that ran: each position's top logits (what a baseline records); with a
+  // baseline, per path the baseline has that ran: the logits at the baseline's top ids of each position.
   std::map<std::string, std::vector<ParityTopK>> top_logits;
   std::map<std::string, std::vector<std::vector<float>>> at_baseline_ids;
   // With a baseline: the reference's greedy continuation now (the baseline's ids are what every path ran over).

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <functional>
 
 #include "core/error.h"
 #include "core/json_text.h"
@@ -82,20 +83,27 @@ struct Reader {
 }  // namespace
 
 ParityTopK top_logits(const float* row, int64_t candidates, int k) {
-  std::vector<int32_t> order(static_cast<size_t>(candidates));
-  for (int64_t i = 0; i < candidates; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  const auto count = static_cast<size_t>(std::min<int64_t>(k, candidates));
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
-                    [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  // One pass keeping the k largest in order (k is small; no copy of the row's ids): an equal value goes after those
+  // already kept, which have lower ids.
   ParityTopK top;
-  for (size_t i = 0; i < count; ++i) {
-    top.ids.push_back(order[i]);
-    top.logits.push_back(row[order[i]]);
+  for (int64_t i = 0; i < candidates; ++i) {
+    const float value = row[i];
+    if (static_cast<int>(top.logits.size()) == k && !(value > top.logits.back())) continue;
+    const auto at = std::upper_bound(top.logits.begin(), top.logits.end(), value, std::greater<float>());
+    const auto offset = at - top.logits.begin();
+    top.logits.insert(at, value);
+    top.ids.insert(top.ids.begin() + offset, static_cast<int32_t>(i));
+    if (static_cast<int>(top.logits.size()) > k) {
+      top.logits.pop_back();
+      top.ids.pop_back();
+    }
   }
   return top;
 }
 
 json parity_baseline_json(const ParityReport& report, int64_t new_tokens) {
+  NVFP4LM_CHECK(!report.prompts.empty() && !report.prompts.front().top_logits.empty(),
+                "a parity baseline needs the run's top logits: run parity with ParityOptions::record_top_logits");
   json paths = json::array();
   for (const ParityPath& path : report.paths) {
     if (path.skipped.empty()) {
@@ -236,10 +244,9 @@ void judge_against_baseline(const ParityBaseline& baseline, double tolerance, Pa
       report.baseline_moves.push_back(std::move(move));
     }
   }
-  for (const auto& [path, rows] :
-       report.prompts.empty() ? decltype(report.prompts[0].top_logits){} : report.prompts[0].top_logits)
-    if (baseline.prompts[0].logits.count(path) == 0)
-      report.baseline_notes.push_back(fmt::format("{}: run now, not in the baseline", path));
+  for (const ParityPath& path : report.paths)
+    if (path.skipped.empty() && baseline.prompts[0].logits.count(path.name) == 0)
+      report.baseline_notes.push_back(fmt::format("{}: run now, not in the baseline", path.name));
 }
 
 }  // namespace nvfp4lm

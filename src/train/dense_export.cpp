@@ -19,8 +19,12 @@ Tensor to_dense_dtype(const Tensor& values, DType dtype, const std::string& what
   Tensor out = Tensor::empty(values.shape(), dtype);
   convert_cpu(values, out);
   if (dtype == DType::F32) return out;  // widening: exact
-  Tensor wide = Tensor::empty(values.shape(), DType::F32), back = Tensor::empty(values.shape(), DType::F32);
-  convert_cpu(values, wide);
+  Tensor wide = values.contiguous();    // what was asked for, as F32 (NVFP4 weights come dequantized to F32 already)
+  if (wide.dtype() != DType::F32) {
+    wide = Tensor::empty(values.shape(), DType::F32);
+    convert_cpu(values, wide);
+  }
+  Tensor back = Tensor::empty(values.shape(), DType::F32);
   convert_cpu(out, back);
   const float* a = wide.data<float>();
   const float* b = back.data<float>();

@@ -139,6 +139,7 @@ TEST_F(Parity, TheTrainingForwardIsWhatItsExportRuns) {
 TEST_F(Parity, ABaselineSaysWhichPromptsAndPathsMoved) {
   ParityOptions first = options(dat_);
   first.train_forward = false;
+  first.record_top_logits = true;
   const ParityReport written = run_parity(first);
   ASSERT_TRUE(written.pass());
   const nlohmann::json json = parity_baseline_json(written, first.new_tokens);

@@ -252,6 +252,20 @@ if has_step bench-infer; then
     rc=$?
     record "infer $tag" "rc $rc $(bench_line "$logs/infer_$tag.json")"
   done
+  # A W4A4 checkpoint on Blackwell (issue 47): the same synthetic model calibrated on text (input_scale on every
+  # linear), its layers on the FP4 tensor cores (cuda/nvfp4-mma-fp4 on 12.x, cuda/nvfp4-cublaslt-fp4 on 10.x: the
+  # header line says which), against the same checkpoint with 16-bit activations (--w4a4 off).
+  case "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" in
+    10.*|12.*)
+      printf 'The quick brown fox jumps over the lazy dog. %.0s' $(seq 200) >"$models/calibration.txt"
+      capped 240 "$nv" quantize $models/q4b $models/q4b-w4a4 --format modelopt --overwrite --device cuda \
+        --calibrate "$models/calibration.txt" >"$logs/quantize_w4a4.log" 2>&1
+      for w4a4 in on off; do
+        capped 150 "$nv" bench infer --model $models/q4b-w4a4 --device cuda --prompt-len 512 --gen 256 \
+          --cuda-graph on --w4a4 $w4a4 --batch=8 --json "$logs/infer_w4a4_$w4a4.json" >"$logs/infer_w4a4_$w4a4.log" 2>&1
+        record "infer w4a4 $w4a4" "rc $? $(bench_line "$logs/infer_w4a4_$w4a4.json")"
+      done ;;
+  esac
   # Run-time LoRA (issue 31): two random rank-16 adapters on every linear (predicted: about double a batch-1 step,
   # bench/NOTES.md 2026-11-29 ninth session); batch 8 rows alternate between them.
   if [ -z "${INFER_RUNS:-}" ]; then
@@ -266,14 +280,14 @@ fi
 if has_step bench-train; then
   # Speed (plain step), the <= 24 GiB recipe, the fp32-master <= 60 GiB mode (issue 27) and LoRA rank 16 over the
   # base kept packed (issue 31: <= 8 GiB predicted).
-  # On Blackwell SM 12.x (a GB10) also W4A4, whose layer linears run on the FP4 tensor cores (cuda/nvfp4-mma-fp4;
-  # the compute path in its line says whether they did).
+  # On Blackwell (SM 12.x, a GB10; SM 10.x, a B200) also W4A4, whose layer linears run on the FP4 tensor cores
+  # (cuda/nvfp4-mma-fp4 / cuda/nvfp4-cublaslt-fp4; the compute path in its line says whether they did).
   modes=("--qat w4a16" \
     "--qat w4a16 --master bf16 --optimizer adamw8bit --recompute block --packed-weights --fused-update" \
     "--qat w4a16 --recompute block --packed-weights --fused-update" \
     "--qat w4a16 --lora 16 --recompute block")
   case "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" in
-    12.*) modes+=("--qat w4a4") ;;
+    10.*|12.*) modes+=("--qat w4a4") ;;
   esac
   for mode in "${modes[@]}"; do
     tag=$(echo "$mode" | sed 's/--qat w4a16//; s/--qat w4a4/w4a4/; s/--//g; s/ /_/g; s/^_*//')

@@ -205,6 +205,28 @@ MUTATIONS = [
      "  rope_forward(a.k, *context.positions, *context.rope);\n  AttentionOptions options;",
      "  AttentionOptions options;",
      [("test_tools", "Parity.TheTrainingForwardIsWhatItsExportRuns")]),
+    ("cublaslt-scale-layout", "the kernel laying out block scales for cuBLASLt swaps the 32-row groups and columns",
+     "src/ops/cuda/nvfp4_block_scale_layout.cu",
+     "    const int64_t c = (tile % column_tiles) * kScaleTileColumns + within % 4;",
+     "    const int64_t c = (tile % column_tiles) * kScaleTileColumns + (within / 4) % 4;",
+     [("test_ops_cuda", "Nvfp4CublasLtLayout.*:Nvfp4W4a4CublasLt.*")]),
+    ("emu-cublaslt-scale-offset", "the emulated cuBLASLt reads a tile's 32-row groups where its rows are",
+     "src/emu/cublaslt_api.cpp",
+     "  return tile * 512 + (r % 32) * 16 + (r % 128 / 32) * 4 + c % 4;",
+     "  return tile * 512 + (r % 32) * 4 + (r % 128 / 32) * 16 + c % 4;",
+     [("test_ops_cuda", "Nvfp4W4a4CublasLt.*")]),
+    # (A nibble-order mutation of the emulated cuBLASLt is equivalent, not missed: both K-major operands are read
+    # with the same order, and a block's dot product does not depend on it.)
+    ("emu-cublaslt-alpha", "the emulated cuBLASLt's block-scaled matmul drops alpha (the two tensor scales)",
+     "src/emu/cublaslt_api.cpp",
+     "          float value = alpha * static_cast<float>(sum);",
+     "          float value = static_cast<float>(sum);",
+     [("test_ops_cuda", "Nvfp4W4a4CublasLt.*")]),
+    ("w4a4-inference-scale", "a W4A4 checkpoint's activations quantized with twice its input_scale",
+     "src/model/qwen3_inference.cpp",
+     "  quantize_nvfp4_static(x_rows, weight.input_scale, quantized);",
+     "  quantize_nvfp4_static(x_rows, 2.0f * weight.input_scale, quantized);",
+     [("test_model", "Qwen3W4a4.*")]),
 ]
 
 SCHEDULES = ["warp-serial", "reverse", "round-robin"]

@@ -105,6 +105,7 @@ LoadedModel open_flags_model(const ModelFlags& flags, Device device) {
   options.device = device;
   if (!flags.cpu_matmul.empty())
     options.cpu_matmul = parse_cpu_matmul(flags.cpu_matmul);  // checked while parsing (rows::cpu_matmul)
+  options.w4a4_activations = flags.w4a4 != "off";             // on|off, checked while parsing (rows::w4a4)
   options.config_path = open_options.config_path;
   options.tokenizer_dir = open_options.tokenizer_dir;
   {

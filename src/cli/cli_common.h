@@ -70,6 +70,7 @@ struct ModelFlags {
   std::string tokenizer;          // --tokenizer DIR
   std::string config;             // --config FILE
   std::string cpu_matmul;         // --cpu-matmul bf16|fp32 (ops/cpu_matmul.h); empty: the reference, fp32
+  std::string w4a4 = "on";        // --w4a4 on|off (ModelOptions::w4a4_activations)
   std::vector<std::string> lora;  // --lora NAME=DIR: PEFT adapters applied at run time (model/lora_runtime.h)
 };
 

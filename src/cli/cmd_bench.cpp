@@ -64,6 +64,7 @@ int run_bench_infer(const BenchInferCliOptions& cli) {
   flags.model = bench_model.path();
   flags.config = cli.config;
   flags.cpu_matmul = cli.cpu.cpu_matmul;
+  flags.w4a4 = cli.cpu.w4a4;
   flags.lora = cli.lora;
   const Qwen3Model model = load_model("bench infer", flags, device);
   const int adapters = model.lora_adapters() ? model.lora_adapters()->count() : 0;

@@ -34,6 +34,7 @@ int run_bench_serve(const BenchServeCliOptions& cli) {
   ModelFlags flags;
   flags.model = bench_model.path();
   flags.cpu_matmul = cli.cpu.cpu_matmul;
+  flags.w4a4 = cli.cpu.w4a4;
   const Qwen3Model model = load_model("bench serve", flags, device);
   if (!bench_model.note().empty()) log::info("{}", bench_model.note());
   const Tokenizer tokenizer = load_tokenizer(model);

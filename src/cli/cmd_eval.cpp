@@ -54,6 +54,7 @@ int run_eval(const EvalCliOptions& cli) {
     ModelFlags flags;
     flags.model = cli.reference;
     flags.cpu_matmul = cli.model.cpu_matmul;  // both models through the same kernels
+    flags.w4a4 = cli.model.w4a4;
     reference.emplace(load_second_model("reference", flags, device));
     std::optional<Tokenizer> reference_tokenizer;
     if (reference->tokenizer_dir()) reference_tokenizer.emplace(Tokenizer::load(*reference->tokenizer_dir()));

@@ -147,11 +147,10 @@ CommandRegistration parity_registration(
                        .help = "greedy tokens the reference adds to each prompt, then fed to every path (default 8)",
                        .value = FlagNumber<int64_t>{{1, 4096}}},
                       options->new_tokens),
-              FlagUse(
-                  rows::tolerance(), options->tolerances,
-                  "CLASS=VALUE: a pass bound relative to the largest reference logit, for the class identical, "
-                  "fp32, bf16-weights, bf16-activations, int8-activations, other, requantized or baseline (repeat the "
-                  "flag for several)"),
+              FlagUse(rows::tolerance(), options->tolerances,
+                      "CLASS=VALUE: a pass bound relative to the largest reference logit, for the class identical, "
+                      "fp32, bf16-weights, bf16-activations, int8-activations, other, requantized, baseline or "
+                      "w4a4-activations (repeat the flag for several)"),
               FlagUse(rows::device(), options->device,
                       "auto (default: the CUDA paths too when a CUDA device can run), cpu, cuda or cuda:N"),
               FlagUse({.name = "--temp-dir",

@@ -28,6 +28,16 @@ FlagRow cpu_matmul(const std::string& default_value) {
           .value = FlagChoice{[](const std::string& text) { parse_cpu_matmul(text); }}};
 }
 
+FlagRow w4a4() {
+  return {.name = "--w4a4",
+          .help =
+              "a W4A4 checkpoint (ModelOpt quant_algo NVFP4, calibrated input_scale): on (default) quantizes each "
+              "layer linear's input to NVFP4 with its input_scale, as vLLM and TensorRT-LLM run it (on Blackwell "
+              "SM 12.x NVFP4 x NVFP4 on the FP4 tensor cores, cuda/nvfp4-mma-fp4); off keeps activations 16-bit "
+              "(W4A16). Weight-only checkpoints are W4A16 either way",
+          .value = one_of({"on", "off"}, /*shown=*/true)};
+}
+
 FlagRow lora_adapter(bool several) {
   return {.name = "--lora",
           .help = several ? "NAME=DIR: a PEFT LoRA adapter applied over the model at run time, chosen per request by "
@@ -172,7 +182,7 @@ FlagTable lora_adapter_flags(ModelFlags& flags, bool several) {
 
 FlagTable cpu_matmul_flags(ModelFlags& flags, const std::string& default_value) {
   flags.cpu_matmul = default_value;
-  return {FlagUse(rows::cpu_matmul(default_value), flags.cpu_matmul)};
+  return {FlagUse(rows::cpu_matmul(default_value), flags.cpu_matmul), FlagUse(rows::w4a4(), flags.w4a4)};
 }
 
 FlagTable device_flags(DeviceFlags& flags) {

@@ -19,6 +19,8 @@ FlagRow config();     // --config FILE, for a .dat model
 // --cpu-matmul int8|bf16|fp32 (ops/cpu_matmul.h), its help naming `default_value` ("int8" for the commands that run a
 // model for its output, "fp32" for those that measure it).
 FlagRow cpu_matmul(const std::string& default_value);
+// --w4a4 on|off: a W4A4 checkpoint's activations NVFP4 as exported, or 16-bit (ModelOptions::w4a4_activations).
+FlagRow w4a4();
 FlagRow lora_adapter(bool several);  // --lora NAME=DIR (model/lora_runtime.h): one (generate, chat) or several (serve)
 // --preset NAME: a random model of a preset shape (io/hf_config.h).
 FlagRow preset();

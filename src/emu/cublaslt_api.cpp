@@ -6,6 +6,15 @@
 // and pointers aligned as the algorithm was chosen for (cublasLtMatmulAlgoGetHeuristic assumes 256-byte
 // alignment unless the preference says less). A rejected call returns the cuBLAS status a GPU run would
 // and says why on stderr. Matmuls run on the stream like kernels (stream.h).
+//
+// It also runs cuBLASLt's block-scaled NVFP4 matmul as the cuBLAS documentation states it (§3.1.4 "narrow
+// precision", §3.1.4.4.2 "1D block scaling factors layout", §3.4.17): CUDA_R_4F_E2M1 A and B (element 2i of a column
+// in the low nibble), CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 on both with their scales in the tiled layout (rows
+// padded to 128, scale columns to 4, 128 x 4 tiles row-major, inside a tile (r % 32) * 16 + (r % 128 / 32) * 4 +
+// c % 4), "TN" only (A transposed, B not), k a multiple of 32, C = D BF16 / F16 / F32, on a device presenting
+// compute capability 10.x or 12.x (NVFP4LM_EMU_ARCH; elsewhere the heuristic finds no algorithm, as cuBLASLt does).
+//   D[i][j] = alpha · fp32( Σ_b sA[i][b] · sB[j][b] · Σ_{l<16} A[16b+l][i] · B[16b+l][j] )
+// computed exactly in double and rounded once (cuBLASLt's own order is unspecified).
 #include <cblas.h>
 #include <cublasLt.h>
 #include <fmt/format.h>
@@ -18,6 +27,8 @@
 #include "core/numeric.h"
 #include "emu/device_memory.h"
 #include "emu/fault.h"
+#include "emu/fp4_values.h"
+#include "emu/settings.h"
 #include "emu/stream.h"
 
 struct cublasLtContext {
@@ -31,6 +42,10 @@ struct MatmulDesc {
   cublasComputeType_t compute;
   cudaDataType_t scale;
   cublasOperation_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
+  int32_t scale_mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
+          scale_mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  const void* scale_a = nullptr;  // A_SCALE_POINTER / B_SCALE_POINTER: the block scales (device memory)
+  const void* scale_b = nullptr;
 };
 
 struct Layout {
@@ -61,13 +76,15 @@ cublasStatus_t reject(cublasStatus_t status, const std::string& why) {
   return status;
 }
 
-size_t element_bytes(cudaDataType type) {
+size_t element_bits(cudaDataType type) {
   switch (type) {
     case CUDA_R_32F:
-      return 4;
+      return 32;
     case CUDA_R_16BF:
     case CUDA_R_16F:
-      return 2;
+      return 16;
+    case CUDA_R_4F_E2M1:
+      return 4;
     default:
       return 0;
   }
@@ -98,7 +115,46 @@ std::vector<float> widen(const void* data, const Layout& layout) {
 
 size_t span_bytes(const Layout& layout) {
   if (layout.rows == 0 || layout.cols == 0) return 0;
-  return ((layout.cols - 1) * static_cast<uint64_t>(layout.ld) + layout.rows) * element_bytes(layout.type);
+  return (((layout.cols - 1) * static_cast<uint64_t>(layout.ld) + layout.rows) * element_bits(layout.type) + 7) / 8;
+}
+
+// ---- block-scaled NVFP4 --------------------------------------------------------------------------------------------
+
+// The cuBLAS documentation's layout of VEC16_UE4M3 scales of an operand with `rows` rows (M or N) and k_blocks scales
+// a row, stated here on its own (the library's kernel that writes it is checked against a second statement).
+uint64_t padded_up(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+uint64_t vec16_scale_bytes(uint64_t rows, uint64_t k_blocks) { return padded_up(rows, 128) * padded_up(k_blocks, 4); }
+uint64_t vec16_scale_offset(uint64_t r, uint64_t c, uint64_t k_blocks) {
+  const uint64_t tile = (r / 128) * (padded_up(k_blocks, 4) / 4) + c / 4;
+  return tile * 512 + (r % 32) * 16 + (r % 128 / 32) * 4 + c % 4;
+}
+
+// Column-major 4-bit element (row, col) of a layout.
+uint32_t e2m1_code_at(const void* data, const Layout& layout, uint64_t row, uint64_t col) {
+  const uint64_t index = col * static_cast<uint64_t>(layout.ld) + row;
+  const uint8_t byte = static_cast<const uint8_t*>(data)[index / 2];
+  return index % 2 == 0 ? byte & 0xFu : byte >> 4;
+}
+
+// Why this NVFP4 problem is not one cuBLASLt runs ("" when it is).
+std::string fp4_problem_error(const MatmulDesc& md, const Layout& la, const Layout& lb, const Layout& lc) {
+  const int arch = settings().arch;
+  if (arch < 100)
+    return fmt::format(
+        "the emulated device presents {}: cuBLASLt's block-scaled FP4 matmul needs compute capability "
+        "10.0 or later (NVFP4LM_EMU_ARCH)",
+        arch_name(arch));
+  if (la.type != CUDA_R_4F_E2M1 || lb.type != CUDA_R_4F_E2M1) return "A and B must both be CUDA_R_4F_E2M1";
+  if (md.trans_a != CUBLAS_OP_T || md.trans_b != CUBLAS_OP_N)
+    return "block-scaled FP4 needs A transposed and B not (the \"TN\" format)";
+  if (md.scale_mode_a != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 ||
+      md.scale_mode_b != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3)
+    return "A and B need CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3 scale modes";
+  if (la.rows % 32 != 0 || la.ld % 32 != 0 || lb.ld % 32 != 0)
+    return fmt::format("k ({}) and the FP4 leading dimensions ({}, {}) must be multiples of 32 (16-byte aligned)",
+                       la.rows, la.ld, lb.ld);
+  if (lc.type != CUDA_R_16BF && lc.type != CUDA_R_16F && lc.type != CUDA_R_32F) return "C / D must be BF16, F16 or F32";
+  return {};
 }
 
 uint32_t alignment_of(const void* pointer) {
@@ -152,13 +208,27 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     (attr == CUBLASLT_MATMUL_DESC_TRANSA ? d.trans_a : d.trans_b) = op;
     return CUBLAS_STATUS_SUCCESS;
   }
+  if (attr == CUBLASLT_MATMUL_DESC_A_SCALE_MODE || attr == CUBLASLT_MATMUL_DESC_B_SCALE_MODE) {
+    if (bytes != sizeof(int32_t)) return reject(CUBLAS_STATUS_INVALID_VALUE, "A/B_SCALE_MODE: wrong size");
+    int32_t mode;
+    std::memcpy(&mode, buf, sizeof(mode));
+    if (mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F && mode != CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3)
+      return reject(CUBLAS_STATUS_NOT_SUPPORTED, fmt::format("scale mode {} is not emulated", mode));
+    (attr == CUBLASLT_MATMUL_DESC_A_SCALE_MODE ? d.scale_mode_a : d.scale_mode_b) = mode;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attr == CUBLASLT_MATMUL_DESC_A_SCALE_POINTER || attr == CUBLASLT_MATMUL_DESC_B_SCALE_POINTER) {
+    if (bytes != sizeof(void*)) return reject(CUBLAS_STATUS_INVALID_VALUE, "A/B_SCALE_POINTER: wrong size");
+    std::memcpy(attr == CUBLASLT_MATMUL_DESC_A_SCALE_POINTER ? &d.scale_a : &d.scale_b, buf, sizeof(void*));
+    return CUBLAS_STATUS_SUCCESS;
+  }
   return reject(CUBLAS_STATUS_NOT_SUPPORTED,
                 fmt::format("matmul descriptor attribute {} is not emulated", static_cast<int>(attr)));
 }
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
-  if (element_bytes(type) == 0)
+  if (element_bits(type) == 0)
     return reject(CUBLAS_STATUS_NOT_SUPPORTED, fmt::format("data type {} is not emulated", static_cast<int>(type)));
   if (ld < 1 || (rows > 0 && static_cast<uint64_t>(ld) < rows))
     return reject(CUBLAS_STATUS_INVALID_VALUE,
@@ -201,13 +271,24 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                 fmt::format("preference attribute {} ({} bytes) is not emulated", static_cast<int>(attr), bytes));
 }
 
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t a,
-                                              cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
-                                              cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t preference,
-                                              int requested, cublasLtMatmulHeuristicResult_t* results, int* returned) {
-  if (handle == nullptr || a == nullptr || b == nullptr || c == nullptr || d == nullptr || preference == nullptr ||
-      requested < 1 || results == nullptr || returned == nullptr)
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t preference, int requested,
+                                              cublasLtMatmulHeuristicResult_t* results, int* returned) {
+  if (handle == nullptr || desc == nullptr || a == nullptr || b == nullptr || c == nullptr || d == nullptr ||
+      preference == nullptr || requested < 1 || results == nullptr || returned == nullptr)
     return reject(CUBLAS_STATUS_INVALID_VALUE, "cublasLtMatmulAlgoGetHeuristic: null argument");
+  const MatmulDesc& md = *inside<MatmulDesc>(desc);
+  const Layout& la = *inside<Layout>(a);
+  if (la.type == CUDA_R_4F_E2M1 || md.scale_mode_a != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) {
+    if (md.scale_a == nullptr || md.scale_b == nullptr)
+      return reject(CUBLAS_STATUS_INVALID_VALUE, "block-scaled matmul without A/B_SCALE_POINTER");
+    if (const std::string error = fp4_problem_error(md, la, *inside<Layout>(b), *inside<Layout>(c)); !error.empty()) {
+      *returned = 0;
+      return reject(CUBLAS_STATUS_NOT_SUPPORTED, "no algorithm: " + error);
+    }
+  }
   const Preference& p = *inside<Preference>(preference);
   std::memset(&results[0], 0, sizeof(results[0]));
   Algo algo{0x616c676f, {p.alignment[0], p.alignment[1], p.alignment[2], p.alignment[3]}};
@@ -239,9 +320,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   const bool ta = md.trans_a == CUBLAS_OP_T, tb = md.trans_b == CUBLAS_OP_T;
   const uint64_t m = ta ? la.cols : la.rows, k = ta ? la.rows : la.cols;
   const uint64_t kb = tb ? lb.cols : lb.rows, n = tb ? lb.rows : lb.cols;
+  const bool fp4 = la.type == CUDA_R_4F_E2M1;
+  if (fp4) {
+    if (const std::string error = fp4_problem_error(md, la, lb, lc); !error.empty())
+      return reject(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul: " + error);
+  }
   if (la.type != lb.type || lc.type != ld.type)
     return reject(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul: A and B (or C and D) have different types");
-  if (!(la.type == CUDA_R_32F ? lc.type == CUDA_R_32F : (lc.type == la.type || lc.type == CUDA_R_32F)))
+  if (!fp4 && !(la.type == CUDA_R_32F ? lc.type == CUDA_R_32F : (lc.type == la.type || lc.type == CUDA_R_32F)))
     return reject(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul: unsupported A/B -> C type combination");
   if (k != kb || lc.rows != m || lc.cols != n || ld.rows != m || ld.cols != n || lc.ld != ld.ld || c != d)
     return reject(CUBLAS_STATUS_INVALID_VALUE,
@@ -266,6 +352,42 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   float alpha, beta;
   std::memcpy(&alpha, alpha_pointer, sizeof(alpha));  // CUBLASLT_POINTER_MODE_HOST: read at the call
   std::memcpy(&beta, beta_pointer, sizeof(beta));
+  if (fp4) {
+    const uint64_t k_blocks = k / 16;
+    const void* scales[2] = {md.scale_a, md.scale_b};
+    const uint64_t scale_rows[2] = {m, n};
+    for (int i = 0; i < 2; ++i) {
+      const uint64_t bytes = vec16_scale_bytes(scale_rows[i], k_blocks);
+      if (alignment_of(scales[i]) < 16 || !is_device_range(scales[i], bytes))
+        return reject(CUBLAS_STATUS_INVALID_VALUE,
+                      fmt::format("cublasLtMatmul: {}'s block scales at {} must be 16-byte aligned and hold {} bytes "
+                                  "(rows padded to 128, k/16 to 4) inside one device allocation",
+                                  names[i], scales[i], bytes));
+    }
+    Work work;
+    work.what = fmt::format("cublasLtMatmul NVFP4 block-scaled m={} n={} k={}", m, n, k);
+    work.run = [=](std::string&) {
+      const auto* sa = static_cast<const uint8_t*>(md.scale_a);
+      const auto* sb = static_cast<const uint8_t*>(md.scale_b);
+      for (uint64_t j = 0; j < n; ++j)
+        for (uint64_t i = 0; i < m; ++i) {
+          double sum = 0.0;  // every product and partial sum is exact in double
+          for (uint64_t blk = 0; blk < k_blocks; ++blk) {
+            double block = 0.0;
+            for (uint64_t l = 16 * blk; l < 16 * blk + 16; ++l)  // op(A)[i][l] = A[l][i]; op(B)[l][j] = B[l][j]
+              block += e2m1_code_value(e2m1_code_at(a, la, l, i)) * e2m1_code_value(e2m1_code_at(b, lb, l, j));
+            sum += block * ue4m3_value(sa[vec16_scale_offset(i, blk, k_blocks)] & 0x7F) *
+                   ue4m3_value(sb[vec16_scale_offset(j, blk, k_blocks)] & 0x7F);
+          }
+          float value = alpha * static_cast<float>(sum);
+          if (beta != 0.0f) value += beta * load(c, lc.type, j * static_cast<uint64_t>(lc.ld) + i);
+          store(d, ld.type, j * static_cast<uint64_t>(ld.ld) + i, value);
+        }
+      return true;
+    };
+    if (submit(stream, std::move(work)) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return CUBLAS_STATUS_SUCCESS;
+  }
 
   Work work;
   work.what = fmt::format("cublasLtMatmul m={} n={} k={}", m, n, k);

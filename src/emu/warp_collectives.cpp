@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "emu/fp4_values.h"
+
 namespace nvfp4lm::emu {
 namespace {
 
@@ -92,18 +94,8 @@ void mma_m16n8k16(const WarpPost* const* posts, WarpResult* const* results) {
 //   SF_B: column n's 4 scales in scale-b-data of lane 4 n + thread-id-b
 // (the scale lanes and bytes are the ISA's figures 43-45, as CUTLASS cute's SM120 SFALayout / SFBLayout read them;
 // tests/emu checks them against both).
-double e2m1_value(uint32_t reg, int nibble) {
-  static constexpr double kValues[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
-  const uint32_t code = (reg >> (4 * nibble)) & 0xF;
-  return (code & 0x8 ? -1.0 : 1.0) * kValues[code & 0x7];
-}
-
-// UE4M3: E4M3 without the sign bit (the ISA: the byte's MSB must be zero); 0x7F is NaN.
-double ue4m3_value(uint8_t byte) {
-  if (byte == 0x7F) return std::numeric_limits<double>::quiet_NaN();
-  const int exponent = byte >> 3, mantissa = byte & 0x7;
-  return exponent == 0 ? std::ldexp(mantissa / 8.0, -6) : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
-}
+// (ue4m3_value: the ISA says the byte's MSB must be zero; the caller faults on one that is not.)
+double e2m1_value(uint32_t reg, int nibble) { return e2m1_code_value((reg >> (4 * nibble)) & 0xF); }
 
 int mma_m16n8k64_fp4(const WarpPost* const* posts, WarpResult* const* results, std::string& error) {
   const WarpPost& first = *posts[0];

@@ -22,6 +22,8 @@ void ActivationCalibration::observe(const std::string& weight_name, float amax) 
 }
 
 float ActivationCalibration::input_scale(const std::string& weight_name) const {
+  if (const auto stored = stored_input_scale.find(weight_name); stored != stored_input_scale.end())
+    return stored->second;
   const std::string group = fused_scale_group(weight_name);
   bool found = false;
   float amax = 0;

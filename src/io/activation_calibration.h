@@ -24,8 +24,12 @@ struct ActivationCalibration {
   std::map<std::string, float> input_amax;  // by quantized weight name
   int64_t tokens = 0;                       // tokens whose activations were seen
   std::string source;                       // how it was measured, for metadata ("quantize --calibrate d.txt")
+  // A W4A4 checkpoint's input_scale values copied as stored (io/model_copy.h: a copy changes nothing), by weight
+  // name; input_scale() returns them before anything derived from input_amax. Not part of the JSON: only copies
+  // make them, and nothing saves a copy's calibration.
+  std::map<std::string, float> stored_input_scale;
 
-  bool empty() const { return input_amax.empty(); }
+  bool empty() const { return input_amax.empty() && stored_input_scale.empty(); }
   // Keeps the larger of the recorded and the new amax (a finite value >= 0).
   void observe(const std::string& weight_name, float amax);
   // amax / (6 * 448) of the fused group of `weight_name`; Error naming the weight when nothing was recorded for

@@ -13,21 +13,26 @@
 namespace nvfp4lm {
 
 std::string copy_obstacle(const ModelFiles& source, ModelFormat format) {
-  if (format == ModelFormat::HfSafetensors) return {};
   const FormatCapabilities& capabilities = format_capabilities(format);
   bool any_nvfp4 = false;
   for (const WeightInfo& info : source.weights()) {
     if (!info.kind || !info.nvfp4) continue;
     any_nvfp4 = true;
-    if (capabilities.stores_tensor_scale) continue;
     const ModelWeight weight = source.load(info.name);
-    const float tensor_scale = weight.nvfp4.tensor_scale;
+    const float tensor_scale = weight.nvfp4.tensor_scale, input_scale = weight.input_scale;
     source.release(info.name);
+    // Only ModelOpt stores a W4A4 checkpoint's activation scales; elsewhere the copy would run W4A16.
+    if (input_scale > 0 && format != ModelFormat::ModeloptNvfp4)
+      return fmt::format(
+          "it is a W4A4 checkpoint (input_scale {} on {}), whose activation scales the {} format "
+          "cannot hold",
+          input_scale, info.name, model_format_name(format));
+    if (format == ModelFormat::HfSafetensors || capabilities.stores_tensor_scale) continue;
     if (!holds_tensor_scale(capabilities, tensor_scale))
       return fmt::format("its NVFP4 weights carry tensor scales (e.g. {} of {}), which the {} format cannot hold",
                          tensor_scale, info.name, model_format_name(format));
   }
-  if (!any_nvfp4)
+  if (!any_nvfp4 && format != ModelFormat::HfSafetensors)
     return fmt::format("it has no NVFP4 weight; writing it as {} would quantize it (nvfp4lm quantize does that)",
                        model_format_name(format));
   return {};
@@ -47,6 +52,16 @@ void write_model_copy(const ModelFiles& source, const fs::path& out, ModelFormat
   ModelWriterOptions options;
   options.config_json = source.config_json();
   options.copy_files = model_side_files(source);
+  // A W4A4 checkpoint stays one: its input_scale values are written as stored.
+  ActivationCalibration stored;
+  stored.source = "copied from " + source.path().string();
+  for (const WeightPlan& weight : plan) {
+    if (!weight.nvfp4) continue;
+    if (const float input_scale = source.load(weight.name).input_scale; input_scale > 0)
+      stored.stored_input_scale[weight.name] = input_scale;
+    source.release(weight.name);
+  }
+  if (!stored.stored_input_scale.empty()) options.calibration = stored;
   ModelWriter writer(format, out, plan, options);
   for (const WeightPlan& weight : plan) {
     const ModelWeight loaded = source.load(weight.name);

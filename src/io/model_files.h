@@ -55,6 +55,9 @@ struct WeightInfo {
 struct ModelWeight {
   Tensor dense;       // set for dense weights
   Nvfp4Tensor nvfp4;  // set for NVFP4 weights
+  // NVFP4 weights of a W4A4 checkpoint (ModelOpt's input_scale): the fixed tensor scale its linear's input is quantized
+  // with at inference (ops: quantize_nvfp4_static); 0 for weight-only NVFP4 and every other weight.
+  float input_scale = 0.0f;
   bool is_nvfp4() const { return nvfp4.defined(); }
 };
 

@@ -61,9 +61,10 @@ class SafetensorsModelFiles : public ModelFilesBase {
   ModelWeight load(const std::string& name) const override {
     const WeightInfo& info = at(name);
     ModelWeight weight;
-    if (info.nvfp4)
+    if (info.nvfp4) {
       weight.nvfp4 = read_modelopt_weight(set_, name);
-    else
+      weight.input_scale = read_modelopt_input_scale(set_, name);
+    } else
       weight.dense = set_.tensor(name);
     return weight;
   }

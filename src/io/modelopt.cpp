@@ -156,13 +156,18 @@ Nvfp4Tensor read_modelopt_weight(const SafetensorsSet& set, const std::string& w
   q.block_scales = scales.file->tensor(*scales.entry);
   NVFP4LM_CHECK(set.contains(names.weight_scale_2), "{}: weight_scale_2 (the tensor scale) is missing", where);
   q.tensor_scale = read_scalar(set, names.weight_scale_2);
-  if (set.contains(names.input_scale)) {
-    const float input_scale = read_scalar(set, names.input_scale);
-    NVFP4LM_CHECK(std::isfinite(input_scale) && input_scale > 0, "{}: input_scale {} must be finite and positive",
-                  where, input_scale);
-  }
+  read_modelopt_input_scale(set, weight_name);  // validated with the weight
   validate_nvfp4(q, where);
   return q;
+}
+
+float read_modelopt_input_scale(const SafetensorsSet& set, const std::string& weight_name) {
+  const ModeloptNames names = modelopt_names(weight_name);
+  if (!set.contains(names.input_scale)) return 0.0f;
+  const float input_scale = read_scalar(set, names.input_scale);
+  NVFP4LM_CHECK(std::isfinite(input_scale) && input_scale > 0, "{}: '{}': input_scale {} must be finite and positive",
+                set.at(names.input_scale).file->path().string(), weight_name, input_scale);
+  return input_scale;
 }
 
 uint64_t modelopt_weight_file_bytes(const SafetensorsSet& set, const std::string& weight_name) {

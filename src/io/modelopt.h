@@ -84,6 +84,9 @@ bool modelopt_is_quantized(const SafetensorsSet& set, const std::string& weight_
 // Reads one quantized weight (zero-copy views of codes and block scales) and validates dtypes, shapes, the
 // tensor scale and the input scale (when present: W4A4 exports); Errors name the file and tensor.
 Nvfp4Tensor read_modelopt_weight(const SafetensorsSet& set, const std::string& weight_name);
+// The input_scale of a quantized weight (a W4A4 export: the activations' fixed tensor scale), 0 when it has none;
+// Error when it is not finite and positive.
+float read_modelopt_input_scale(const SafetensorsSet& set, const std::string& weight_name);
 // Bytes the tensors of a quantized weight (three or four) take in the file.
 uint64_t modelopt_weight_file_bytes(const SafetensorsSet& set, const std::string& weight_name);
 void drop_modelopt_weight_pages(const SafetensorsSet& set, const std::string& weight_name);

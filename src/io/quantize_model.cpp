@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -65,6 +66,38 @@ std::map<std::string, ScaleDecision> decide_scales(const ModelFiles& source, con
   return decisions;
 }
 
+// A W4A4 source (ModelOpt input_scale on its NVFP4 weights) re-exported without --calibrate: a ModelOpt output keeps
+// the stored activation scales (they describe the layers' inputs, whatever happens to the weights), so it stays W4A4;
+// other formats store none, and the log says the output runs W4A16.
+std::optional<ActivationCalibration> kept_input_scales(const ModelFiles& source, const ExportPlan& plan,
+                                                       ModelFormat format) {
+  ActivationCalibration kept;
+  kept.source = "kept from " + source.path().string();
+  size_t nvfp4_outputs = 0;
+  for (const PlannedWeight& weight : plan.weights) {
+    if (!weight.out.nvfp4) continue;
+    ++nvfp4_outputs;
+    if (!weight.source_nvfp4) continue;
+    if (const float input_scale = source.load(weight.source).input_scale; input_scale > 0)
+      kept.stored_input_scale[weight.out.name] = input_scale;
+    source.release(weight.source);
+  }
+  if (kept.stored_input_scale.empty()) return std::nullopt;
+  if (format != ModelFormat::ModeloptNvfp4 || kept.stored_input_scale.size() != nvfp4_outputs) {
+    log::warn(
+        "{} is a W4A4 checkpoint (input_scale on {} weights); its activation scales are not written: {}, so the "
+        "output runs W4A16 (pass --calibrate FILE for a W4A4 ModelOpt export)",
+        source.path().string(), kept.stored_input_scale.size(),
+        format != ModelFormat::ModeloptNvfp4 ? fmt::format("the {} format stores none", model_format_name(format))
+                                             : fmt::format("only {} of the output's {} NVFP4 weights have one",
+                                                           kept.stored_input_scale.size(), nvfp4_outputs));
+    return std::nullopt;
+  }
+  log::info("{}: the W4A4 checkpoint's input_scale values are kept as stored ({} weights)", source.path().string(),
+            nvfp4_outputs);
+  return kept;
+}
+
 }  // namespace
 
 std::vector<fs::path> model_side_files(const ModelFiles& source) {
@@ -122,6 +155,7 @@ QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, con
     for (const fs::path& file : tokenizer_side_files(*options.tokenizer_dir)) writer_options.copy_files.push_back(file);
   }
   writer_options.calibration = options.calibration;
+  if (!options.calibration) writer_options.calibration = kept_input_scales(source, plan, options.format);
   ModelWriter writer(options.format, out, plan.writer_plan(), writer_options);
 
   double squared_error = 0, squared_norm = 0;

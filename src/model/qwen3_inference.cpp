@@ -23,6 +23,7 @@
 #include "ops/gemm.h"
 #include "ops/kv_store.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/nvfp4_w4a4_linear.h"
 #include "ops/qk_norm_rope_store.h"
 #include "ops/rmsnorm.h"
 #include "ops/swiglu.h"
@@ -30,14 +31,70 @@
 namespace nvfp4lm::detail {
 namespace {
 
-// y [N, out] = x [N, in] · Wᵀ for a dense or packed NVFP4 weight.
-void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, Tensor& scratch, LinearRows rows,
-                  CpuMatmul matmul) {
+// What every linear of a layer is computed with.
+struct LinearSetting {
+  Tensor& scratch;  // NVFP4 dequantization (InferenceWorkspace::dequant_scratch)
+  LinearRows rows;
+  CpuMatmul matmul;
+  InferenceBuffers& buf;  // W4A4 inputs
+  bool native_w4a4;       // the FP4 tensor cores take this step's W4A4 linears (InferenceWorkspace)
+};
+
+// y [N, out] = x [N, in] · Wᵀ for a dense or packed NVFP4 weight, x as given.
+void apply_w4a16_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, const LinearSetting& s) {
   if (weight.is_nvfp4()) {
-    nvfp4_linear_forward(x, weight.nvfp4, y, scratch, rows, matmul);
+    nvfp4_linear_forward(x, weight.nvfp4, y, s.scratch, s.rows, s.matmul);
   } else {
-    linear_forward(x, weight.dense, y, rows);
+    linear_forward(x, weight.dense, y, s.rows);
   }
+}
+
+// A W4A4 linear: x's rows quantized to NVFP4 with the checkpoint's fixed input_scale (quantize_nvfp4_static, as vLLM
+// and TensorRT-LLM quantize a calibrated checkpoint's activations), then NVFP4 x NVFP4 on the FP4 tensor cores
+// (ops/nvfp4_w4a4_linear.h: SM 12.x's mma, SM 10.x's through cuBLASLt) where the device has them. Elsewhere the
+// quantized values go through the W4A16 kernels as code x E4M3 block scale — at most 6 significant bits, exact in BF16
+// — with input_scale folded into the weight's tensor scale as the FP4 GEMM folds both into alpha: the same exact
+// products, fp32 sums in the kernel's order (CPU int8 decode kernels would round them again: those linears take the
+// BF16 ones). A dense weight (the dequantized parity paths) gets the values with input_scale applied. Rows are
+// quantized independently, so a row's result does not depend on its batch where the product's does not (rows_for:
+// cuBLASLt's FP4 matmul only for Batch rows).
+void apply_w4a4_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, const LinearSetting& s) {
+  const int64_t in = weight.in_features, rows = x.numel() / in;
+  const Tensor x_rows = x.reshape({rows, in});
+  Nvfp4Tensor quantized;
+  quantized.codes = s.buf.w4a4_codes.narrow(0, 0, rows * in / 2).reshape({rows, in / 2});
+  quantized.block_scales =
+      s.buf.w4a4_scales.narrow(0, 0, rows * in / kNvfp4BlockSize).reshape({rows, in / kNvfp4BlockSize});
+  quantize_nvfp4_static(x_rows, weight.input_scale, quantized);
+  if (s.native_w4a4 && weight.is_nvfp4()) {
+    Tensor y_rows = y.reshape({rows, weight.out_features});
+    nvfp4_w4a4_linear_forward(quantized, weight.nvfp4, y_rows);
+    return;
+  }
+  Tensor values = s.buf.w4a4_values.narrow(0, 0, rows * in).reshape({rows, in});
+  if (!weight.is_nvfp4()) {
+    dequantize_nvfp4(quantized, values);
+    linear_forward(values, weight.dense, y, s.rows);
+    return;
+  }
+  quantized.tensor_scale = 1.0f;
+  dequantize_nvfp4(quantized, values);
+  Nvfp4Tensor w = weight.nvfp4;
+  w.tensor_scale = weight.nvfp4.tensor_scale * weight.input_scale;
+  const CpuMatmul matmul = s.matmul == CpuMatmul::Int8Activations ? CpuMatmul::Bf16Activations : s.matmul;
+  nvfp4_linear_forward(values, w, y, s.scratch, s.rows, matmul);
+}
+
+void apply_linear(const LinearWeight& weight, const Tensor& x, Tensor& y, const LinearSetting& s) {
+  if (weight.is_w4a4())
+    apply_w4a4_linear(weight, x, y, s);
+  else
+    apply_w4a16_linear(weight, x, y, s);
+}
+
+// Whether any of the linears is W4A4 (CUDA's fused decode kernels are W4A16 only).
+bool any_w4a4(std::initializer_list<const LinearWeight*> linears) {
+  return std::any_of(linears.begin(), linears.end(), [](const LinearWeight* linear) { return linear->is_w4a4(); });
 }
 
 // Which kernels compute the step's rows (ops/linear_rows.h). Generated tokens (a decode step): Independent, so a
@@ -88,56 +145,56 @@ bool has_lora(const InferenceStep& step, int64_t layer, std::initializer_list<Lo
 
 // q, k, v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ: one launch in a decode step on CUDA (ops/nvfp4_linear.h's fusions), three linears
 // otherwise.
-void qkv_projections(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& q, Tensor& k, Tensor& v, Tensor& scratch,
-                     LinearRows rows, CpuMatmul matmul) {
-  if (rows == LinearRows::Independent &&
+void qkv_projections(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& q, Tensor& k, Tensor& v,
+                     const LinearSetting& s) {
+  if (s.rows == LinearRows::Independent && !any_w4a4({&w.q_proj, &w.k_proj, &w.v_proj}) &&
       nvfp4_decode_fusions_supported(normed, {&w.q_proj.nvfp4, &w.k_proj.nvfp4, &w.v_proj.nvfp4})) {
     nvfp4_linears_forward(normed, {{&w.q_proj.nvfp4, &q}, {&w.k_proj.nvfp4, &k}, {&w.v_proj.nvfp4, &v}});
     return;
   }
-  apply_linear(w.q_proj, normed, q, scratch, rows, matmul);
-  apply_linear(w.k_proj, normed, k, scratch, rows, matmul);
-  apply_linear(w.v_proj, normed, v, scratch, rows, matmul);
+  apply_linear(w.q_proj, normed, q, s);
+  apply_linear(w.k_proj, normed, k, s);
+  apply_linear(w.v_proj, normed, v, s);
 }
 
 // residual += x·Wᵀ: one launch in a decode step on CUDA, a linear into `proj` and an add otherwise.
-void project_and_add(const LinearWeight& weight, const Tensor& x, Tensor& residual, Tensor& proj, Tensor& scratch,
-                     LinearRows rows, CpuMatmul matmul) {
-  if (rows == LinearRows::Independent && nvfp4_decode_fusions_supported(x, {&weight.nvfp4})) {
+void project_and_add(const LinearWeight& weight, const Tensor& x, Tensor& residual, Tensor& proj,
+                     const LinearSetting& s) {
+  if (s.rows == LinearRows::Independent && !weight.is_w4a4() && nvfp4_decode_fusions_supported(x, {&weight.nvfp4})) {
     nvfp4_linear_add_forward(x, weight.nvfp4, residual);
     return;
   }
-  apply_linear(weight, x, proj, scratch, rows, matmul);
+  apply_linear(weight, x, proj, s);
   add_inplace(residual, proj);
 }
 
 // act = silu(h·Wgateᵀ + LoRA) * (h·Wupᵀ + LoRA): one launch in a decode step on CUDA without adapters on gate / up,
 // two linears and the SwiGLU otherwise.
 void gated_activation(const Qwen3LayerWeights& w, const Tensor& normed, Tensor& gate, Tensor& up, Tensor& act,
-                      Tensor& scratch, LinearRows rows, CpuMatmul matmul, const InferenceStep& step,
-                      InferenceBuffers& buf, int64_t layer) {
-  if (rows == LinearRows::Independent && !has_lora(step, layer, {LoraTarget::Gate, LoraTarget::Up}) &&
+                      const LinearSetting& s, const InferenceStep& step, int64_t layer) {
+  if (s.rows == LinearRows::Independent && !has_lora(step, layer, {LoraTarget::Gate, LoraTarget::Up}) &&
+      !any_w4a4({&w.gate_proj, &w.up_proj}) &&
       nvfp4_decode_fusions_supported(normed, {&w.gate_proj.nvfp4, &w.up_proj.nvfp4})) {
     nvfp4_swiglu_forward(normed, w.gate_proj.nvfp4, w.up_proj.nvfp4, act);
     return;
   }
-  apply_linear(w.gate_proj, normed, gate, scratch, rows, matmul);
-  add_lora(step, buf, layer, LoraTarget::Gate, normed, gate, rows);
-  apply_linear(w.up_proj, normed, up, scratch, rows, matmul);
-  add_lora(step, buf, layer, LoraTarget::Up, normed, up, rows);
+  apply_linear(w.gate_proj, normed, gate, s);
+  add_lora(step, s.buf, layer, LoraTarget::Gate, normed, gate, s.rows);
+  apply_linear(w.up_proj, normed, up, s);
+  add_lora(step, s.buf, layer, LoraTarget::Up, normed, up, s.rows);
   swiglu_forward(gate, up, act);
 }
 
 void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int layer, const InferenceStep& step,
                    const RopeTable& rope, InferenceWorkspace& workspace, InferenceBuffers& buf) {
-  Tensor& scratch = workspace.dequant_scratch;
-  const CpuMatmul matmul = workspace.cpu_matmul;
   const auto eps = static_cast<float>(config.rms_norm_eps);
   const LinearRows rows = rows_for(step, buf.x.dim(1));
+  const bool native_w4a4 = workspace.w4a4_native && (workspace.w4a4_native_any_rows || rows == LinearRows::Batch);
+  const LinearSetting linears{workspace.dequant_scratch, rows, workspace.cpu_matmul, buf, native_w4a4};
   rmsnorm_forward(buf.x, w.input_norm, eps, buf.normed);
   const Tensor normed = rows_of(buf.normed);
   Tensor q2 = rows_of(buf.q), k2 = rows_of(buf.k), v2 = rows_of(buf.v);
-  qkv_projections(w, normed, q2, k2, v2, scratch, rows, matmul);
+  qkv_projections(w, normed, q2, k2, v2, linears);
   add_lora(step, buf, layer, LoraTarget::Q, normed, q2, rows);
   add_lora(step, buf, layer, LoraTarget::K, normed, k2, rows);
   add_lora(step, buf, layer, LoraTarget::V, normed, v2, rows);
@@ -176,13 +233,13 @@ void decoder_layer(const Qwen3Config& config, const Qwen3LayerWeights& w, int la
   attention_forward(buf.q, keys, values, buf.attn, options);
   Tensor proj = rows_of(buf.proj), residual = rows_of(buf.x);
   const Tensor attn = rows_of(buf.attn);
-  project_and_add(w.o_proj, attn, residual, proj, scratch, rows, matmul);
+  project_and_add(w.o_proj, attn, residual, proj, linears);
   add_lora(step, buf, layer, LoraTarget::O, attn, residual, rows);
 
   rmsnorm_forward(buf.x, w.post_attention_norm, eps, buf.normed);
   Tensor gate = rows_of(buf.gate), up = rows_of(buf.up), act = rows_of(buf.act);
-  gated_activation(w, normed, gate, up, act, scratch, rows, matmul, step, buf, layer);
-  project_and_add(w.down_proj, act, residual, proj, scratch, rows, matmul);
+  gated_activation(w, normed, gate, up, act, linears, step, layer);
+  project_and_add(w.down_proj, act, residual, proj, linears);
   add_lora(step, buf, layer, LoraTarget::Down, act, residual, rows);
 }
 
@@ -230,6 +287,12 @@ InferenceBuffers::InferenceBuffers(const Qwen3Config& c, const Qwen3Weights& wei
   logits = Tensor::empty({rows, c.vocab_size}, DType::F32, device);
   if (weights.lm_head.is_nvfp4() && dtype != DType::F32)
     narrow_logits = Tensor::empty({rows, c.vocab_size}, dtype, device);
+  if (const int64_t w4a4_in = weights.w4a4_max_in_features(); w4a4_in > 0) {
+    const int64_t elements = batch * tokens * w4a4_in;
+    w4a4_codes = Tensor::empty({elements / 2}, DType::E2M1x2, device);
+    w4a4_scales = Tensor::empty({elements / kNvfp4BlockSize}, DType::E4M3, device);
+    w4a4_values = Tensor::empty({elements}, dtype, device);
+  }
 }
 
 uint64_t InferenceBuffers::bytes(const Qwen3Config& c, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
@@ -243,6 +306,10 @@ uint64_t InferenceBuffers::bytes(const Qwen3Config& c, const Qwen3Weights& weigh
                    rows * static_cast<uint64_t>(c.vocab_size) * dtype_bytes(DType::F32);
   if (weights.lm_head.is_nvfp4() && dtype != DType::F32)
     bytes += rows * static_cast<uint64_t>(c.vocab_size) * dtype_bytes(dtype);
+  if (const int64_t w4a4_in = weights.w4a4_max_in_features(); w4a4_in > 0) {
+    const auto elements = static_cast<uint64_t>(batch * tokens * w4a4_in);
+    bytes += elements * dtype_bytes(dtype) + elements / 2 + elements / kNvfp4BlockSize;
+  }
   return bytes;
 }
 

@@ -25,6 +25,14 @@ struct InferenceWorkspace {
   std::optional<RopeTable> rope;           // positions [0, rope->max_positions())
   Tensor dequant_scratch;                  // NVFP4 dequantization (ops/nvfp4_linear.h); undefined for dense models
   CpuMatmul cpu_matmul = CpuMatmul::Fp32;  // the CPU linears' kernels (ops/cpu_matmul.h)
+  // W4A4 linears with NVFP4 weights run NVFP4 x NVFP4 on the FP4 tensor cores (CUDA, Blackwell: cuda/nvfp4-mma-fp4 on
+  // SM 12.x, cuda/nvfp4-cublaslt-fp4 on SM 10.x); otherwise their quantized inputs' values go through the W4A16
+  // kernels.
+  bool w4a4_native = false;
+  // ... and the native path's result for a row does not depend on the other rows (SM 12.x's FP4 GEMM: an order set by
+  // k alone). cuBLASLt's choice of algorithm depends on the row count, so on SM 10.x only rows computed as a Batch (no
+  // KV cache: scoring, eval) take it; decode and prefill keep the batch-invariant W4A16 kernels on the exact values.
+  bool w4a4_native_any_rows = false;
   // Int8Activations on the CPU with a BF16 lm_head: its int8 copy for decode-sized calls (ops/int8_lm_head.h).
   std::shared_ptr<const Int8LmHead> int8_lm_head;
 
@@ -74,6 +82,9 @@ struct InferenceBuffers {
   // With LoRA adapters (allocated by the first forward that has them, then kept: a captured graph reuses them):
   Tensor lora_t;    // [B * T, width]: x · A_stackᵀ, then masked
   Tensor lora_out;  // [B * T, widest linear output]: the adapters' term before it is added
+  // With W4A4 linears (LinearWeight::input_scale), flat, sized for B * T rows of the widest W4A4 input: the quantized
+  // input's codes and block scales, and its values in the compute dtype (where no FP4 tensor cores take the codes).
+  Tensor w4a4_codes, w4a4_scales, w4a4_values;
   // Logits (and `hidden`) for every position with all_logits, else for the last; logit_tokens as in InferenceStep.
   InferenceBuffers(const Qwen3Config& config, const Qwen3Weights& weights, int64_t batch, int64_t tokens,
                    bool all_logits, int64_t logit_tokens = 0);

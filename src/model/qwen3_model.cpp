@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <vector>
 
 #include "core/logging.h"
@@ -13,6 +14,7 @@
 #include "ops/cpu_backend.h"
 #include "ops/elementwise.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/nvfp4_w4a4_linear.h"
 
 namespace nvfp4lm {
 namespace {
@@ -90,6 +92,15 @@ Qwen3Model::Qwen3Model(Qwen3Config config, Qwen3Weights weights)
     }
     workspace_->dequant_scratch = Tensor::empty({elements}, compute_dtype(), dev);
   }
+  // The FP4 tensor cores take W4A4 linears whose weights are NVFP4 (not those dequantized at load).
+  bool nvfp4_w4a4 = false;
+  for (const Qwen3LayerWeights& layer : weights_.layers)
+    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                       &layer.up_proj, &layer.down_proj})
+      nvfp4_w4a4 = nvfp4_w4a4 || (linear->is_w4a4() && linear->is_nvfp4());
+  workspace_->w4a4_native = dev.is_cuda() && nvfp4_w4a4 && nvfp4_w4a4_native(dev);
+  workspace_->w4a4_native_any_rows =
+      workspace_->w4a4_native && std::string_view(nvfp4_w4a4_compute_path(dev)) == kNvfp4W4a4CudaPath;
   workspace_->ensure_rope(config_, std::min<int64_t>(config_.max_position_embeddings, 4096), dev);
 }
 
@@ -105,7 +116,7 @@ Qwen3Model Qwen3Model::from_files(const ModelFiles& files, const ModelOptions& o
   const MemoryPhase phase("load");
   files.config().validate(files.config_path().string());
   Qwen3Model model(files.config(), load_qwen3_weights(files, options.device, compute_dtype_for(options.device),
-                                                      options.dequantize_nvfp4));
+                                                      options.dequantize_nvfp4, options.w4a4_activations));
   model.workspace_->cpu_matmul = options.cpu_matmul;
   if (options.device.is_cpu() && options.cpu_matmul == CpuMatmul::Int8Activations)
     interleave_for_int8_decode(model.weights_);
@@ -138,8 +149,19 @@ DType Qwen3Model::compute_dtype() const { return compute_dtype_for(device()); }
 
 std::string Qwen3Model::compute_path() const {
   const Device dev = device();
-  if (weights_.any_nvfp4()) return nvfp4_linear_compute_path(dev, workspace_->cpu_matmul);
-  return dev.is_cpu() ? "cpu/dense" : "cuda/dense-bf16";
+  const std::string path = weights_.any_nvfp4() ? std::string(nvfp4_linear_compute_path(dev, workspace_->cpu_matmul))
+                           : dev.is_cpu()       ? "cpu/dense"
+                                                : "cuda/dense-bf16";
+  if (weights_.w4a4_max_in_features() == 0) return path;
+  // W4A4 layers: on the FP4 tensor cores, or their NVFP4 activations' values through the path above.
+  if (workspace_->w4a4_native_any_rows) return fmt::format("{} + {}", nvfp4_w4a4_compute_path(dev), path);
+  if (workspace_->w4a4_native)  // cuBLASLt: not batch-invariant, so not where a KV cache is (qwen3_inference.h)
+    return fmt::format("{} (W4A4 layers without a KV cache; with one, their NVFP4 activations' values) + {}",
+                       nvfp4_w4a4_compute_path(dev), path);
+  const char* through = workspace_->cpu_matmul == CpuMatmul::Int8Activations && dev.is_cpu() && weights_.any_nvfp4()
+                            ? " through cpu/nvfp4-bf16"
+                            : "";
+  return fmt::format("{} (W4A4 layers: their NVFP4 activations' values{})", path, through);
 }
 
 CpuMatmul Qwen3Model::cpu_matmul() const { return workspace_->cpu_matmul; }
@@ -165,7 +187,12 @@ std::string Qwen3Model::precision() const {
   if (weights_.embed_tokens.dtype() == DType::BF16 && compute_dtype() == DType::F32)
     table = weights_.lm_head.is_nvfp4() ? ", embedding BF16, lm_head NVFP4" : ", embedding / lm_head BF16";
   if (workspace_->int8_lm_head) table += ", the lm_head's decode steps int8";
-  return fmt::format("{} (weights {}{})", compute, weights, table);
+  // The checkpoint's W4A4 function (ModelOptions::w4a4_activations): said wherever it applies.
+  const std::string activations =
+      weights_.w4a4_max_in_features() > 0
+          ? ", W4A4: the layers' linear inputs NVFP4 with the checkpoint's input_scale (--w4a4 off: 16-bit)"
+          : "";
+  return fmt::format("{} (weights {}{}{})", compute, weights, table, activations);
 }
 
 KVCache Qwen3Model::make_cache(int64_t batch, int64_t max_tokens) const {

@@ -43,6 +43,11 @@ struct ModelOptions {
   // besides int8 ones in the decode steps (cpu/nvfp4-int8, what generate / chat / serve / bench infer use unless
   // --cpu-matmul says otherwise; a BF16 lm_head then gets an int8 copy at load). Ignored on CUDA.
   CpuMatmul cpu_matmul = CpuMatmul::Fp32;
+  // A W4A4 checkpoint (ModelOpt quant_algo NVFP4: calibrated input_scale on its layers' linears) runs as exported: each
+  // such linear's input quantized to NVFP4 with its input_scale, as vLLM and TensorRT-LLM run it — on Blackwell SM 12.x
+  // NVFP4 x NVFP4 on the FP4 tensor cores (cuda/nvfp4-mma-fp4), elsewhere the quantized values through the W4A16
+  // kernels. false: activations stay 16-bit (W4A16). A checkpoint without input scales is W4A16 either way.
+  bool w4a4_activations = true;
 };
 
 class Qwen3Model {

@@ -9,6 +9,8 @@
 //    (ops/embedding.h, lm_head_logits), so the values are the fp32 reference's at half the bytes a decode step reads.
 #include "model/qwen3_weights.h"
 
+#include <algorithm>
+
 #include "core/logging.h"
 #include "io/weight_names.h"
 #include "ops/elementwise.h"
@@ -36,22 +38,34 @@ DType table_dtype(const ModelFiles& files, const std::string& name, DType dtype,
   return device.is_cpu() && !info.nvfp4 && info.dtype == DType::BF16 ? DType::BF16 : dtype;
 }
 
-Tensor load_dense(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
-  const ModelWeight weight = files.load(name);
-  if (weight.is_nvfp4()) {
-    log::warn("{}: '{}' is stored as NVFP4; dequantizing it (this weight must be dense)", files.path().string(), name);
-    return to_dense(dequantize_nvfp4(weight.nvfp4, DType::F32), dtype, device);
-  }
-  return to_dense(weight.dense, dtype, device);
+// A weight copied to a GPU no longer needs the file's pages: dropped, so the host does not hold the model a second
+// time (on an integrated GPU, the GB10, host and device memory are the same LPDDR5x). The CPU's weights are views of
+// those pages.
+void release_if_copied(const ModelFiles& files, const std::string& name, Device device) {
+  if (device.is_cuda()) files.release(name);
 }
 
-LinearWeight load_linear(const ModelFiles& files, const std::string& name, DType dtype, Device device,
-                         bool dequantize) {
+Tensor load_dense(const ModelFiles& files, const std::string& name, DType dtype, Device device) {
+  const ModelWeight weight = files.load(name);
+  Tensor dense;
+  if (weight.is_nvfp4()) {
+    log::warn("{}: '{}' is stored as NVFP4; dequantizing it (this weight must be dense)", files.path().string(), name);
+    dense = to_dense(dequantize_nvfp4(weight.nvfp4, DType::F32), dtype, device);
+  } else {
+    dense = to_dense(weight.dense, dtype, device);
+  }
+  release_if_copied(files, name, device);
+  return dense;
+}
+
+LinearWeight load_linear(const ModelFiles& files, const std::string& name, DType dtype, Device device, bool dequantize,
+                         bool w4a4_activations = false) {
   const WeightInfo& info = files.at(name);
   LinearWeight linear;
   linear.out_features = info.shape[0];
   linear.in_features = info.shape[1];
   const ModelWeight weight = files.load(name);
+  if (w4a4_activations) linear.input_scale = weight.input_scale;
   if (weight.is_nvfp4() && dequantize) {
     linear.dense = to_dense(dequantize_nvfp4(weight.nvfp4, DType::F32), dtype, device);
   } else if (weight.is_nvfp4()) {
@@ -61,6 +75,7 @@ LinearWeight load_linear(const ModelFiles& files, const std::string& name, DType
   } else {
     linear.dense = to_dense(weight.dense, dtype, device);
   }
+  release_if_copied(files, name, device);
   return linear;
 }
 
@@ -80,6 +95,16 @@ bool Qwen3Weights::any_nvfp4() const {
   return false;
 }
 
+int64_t Qwen3Weights::w4a4_max_in_features() const {
+  int64_t widest = 0;
+  for (const Qwen3LayerWeights& layer : layers) {
+    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                                       &layer.up_proj, &layer.down_proj})
+      if (linear->is_w4a4()) widest = std::max(widest, linear->in_features);
+  }
+  return widest;
+}
+
 size_t Qwen3Weights::nbytes() const {
   size_t bytes = embed_tokens.nbytes() + final_norm.nbytes();
   // A tied lm_head is a view of embed_tokens: count its storage once.
@@ -96,7 +121,8 @@ size_t Qwen3Weights::nbytes() const {
 
 DType compute_dtype_for(Device device) { return device.is_cpu() ? DType::F32 : DType::BF16; }
 
-Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype, bool dequantize_nvfp4) {
+Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType compute_dtype, bool dequantize_nvfp4,
+                                bool w4a4_activations) {
   const Qwen3Config& config = files.config();
   Qwen3Weights weights;
   const std::string embedding(kEmbeddingWeightName);
@@ -106,7 +132,7 @@ Qwen3Weights load_qwen3_weights(const ModelFiles& files, Device device, DType co
     Qwen3LayerWeights& layer = weights.layers[static_cast<size_t>(i)];
     auto norm = [&](LayerWeight w) { return load_dense(files, layer_weight_name(i, w), DType::F32, device); };
     auto linear = [&](LayerWeight w) {
-      return load_linear(files, layer_weight_name(i, w), compute_dtype, device, dequantize_nvfp4);
+      return load_linear(files, layer_weight_name(i, w), compute_dtype, device, dequantize_nvfp4, w4a4_activations);
     };
     layer.input_norm = norm(LayerWeight::InputNorm);
     layer.post_attention_norm = norm(LayerWeight::PostAttentionNorm);

@@ -105,17 +105,13 @@ float chosen_tensor_scale(const Nvfp4QuantOptions& options, float amax) {
   return options.tensor_scale > 0.0f ? options.tensor_scale : nvfp4_tensor_scale(amax);
 }
 
+// Into q's codes and block scales (allocated, contiguous, CPU); sets q.tensor_scale.
 template <typename T>
-Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, float tensor_scale,
-                         const Nvfp4QuantOptions& options) {
-  Nvfp4Tensor q;
-  q.rows = rows;
-  q.cols = cols;
+void quantize_cpu_into(const T* data, float tensor_scale, const Nvfp4QuantOptions& options, Nvfp4Tensor& q) {
+  const int64_t rows = q.rows, cols = q.cols;
   q.tensor_scale = tensor_scale;
-  q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
-  q.block_scales = Tensor::empty({rows, cols / kBlock}, DType::E4M3);
-  uint8_t* codes_out = q.codes.data<uint8_t>();
-  uint8_t* scales_out = q.block_scales.data<uint8_t>();
+  uint8_t* codes_out = static_cast<uint8_t*>(q.codes.raw());
+  uint8_t* scales_out = static_cast<uint8_t*>(q.block_scales.raw());
   const int64_t col_blocks = cols / kBlock;
   quantize_blocks_cpu(data, rows, cols, q.tensor_scale, options,
                       [&](int64_t r, int64_t b, const uint8_t* codes, uint8_t scale_byte, float) {
@@ -124,6 +120,17 @@ Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, float tensor
                           packed[i] = pack_e2m1_pair(codes[2 * i], codes[2 * i + 1]);
                         scales_out[r * col_blocks + b] = scale_byte;
                       });
+}
+
+template <typename T>
+Nvfp4Tensor quantize_cpu(const T* data, int64_t rows, int64_t cols, float tensor_scale,
+                         const Nvfp4QuantOptions& options) {
+  Nvfp4Tensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.codes = Tensor::empty({rows, cols / 2}, DType::E2M1x2);
+  q.block_scales = Tensor::empty({rows, cols / kBlock}, DType::E4M3);
+  quantize_cpu_into(data, tensor_scale, options, q);
   return q;
 }
 
@@ -296,6 +303,45 @@ void fake_quantize_nvfp4(const Tensor& weight, Tensor& out, const Nvfp4QuantOpti
   if (f32_in && !f32_out) fake_quantize_cpu(input.data<float>(), out.data<uint16_t>(), rows, cols, s, options);
   if (!f32_in && f32_out) fake_quantize_cpu(input.data<uint16_t>(), out.data<float>(), rows, cols, s, options);
   if (!f32_in && !f32_out) fake_quantize_cpu(input.data<uint16_t>(), out.data<uint16_t>(), rows, cols, s, options);
+}
+
+namespace {
+
+void check_static_input(const Tensor& x, float tensor_scale, const char* what) {
+  NVFP4LM_ASSERT(x.defined() && x.rank() == 2 && x.is_contiguous() &&
+                     (x.dtype() == DType::F32 || x.dtype() == DType::BF16) && x.dim(1) % kBlock == 0,
+                 "{}: x must be a contiguous F32 / BF16 [rows, 16k] matrix, got {}", what,
+                 x.defined() ? x.str() : "nothing");
+  NVFP4LM_ASSERT(std::isfinite(tensor_scale) && tensor_scale > 0.0f, "{}: tensor scale {} must be finite and positive",
+                 what, tensor_scale);
+}
+
+}  // namespace
+
+void quantize_nvfp4_static(const Tensor& x, float tensor_scale, Nvfp4Tensor& out) {
+  check_static_input(x, tensor_scale, "quantize_nvfp4_static");
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  NVFP4LM_ASSERT(out.codes.defined() && out.codes.numel() == rows * cols / 2 && out.codes.is_contiguous() &&
+                     out.block_scales.defined() && out.block_scales.numel() == rows * cols / kBlock &&
+                     out.block_scales.is_contiguous() && out.codes.device() == x.device() &&
+                     out.block_scales.device() == x.device() && out.layout == Nvfp4Layout::Rows,
+                 "quantize_nvfp4_static: out must hold [{}, {}] codes and scales on {}", rows, cols, x.device().str());
+  out.rows = rows;
+  out.cols = cols;
+  if (x.device().is_cuda()) {
+#if NVFP4LM_HAS_CUDA
+    out.tensor_scale = tensor_scale;
+    cuda::nvfp4_quantize(x.raw(), x.dtype() == DType::BF16, rows, cols, kernel_options({}, tensor_scale),
+                         static_cast<uint8_t*>(out.codes.raw()), static_cast<uint8_t*>(out.block_scales.raw()));
+    return;
+#else
+    NVFP4LM_FAIL("quantize_nvfp4_static: tensor is on {} but this build has no CUDA", x.device().str());
+#endif
+  }
+  if (x.dtype() == DType::F32)
+    quantize_cpu_into(x.data<float>(), tensor_scale, {}, out);
+  else
+    quantize_cpu_into(x.data<uint16_t>(), tensor_scale, {}, out);
 }
 
 Tensor unpack_e2m1_codes(const Tensor& packed) {

@@ -69,6 +69,16 @@ Tensor dequantize_nvfp4(const Nvfp4Tensor& q, DType dtype);
 void fake_quantize_nvfp4(const Tensor& weight, Tensor& out, const Nvfp4QuantOptions& options = {},
                          const char* what = "weight");
 
+// The activations of a W4A4 linear at inference (a calibrated checkpoint's linears, model/qwen3_inference.cpp): the
+// rows of x [rows, cols] (F32 or BF16, contiguous) quantized in 1x16 blocks, round to nearest even, with the fixed
+// tensor scale `tensor_scale` (the checkpoint's input_scale: > 0, finite). Values past the calibrated range saturate
+// (block scale 448, code 6), as vLLM's activation quantizer's satfinite conversions do. Nothing else is read: no amax
+// pass, hence no finite check (non-finite input gives meaningless codes, as it gives NaN logits in W4A16) and on
+// CUDA no synchronization, so a captured decode graph can hold it. The same bytes as quantize_nvfp4 with
+// options.tensor_scale = tensor_scale for finite input. Into out's codes [rows, cols/2] and block scales
+// [rows, cols/16], contiguous, allocated by the caller on x's device; sets out.rows / cols / tensor_scale.
+void quantize_nvfp4_static(const Tensor& x, float tensor_scale, Nvfp4Tensor& out);
+
 // Whether a tensor of `shape` can be NVFP4 with these blocks: [rows, cols] with cols a multiple of 16 (rows too for
 // 16x16 tiles). Callers that plan NVFP4 weights (export, quantize, QAT) check it and name the weight in their error.
 bool nvfp4_shape_fits(const Shape& shape, Nvfp4Block block);

@@ -16,7 +16,8 @@ namespace nvfp4lm {
 namespace {
 
 constexpr std::array<std::string_view, kToleranceClasses> kNames = {
-    "identical", "fp32", "bf16-weights", "bf16-activations", "int8-activations", "other", "requantized", "baseline"};
+    "identical", "fp32",        "bf16-weights", "bf16-activations", "int8-activations",
+    "other",     "requantized", "baseline",     "w4a4-activations"};
 
 // Index of the largest of row[0, candidates) (the lowest on ties; NaN never wins).
 int32_t row_argmax(const float* row, int64_t candidates) {
@@ -41,6 +42,7 @@ LogitTolerances::LogitTolerances() {
   set(ToleranceClass::Other, of(ToleranceClass::Fp32));
   set(ToleranceClass::Requantized, 5e-1);
   set(ToleranceClass::Baseline, of(ToleranceClass::Fp32));
+  set(ToleranceClass::W4a4Activations, 5e-1);
 }
 
 void LogitTolerances::set(ToleranceClass tolerance_class, double value) {

@@ -62,6 +62,17 @@ bool has_nvfp4_weights(const ModelFiles& files) {
                      [](const WeightInfo& info) { return info.kind && info.nvfp4; });
 }
 
+// A W4A4 checkpoint (input_scale on its NVFP4 weights): every path runs it W4A4 (ModelOptions::w4a4_activations).
+bool is_w4a4_checkpoint(const ModelFiles& files) {
+  for (const WeightInfo& info : files.weights()) {
+    if (!info.kind || !info.nvfp4) continue;
+    const float input_scale = files.load(info.name).input_scale;
+    files.release(info.name);
+    if (input_scale > 0) return true;
+  }
+  return false;
+}
+
 // The paths of parity.h, in order, with the reasons for those that cannot run.
 std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles& files) {
   const bool nvfp4 = has_nvfp4_weights(files);
@@ -119,10 +130,12 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
 
   const std::string no_cuda = options.cuda ? "" : "no CUDA device: " + options.no_cuda_reason;
   const Device cuda_device = options.cuda.value_or(Device::cuda(0));
+  // CUDA against the CPU: bf16 activations, which W4A4 then quantizes (logit_diff.h, w4a4-activations).
+  const ToleranceClass cuda_vs_cpu =
+      is_w4a4_checkpoint(files) ? ToleranceClass::W4a4Activations : ToleranceClass::Bf16Activations;
   ModelKey on_cuda = main;
   on_cuda.device = cuda_device;
-  add("cuda", "full forward", on_cuda, SequenceRunner::Full, "reference", ToleranceClass::Bf16Activations)
-      .info.skipped = no_cuda;
+  add("cuda", "full forward", on_cuda, SequenceRunner::Full, "reference", cuda_vs_cpu).info.skipped = no_cuda;
   add("cuda-eager", "KV cache, decode steps op by op", on_cuda, SequenceRunner::CachedEager, "cuda",
       ToleranceClass::Bf16Activations)
       .info.skipped = no_cuda;
@@ -132,7 +145,7 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
   ModelKey cuda_dense = on_cuda;
   cuda_dense.dense = true;
   PathSpec& dense_cuda = add("cuda-dense", "NVFP4 weights dequantized once to BF16, full forward", cuda_dense,
-                             SequenceRunner::Full, "cpu-dense", ToleranceClass::Bf16Activations);
+                             SequenceRunner::Full, "cpu-dense", cuda_vs_cpu);
   dense_cuda.info.skipped = !no_cuda.empty() ? no_cuda
                             : nvfp4          ? ""
                                              : "the model's weights are dense: the cuda path already runs them dense";

@@ -92,7 +92,8 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
 
   const std::string missing = cuda_prerequisite_missing(report);
   if (!missing.empty()) {
-    for (const char* name : {"cuda/dense-bf16", "cuda/dequant-gemm", "cuda/nvfp4-w4a16", kNvfp4W4a4CudaPath})
+    for (const char* name :
+         {"cuda/dense-bf16", "cuda/dequant-gemm", "cuda/nvfp4-w4a16", kNvfp4W4a4CudaPath, kNvfp4W4a4CublasLtPath})
       paths.push_back({name, false, missing});
     return paths;
   }
@@ -108,13 +109,21 @@ std::vector<ComputePathStatus> compute_paths(const SystemReport& report) {
   } catch (const Error& e) {
     for (const char* name : {"cuda/dequant-gemm", "cuda/nvfp4-w4a16"}) paths.push_back({name, false, e.what()});
   }
-  // Blackwell SM 12.x's FP4 tensor cores (ops/nvfp4_w4a4_linear.h): NVFP4 x NVFP4, for W4A4 linears only.
+  // Blackwell's FP4 tensor cores (ops/nvfp4_w4a4_linear.h): NVFP4 x NVFP4, for W4A4 linears only — SM 12.x's
+  // block-scaled mma.sync, SM 10.x's through cuBLASLt.
   std::string why_not;
-  const bool native_w4a4 = nvfp4_w4a4_native(Device::cuda(0), &why_not);
-  paths.push_back({kNvfp4W4a4CudaPath, native_w4a4,
-                   native_w4a4 ? "NVFP4 weights x NVFP4 activations (1x16 blocks, E4M3 scales) on the block-scaled FP4 "
-                                 "mma.sync, fp32 accumulation: W4A4 linears" + where
-                               : why_not});
+  const bool mma = nvfp4_w4a4_path_available(Device::cuda(0), kNvfp4W4a4CudaPath, &why_not);
+  paths.push_back({kNvfp4W4a4CudaPath, mma,
+                   mma ? "NVFP4 weights x NVFP4 activations (1x16 blocks, E4M3 scales) on the block-scaled FP4 "
+                         "mma.sync, fp32 accumulation: W4A4 linears" +
+                             where
+                       : why_not});
+  const bool cublaslt = nvfp4_w4a4_path_available(Device::cuda(0), kNvfp4W4a4CublasLtPath, &why_not);
+  paths.push_back({kNvfp4W4a4CublasLtPath, cublaslt,
+                   cublaslt ? "NVFP4 weights x NVFP4 activations on cuBLASLt's block-scaled FP4 matmul (VEC16_UE4M3 "
+                              "scales), fp32 accumulation: W4A4 linears" +
+                                  where
+                            : "not available: " + why_not});
   return paths;
 }
 
@@ -263,11 +272,11 @@ std::string system_report_text(const SystemReport& report) {
   if (!report.blas_warning.empty()) text += fmt::format("         warning: {}\n", report.blas_warning);
   if (report.gpus.empty()) text += fmt::format("gpu      none: {}\n", report.gpu_unavailable);
   for (const GpuReport& gpu : report.gpus) {
-    text += fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB{} ({:.1f} GiB free), driver {}, runtime {}\n",
-                        gpu.index, gpu.name, cuda_sm_text(gpu.sm), gpu.multiprocessors, to_gib(gpu.total_bytes),
-                        gpu.unified_memory ? " unified memory (the host's: --max-memory counts CPU and GPU tensors)"
-                                           : "",
-                        to_gib(gpu.free_bytes), gpu.driver_version, gpu.runtime_version);
+    text +=
+        fmt::format("gpu      cuda:{} {}, SM {}, {} SMs, {:.1f} GiB{} ({:.1f} GiB free), driver {}, runtime {}\n",
+                    gpu.index, gpu.name, cuda_sm_text(gpu.sm), gpu.multiprocessors, to_gib(gpu.total_bytes),
+                    gpu.unified_memory ? " unified memory (the host's: --max-memory counts CPU and GPU tensors)" : "",
+                    to_gib(gpu.free_bytes), gpu.driver_version, gpu.runtime_version);
   }
   text += "compute paths\n";
   for (const ComputePathStatus& path : report.compute_paths)

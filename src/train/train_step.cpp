@@ -141,7 +141,7 @@ std::string train_compute_path(Device device, QatMode qat) {
   // W4A4 on Blackwell SM 12.x: the layers' linears on the FP4 tensor cores (Qwen3Trainable::native_w4a4 decides the
   // same way), the backward's GEMMs and the lm_head as dequant-gemm.
   if (qat == QatMode::W4A4 && device.is_cuda() && nvfp4_w4a4_native(device))
-    return std::string(kNvfp4W4a4CudaPath) + " + cuda/dequant-gemm";
+    return std::string(nvfp4_w4a4_compute_path(device)) + " + cuda/dequant-gemm";
   return fmt::format("{}/{}", device.is_cpu() ? "cpu" : "cuda", qat == QatMode::Off ? "dense" : "dequant-gemm");
 }
 

@@ -11,6 +11,7 @@
 #include "io/dat_format.h"
 #include "io/io_test_util.h"
 #include "io/model_files.h"
+#include "io/modelopt.h"
 #include "io/quantize_model.h"
 #include "io/safetensors_reader.h"
 #include "io/synth_model.h"
@@ -196,6 +197,41 @@ TEST(Quantize, ConvertsBetweenNvfp4Formats) {
   const Tensor values = dequantize_nvfp4(mo->load(name).nvfp4, DType::F32);
   EXPECT_TRUE(same_bytes(mo_dat->load(name).nvfp4.codes,
                          quantize_nvfp4_with_tensor_scale(values, 1.0f, Nvfp4Block::Row1x16, name).codes));
+}
+
+// A W4A4 checkpoint (input_scale on its NVFP4 weights) converted without --calibrate: a ModelOpt output keeps the
+// activation scales as stored (a W4A4 checkpoint still, "calibrated" in hf_quant_config.json); a .dat stores none.
+TEST(Quantize, AW4a4CheckpointKeepsItsInputScalesInAModeloptOutput) {
+  TempDir dir;
+  const auto source = open_model(synth_small(dir, "hf"));
+  QuantizeOptions calibrated;
+  calibrated.calibration = ActivationCalibration{};
+  calibrated.calibration->source = "test";
+  float amax = 1.0f;
+  for (const WeightInfo& info : source->weights())
+    if (info.kind && info.shape.rank() == 2 && info.name.find("layers.") != std::string::npos)
+      calibrated.calibration->observe(info.name, amax += 0.25f);
+  quantize_model(*source, dir / "w4a4", calibrated);
+  const auto w4a4 = open_model(dir / "w4a4");
+  quantize_model(*w4a4, dir / "again", QuantizeOptions{ModelFormat::ModeloptNvfp4});
+  const auto again = open_model(dir / "again");
+  EXPECT_TRUE(modelopt_input_scales_calibrated(dir / "again"));
+  int kept = 0;
+  for (const WeightInfo& info : w4a4->weights()) {
+    if (!info.nvfp4) continue;
+    const float input_scale = w4a4->load(info.name).input_scale;
+    EXPECT_GT(input_scale, 0.0f) << info.name;
+    EXPECT_EQ(again->load(info.name).input_scale, input_scale) << info.name;
+    ++kept;
+  }
+  EXPECT_EQ(kept, 14);
+  quantize_model(*w4a4, dir / "dat", QuantizeOptions{ModelFormat::Dat});
+  const auto dat = open_model(dir / "dat");
+  for (const WeightInfo& info : dat->weights()) {
+    if (info.nvfp4) {
+      EXPECT_EQ(dat->load(info.name).input_scale, 0.0f) << info.name;
+    }
+  }
 }
 
 TEST(Quantize, NeverOverwritesWithoutAskingNorTheSource) {

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "io/activation_calibration.h"
 #include "io/model_files.h"
 #include "io/quantize_model.h"
 #include "io/safetensors_reader.h"
+#include "io/weight_names.h"
 #include "model/qwen3_trainable.h"
 
 namespace nvfp4lm::test {
@@ -124,6 +126,23 @@ inline fs::path quantize_tiny_modelopt(const TempDir& dir, bool tied, bool quant
   options.quantize_lm_head = quantize_lm_head;
   quantize_model(*open_tiny(tied), dir / "nvfp4", options);
   return dir / "nvfp4";
+}
+
+// The fixture model as a W4A4 checkpoint (ModelOpt quant_algo NVFP4) at dir / "w4a4": every projection's input_scale
+// amax / (6 * 448) for the given amax (the tiny models' layer inputs reach ~4, so 2 saturates some blocks); returns
+// that path.
+inline fs::path quantize_tiny_w4a4(const TempDir& dir, bool tied, float amax = 2.0f) {
+  const std::unique_ptr<ModelFiles> source = open_tiny(tied);
+  QuantizeOptions options;
+  options.format = ModelFormat::ModeloptNvfp4;
+  ActivationCalibration calibration;
+  calibration.source = "test: fixed amax";
+  calibration.tokens = 1;
+  for (const ExpectedWeight& weight : qwen3_expected_weights(source->config()))
+    if (is_nvfp4_projection(weight.kind)) calibration.observe(weight.name, amax);
+  options.calibration = calibration;
+  quantize_model(*source, dir / "w4a4", options);
+  return dir / "w4a4";
 }
 
 // The ids at position t of every row of ids I32 [B, T] (one decode step's input).

@@ -50,15 +50,17 @@ struct ReferenceQuant {
   std::vector<float> values;    // decoded
 };
 
-// The rule, element by element: tensor scale amax/2688, block scale e4m3(block_amax / (6 * ts)) with an
-// all-zero block at 1.0 and a floor of 2^-9, codes rne(x / (scale * ts)) (stochastic: counter (seed, index)).
+// The rule, element by element: tensor scale amax/2688 (or fixed_tensor_scale when > 0: a calibrated input_scale),
+// block scale e4m3(block_amax / (6 * ts)) with an all-zero block at 1.0 and a floor of 2^-9, saturating at 448,
+// codes rne(x / (scale * ts)) saturating at ±6 (stochastic: counter (seed, index)).
 inline ReferenceQuant reference_quantize(const std::vector<float>& x, int64_t rows, int64_t cols, bool tile,
-                                         bool stochastic = false, uint64_t seed = 0) {
+                                         bool stochastic = false, uint64_t seed = 0, float fixed_tensor_scale = 0.0f) {
   ReferenceQuant ref;
   float amax = 0.0f;
   for (float v : x) amax = std::max(amax, std::fabs(v));
   ref.tensor_scale = amax == 0.0f ? 1.0f : amax / 2688.0f;
   if (ref.tensor_scale == 0.0f) ref.tensor_scale = 1.0f;
+  if (fixed_tensor_scale > 0.0f) ref.tensor_scale = fixed_tensor_scale;
   const int64_t col_blocks = cols / 16;
   ref.scales.resize(static_cast<size_t>(rows * col_blocks));
   ref.codes.resize(x.size());
@@ -72,7 +74,7 @@ inline ReferenceQuant reference_quantize(const std::vector<float>& x, int64_t ro
           block_amax = std::max(block_amax, std::fabs(x[static_cast<size_t>(rr * cols + c)]));
       float scale = block_amax / (6.0f * ref.tensor_scale);
       if (scale == 0.0f) scale = 1.0f;
-      scale = std::max(scale, 0.001953125f);
+      scale = std::min(std::max(scale, 0.001953125f), 448.0f);
       const uint8_t byte = float_to_e4m3_rne(scale);
       ref.scales[static_cast<size_t>(r * col_blocks + b)] = byte;
       const float denominator = e4m3_to_float(byte) * ref.tensor_scale;
@@ -80,8 +82,8 @@ inline ReferenceQuant reference_quantize(const std::vector<float>& x, int64_t ro
         const size_t i = static_cast<size_t>(r * cols + c);
         uint8_t code = 0;
         if (denominator != 0.0f) {
-          code = stochastic ? float_to_e2m1_stochastic(x[i] / denominator, counter_uniform(seed, i))
-                            : float_to_e2m1_rne(x[i] / denominator);
+          const float y = std::clamp(x[i] / denominator, -6.0f, 6.0f);
+          code = stochastic ? float_to_e2m1_stochastic(y, counter_uniform(seed, i)) : float_to_e2m1_rne(y);
         }
         ref.codes[i] = code;
         ref.values[i] = e2m1_to_float(code) * denominator;

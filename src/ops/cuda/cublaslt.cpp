@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "core/cuda/check.h"
 #include "core/cuda/runtime.h"
@@ -27,6 +28,33 @@ const CublasLtContext& cublaslt_context() {
   context.workspace = device_malloc(device, kCublasLtWorkspaceBytes);
   context.workspace_bytes = kCublasLtWorkspaceBytes;
   return contexts->emplace(device, context).first->second;
+}
+
+FirstAlgorithm first_algorithm(const CublasLtContext& context, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                               cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, uint32_t align_a, uint32_t align_b,
+                               uint32_t align_c) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  NVFP4LM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const uint64_t workspace = context.workspace_bytes;
+  NVFP4LM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &workspace, sizeof(workspace)));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+  for (const auto& [attribute, value] : alignments)
+    NVFP4LM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(context.handle, desc, a, b, c, c, preference, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  FirstAlgorithm first;
+  first.found = status == CUBLAS_STATUS_SUCCESS && found > 0;
+  first.status = static_cast<int>(status);
+  first.algo = result.algo;
+  return first;
 }
 
 }  // namespace nvfp4lm::cuda

@@ -37,14 +37,6 @@ cudaDataType_t cuda_data_type(DType dtype) {
   }
 }
 
-// Largest power of two (<= 256) that divides the address.
-uint32_t alignment_bytes(const void* pointer) {
-  const auto address = reinterpret_cast<uintptr_t>(pointer);
-  uint32_t alignment = 256;
-  while (alignment > 1 && address % alignment != 0) alignment /= 2;
-  return alignment;
-}
-
 struct PlanKey {
   int device = 0;
   int64_t m = 0, n = 0, k = 0;  // cuBLAS's (column-major) sizes
@@ -99,31 +91,15 @@ Plan make_plan(const PlanKey& key, const CublasLtContext& context) {
   NVFP4LM_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.c, c, static_cast<uint64_t>(key.m), static_cast<uint64_t>(key.n), key.ld_c));
 
-  cublasLtMatmulPreference_t preference = nullptr;
-  NVFP4LM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-  const uint64_t workspace = context.workspace_bytes;
-  NVFP4LM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                            &workspace, sizeof(workspace)));
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_first},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_second},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c}};
-  for (const auto& [attribute, value] : alignments)
-    NVFP4LM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value)));
-
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(context.handle, plan.desc, plan.first, plan.second,
-                                                               plan.c, plan.c, preference, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
-  NVFP4LM_CHECK(status == CUBLAS_STATUS_SUCCESS && found > 0,
+  const FirstAlgorithm first = first_algorithm(context, plan.desc, plan.first, plan.second, plan.c, key.align_first,
+                                               key.align_second, key.align_c);
+  NVFP4LM_CHECK(first.found,
                 "cuBLASLt has no algorithm for gemm (column-major m={} n={} k={}, op {}{}, {} x {} -> {}, ld {}/{}/{}, "
                 "alignment {}/{}/{} bytes): status {}",
                 key.m, key.n, key.k, key.transpose_first ? 'T' : 'N', key.transpose_second ? 'T' : 'N',
                 dtype_name(key.ab), dtype_name(key.ab), dtype_name(key.c), key.ld_first, key.ld_second, key.ld_c,
-                key.align_first, key.align_second, key.align_c, static_cast<int>(status));
-  plan.algo = result.algo;
+                key.align_first, key.align_second, key.align_c, first.status);
+  plan.algo = first.algo;
   return plan;
 }
 

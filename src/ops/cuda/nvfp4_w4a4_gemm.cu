@@ -34,13 +34,13 @@
 namespace nvfp4lm::cuda {
 namespace w4a4 {
 
-constexpr int kThreads = 128;       // 4 warps, 2 x 2
-constexpr int kTileM = 64;          // rows of x a CTA owns
-constexpr int kTileN = 64;          // weight rows a CTA owns
-constexpr int kWarpM = 32;          // a warp's rows of x: 2 mma tiles of 16
-constexpr int kWarpN = 32;          // a warp's weight rows: 4 mma tiles of 8
-constexpr int kStepK = 64;          // k of one mma
-constexpr int kBlocksPerStep = 4;   // scale blocks of 16 in a step
+constexpr int kThreads = 128;      // 4 warps, 2 x 2
+constexpr int kTileM = 64;         // rows of x a CTA owns
+constexpr int kTileN = 64;         // weight rows a CTA owns
+constexpr int kWarpM = 32;         // a warp's rows of x: 2 mma tiles of 16
+constexpr int kWarpN = 32;         // a warp's weight rows: 4 mma tiles of 8
+constexpr int kStepK = 64;         // k of one mma
+constexpr int kBlocksPerStep = 4;  // scale blocks of 16 in a step
 constexpr int kMaxDevices = 64;
 
 struct Params {
@@ -156,11 +156,13 @@ bool nvfp4_w4a4_gemm_available(const char** why_not) {
   NVFP4LM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   const char* reason = nullptr;
   if (major != 12)
-    reason = "the GPU is not Blackwell SM 12.x (the block-scaled FP4 mma.sync is sm_120a / sm_121a's; sm_100a uses "
-             "tcgen05)";
+    reason =
+        "the GPU is not Blackwell SM 12.x (the block-scaled FP4 mma.sync is sm_120a / sm_121a's; SM 10.x runs "
+        "W4A4 through cuBLASLt, cuda/nvfp4-cublaslt-fp4)";
   else if (!w4a4::image_has_fp4_mma(device))
-    reason = "this build has no sm_120a / sm_121a image (the driver loaded another architecture's code: rebuild with "
-             "NVFP4LM_CUDA_ARCHS including 120a-real or 121a-real)";
+    reason =
+        "this build has no sm_120a / sm_121a image (the driver loaded another architecture's code: rebuild with "
+        "NVFP4LM_CUDA_ARCHS including 120a-real or 121a-real)";
   if (why_not) *why_not = reason;
   return reason == nullptr;
 }

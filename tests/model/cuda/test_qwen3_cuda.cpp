@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/emulated_arch.h"
 #include "common/lora_test_util.h"
 #include "core/rng.h"
 #include "model/model_test_util.h"
@@ -17,6 +18,7 @@
 #include "model/qwen3_model.h"
 #include "ops/cross_entropy.h"
 #include "ops/distillation.h"
+#include "ops/nvfp4_w4a4_linear.h"
 
 namespace nvfp4lm::test {
 namespace {
@@ -147,6 +149,45 @@ TEST(Qwen3Cuda, DecodeGraphMatchesEagerAndForwardCached) {
   TempDir dir;
   check_decode_graph(Qwen3Model::load(quantize_tiny_modelopt(dir, false, /*quantize_lm_head=*/true), on_gpu()),
                      ref.get("input_ids"), "NVFP4");
+}
+
+// A W4A4 checkpoint (calibrated input_scale): on Blackwell SM 12.x (the gb10 configuration) its layers run NVFP4 x
+// NVFP4 on the FP4 tensor cores, elsewhere its quantized activations' values through the W4A16 kernels; either way
+// within kW4a4LogitsBound of the CPU's W4A4 forward, and through the KV cache and the decode graph within the cache
+// bound of its own full forward (the fused W4A16 decode kernels are left out for W4A4 linears). The bound against
+// the CPU is loose for a reason: the activations are bf16 here and fp32 there before W4A4 quantizes them, and a 2^-9
+// difference moves a value across an E2M1 boundary or a block across an E4M3 scale step (tools/logit_diff.h,
+// w4a4-activations; measured 0.11 on this fixture).
+constexpr double kW4a4LogitsBound = 0.3;
+TEST(Qwen3Cuda, W4a4CheckpointFollowsTheCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  const Reference ref(false);
+  TempDir dir;
+  const fs::path path = quantize_tiny_w4a4(dir, false);
+  const Qwen3Model cpu = Qwen3Model::load(path);
+  const Qwen3Model model = Qwen3Model::load(path, on_gpu());
+  const bool fp4 = nvfp4_w4a4_native(gpu());
+  if (fp4)  // "cuda/nvfp4-mma-fp4 + cuda/nvfp4-w4a16", or cuBLASLt's with where it runs
+    EXPECT_EQ(model.compute_path().rfind(nvfp4_w4a4_compute_path(gpu()), 0), 0u) << model.compute_path();
+  else
+    EXPECT_EQ(model.compute_path(), "cuda/nvfp4-w4a16 (W4A4 layers: their NVFP4 activations' values)");
+  const Tensor ids = ref.get("input_ids");
+  const Tensor logits = model.forward(ids.to(gpu()));
+  check_close(logits, cpu.forward(ids), kW4a4LogitsBound, fp4 ? "W4A4 logits (FP4 tensor cores)" : "W4A4 logits");
+  check_cached_decoding(model, ids, "W4A4");
+  check_decode_graph(model, ids, "W4A4");
+#if NVFP4LM_CUDA_EMULATION
+  // The emulated device presenting a B200 (sm_100): the layers on cuBLASLt's block-scaled FP4 matmul where no KV
+  // cache asks for batch invariance (the full forward), the exact values through the W4A16 kernels where one does;
+  // the same exact products either way (the emulated cuBLASLt and FP4 mma both sum them exactly).
+  const test::EmulatedArch b200(100);
+  const Qwen3Model on_b200 = Qwen3Model::load(path, on_gpu());
+  EXPECT_EQ(on_b200.compute_path(),
+            "cuda/nvfp4-cublaslt-fp4 (W4A4 layers without a KV cache; with one, their NVFP4 activations' values) + "
+            "cuda/nvfp4-w4a16");
+  check_close(on_b200.forward(ids.to(gpu())), cpu.forward(ids), kW4a4LogitsBound, "W4A4 logits (cuBLASLt FP4)");
+  check_decode_graph(on_b200, ids, "W4A4 (cuBLASLt FP4)");
+#endif
 }
 
 // Greedy continuation of `prompt` through the KV cache, `count` tokens; also the top-2 margin of each step's logits.

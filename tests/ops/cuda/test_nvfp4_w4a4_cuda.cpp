@@ -17,11 +17,12 @@
 
 #include "common/emulated_arch.h"
 #include "common/test_util.h"
-#include "ops/ops_testing.h"
 #include "core/numeric.h"
 #include "core/rng.h"
+#include "ops/cuda/nvfp4_w4a4_test_util.h"
 #include "ops/gemm.h"
 #include "ops/nvfp4_w4a4_linear.h"
+#include "ops/ops_testing.h"
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 #include "quant/nvfp4.h"
@@ -29,15 +30,17 @@
 namespace nvfp4lm {
 namespace {
 
-const Device kGpu = Device::cuda(0);
-
+using test::element;
 using test::EmulatedArch;
+using test::gpu_forward;
+using test::kGpu;
+using test::on_gpu;
 
-#define SKIP_UNLESS_NATIVE_W4A4()                                                        \
-  NVFP4LM_SKIP_WITHOUT_GPU();                                                           \
-  const EmulatedArch gb10(121);                                                          \
-  do {                                                                                   \
-    std::string why_not;                                                                 \
+#define SKIP_UNLESS_NATIVE_W4A4()                                                          \
+  NVFP4LM_SKIP_WITHOUT_GPU();                                                              \
+  const EmulatedArch gb10(121);                                                            \
+  do {                                                                                     \
+    std::string why_not;                                                                   \
     if (!nvfp4_w4a4_native(kGpu, &why_not)) GTEST_SKIP() << "no native W4A4: " << why_not; \
   } while (false)
 
@@ -85,21 +88,6 @@ std::vector<uint8_t> bytes_of(const Tensor& t) {
   return std::vector<uint8_t>(data, data + host.nbytes());
 }
 
-Nvfp4Tensor on_gpu(const Nvfp4Tensor& q) {
-  Nvfp4Tensor g = q;
-  g.codes = q.codes.to(kGpu);
-  g.block_scales = q.block_scales.to(kGpu);
-  return g;
-}
-
-double element(const Nvfp4Tensor& q, int64_t row, int64_t k) {
-  const auto* codes = static_cast<const uint8_t*>(q.codes.raw());
-  const auto* scales = static_cast<const uint8_t*>(q.block_scales.raw());
-  const uint8_t byte = codes[row * (q.cols / 2) + k / 2];
-  const uint8_t code = k % 2 == 0 ? e2m1_low_code(byte) : e2m1_high_code(byte);
-  return static_cast<double>(e2m1_to_float(code)) * e4m3_to_float(scales[row * (q.cols / 16) + k / 16]);
-}
-
 // The kernel's summation order on the emulated device, stated on the CPU.
 std::vector<uint16_t> same_order_reference(const Nvfp4Tensor& x, const Nvfp4Tensor& w) {
   const float alpha = x.tensor_scale * w.tensor_scale;
@@ -122,27 +110,6 @@ double magnitude(const Nvfp4Tensor& x, const Nvfp4Tensor& w, int64_t m, int64_t 
   double sum = 0;
   for (int64_t k = 0; k < x.cols; ++k) sum += std::fabs(element(x, m, k) * element(w, n, k));
   return sum * static_cast<double>(x.tensor_scale) * static_cast<double>(w.tensor_scale);
-}
-
-// y on the GPU into a view of a NaN-poisoned buffer with 3 columns of padding; returns the BF16 bits of the view
-// and checks the padding.
-std::vector<uint16_t> gpu_forward(const Nvfp4Tensor& x, const Nvfp4Tensor& w) {
-  const int64_t padded = w.rows + 3;
-  std::vector<float> nan(static_cast<size_t>(x.rows * padded), std::numeric_limits<float>::quiet_NaN());
-  Tensor poisoned = Tensor::empty({x.rows, padded}, DType::BF16);
-  convert_cpu(Tensor::from_floats(nan, {x.rows, padded}), poisoned);
-  Tensor y_wide = poisoned.to(kGpu);
-  Tensor y = y_wide.narrow(1, 0, w.rows);
-  nvfp4_w4a4_linear_forward(on_gpu(x), on_gpu(w), y);
-  const Tensor host = y_wide.to(Device::cpu());
-  const auto* bits = static_cast<const uint16_t*>(host.raw());
-  std::vector<uint16_t> out(static_cast<size_t>(x.rows * w.rows));
-  for (int64_t m = 0; m < x.rows; ++m) {
-    for (int64_t n = 0; n < w.rows; ++n) out[static_cast<size_t>(m * w.rows + n)] = bits[m * padded + n];
-    for (int64_t n = w.rows; n < padded; ++n)
-      EXPECT_TRUE(std::isnan(bf16_to_float(bits[m * padded + n]))) << "wrote y's padding at row " << m;
-  }
-  return out;
 }
 
 struct Shape3 {
@@ -169,8 +136,8 @@ TEST(Nvfp4W4a4Cuda, EqualsTheCpuStatementOfItsSummationOrder) {
                           << bf16_to_float(want[i]);
         } else {
           // Any order of fp32 sums of k terms: |error| <= k 2^-24 Σ|terms| (+ the final BF16 rounding, 1 ulp).
-          const double bound = static_cast<double>(s.k) * 0x1p-24 * magnitude(x, w, m, n) +
-                               0x1p-8 * std::fabs(bf16_to_float(want[i]));
+          const double bound =
+              static_cast<double>(s.k) * 0x1p-24 * magnitude(x, w, m, n) + 0x1p-8 * std::fabs(bf16_to_float(want[i]));
           EXPECT_LE(std::fabs(bf16_to_float(got[i]) - bf16_to_float(want[i])), bound) << m << ", " << n;
         }
       }
@@ -249,6 +216,7 @@ TEST(Nvfp4W4a4Cuda, AnotherGpuSaysWhyItHasNoNativeW4a4) {
   std::string why_not;
   EXPECT_FALSE(nvfp4_w4a4_native(kGpu, &why_not));
   EXPECT_NE(why_not.find("not Blackwell SM 12.x"), std::string::npos) << why_not;
+  EXPECT_NE(why_not.find("compute capability 10.x"), std::string::npos) << why_not;
   Rng rng(3);
   const Nvfp4Tensor x = random_nvfp4(4, 32, 1.f, rng), w = random_nvfp4(8, 32, 1.f, rng);
   Tensor y = Tensor::empty({4, 8}, DType::BF16, kGpu);

@@ -139,6 +139,34 @@ TEST(Nvfp4Cuda, FakeQuantizeIsBitIdenticalToCpu) {
     }
 }
 
+// W4A4 inference's activation quantizer (fixed input_scale, no amax pass): the CPU's bytes, with a scale a quarter of
+// the matrix's own so blocks saturate, written into views of larger buffers.
+TEST(Nvfp4Cuda, StaticQuantizeIsBitIdenticalToCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  Rng rng(6);
+  for (const Case& shape : kShapes)
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE(std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + " " +
+                   std::string(dtype_name(dtype)));
+      Tensor x = awkward_matrix(shape.rows, shape.cols, rng, dtype);
+      Tensor gx = on_gpu(x);
+      const float input_scale = quantize_nvfp4(x).tensor_scale / 4.0f;
+      const int64_t n = shape.rows * shape.cols;
+      Nvfp4Tensor cpu, gpu;
+      Tensor gpu_codes = Tensor::empty({n + 64}, DType::E2M1x2, Device::cuda(0));
+      Tensor gpu_scales = Tensor::empty({n / 16 + 64}, DType::E4M3, Device::cuda(0));
+      cpu.codes = Tensor::empty({shape.rows, shape.cols / 2}, DType::E2M1x2);
+      cpu.block_scales = Tensor::empty({shape.rows, shape.cols / 16}, DType::E4M3);
+      gpu.codes = gpu_codes.narrow(0, 0, n / 2).reshape({shape.rows, shape.cols / 2});
+      gpu.block_scales = gpu_scales.narrow(0, 0, n / 16).reshape({shape.rows, shape.cols / 16});
+      quantize_nvfp4_static(x, input_scale, cpu);
+      quantize_nvfp4_static(gx, input_scale, gpu);
+      EXPECT_EQ(gpu.tensor_scale, input_scale);
+      EXPECT_EQ(bytes_of(gpu.codes), bytes_of(cpu.codes));
+      EXPECT_EQ(bytes_of(gpu.block_scales), bytes_of(cpu.block_scales));
+    }
+}
+
 TEST(Nvfp4Cuda, LargeMatrixAmaxAndScale) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   Rng rng(4);

@@ -70,9 +70,7 @@ uint64_t decode_weight_bytes(const Qwen3Weights& weights, std::optional<uint64_t
   for (const auto& layer : weights.layers) {
     for (const Tensor* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm, &layer.k_norm})
       bytes += norm->nbytes();
-    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                       &layer.up_proj, &layer.down_proj})
-      bytes += linear_bytes(*linear);
+    for (const LinearWeight* linear : layer.linears()) bytes += linear_bytes(*linear);
   }
   bytes += weights.final_norm.nbytes();
   bytes += lm_head_bytes.value_or(linear_bytes(weights.lm_head));

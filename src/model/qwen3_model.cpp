@@ -32,8 +32,7 @@ Tensor on_device(const Tensor& t, Device device) { return t.contiguous().to(devi
 
 void log_linear_count(const Qwen3Weights& weights, int64_t& nvfp4, int64_t& total) {
   for (const Qwen3LayerWeights& layer : weights.layers) {
-    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                       &layer.up_proj, &layer.down_proj}) {
+    for (const LinearWeight* linear : layer.linears()) {
       ++total;
       nvfp4 += linear->is_nvfp4() ? 1 : 0;
     }
@@ -48,9 +47,7 @@ void interleave_for_int8_decode(Qwen3Weights& weights) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<LinearWeight*> linears{&weights.lm_head};
   for (Qwen3LayerWeights& layer : weights.layers)
-    for (LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                 &layer.up_proj, &layer.down_proj})
-      linears.push_back(linear);
+    for (LinearWeight* linear : layer.linears()) linears.push_back(linear);
   int64_t count = 0;
   size_t bytes = 0;
   for (LinearWeight* linear : linears) {
@@ -86,8 +83,7 @@ Qwen3Model::Qwen3Model(Qwen3Config config, Qwen3Weights weights)
     // Large enough for every projection in one pass; a quantized lm_head is dequantized in row blocks.
     int64_t elements = weights_.lm_head.in_features;
     for (const Qwen3LayerWeights& layer : weights_.layers) {
-      for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                         &layer.up_proj, &layer.down_proj})
+      for (const LinearWeight* linear : layer.linears())
         if (linear->is_nvfp4()) elements = std::max(elements, nvfp4_linear_scratch_elements(linear->nvfp4));
     }
     workspace_->dequant_scratch = Tensor::empty({elements}, compute_dtype(), dev);
@@ -95,8 +91,7 @@ Qwen3Model::Qwen3Model(Qwen3Config config, Qwen3Weights weights)
   // The FP4 tensor cores take W4A4 linears whose weights are NVFP4 (not those dequantized at load).
   bool nvfp4_w4a4 = false;
   for (const Qwen3LayerWeights& layer : weights_.layers)
-    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                       &layer.up_proj, &layer.down_proj})
+    for (const LinearWeight* linear : layer.linears())
       nvfp4_w4a4 = nvfp4_w4a4 || (linear->is_w4a4() && linear->is_nvfp4());
   workspace_->w4a4_native = dev.is_cuda() && nvfp4_w4a4 && nvfp4_w4a4_native(dev);
   workspace_->w4a4_native_any_rows =

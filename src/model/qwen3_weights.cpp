@@ -88,8 +88,7 @@ size_t linear_bytes(const LinearWeight& linear) {
 bool Qwen3Weights::any_nvfp4() const {
   if (lm_head.is_nvfp4()) return true;
   for (const Qwen3LayerWeights& layer : layers) {
-    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                       &layer.up_proj, &layer.down_proj})
+    for (const LinearWeight* linear : layer.linears())
       if (linear->is_nvfp4()) return true;
   }
   return false;
@@ -98,8 +97,7 @@ bool Qwen3Weights::any_nvfp4() const {
 int64_t Qwen3Weights::w4a4_max_in_features() const {
   int64_t widest = 0;
   for (const Qwen3LayerWeights& layer : layers) {
-    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                       &layer.up_proj, &layer.down_proj})
+    for (const LinearWeight* linear : layer.linears())
       if (linear->is_w4a4()) widest = std::max(widest, linear->in_features);
   }
   return widest;
@@ -112,9 +110,7 @@ size_t Qwen3Weights::nbytes() const {
   for (const Qwen3LayerWeights& layer : layers) {
     for (const Tensor* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm, &layer.k_norm})
       bytes += norm->nbytes();
-    for (const LinearWeight* linear : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                                       &layer.up_proj, &layer.down_proj})
-      bytes += linear_bytes(*linear);
+    for (const LinearWeight* linear : layer.linears()) bytes += linear_bytes(*linear);
   }
   return bytes;
 }

@@ -5,6 +5,7 @@
 // norms are always dense (norm weights F32). When tie_word_embeddings is set, lm_head aliases embed_tokens.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/tensor.h"
@@ -29,6 +30,13 @@ struct LinearWeight {
 struct Qwen3LayerWeights {
   Tensor input_norm, post_attention_norm, q_norm, k_norm;  // F32
   LinearWeight q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  // The seven projections in the order above.
+  std::array<const LinearWeight*, 7> linears() const {
+    return {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj};
+  }
+  std::array<LinearWeight*, 7> linears() {
+    return {&q_proj, &k_proj, &v_proj, &o_proj, &gate_proj, &up_proj, &down_proj};
+  }
 };
 
 struct Qwen3Weights {

@@ -5,7 +5,7 @@
 // row-major order (the row tile outer), and inside a tile
 //   offset(r, c) = (r % 32) * 16 + ((r % 128) / 32) * 4 + (c % 4).
 // (Read as data: NVIDIA's nvmath-python helpers/matmul.py get_block_scale_offset and PyTorch's to_blocked state the
-// same layout; tests/ops/cuda/test_nvfp4_cublaslt_fp4.cpp checks this formula and the swizzle kernel against the
+// same layout; tests/ops/cuda/test_nvfp4_w4a4_cublaslt.cpp checks this formula and the swizzle kernel against the
 // second as a reshape / permute.) The layout is the same for A and B whatever the transposes.
 // Host and device; nothing here touches memory.
 #pragma once

@@ -20,6 +20,13 @@ namespace nvfp4lm::test {
 
 inline const Device kGpu = Device::cuda(0);
 
+// Whether the GPU is the emulated device (whose sums the tests state exactly) or a real one (bounds instead).
+#if NVFP4LM_CUDA_EMULATION
+inline constexpr bool kEmulated = true;
+#else
+inline constexpr bool kEmulated = false;
+#endif
+
 // Element (row, k) of a CPU NVFP4 operand without its tensor scale: code x E4M3 block scale, exact in double.
 inline double element(const Nvfp4Tensor& q, int64_t row, int64_t k) {
   const auto* codes = static_cast<const uint8_t*>(q.codes.raw());

@@ -30,20 +30,8 @@
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test {
 namespace {
-
-using test::element;
-using test::EmulatedArch;
-using test::gpu_forward;
-using test::kGpu;
-using test::on_gpu;
-
-#if NVFP4LM_CUDA_EMULATION
-constexpr bool kEmulated = true;
-#else
-constexpr bool kEmulated = false;
-#endif
 
 // PyTorch's to_blocked, read as index arithmetic: the padded [Rp, Cp] scales viewed as [nr, 128, nc, 4], permuted to
 // [nr, nc, 128, 4], reshaped to [nr * nc, 4, 32, 4] (128 rows = 4 groups of 32), dims 1 and 2 transposed to
@@ -186,4 +174,4 @@ TEST(Nvfp4W4a4CublasLt, OtherGpusSayWhyItIsAbsent) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test

@@ -27,14 +27,8 @@
 #include "quant/e4m3.h"
 #include "quant/nvfp4.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test {
 namespace {
-
-using test::element;
-using test::EmulatedArch;
-using test::gpu_forward;
-using test::kGpu;
-using test::on_gpu;
 
 #define SKIP_UNLESS_NATIVE_W4A4()                                                          \
   NVFP4LM_SKIP_WITHOUT_GPU();                                                              \
@@ -43,12 +37,6 @@ using test::on_gpu;
     std::string why_not;                                                                   \
     if (!nvfp4_w4a4_native(kGpu, &why_not)) GTEST_SKIP() << "no native W4A4: " << why_not; \
   } while (false)
-
-#if NVFP4LM_CUDA_EMULATION
-constexpr bool kEmulated = true;
-#else
-constexpr bool kEmulated = false;
-#endif
 
 // Random codes (all 16) and scale bytes: mostly ordinary (0x30..0x5F), some from the whole finite range, some
 // special blocks: all-zero codes, the largest scale 0x7E, subnormal scales 0x01..0x07, scale 0.
@@ -230,4 +218,4 @@ TEST(Nvfp4W4a4Cuda, AnotherGpuSaysWhyItHasNoNativeW4a4) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test

@@ -48,7 +48,18 @@ std::chrono::milliseconds milliseconds(double seconds) {
 HttpReply json_reply(int status, const json& body) { return {status, "application/json", to_json_text(body), {}}; }
 
 // The routes: which methods each path takes (405 with Allow lists them) and the label it has in /metrics.
-enum class Route { Health, Metrics, Models, Model, ChatCompletions, Completions, Tokenize, Detokenize, Unknown };
+enum class Route {
+  Health,
+  Metrics,
+  Models,
+  Model,
+  ChatCompletions,
+  Completions,
+  Tokenize,
+  Detokenize,
+  ApplyTemplate,
+  Unknown
+};
 
 struct RouteMatch {
   Route route = Route::Unknown;
@@ -83,6 +94,7 @@ RouteMatch match_route(std::string_view path) {
   if (path == "/v1/completions") return {Route::Completions, {}, "POST", "/v1/completions"};
   if (path == "/tokenize") return {Route::Tokenize, {}, "POST", "/tokenize"};
   if (path == "/detokenize") return {Route::Detokenize, {}, "POST", "/detokenize"};
+  if (path == "/apply-template") return {Route::ApplyTemplate, {}, "POST", "/apply-template"};
   if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix)
     return {Route::Model, std::string(path.substr(kModelPrefix.size())), "GET, HEAD", "/v1/models/{id}"};
   return {};
@@ -154,7 +166,7 @@ struct HttpServer::Impl final : HttpConnectionHost {
   }
   // The API key guards what reads or runs the model: /v1/*, /tokenize, /detokenize (not /health, /metrics).
   static bool guarded(std::string_view path) {
-    return path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize";
+    return path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize" || path == "/apply-template";
   }
   // The CORS headers for a request from `origin` ("" when it sent none): empty unless the origin is allowed.
   std::vector<std::pair<std::string, std::string>> cors_headers(std::string_view origin) const {
@@ -303,16 +315,19 @@ void HttpServer::Impl::handle(const std::shared_ptr<HttpConnection>& connection,
           connection, match.route == Route::ChatCompletions ? Endpoint::ChatCompletions : Endpoint::Completions,
           std::move(request.body()));
     case Route::Tokenize:
-    case Route::Detokenize: {
-      const bool tokenize = match.route == Route::Tokenize;
+    case Route::Detokenize:
+    case Route::ApplyTemplate: {
+      const Route route = match.route;
       return completions.answer_json(
-          connection, match.label, [this, tokenize, body = std::move(request.body())]() -> json {
+          connection, match.label, [this, route, body = std::move(request.body())]() -> json {
             // Ordered, as the completion endpoints read their bodies (tools keep their key order).
             OrderedJsonParseResult parsed = try_parse_ordered_json(body);
             if (!parsed.ok())
               throw invalid_request(fmt::format("the request body is not valid JSON: {}", parsed.error));
-            return tokenize ? tokenize_answer(parsed.value, model.tokenizer, model.rules, model.defaults)
-                            : detokenize_answer(json(parsed.value), model.tokenizer, model.rules);
+            if (route == Route::Tokenize)
+              return tokenize_answer(parsed.value, model.tokenizer, model.rules, model.defaults);
+            if (route == Route::ApplyTemplate) return apply_template_answer(parsed.value, model.rules, model.defaults);
+            return detokenize_answer(json(parsed.value), model.tokenizer, model.rules);
           });
     }
     case Route::Unknown:

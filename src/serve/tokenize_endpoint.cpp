@@ -40,6 +40,20 @@ json tokenize_answer(const nlohmann::ordered_json& body, const Tokenizer& tokeni
   return {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", rules.context}};
 }
 
+json apply_template_answer(const nlohmann::ordered_json& body, const PromptRules& rules,
+                           const RequestDefaults& defaults) {
+  if (!body.is_object() || !body.contains("messages"))
+    throw invalid_request("the /apply-template body must be a JSON object with chat 'messages'", "messages");
+  const CompletionRequest request = parse_completion_request(body, Endpoint::ChatCompletions, defaults);
+  try {
+    return {{"prompt", render_prompt(request, rules)}};
+  } catch (const ApiError&) {
+    throw;
+  } catch (const Error& e) {  // the template raised (raise_exception) or met a value it cannot use
+    throw invalid_request(fmt::format("the chat template cannot render these messages: {}", e.what()), "messages");
+  }
+}
+
 json detokenize_answer(const json& body, const Tokenizer& tokenizer, const PromptRules& rules) {
   if (!body.is_object() || !body.contains("tokens"))
     throw invalid_request("the /detokenize body must be a JSON object with 'tokens': a list of token ids", "tokens");

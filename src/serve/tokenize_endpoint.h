@@ -6,6 +6,9 @@
 //                prompt, as /v1/chat/completions renders it (chat_template_kwargs.enable_thinking too)
 //                -> {"tokens": [ids], "count": n, "max_model_len": context}
 //   /detokenize  {"tokens": [ids]} -> {"prompt": "text", "content": "text"} (invalid UTF-8 shown as U+FFFD)
+//   /apply-template  (llama-server's) a chat request's body -> {"prompt": "text"}: the text its chat template renders
+//                for /v1/chat/completions (messages, tools, chat_template_kwargs; with the generation prompt), as
+//                apply_chat_template(tokenize=False) gives it
 // Anything else is an ApiError 400 naming the field.
 #pragma once
 
@@ -19,6 +22,8 @@ namespace nvfp4lm::serve {
 
 nlohmann::json tokenize_answer(const nlohmann::ordered_json& body, const Tokenizer& tokenizer, const PromptRules& rules,
                                const RequestDefaults& defaults);
+nlohmann::json apply_template_answer(const nlohmann::ordered_json& body, const PromptRules& rules,
+                                     const RequestDefaults& defaults);
 nlohmann::json detokenize_answer(const nlohmann::json& body, const Tokenizer& tokenizer, const PromptRules& rules);
 
 }  // namespace nvfp4lm::serve

@@ -112,6 +112,50 @@ CASES = [
     # globals
     "{{ range(3)|list }} {{ range(1, 3)|list }} {{ range(5, 0, -2)|list }} {{ dict(a=1, b='x') }}",
     "{% set ns = namespace(d) %}{{ ns.a }}",
+    # dicts keyed by other hashable values (Seed-OSS keys one by integers), and tojson's sort_keys
+    "{% set g = {0: 'a', 512: 'b', 16384: 'c'} %}{{ g[512] }} {{ g }} {{ g|dictsort }} {{ 512 in g }} {{ '0' in g }} "
+    "{{ g.get(0) }} {{ g|tojson }} {% for k, v in g|dictsort(reverse=true) %}{{ k }}{{ v }}{% endfor %}",
+    "{{ {1: 'a', 1.0: 'b', true: 'c'} }} {{ {(1, 2): 'x'}[(1, 2)] }} {{ {none: 1, 2.5: 2, false: 3}|tojson }}",
+    "{{ {[1]: 2} }}", "{{ {(1, 2): 1}|tojson }}", "{{ d[[1]] }}", "{% set g = {2: 'x', 'a': 'y'} %}{{ g['a'] }}{{ g[2] }}",
+    "{{ {'b': 1, 'a': {'d': 1, 'c': 2}}|tojson(sort_keys=true) }} {{ {10: 'x', 2: 'y'}|tojson(sort_keys=true) }}",
+    "{{ d|tojson(indent=2, sort_keys=true) }}", "{{ {2: 'x', 'a': 'y'}|tojson(sort_keys=true) }}",
+    "{{ {'b': 1, 'a': 2}|dictsort }} {{ {3: 1, 1: 2}|items|list }} {{ {3: 1, 1: 2}.keys()|list }}",
+    # printf-style formatting: str % args
+    "{{ '%s and %s' % ('a', 1) }}|{{ '%d items' % 3 }}|{{ '%5.2f|%-6s|%06.1f|%+d|% d' % (3.14159, 'ab', -2.5, 4, 5) }}",
+    "{{ '%(name)s is %(age)d, %(name)r' % {'name': 'A', 'age': 30} }}",
+    "{{ '%x %X %o %#x %#o %e %E %g %G %c %c %r %%' % (255, 255, 8, 255, 8, 12345.678, 0.00012, 0.0001, 1e20, 65, 'é',"
+    " 'it') }}",
+    "{{ '%s' % [1, 2] }}|{{ '%s' % {'a': 1} }}|{{ 'abc' % {} }}|{{ 'abc' % [] }}|{{ '%s' % ((1, 2),) }}",
+    "{{ '%s %s' % ('a',) }}", "{{ '%s' % ('a', 'b') }}", "{{ '%d' % 'x' }}", "{{ '%q' % 1 }}", "{{ 'abc' % 5 }}",
+    "{{ '%x' % 1.5 }}", "{{ '%(a)s' % ('x',) }}", "{{ '%(b)s' % {'a': 1} }}", "{{ '%c' % 'ab' }}", "{{ 'a%' % () }}",
+    "{{ '%.2s|%5s|%-5s|%5.1s|' % ('héllo', 'é', 'é', 'éa') }}", "{{ '%*d|%-*d|%.*f|%*s' % (5, 42, 4, 7, 2, 3.14159, -4, 'x') }}",
+    "{{ '%d %i %u' % (3.9, -2.5, 7) }} {{ '%.3d|%5.3d|%-8.3x|%08.3f|%-+5d|' % (7, -7, 255, -3.14159, 3) }}",
+    "{{ '%s' % none }}|{{ '%r' % none }}|{{ '%s' % true }}|{{ '%d' % true }}|{{ '%a' % 'é€😀' }}|{{ '%s' % u }}|",
+    "{{ '%.1f %.0f %.0f %.2e %g %g %#g %G' % (0.05, 0.5, 1.5, 0.0, 1e-5, 123456789.0, 1.0, 1e-10) }}",
+    "{{ '%s' % 12345678901234567890 }} {{ '%d' % 12345678901234567890 }} {{ '%5s|%-5d|%05d' % ('ab', -3, -3) }}",
+    "{{ 'tools: %s' % (d.b | tojson) }} {{ '%s=%s' % (i, f) }} {{ '%ld %hd %Lf' % (1, 2, 0.5) }}",
+    # {% filter %} blocks
+    "{% filter upper %}hello {{ s|trim }}{% endfilter %}|{% filter replace('a', 'o')|upper %}banana{% endfilter %}",
+    "[{% filter trim %}  x {{ i }}  {% endfilter %}] {% filter indent(2) %}a\nb{% endfilter %}",
+    "{% filter frob %}x{% endfilter %}", "{% filter upper %}x", "{% filter tojson %}{{ i }}\n{% endfilter %}",
+    # {% call %} blocks, caller(), varargs and kwargs
+    "{% macro box(t) %}[{{ t }}:{{ caller() }}]{% endmacro %}{% call box('T') %}body {{ i }}{% endcall %}",
+    "{% macro each(xs) %}{% for x in xs %}{{ caller(x) }};{% endfor %}{% endmacro %}"
+    "{% call(item, sep='-') each([1, 2]) %}<{{ item }}{{ sep }}>{% endcall %}",
+    "{% set y = 'Y' %}{% macro twice() %}{{ caller() }}{{ caller() }}{% endmacro %}{% call twice() %}{{ y }}{% endcall %}",
+    "{% call nothing() %}x{% endcall %}", "{% macro plain() %}p{% endmacro %}{% call plain() %}x{% endcall %}",
+    "{% macro m() %}{{ caller is defined }}{% endmacro %}{{ m() }}",
+    "{% macro v(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ v(1, 2, 3, k='x') }}|{{ v() }}",
+    "{% macro p(a) %}{{ a }}{% endmacro %}{{ p(1, 2) }}", "{% macro p(a) %}{{ a }}{% endmacro %}{{ p(b=1) }}",
+    "{% macro outer() %}<{{ caller() }}>{% endmacro %}{% macro inner() %}{% call outer() %}{{ caller() }}!{% endcall %}"
+    "{% endmacro %}{% call inner() %}deep{% endcall %}",
+    # recursive loops
+    "{% set tree = [{'n': 'a', 'c': [{'n': 'b', 'c': [{'n': 'c'}]}, {'n': 'e'}]}, {'n': 'd'}] %}"
+    "{% for x in tree recursive %}{{ x.n }}{{ loop.depth }}{{ loop.depth0 }}{{ loop.index }}"
+    "{% if x.c %}({{ loop(x.c) }}){% endif %}{% if not loop.last %},{% endif %}{% endfor %}",
+    "{% for x in [3, 0, 2] if x recursive %}{{ x }}{% if x > 1 %}[{{ loop(range(x - 1)) }}]{% endif %}{% endfor %}",
+    "{% for x in [1] %}{{ loop.depth }}{{ loop.depth0 }}{{ loop([2]) }}{% endfor %}",
+    "{% for x in [1, 2] recursive %}{% set z = x %}{{ z }}{% endfor %}{{ z }}",
 ]
 
 

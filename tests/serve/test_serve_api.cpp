@@ -1,8 +1,9 @@
 // The server's API beyond one completion (issue 33's expected features), over loopback HTTP with the tiny model:
 // n > 1 choices (each sampled with seed + i, so choice 0 is the n = 1 answer; streamed with their indexes);
-// /tokenize and /detokenize in vLLM's and llama-server's shapes; CORS answers and preflights; an access-log line per
-// request; completions' text_offset counted in characters, not bytes; logit_bias and the penalties over HTTP; a
-// prefix-cache hit's time to first token; and running streams' gaps while a long prompt is prefilled in chunks.
+// /tokenize and /detokenize in vLLM's and llama-server's shapes, llama-server's /apply-template; CORS answers and
+// preflights; an access-log line per request; completions' text_offset counted in characters, not bytes; logit_bias and
+// the penalties over HTTP; a prefix-cache hit's time to first token; and running streams' gaps while a long prompt is
+// prefilled in chunks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -130,6 +131,14 @@ TEST(ServeApi, TokenizeAndDetokenizeInBothServersShapes) {
   const HttpResult completion = post_json(client, "/v1/chat/completions", chat_body("Name three colours.", 1).dump());
   ASSERT_EQ(completion.status, 200) << completion.body;
   EXPECT_EQ(chat.json()["count"], completion.json()["usage"]["prompt_tokens"]);
+  // llama-server's /apply-template: the text of that prompt (apply_chat_template(tokenize=False)).
+  const HttpResult applied = post_json(client, "/apply-template", json{{"messages", messages}}.dump());
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  EXPECT_EQ(tokenizer.encode(applied.json()["prompt"].get<std::string>()),
+            chat.json()["tokens"].get<std::vector<int32_t>>());
+  EXPECT_NE(applied.json()["prompt"].get<std::string>().find("Name three colours."), std::string::npos);
+  EXPECT_EQ(post_json(client, "/apply-template", json{{"prompt", "x"}}.dump()).status, 400);
+  EXPECT_EQ(post_json(server.client(), "/apply-template", json{{"messages", messages}}.dump()).status, 401);
 
   const HttpResult back = post_json(client, "/detokenize", json{{"tokens", ids}}.dump());
   ASSERT_EQ(back.status, 200) << back.body;

@@ -93,12 +93,12 @@ TEST(ChatTemplate, RenderMatchesApplyChatTemplate) {
 
 TEST(ChatTemplate, UnrunnableTemplateIsAnErrorNamingTheConstruct) {
   try {
-    ChatTemplate("{% call foo() %}x{% endcall %}", "--chat-template t.jinja");
+    ChatTemplate("{% include 'header.jinja' %}x", "--chat-template t.jinja");
     FAIL();
   } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("t.jinja"), std::string::npos) << message;
-    EXPECT_NE(message.find("call"), std::string::npos) << message;
+    EXPECT_NE(message.find("include"), std::string::npos) << message;
   }
   const ChatTemplate raising("{{ raise_exception('System role not supported') }}", "a test template");
   const ChatMessage question("user", "?");

@@ -3,6 +3,8 @@
 // outputs are what Jinja2 (as apply_chat_template runs it) prints for the same template.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "core/error.h"
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/json_dump.h"
@@ -319,6 +321,8 @@ TEST(Jinja, TemplatesThatWouldOverflowHangOrExhaustMemoryAreErrors) {
   std::string nots = "{{ ";
   for (int i = 0; i < 5000; ++i) nots += "not ";
   nots += "x }}";
+  std::string many_nodes;  // 750 KB, 300,000 nodes
+  for (int i = 0; i < 150000; ++i) many_nodes += "{{a}}";
   const std::pair<std::string, std::string> cases[] = {
       {parens, "nested deeper than"},
       {long_sum, "parts"},
@@ -329,6 +333,14 @@ TEST(Jinja, TemplatesThatWouldOverflowHangOrExhaustMemoryAreErrors) {
       {"{{ 'x' * 100000000 }}", "MiB"},
       {"{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "MiB"},
       {"{% for i in range(1000000000) %}{% endfor %}", "range()"},
+      {many_nodes, "statements and expression parts"},
+      {"{% set t = [1] %}{% for x in t recursive %}{{ loop(t) }}{% endfor %}", "nested deeper than"},
+      {"{% macro m() %}{% call m() %}{% endcall %}{{ caller() }}{% endmacro %}{% call m() %}{% endcall %}",
+       "nested deeper than"},
+      // A caller kept past its block would refer to scopes that are gone (jinja2 would still run it).
+      {"{% set ns = namespace() %}{% macro m() %}{% set ns.c = caller %}{% endmacro %}{% call m() %}x{% endcall %}"
+       "{{ ns.c() }}",
+       "after its {% call %} block ended"},
   };
   for (const auto& [source, part] : cases) {
     try {
@@ -338,6 +350,15 @@ TEST(Jinja, TemplatesThatWouldOverflowHangOrExhaustMemoryAreErrors) {
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
     }
   }
+  // A 50 MB template is refused before it is read (it once took 47 s and 3.7 GiB to reach an error).
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    const Template rejected(std::string(size_t{50} << 20, 'x'));
+    ADD_FAILURE() << "a 50 MB template was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MiB a template may have"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
   // Well inside the bounds: a loop of 20,000 steps and 30 levels of parentheses.
   EXPECT_EQ(render("{% for i in range(20000) %}{% endfor %}ok"), "ok");
   EXPECT_EQ(render("{{ ((((((((((((((((((((((((((((((1)))))))))))))))))))))))))))))) }}"), "1");

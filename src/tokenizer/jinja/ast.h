@@ -58,7 +58,9 @@ struct Stmt {
     Macro,     // macro name(params) body
     Break,
     Continue,
-    Block,  // a transparent block: {% generation %} ... {% endgeneration %} (transformers' extension)
+    Block,        // a transparent block: {% generation %} ... {% endgeneration %} (transformers' extension)
+    FilterBlock,  // filter chain %} body {% endfilter: expr applies the chain to a Name kFilterBody
+    CallBlock,    // call(params) expr %} body {% endcall: expr is the call; body is what caller(params) renders
   };
   Kind kind;
   int line = 0;
@@ -70,7 +72,14 @@ struct Stmt {
   std::string attribute;
   Body body, else_body;
   std::string name;
-  std::vector<std::pair<std::string, ExprPtr>> params;  // macro parameters with optional defaults
+  std::vector<std::pair<std::string, ExprPtr>> params;  // macro / caller parameters with optional defaults
+  bool recursive = false;                               // For: `recursive` (loop(items) renders the body again)
+  // Macro, CallBlock: whether the body names caller, varargs, kwargs (Jinja2 then passes them; otherwise a call
+  // block, extra positional or unknown keyword arguments are an error).
+  bool uses_caller = false, uses_varargs = false, uses_kwargs = false;
 };
+
+// The name a {% filter %} block's chain reads its rendered body from: not an identifier, so no template can name it.
+inline constexpr const char* kFilterBody = "(filter body)";
 
 }  // namespace nvfp4lm::jinja

@@ -38,9 +38,7 @@ Value to_json(const Value& subject, const CallArgs& args, int line) {
   }
   NVFP4LM_CHECK(!truthy(argument(args, 99, "ensure_ascii")),
                 "chat template line {}: tojson(ensure_ascii=true) is not supported; drop the argument", line);
-  if (truthy(argument(args, 99, "sort_keys"))) {
-    NVFP4LM_FAIL("chat template line {}: tojson(sort_keys=true) is not supported; drop the argument", line);
-  }
+  options.sort_keys = truthy(argument(args, 99, "sort_keys"));
   return Value(json_dumps(subject, options));
 }
 
@@ -49,11 +47,7 @@ bool less_than(const Value& a, const Value& b, bool case_sensitive, int line) {
   if (a.is_string() && b.is_string()) {
     return case_sensitive ? a.as_string() < b.as_string() : lower(a.as_string()) < lower(b.as_string());
   }
-  const auto numeric = [](const Value& v) { return v.is_number() || v.is_bool(); };
-  NVFP4LM_CHECK(numeric(a) && numeric(b), "chat template line {}: cannot order a {} and a {}", line, type_name(a),
-                type_name(b));
-  const auto as_double = [](const Value& v) { return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_number(); };
-  return as_double(a) < as_double(b);
+  return python_less(a, b, line);
 }
 
 Value attribute_path(const Value& object, const Value& attribute, int line) {
@@ -163,7 +157,7 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
                   "chat template line {}: filter items needs a dict, not a {}", line, type_name(subject));
     List pairs;
     if (subject.is_dict()) {
-      for (const auto& [key, value] : subject.as_dict().items) pairs.push_back(make_tuple(List{Value(key), value}));
+      for (const auto& [key, value] : subject.as_dict().items) pairs.push_back(make_tuple(List{key, value}));
     }
     return Value(std::move(pairs));
   }
@@ -273,7 +267,7 @@ Value apply_filter(const std::string& name, const Value& subject, CallArgs& args
     const bool by_value = to_output(argument(args, 1, "by", Value("key"))) == "value";
     const bool reverse = truthy(argument(args, 2, "reverse", Value(false)));
     List pairs;
-    for (const auto& [key, value] : subject.as_dict().items) pairs.push_back(make_tuple(List{Value(key), value}));
+    for (const auto& [key, value] : subject.as_dict().items) pairs.push_back(make_tuple(List{key, value}));
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
       const Value& x = a.as_list()[by_value ? 1 : 0];
       const Value& y = b.as_list()[by_value ? 1 : 0];
@@ -337,7 +331,7 @@ bool apply_test(const std::string& name, const Value& subject, const std::vector
     const Value& container = arg();
     if (container.is_string())
       return subject.is_string() && container.as_string().find(subject.as_string()) != std::string::npos;
-    if (container.is_dict()) return subject.is_string() && container.as_dict().find(subject.as_string()) != nullptr;
+    if (container.is_dict()) return is_hashable(subject) && container.as_dict().find_key(subject) != nullptr;
     for (const Value& item : iterate(container, line)) {
       if (equals(item, subject)) return true;
     }

@@ -2,6 +2,7 @@
 // picks); the layout rule is Python's float_repr_style 'short': positional when -4 <= exponent < 16.
 #include "tokenizer/jinja/json_dump.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -46,6 +47,8 @@ std::string python_float_repr(double value) {
 
 namespace {
 
+void dump(const Value& value, const JsonDumpOptions& options, int depth, std::string& out);
+
 void dump_string(const std::string& text, std::string& out) {
   out += '"';
   for (const char c : text) {
@@ -82,6 +85,18 @@ void dump_string(const std::string& text, std::string& out) {
     }
   }
   out += '"';
+}
+
+// A dict key as json.dumps writes it: strings as they are, numbers, booleans and None as their JSON text in quotes;
+// any other key (a tuple) a TypeError in Python, so an Error here.
+void dump_key(const Value& key, std::string& out) {
+  if (key.is_string()) return dump_string(key.as_string(), out);
+  NVFP4LM_CHECK(key.is_number() || key.is_big_int() || key.is_bool() || key.is_none(),
+                "chat template: tojson: keys must be str, int, float, bool or None, not {}", type_name(key));
+  JsonDumpOptions plain;
+  std::string text;
+  dump(key, plain, 0, text);
+  dump_string(text, out);
 }
 
 void dump(const Value& value, const JsonDumpOptions& options, int depth, std::string& out) {
@@ -124,13 +139,21 @@ void dump(const Value& value, const JsonDumpOptions& options, int depth, std::st
       out += "{}";
       return;
     }
+    std::vector<const std::pair<Value, Value>*> items;
+    for (const auto& item : dict.items) items.push_back(&item);
+    if (options.sort_keys) {
+      // Python sorts the (key, value) pairs before it converts the keys: numbers in numeric order, strings by code
+      // point (UTF-8 byte order is the same), a mix of the two a TypeError.
+      std::stable_sort(items.begin(), items.end(),
+                       [](const auto* a, const auto* b) { return python_less(a->first, b->first, 0); });
+    }
     out += '{';
-    for (size_t i = 0; i < dict.items.size(); ++i) {
+    for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0) out += options.item_separator;
       newline(depth + 1);
-      dump_string(dict.items[i].first, out);
+      dump_key(items[i]->first, out);
       out += options.key_separator;
-      dump(dict.items[i].second, options, depth + 1, out);
+      dump(items[i]->second, options, depth + 1, out);
     }
     newline(depth);
     out += '}';

@@ -46,8 +46,8 @@ Value get_item(const Value& object, const Value& key, int line) {
   NVFP4LM_CHECK(!object.is_undefined(), "chat template line {}: cannot index [{}] into an undefined value", line,
                 python_repr(key));
   if (object.is_dict()) {
-    if (!key.is_string()) return Value();
-    const Value* found = object.as_dict().find(key.as_string());
+    if (!is_hashable(key)) return Value();  // Jinja2's getitem turns Python's TypeError into Undefined
+    const Value* found = object.as_dict().find_key(key);
     return found ? *found : Value();
   }
   if (!key.is_int() && !key.is_bool()) {
@@ -110,7 +110,7 @@ List iterate(const Value& value, int line) {
   if (value.is_undefined()) return {};
   if (value.is_dict()) {
     List keys;
-    for (const auto& item : value.as_dict().items) keys.emplace_back(item.first);
+    for (const auto& item : value.as_dict().items) keys.push_back(item.first);
     return keys;
   }
   if (value.is_string()) {

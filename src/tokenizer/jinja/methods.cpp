@@ -103,17 +103,17 @@ std::optional<Value> string_method(const std::string& text, const std::string& n
 std::optional<Value> dict_method(const Dict& dict, const std::string& name, CallArgs& args) {
   if (name == "items") {
     List pairs;
-    for (const auto& [key, value] : dict.items) pairs.push_back(make_tuple(List{Value(key), value}));
+    for (const auto& [key, value] : dict.items) pairs.push_back(make_tuple(List{key, value}));
     return Value(std::move(pairs));
   }
   if (name == "keys" || name == "values") {
     List out;
-    for (const auto& [key, value] : dict.items) out.push_back(name == "keys" ? Value(key) : value);
+    for (const auto& [key, value] : dict.items) out.push_back(name == "keys" ? key : value);
     return Value(std::move(out));
   }
   if (name == "get") {
     const Value key = argument(args, 0, "key");
-    const Value* found = key.is_string() ? dict.find(key.as_string()) : nullptr;
+    const Value* found = is_hashable(key) ? dict.find_key(key) : nullptr;
     return found ? *found : argument(args, 1, "default", Value(None{}));
   }
   return std::nullopt;
@@ -169,7 +169,7 @@ Dict global_functions() {
     for (const Value& positional : args.positional) {
       NVFP4LM_CHECK(positional.is_dict(), "namespace()/dict() take a dict or keyword arguments, not a {}",
                     type_name(positional));
-      for (const auto& [key, value] : positional.as_dict().items) dict.set(key, value);
+      for (const auto& [key, value] : positional.as_dict().items) dict.set_key(key, value);
     }
     for (const auto& [key, value] : args.keyword) dict.set(key, value);
     Value out(std::move(dict));

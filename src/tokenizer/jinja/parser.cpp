@@ -37,7 +37,15 @@ class Parser {
     Parser& parser_;
   };
   int nesting_ = 0;
-  int expression_nodes_ = 0;  // of the expression being parsed (make_expr)
+  int expression_nodes_ = 0;    // of the expression being parsed (make_expr)
+  int64_t template_nodes_ = 0;  // of the whole template (make_stmt, make_expr), of kMaxTemplateNodes
+
+  void count_node(int line) {
+    NVFP4LM_CHECK(++template_nodes_ <= kMaxTemplateNodes,
+                  "chat template line {}: more than {} statements and expression parts; no chat template needs so "
+                  "many",
+                  line, kMaxTemplateNodes);
+  }
 
  public:
   Body parse_all() {
@@ -99,6 +107,8 @@ class Parser {
       expect(TokenKind::StmtEnd, "%}");
       return stmt;
     }
+    if (name == "filter") return parse_filter_block();
+    if (name == "call") return parse_call_block();
     if (name == "generation") {
       auto stmt = make_stmt(Stmt::Kind::Block);
       expect(TokenKind::StmtEnd, "%}");
@@ -109,7 +119,7 @@ class Parser {
     }
     NVFP4LM_FAIL(
         "chat template line {}: unsupported statement {{% {} %}}; the interpreter runs if, for, set, macro, "
-        "break, continue, raw and generation",
+        "call, filter, break, continue, raw and generation",
         keyword.line, name);
   }
 
@@ -143,7 +153,10 @@ class Parser {
       next();
       stmt->condition = parse_expression();
     }
-    NVFP4LM_CHECK(!peek_name("recursive"), "chat template line {}: recursive for loops are not supported", stmt->line);
+    if (peek_name("recursive")) {
+      next();
+      stmt->recursive = true;
+    }
     expect(TokenKind::StmtEnd, "%}");
     std::string end_tag;
     stmt->body = parse_body({"else", "endfor"}, end_tag);
@@ -190,10 +203,78 @@ class Parser {
     return stmt;
   }
 
-  StmtPtr parse_macro() {
-    auto stmt = make_stmt(Stmt::Kind::Macro);
-    stmt->name = expect_identifier();
-    expect_operator("(");
+  // {% filter name(args)|name2 %} body {% endfilter %}: the chain applied to the rendered body.
+  StmtPtr parse_filter_block() {
+    auto stmt = make_stmt(Stmt::Kind::FilterBlock);
+    ExprPtr node = make_expr(Expr::Kind::Name);
+    node->name = kFilterBody;
+    do {
+      auto filter = make_expr(Expr::Kind::Filter);
+      filter->name = expect_identifier();
+      filter->children.push_back(std::move(node));
+      if (peek_operator("(")) {
+        next();
+        parse_call_args(*filter);
+      }
+      node = std::move(filter);
+    } while (peek_operator("|") && next().kind == TokenKind::Operator);
+    stmt->expr = std::move(node);
+    expect(TokenKind::StmtEnd, "%}");
+    std::string end_tag;
+    stmt->body = parse_body({"endfilter"}, end_tag);
+    expect(TokenKind::StmtEnd, "%}");
+    return stmt;
+  }
+
+  // {% call(params) macro(args) %} body {% endcall %}: the macro runs with `caller`, which renders the body.
+  StmtPtr parse_call_block() {
+    auto stmt = make_stmt(Stmt::Kind::CallBlock);
+    if (peek_operator("(")) {
+      next();
+      parse_params(*stmt);
+    }
+    stmt->expr = parse_expression();
+    NVFP4LM_CHECK(stmt->expr->kind == Expr::Kind::Call,
+                  "chat template line {}: {{% call %}} needs a call, such as "
+                  "{{% call my_macro() %}}",
+                  stmt->line);
+    expect(TokenKind::StmtEnd, "%}");
+    std::string end_tag;
+    stmt->body = parse_body({"endcall"}, end_tag);
+    expect(TokenKind::StmtEnd, "%}");
+    note_special_names(*stmt);
+    return stmt;
+  }
+
+  // Jinja2's find_undeclared over a macro's (or caller's) body: whether it names caller, varargs or kwargs anywhere.
+  static void note_special_names(Stmt& definition) {
+    std::set<std::string> names;
+    for (const StmtPtr& stmt : definition.body) collect_names(*stmt, names);
+    definition.uses_caller = names.count("caller") > 0;
+    definition.uses_varargs = names.count("varargs") > 0;
+    definition.uses_kwargs = names.count("kwargs") > 0;
+  }
+  static void collect_names(const Expr& expr, std::set<std::string>& names) {
+    if (expr.kind == Expr::Kind::Name) names.insert(expr.name);
+    for (const ExprPtr& child : expr.children)
+      if (child) collect_names(*child, names);
+    for (const auto& [name, value] : expr.kwargs) collect_names(*value, names);
+  }
+  static void collect_names(const Stmt& stmt, std::set<std::string>& names) {
+    for (const Expr* expr : {stmt.expr.get(), stmt.condition.get()})
+      if (expr) collect_names(*expr, names);
+    for (const auto& [condition, body] : stmt.branches) {
+      if (condition) collect_names(*condition, names);
+      for (const StmtPtr& child : body) collect_names(*child, names);
+    }
+    for (const Body* body : {&stmt.body, &stmt.else_body})
+      for (const StmtPtr& child : *body) collect_names(*child, names);
+    for (const auto& [param, default_value] : stmt.params)
+      if (default_value) collect_names(*default_value, names);
+  }
+
+  // "name, name=default, ...)" after the opening parenthesis, into stmt.params.
+  void parse_params(Stmt& stmt) {
     while (!peek_operator(")")) {
       std::string param = expect_identifier();
       ExprPtr default_value;
@@ -201,15 +282,23 @@ class Parser {
         next();
         default_value = parse_expression();
       }
-      stmt->params.emplace_back(std::move(param), std::move(default_value));
+      stmt.params.emplace_back(std::move(param), std::move(default_value));
       if (!peek_operator(")")) expect_operator(",");
     }
     next();
+  }
+
+  StmtPtr parse_macro() {
+    auto stmt = make_stmt(Stmt::Kind::Macro);
+    stmt->name = expect_identifier();
+    expect_operator("(");
+    parse_params(*stmt);
     expect(TokenKind::StmtEnd, "%}");
     std::string end_tag;
     stmt->body = parse_body({"endmacro"}, end_tag);
     if (peek().kind == TokenKind::Name) next();  // {% endmacro name %}
     expect(TokenKind::StmtEnd, "%}");
+    note_special_names(*stmt);
     return stmt;
   }
 
@@ -581,6 +670,7 @@ class Parser {
     auto stmt = std::make_unique<Stmt>();
     stmt->kind = kind;
     stmt->line = tokens_[pos_ > 0 ? pos_ - 1 : 0].line;
+    count_node(stmt->line);
     return stmt;
   }
   ExprPtr make_expr(Expr::Kind kind, int line = 0) {
@@ -590,6 +680,7 @@ class Parser {
     auto expr = std::make_unique<Expr>();
     expr->kind = kind;
     expr->line = line ? line : peek().line;
+    count_node(expr->line);
     return expr;
   }
   ExprPtr literal(Value value, int line) {
@@ -611,6 +702,13 @@ class Parser {
 
 }  // namespace
 
-Body parse_template(std::string_view source) { return Parser(lex_template(source)).parse_all(); }
+Body parse_template(std::string_view source) {
+  // Checked before lexing: a 50 MB template once took 47 s and 3.7 GiB to reach its first error.
+  NVFP4LM_CHECK(source.size() <= kMaxTemplateBytes,
+                "chat template: {} bytes, more than the {} MiB a template may have (published chat templates are "
+                "under 20 KB)",
+                source.size(), kMaxTemplateBytes >> 20);
+  return Parser(lex_template(source)).parse_all();
+}
 
 }  // namespace nvfp4lm::jinja

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/parser.h"
+#include "tokenizer/jinja/percent_format.h"
 
 namespace nvfp4lm::jinja {
 namespace {
@@ -20,6 +21,7 @@ struct Scope {
 
 enum class Flow { Normal, Break, Continue };
 
+// An Error ends the render, so scope_ and out_ are restored on the normal path only.
 class Evaluator {
  public:
   Evaluator(Scope& globals, std::string& out) : globals_(globals), scope_(&globals), out_(&out) {}
@@ -36,8 +38,9 @@ class Evaluator {
   // One step of the render's budget (kMaxSteps): every statement run and every loop iteration.
   void step(int line) {
     NVFP4LM_CHECK(++steps_ <= kMaxSteps,
-                  "chat template line {}: stopped after {} steps (a loop or a recursion that does not end?)", line,
-                  kMaxSteps);
+                  "chat template line {}: stopped after {} steps (a loop that does not end, or more messages than a "
+                  "context holds?)",
+                  line, kMaxSteps);
   }
 
   void append(std::string_view text, int line) {
@@ -66,15 +69,9 @@ class Evaluator {
       case Stmt::Kind::Set:
         execute_set(stmt);
         break;
-      case Stmt::Kind::SetBlock: {
-        std::string captured;
-        std::string* saved = out_;
-        out_ = &captured;
-        render(stmt.body);
-        out_ = saved;
-        scope_->variables[stmt.targets[0]] = Value(std::move(captured));
+      case Stmt::Kind::SetBlock:
+        scope_->variables[stmt.targets[0]] = Value(capture(stmt.body));
         break;
-      }
       case Stmt::Kind::Macro:
         scope_->variables[stmt.name] = make_macro(stmt);
         break;
@@ -84,8 +81,107 @@ class Evaluator {
         return Flow::Continue;
       case Stmt::Kind::Block:
         return render(stmt.body);
+      case Stmt::Kind::FilterBlock: {
+        Scope body_scope{{}, scope_};
+        body_scope.variables[kFilterBody] = Value(capture(stmt.body));
+        Scope* saved = scope_;
+        scope_ = &body_scope;
+        const Value filtered = evaluate(*stmt.expr);
+        scope_ = saved;
+        append(to_output(filtered), stmt.line);
+        break;
+      }
+      case Stmt::Kind::CallBlock:
+        execute_call_block(stmt);
+        break;
     }
     return Flow::Normal;
+  }
+
+  // What `body` renders, as a string (for {% set %} blocks, macros, callers and filter blocks).
+  std::string capture(const Body& body) {
+    std::string captured;
+    std::string* saved = out_;
+    out_ = &captured;
+    render(body);
+    out_ = saved;
+    return captured;
+  }
+
+  // A function made for one statement (a call block's caller, a recursive loop's loop()) refers to the scopes on
+  // the stack while that statement runs; a template that keeps it (in a namespace) and calls it later gets an
+  // Error, not a dangling scope.
+  struct Liveness {
+    std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+    ~Liveness() { *alive = false; }
+  };
+
+  // A macro or a call block's caller() run with `args`, its variables in a scope under `parent`, as Jinja2's
+  // Macro.__call__: parameters from the positional arguments, then by keyword, then the default (evaluated after
+  // the earlier parameters); `caller`, `varargs` and `kwargs` where the body names them (Stmt::uses_*), and what is
+  // left over an Error where the body does not take it.
+  Value invoke(const Stmt& definition, const std::string& what, CallArgs& args, Scope* parent) {
+    const Nested nested(*this, definition.line, what);
+    Scope scope{{}, parent};
+    Scope* const saved = scope_;
+    scope_ = &scope;
+    const auto& params = definition.params;
+    const size_t given = args.positional.size();
+    std::vector<bool> used(args.keyword.size(), false);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& [param, default_value] = params[i];
+      Value value;
+      bool found = i < given;
+      if (found) value = args.positional[i];
+      for (size_t k = 0; k < args.keyword.size() && !found; ++k) {
+        if (args.keyword[k].first == param) {
+          value = args.keyword[k].second;
+          used[k] = found = true;
+        }
+      }
+      if (!found && default_value) value = evaluate(*default_value);
+      scope.variables[param] = std::move(value);
+    }
+    Dict left_over;
+    for (size_t k = 0; k < args.keyword.size(); ++k) {
+      if (used[k]) continue;
+      if (args.keyword[k].first == "caller" && definition.uses_caller) {
+        scope.variables["caller"] = args.keyword[k].second;
+        continue;
+      }
+      left_over.set(args.keyword[k].first, args.keyword[k].second);
+    }
+    if (definition.uses_caller && !scope.variables.count("caller")) scope.variables["caller"] = Value();
+    if (definition.uses_kwargs) {
+      scope.variables["kwargs"] = Value(std::move(left_over));
+    } else if (!left_over.items.empty()) {
+      const std::string& name = left_over.items[0].first.as_string();
+      NVFP4LM_FAIL("chat template line {}: {} takes no keyword argument '{}'{}", definition.line, what, name,
+                   name == "caller" ? " (a {% call %} block's macro must use caller())" : "");
+    }
+    if (definition.uses_varargs) {
+      scope.variables["varargs"] =
+          make_tuple(given > params.size()
+                         ? List(args.positional.begin() + static_cast<ptrdiff_t>(params.size()), args.positional.end())
+                         : List{});
+    } else {
+      NVFP4LM_CHECK(given <= params.size(), "chat template line {}: {} takes {} arguments, {} given", definition.line,
+                    what, params.size(), given);
+    }
+    std::string rendered = capture(definition.body);
+    scope_ = saved;
+    return Value(std::move(rendered));
+  }
+
+  void execute_call_block(const Stmt& stmt) {
+    const Liveness liveness;
+    Scope* call_site = scope_;
+    const Stmt* block = &stmt;
+    const Value caller(Function([this, alive = liveness.alive, call_site, block](CallArgs& args) {
+      NVFP4LM_CHECK(*alive, "chat template line {}: caller() called after its {{% call %}} block ended", block->line);
+      return invoke(*block, "caller()", args, call_site);
+    }));
+    append(to_output(evaluate_call(*stmt.expr, &caller)), stmt.line);
   }
 
   void assign(const std::vector<std::string>& targets, const Value& value, int line) {
@@ -111,12 +207,16 @@ class Evaluator {
     target.as_dict().set(stmt.attribute, std::move(value));
   }
 
-  void execute_for(const Stmt& stmt) {
+  void execute_for(const Stmt& stmt) { run_loop(stmt, evaluate(*stmt.expr), scope_, 1); }
+
+  // One run of a for loop over `iterable` (a recursive loop's loop(items) runs it again one level deeper); the
+  // iterations' scopes hang off `outer`, the scope the for statement is in.
+  void run_loop(const Stmt& stmt, const Value& iterable, Scope* outer, int64_t depth) {
+    Scope* const saved = scope_;
     List items;
-    for (Value& item : iterate(evaluate(*stmt.expr), stmt.line)) {
+    for (Value& item : iterate(iterable, stmt.line)) {
       if (stmt.condition) {
-        Scope filter_scope{{}, scope_};
-        Scope* saved = scope_;
+        Scope filter_scope{{}, outer};
         scope_ = &filter_scope;
         assign(stmt.targets, item, stmt.line);
         const bool keep = truthy(evaluate(*stmt.condition));
@@ -126,14 +226,34 @@ class Evaluator {
       items.push_back(std::move(item));
     }
     if (items.empty()) {
+      Scope else_scope{{}, outer};
+      scope_ = &else_scope;
       render(stmt.else_body);
+      scope_ = saved;
       return;
+    }
+    const Liveness liveness;
+    std::shared_ptr<Function> recurse;
+    if (stmt.recursive) {
+      recurse = std::make_shared<Function>([this, alive = liveness.alive, &stmt, outer, depth](CallArgs& args) {
+        NVFP4LM_CHECK(*alive, "chat template line {}: loop() called after its loop ended", stmt.line);
+        NVFP4LM_CHECK(args.positional.size() == 1,
+                      "chat template line {}: loop() of a recursive loop takes the "
+                      "items to loop over",
+                      stmt.line);
+        const Nested nested(*this, stmt.line, "loop()");
+        std::string rendered;
+        std::string* saved_out = out_;
+        out_ = &rendered;
+        run_loop(stmt, args.positional[0], outer, depth + 1);
+        out_ = saved_out;
+        return Value(std::move(rendered));
+      });
     }
     const auto length = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < length; ++i) {
       step(stmt.line);
-      Scope iteration{{}, scope_};
-      Scope* saved = scope_;
+      Scope iteration{{}, outer};
       scope_ = &iteration;
       Dict loop;
       loop.set("index", Value(i + 1));
@@ -143,12 +263,15 @@ class Evaluator {
       loop.set("first", Value(i == 0));
       loop.set("last", Value(i == length - 1));
       loop.set("length", Value(length));
+      loop.set("depth", Value(depth));
+      loop.set("depth0", Value(depth - 1));
       loop.set("previtem", i > 0 ? items[i - 1] : Value());
       loop.set("nextitem", i + 1 < length ? items[i + 1] : Value());
       loop.set("cycle", Value(Function([i](CallArgs& args) {
                  NVFP4LM_CHECK(!args.positional.empty(), "loop.cycle() needs at least one value");
                  return args.positional[static_cast<size_t>(i) % args.positional.size()];
                })));
+      loop.call = recurse;
       iteration.variables["loop"] = Value(std::move(loop));
       assign(stmt.targets, items[i], stmt.line);
       const Flow flow = render(stmt.body);
@@ -159,43 +282,26 @@ class Evaluator {
 
   Value make_macro(const Stmt& stmt) {
     const Stmt* macro = &stmt;
-    return Value(Function([this, macro](CallArgs& args) {
-      NVFP4LM_CHECK(macro_depth_ < kMaxNesting, "chat template line {}: macro {} calls nested deeper than {}",
-                    macro->line, macro->name, kMaxNesting);
-      ++macro_depth_;
-      Scope call_scope{{}, &globals_};
-      NVFP4LM_CHECK(args.positional.size() <= macro->params.size(),
-                    "chat template line {}: macro {} takes {} arguments, {} given", macro->line, macro->name,
-                    macro->params.size(), args.positional.size());
-      Scope* saved_scope = scope_;
-      scope_ = &call_scope;  // defaults are evaluated in the macro's scope, after the earlier parameters
-      for (size_t i = 0; i < macro->params.size(); ++i) {
-        const auto& [param, default_value] = macro->params[i];
-        Value value;
-        if (i < args.positional.size()) {
-          value = args.positional[i];
-        } else {
-          bool found = false;
-          for (const auto& [name, keyword_value] : args.keyword) {
-            if (name == param) {
-              value = keyword_value;
-              found = true;
-            }
-          }
-          if (!found && default_value) value = evaluate(*default_value);
-        }
-        call_scope.variables[param] = std::move(value);
-      }
-      std::string rendered;
-      std::string* saved_out = out_;
-      out_ = &rendered;
-      render(macro->body);
-      out_ = saved_out;
-      scope_ = saved_scope;
-      --macro_depth_;
-      return Value(std::move(rendered));
-    }));
+    return Value(
+        Function([this, macro](CallArgs& args) { return invoke(*macro, "macro " + macro->name, args, &globals_); }));
   }
+
+  // One level of macro, caller() or loop() calls, bounded by kMaxNesting (a recursion that does not end is an Error,
+  // not a stack overflow).
+  class Nested {
+   public:
+    Nested(Evaluator& evaluator, int line, const std::string& what) : evaluator_(evaluator) {
+      NVFP4LM_CHECK(evaluator_.call_depth_ < kMaxNesting, "chat template line {}: {} calls nested deeper than {}", line,
+                    what, kMaxNesting);
+      ++evaluator_.call_depth_;
+    }
+    ~Nested() { --evaluator_.call_depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Evaluator& evaluator_;
+  };
 
   Value lookup(const std::string& name) const {
     for (const Scope* scope = scope_; scope != nullptr; scope = scope->parent) {
@@ -222,10 +328,10 @@ class Evaluator {
       case Expr::Kind::Dict: {
         Dict dict;
         for (size_t i = 0; i < expr.children.size(); i += 2) {
-          const Value key = evaluate(*expr.children[i]);
-          NVFP4LM_CHECK(key.is_string(), "chat template line {}: dict keys must be strings, not {}", expr.line,
+          Value key = evaluate(*expr.children[i]);
+          NVFP4LM_CHECK(is_hashable(key), "chat template line {}: unhashable type '{}' (as a dict key)", expr.line,
                         type_name(key));
-          dict.set(key.as_string(), evaluate(*expr.children[i + 1]));
+          dict.set_key(std::move(key), evaluate(*expr.children[i + 1]));
         }
         return Value(std::move(dict));
       }
@@ -283,9 +389,11 @@ class Evaluator {
     return args;
   }
 
-  Value evaluate_call(const Expr& expr) {
+  // A call; `caller` (a {% call %} block's body) is passed as the keyword argument Jinja2 passes it as.
+  Value evaluate_call(const Expr& expr, const Value* caller = nullptr) {
     const Expr& callee = *expr.children[0];
     CallArgs args = evaluate_args(expr);
+    if (caller) args.keyword.emplace_back("caller", *caller);
     if (callee.kind == Expr::Kind::Attribute) {
       const Value object = evaluate(*callee.children[0]);
       if (std::optional<Value> result = call_method(object, callee.name, args, expr.line)) return *result;
@@ -295,6 +403,7 @@ class Evaluator {
       return function.as_callable()(args);
     }
     const Value function = evaluate(callee);
+    if (function.is_dict() && function.as_dict().call) return (*function.as_dict().call)(args);  // loop(items)
     NVFP4LM_CHECK(function.is_callable(), "chat template line {}: {} is not a function (it is {})", expr.line,
                   callee.kind == Expr::Kind::Name ? callee.name : std::string("the called value"),
                   function.is_undefined() ? "undefined" : type_name(function));
@@ -312,8 +421,8 @@ class Evaluator {
   Scope& globals_;
   Scope* scope_;
   std::string* out_;
-  int64_t steps_ = 0;    // of kMaxSteps
-  int macro_depth_ = 0;  // of kMaxNesting
+  int64_t steps_ = 0;   // of kMaxSteps
+  int call_depth_ = 0;  // of kMaxNesting
 };
 
 int64_t as_integer(const Value& value) { return value.is_bool() ? int64_t{value.as_bool()} : value.as_int(); }
@@ -348,7 +457,11 @@ bool contains(const Value& container, const Value& item, int line) {
                   type_name(item));
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
-  if (container.is_dict()) return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+  if (container.is_dict()) {
+    NVFP4LM_CHECK(is_hashable(item), "chat template line {}: unhashable type '{}' (as a dict key)", line,
+                  type_name(item));
+    return container.as_dict().find_key(item) != nullptr;
+  }
   if (container.is_list()) {
     for (const Value& element : container.as_list()) {
       if (equals(element, item)) return true;
@@ -370,6 +483,7 @@ Value Evaluator::binary(const std::string& op, const Value& left, const Value& r
     NVFP4LM_FAIL("chat template line {}: unsupported operand types for {}: {} and {}", line, op, type_name(left),
                  type_name(right));
   };
+  if (op == "%" && left.is_string()) return Value(percent_format(left.as_string(), right, line));
   for (const Value* side : {&left, &right}) {
     if (side->is_big_int())
       NVFP4LM_FAIL(
@@ -459,7 +573,7 @@ std::string Template::render(const nlohmann::ordered_json& context) const {
   NVFP4LM_CHECK(context.is_object(), "chat template: the render context must be a JSON object, not {}",
                 context.type_name());
   Scope globals;
-  for (auto& [name, function] : global_functions().items) globals.variables[name] = function;
+  for (auto& [name, function] : global_functions().items) globals.variables[name.as_string()] = function;
   for (const auto& [key, value] : context.items()) globals.variables[key] = from_json(value);
   std::string out;
   try {

@@ -3,25 +3,55 @@
 
 #include <cstdio>
 
+#include "core/error.h"
 #include "tokenizer/jinja/json_dump.h"
 
 namespace nvfp4lm::jinja {
 
 const Value* Dict::find(const std::string& key) const {
   for (const auto& [name, value] : items) {
-    if (name == key) return &value;
+    if (name.is_string() && name.as_string() == key) return &value;
+  }
+  return nullptr;
+}
+
+const Value* Dict::find_key(const Value& key) const {
+  if (key.is_string()) return find(key.as_string());
+  for (const auto& [name, value] : items) {
+    if (equals(name, key)) return &value;
   }
   return nullptr;
 }
 
 void Dict::set(const std::string& key, Value value) {
   for (auto& item : items) {
-    if (item.first == key) {
+    if (item.first.is_string() && item.first.as_string() == key) {
       item.second = std::move(value);
       return;
     }
   }
-  items.emplace_back(key, std::move(value));
+  items.emplace_back(Value(key), std::move(value));
+}
+
+void Dict::set_key(Value key, Value value) {
+  for (auto& item : items) {
+    if (equals(item.first, key)) {
+      item.second = std::move(value);
+      return;
+    }
+  }
+  items.emplace_back(std::move(key), std::move(value));
+}
+
+bool is_hashable(const Value& value) {
+  if (value.is_list()) {
+    if (!value.is_tuple) return false;
+    for (const Value& item : value.as_list()) {
+      if (!is_hashable(item)) return false;
+    }
+    return true;
+  }
+  return !value.is_dict() && !value.is_undefined();
 }
 
 Value make_tuple(List items) {
@@ -103,7 +133,7 @@ std::string to_output(const Value& value) {
     std::string out = "{";
     const Dict& dict = value.as_dict();
     for (size_t i = 0; i < dict.items.size(); ++i) {
-      out += (i ? ", " : "") + python_repr(Value(dict.items[i].first)) + ": " + python_repr(dict.items[i].second);
+      out += (i ? ", " : "") + python_repr(dict.items[i].first) + ": " + python_repr(dict.items[i].second);
     }
     return out + "}";
   }
@@ -134,13 +164,49 @@ bool equals(const Value& a, const Value& b) {
     const Dict &x = a.as_dict(), &y = b.as_dict();
     if (x.items.size() != y.items.size()) return false;
     for (const auto& [key, value] : x.items) {
-      const Value* other = y.find(key);
+      const Value* other = y.find_key(key);
       if (other == nullptr || !equals(value, *other)) return false;
     }
     return true;
   }
   if (a.is_callable() && b.is_callable()) return &a.as_callable() == &b.as_callable();
   return false;
+}
+
+namespace {
+
+// -1, 0, 1: a BigInt (beyond 64 bits) against another number.
+int compare_big(const Value& a, const Value& b) {
+  const auto sign = [](const Value& v) { return v.big_int_digits()[0] == '-' ? -1 : 1; };
+  if (a.is_big_int() && b.is_big_int()) {
+    if (sign(a) != sign(b)) return sign(a) < sign(b) ? -1 : 1;
+    const std::string &x = a.big_int_digits(), &y = b.big_int_digits();
+    const int magnitude = x.size() != y.size() ? (x.size() < y.size() ? -1 : 1) : (x < y ? -1 : x > y ? 1 : 0);
+    return sign(a) * magnitude;
+  }
+  return a.is_big_int() ? sign(a) : -sign(b);  // a 64-bit number is between the negative and positive BigInts
+}
+
+}  // namespace
+
+bool python_less(const Value& a, const Value& b, int line) {
+  const auto numeric = [](const Value& v) { return v.is_number() || v.is_bool() || v.is_big_int(); };
+  if (numeric(a) && numeric(b)) {
+    if (a.is_big_int() || b.is_big_int()) return compare_big(a, b) < 0;
+    if (a.is_int() && b.is_int()) return a.as_int() < b.as_int();
+    const auto as_double = [](const Value& v) { return v.is_bool() ? (v.as_bool() ? 1.0 : 0.0) : v.as_number(); };
+    return as_double(a) < as_double(b);
+  }
+  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_list() && b.is_list() && a.is_tuple == b.is_tuple) {
+    const List &x = a.as_list(), &y = b.as_list();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (!equals(x[i], y[i])) return python_less(x[i], y[i], line);
+    }
+    return x.size() < y.size();
+  }
+  const std::string where = line > 0 ? "chat template line " + std::to_string(line) : std::string("chat template");
+  NVFP4LM_FAIL("{}: '<' not supported between a {} and a {}", where, type_name(a), type_name(b));
 }
 
 Value from_json(const nlohmann::ordered_json& json) {
@@ -167,7 +233,7 @@ Value from_json(const nlohmann::ordered_json& json) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict dict;
-      for (const auto& [key, item] : json.items()) dict.items.emplace_back(key, from_json(item));
+      for (const auto& [key, item] : json.items()) dict.items.emplace_back(Value(key), from_json(item));
       return Value(std::move(dict));
     }
     default:

@@ -4,8 +4,9 @@
 // Conventions kept from Python / Jinja2:
 //  - lists and dicts are shared by reference (copying a Value copies the handle), so `namespace` objects
 //    and nested containers can be changed through any name that holds them;
-//  - dicts keep insertion order (like Python 3.7+ dicts) and have string keys only, which is all that
-//    chat templates build or receive from JSON;
+//  - dicts keep insertion order (like Python 3.7+ dicts); their keys are strings (all JSON gives) or, from a dict
+//    literal, any hashable value (int, float, bool, None, tuple: Seed-OSS keys a dict by integers), found by
+//    Python's == (1, 1.0 and True are one key);
 //  - strings are UTF-8 bytes; lengths, indexing and slicing count code points, as Python's str does;
 //  - Undefined (a name or key that does not exist) prints as nothing, is falsy and iterates as empty,
 //    as Jinja2's default Undefined does;
@@ -26,12 +27,18 @@
 namespace nvfp4lm::jinja {
 
 struct Value;
+struct CallArgs;
 using List = std::vector<Value>;
+using Function = std::function<Value(CallArgs&)>;
 
 struct Dict {
-  std::vector<std::pair<std::string, Value>> items;  // insertion order
-  const Value* find(const std::string& key) const;
+  std::vector<std::pair<Value, Value>> items;       // (key, value) in insertion order
+  const Value* find(const std::string& key) const;  // a string key
+  const Value* find_key(const Value& key) const;    // any key, by Python's ==
   void set(const std::string& key, Value value);
+  void set_key(Value key, Value value);
+  // A callable object (a recursive for loop's `loop`): called as a function, read as a dict.
+  std::shared_ptr<Function> call;
 };
 
 // Arguments of a call: positional, then keyword (in the order written).
@@ -39,8 +46,6 @@ struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
 };
-
-using Function = std::function<Value(CallArgs&)>;
 
 struct Undefined {};
 struct None {};
@@ -102,8 +107,16 @@ std::string to_output(const Value& value);
 // Python's repr(): strings quoted as Python quotes them.
 std::string python_repr(const Value& value);
 
+// Whether Python could hash the value (a dict key): not lists, dicts or Undefined; tuples of hashable values.
+bool is_hashable(const Value& value);
+
 // Python's == (1 == 1.0 and True == 1 hold; lists and dicts compare element-wise).
 bool equals(const Value& a, const Value& b);
+
+// Python's a < b where Python defines it: numbers (bool, int, float) by value, strings by code point, lists with
+// lists and tuples with tuples item by item; anything else (None, dicts, a number and a string) is an Error, as
+// Python's TypeError. `line` is the template line for the message (0: none known).
+bool python_less(const Value& a, const Value& b, int line);
 
 // A Python tuple: a list flagged to print as one.
 Value make_tuple(List items);

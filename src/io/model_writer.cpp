@@ -272,8 +272,11 @@ void ModelWriter::finish() {
     const ActivationCalibration* calibration = options_.calibration ? &*options_.calibration : nullptr;
     const std::string_view algo = modelopt_quant_algo(calibration != nullptr);
     config["quantization_config"] = modelopt_quantization_config(exclude, algo);
-    const json note = modelopt_calibration_note(calibration != nullptr, calibration ? calibration->source : "",
-                                                calibration ? calibration->tokens : 0);
+    json note = modelopt_calibration_note(calibration != nullptr, calibration ? calibration->source : "",
+                                          calibration ? calibration->tokens : 0);
+    // Where people and engines read the checkpoint, not only in this run's log (issue 49): exclude_modules and
+    // the quantization_config's ignore list lack lm_head, and the note says what that costs.
+    if (lm_head_nvfp4) note["lm_head"] = quantized_lm_head_note();
     write_file_atomic(staging_dir() / "hf_quant_config.json", hf_quant_config_json(exclude, algo, note).dump(4) + "\n",
                       /*overwrite=*/false);
     if (calibration == nullptr) log::info("{}", weight_only_export_notice(out_dir_.string()));

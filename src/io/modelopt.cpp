@@ -100,13 +100,15 @@ std::string weight_only_export_notice(const std::string& out) {
       out);
 }
 
+std::string quantized_lm_head_note() {
+  return "lm_head is quantized (--quantize-lm-head): vLLM up to at least 0.22.1 cannot load it (its ParallelLMHead "
+         "registers only lm_head.weight: \"There is no module or parameter named 'lm_head.input_scale'\" / "
+         "'lm_head.weight_scale', vllm-project/vllm issues 44081 and 45102); nvfp4lm loads it; for vLLM export "
+         "without --quantize-lm-head";
+}
+
 std::string quantized_lm_head_warning(const std::string& out) {
-  return fmt::format(
-      "{}: lm_head is quantized (--quantize-lm-head): vLLM up to at least 0.22.1 cannot load it (its ParallelLMHead "
-      "registers only lm_head.weight: \"There is no module or parameter named 'lm_head.input_scale'\" / "
-      "'lm_head.weight_scale', vllm-project/vllm issues 44081 and 45102); nvfp4lm loads it; for vLLM export "
-      "without --quantize-lm-head",
-      out);
+  return fmt::format("{}: {}", out, quantized_lm_head_note());
 }
 
 bool modelopt_input_scales_calibrated(const fs::path& model_dir) {

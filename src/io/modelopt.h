@@ -67,6 +67,8 @@ nlohmann::json modelopt_calibration_note(bool calibrated, const std::string& sou
 std::string weight_only_export_notice(const std::string& out);
 // The warning an export with a quantized lm_head logs: which engines cannot load it.
 std::string quantized_lm_head_warning(const std::string& out);
+// The same without the path: hf_quant_config.json's "nvfp4lm" object holds it as "lm_head".
+std::string quantized_lm_head_note();
 // Whether a ModelOpt directory's hf_quant_config.json says its input scales are calibrated (false without the note).
 bool modelopt_input_scales_calibrated(const fs::path& model_dir);
 // The "quantization_config" block for config.json.

@@ -398,7 +398,7 @@ ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const Tr
   check_export_target(out, source, overwrite, OutputKind::Directory);
   const LoraOptions lora = train_lora_options(run);
   PeftLoraConfig peft;
-  peft.base_model = run.model;
+  peft.base_model = run.model_as_typed.empty() ? run.model : run.model_as_typed;  // as the user typed it
   peft.rank = lora.rank;
   peft.alpha = lora.effective_alpha();
   peft.dropout = lora.dropout;

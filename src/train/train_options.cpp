@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/logging.h"
 #include "train/checkpoint.h"
 #include "train/train_flags.h"
@@ -122,6 +123,8 @@ json train_options_to_json(const TrainOptions& options) {
   json out = json::object();
   for (const TrainFlag& flag : train_flags())
     if (flag.saved()) out[std::string(flag.key)] = train_flag_to_json(flag, options);
+  if (!options.synthetic)
+    out["model_as_typed"] = options.model_as_typed.empty() ? options.model : options.model_as_typed;
   return out;
 }
 
@@ -135,6 +138,7 @@ TrainOptions train_options_from_json(const json& value, const std::string& where
     NVFP4LM_CHECK(value.contains(key), "{}: training setting \"{}\" is missing", where, key);
     train_flag_from_json(flag, options, value.at(key), where);
   }
+  options.model_as_typed = json_field_or<std::string>(value, "model_as_typed", "", where);
   return options;
 }
 

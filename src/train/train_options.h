@@ -48,7 +48,11 @@ enum class ResumeMode { Never, Always, Auto };
 
 struct TrainOptions {
   // what to train on
-  std::string model;         // --model (required unless synthetic)
+  std::string model;  // --model (required unless synthetic)
+  // --model as the user typed it, kept in trainer_state.json beside the absolute path the run resumes from: a LoRA
+  // adapter's base_model_name_or_path (PEFT writes the name the user passed to from_pretrained), from `train
+  // --export` and `export RUN` alike. Empty: `model` as it is (a run being started; a run saved before this key).
+  std::string model_as_typed;
   bool synthetic = false;    // --synthetic: a random in-memory model of the tiny preset's shape instead of --model
   int64_t in_features = 0;   // its hidden size (0: the preset's)
   int64_t out_features = 0;  // its intermediate size (0: the preset's)

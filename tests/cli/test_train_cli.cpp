@@ -119,9 +119,15 @@ TEST_F(TrainCli, ExportWritesEveryFormatAndNeverOverwritesWithoutTheFlag) {
 // format without --merge-lora is a one-line error naming it.
 TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
   const fs::path run = dir_ / "run", adapter = dir_ / "adapter";
-  const CliResult trained = run_cli(train(
-      "--output " + quoted(run) + " --lora 4 --lora-alpha 8 --lora-targets q,v,down --export " + quoted(adapter)));
+  // The base typed as a relative path (a link to the tiny model, run from dir_): both adapter exports name it as
+  // typed, as PEFT writes the name given to from_pretrained, never the training machine's absolute path (issue 49).
+  fs::create_directory_symlink(tiny_model_dir(), dir_ / "base");
+  const CliResult trained = run_cli(
+      train("--output " + quoted(run) + " --lora 4 --lora-alpha 8 --lora-targets q,v,down --export " + quoted(adapter),
+            {{"--model", "base"}}),
+      "", "", dir_.path());
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_EQ(json::parse(read_file(adapter / "adapter_config.json"))["base_model_name_or_path"], "base");
   EXPECT_NE(trained.err.find("LoRA rank 4 (alpha 8, scale 2) on q,v,down in 2 of 2 layers"), std::string::npos)
       << trained.err;
   EXPECT_NE(trained.err.find("exported the LoRA adapter (PEFT"), std::string::npos) << trained.err;
@@ -130,6 +136,7 @@ TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
   const CliResult exported = run_cli("export " + quoted(run) + " " + quoted(dir_ / "again"));
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_EQ(read_file(dir_ / "again" / "adapter_model.safetensors"), read_file(adapter / "adapter_model.safetensors"));
+  EXPECT_EQ(read_file(dir_ / "again" / "adapter_config.json"), read_file(adapter / "adapter_config.json"));
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "whole") + " --format bf16"),
                         {"LoRA run's checkpoint", "--merge-lora"}, "whole-model format of a LoRA run");
   const CliResult merged =

@@ -163,6 +163,9 @@ TEST(Quantize, TiedLmHeadBecomesItsOwnNvfp4Tensor) {
   EXPECT_FALSE(quantized->at("model.embed_tokens.weight").nvfp4);
   const json quant_config = json::parse(read_file(dir / "mo" / "hf_quant_config.json"));
   EXPECT_EQ(quant_config["quantization"]["exclude_modules"], json::array());
+  // Recorded in the checkpoint, not only in the log: what an engine reading it meets (issue 49).
+  EXPECT_NE(quant_config["nvfp4lm"]["lm_head"].get<std::string>().find("vLLM"), std::string::npos);
+  EXPECT_EQ(json::parse(read_file(dir / "mo" / "config.json"))["quantization_config"]["ignore"], json::array());
 
   // An untied source keeps its lm_head dense unless asked.
   const auto untied = open_model(synth_small(dir, "untied", false));

@@ -209,14 +209,7 @@ class Parser {
     ExprPtr node = make_expr(Expr::Kind::Name);
     node->name = kFilterBody;
     do {
-      auto filter = make_expr(Expr::Kind::Filter);
-      filter->name = expect_identifier();
-      filter->children.push_back(std::move(node));
-      if (peek_operator("(")) {
-        next();
-        parse_call_args(*filter);
-      }
-      node = std::move(filter);
+      node = parse_filter(std::move(node));
     } while (peek_operator("|") && next().kind == TokenKind::Operator);
     stmt->expr = std::move(node);
     expect(TokenKind::StmtEnd, "%}");
@@ -462,14 +455,7 @@ class Parser {
         node = std::move(call);
       } else if (with_filter && peek_operator("|")) {
         next();
-        auto filter = make_expr(Expr::Kind::Filter);
-        filter->name = expect_identifier();
-        filter->children.push_back(std::move(node));
-        if (peek_operator("(")) {
-          next();
-          parse_call_args(*filter);
-        }
-        node = std::move(filter);
+        node = parse_filter(std::move(node));
       } else if (with_filter && peek_name("is")) {
         next();
         auto test = make_expr(Expr::Kind::Test);
@@ -490,6 +476,18 @@ class Parser {
         return node;
       }
     }
+  }
+
+  // "name" or "name(args)" after a '|' (or {% filter %}): that filter applied to `subject`.
+  ExprPtr parse_filter(ExprPtr subject) {
+    auto filter = make_expr(Expr::Kind::Filter);
+    filter->name = expect_identifier();
+    filter->children.push_back(std::move(subject));
+    if (peek_operator("(")) {
+      next();
+      parse_call_args(*filter);
+    }
+    return filter;
   }
 
   // Jinja2 lets a test take one argument without parentheses: `x is divisibleby 3`, `x is sameas none`.

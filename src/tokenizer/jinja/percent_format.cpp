@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "tokenizer/jinja/json_dump.h"
 #include "tokenizer/jinja/limits.h"
+#include "tokenizer/utf8.h"
 
 namespace nvfp4lm::jinja {
 namespace {
@@ -115,11 +116,14 @@ std::string ascii_repr(const Value& value) {
       out += text[i++];
       continue;
     }
-    const int length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2;
-    uint32_t code = byte & (length == 4 ? 0x07 : length == 3 ? 0x0F : 0x1F);
-    for (int k = 1; k < length && i + k < text.size(); ++k) code = (code << 6) | (text[i + k] & 0x3F);
-    i += static_cast<size_t>(length);
     char escape[16];
+    if (tokenizer::utf8_sequence_length(text, i) == 0) {  // not UTF-8 (Python's strings always are): the byte
+      std::snprintf(escape, sizeof escape, "\\x%02x", static_cast<unsigned>(byte));
+      out += escape;
+      ++i;
+      continue;
+    }
+    const auto code = static_cast<uint32_t>(tokenizer::decode_utf8(text, i));
     std::snprintf(escape, sizeof escape, code <= 0xFF ? "\\x%02x" : code <= 0xFFFF ? "\\u%04x" : "\\U%08x", code);
     out += escape;
   }
@@ -253,22 +257,11 @@ std::string percent_format(const std::string& format, const Value& args, int lin
         } else {
           NVFP4LM_CHECK(value.is_int() && value.as_int() >= 0 && value.as_int() <= 0x10FFFF,
                         "chat template line {}: %c requires an int in range(0x110000) or a character", line);
-          const auto code = static_cast<uint32_t>(value.as_int());
-          if (code < 0x80) {
-            character += static_cast<char>(code);
-          } else if (code < 0x800) {
-            character += static_cast<char>(0xC0 | (code >> 6));
-            character += static_cast<char>(0x80 | (code & 0x3F));
-          } else if (code < 0x10000) {
-            character += static_cast<char>(0xE0 | (code >> 12));
-            character += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            character += static_cast<char>(0x80 | (code & 0x3F));
-          } else {
-            character += static_cast<char>(0xF0 | (code >> 18));
-            character += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-            character += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            character += static_cast<char>(0x80 | (code & 0x3F));
-          }
+          const auto code = static_cast<char32_t>(value.as_int());
+          NVFP4LM_CHECK(code < 0xD800 || code > 0xDFFF,
+                        "chat template line {}: %c of a surrogate (U+{:04X}) cannot be written as UTF-8", line,
+                        static_cast<uint32_t>(code));
+          tokenizer::append_utf8(character, code);
         }
         out += pad("", character, spec, false);
         break;

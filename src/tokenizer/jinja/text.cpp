@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "tokenizer/jinja/value.h"
+#include "tokenizer/utf8.h"
 
 namespace nvfp4lm::jinja {
 namespace {
@@ -51,23 +52,7 @@ std::vector<uint32_t> decode(const std::string& text) {
 
 std::string encode(const std::vector<uint32_t>& cps) {
   std::string out;
-  for (const uint32_t c : cps) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
+  for (const uint32_t c : cps) tokenizer::append_utf8(out, static_cast<char32_t>(c));
   return out;
 }
 

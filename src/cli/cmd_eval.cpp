@@ -1,5 +1,6 @@
-// `nvfp4lm eval --model M --data FILE [--reference R]`: mean loss, perplexity and token accuracy of a model on a
-// data file (tools/eval.h), with KL divergence and top-1 agreement against a reference model. Prints the header line
+// `nvfp4lm eval --model M --data FILE [--lora ADAPTER] [--reference R]`: mean loss, perplexity and token accuracy of a
+// model (with a LoRA adapter over it) on a data file (tools/eval.h), with KL divergence and top-1 agreement against a
+// reference model (e.g. the base without the adapter). Prints the header line
 // (device, compute path, precision), a progress bar on stderr, and the result on stdout (--json: one JSON object).
 #include <cstdio>
 #include <memory>
@@ -46,6 +47,7 @@ int run_eval(const EvalCliOptions& cli) {
   options.stride = cli.stride;
   options.max_tokens = cli.max_tokens;
 
+  options.adapter = single_lora_adapter("eval", cli.model);
   const Device device = setup_device(cli.device);
   const Qwen3Model model = load_model("eval", cli.model, device);
   const Tokenizer tokenizer = load_tokenizer(model);
@@ -78,6 +80,7 @@ CommandRegistration eval_registration(
     [](CLI::App& app) -> CommandRun {
       auto cli = std::make_shared<EvalCliOptions>();
       add_flags(app, model_flags(cli->model));
+      add_flags(app, lora_adapter_flags(cli->model, /*several=*/false));
       add_flags(app, cpu_matmul_flags(cli->model, "fp32"));
       add_flags(
           app,

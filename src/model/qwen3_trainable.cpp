@@ -266,6 +266,7 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
                       (*group.begin())->name, fused_scale_group((*group.begin())->name));
         refresh_group(group, options.block, nullptr);
         for (TrainTensor* t : group) t->master = Tensor();
+        model.lora_base_quantized_ = true;
       }
     }
   }
@@ -302,6 +303,7 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
     model.refresh_quantized();
     log::info("training model {}: {}; {} adapter tensors", files.path().string(), model.describe(),
               model.trainable_.size());
+    if (model.lora_base_quantized_) log::warn("{}", lora_over_quantized_base_note(files.path().string(), options.qat));
     return model;
   }
 
@@ -342,6 +344,15 @@ Qwen3Trainable Qwen3Trainable::from_files(const ModelFiles& files, const TrainMo
 
 DType Qwen3Trainable::compute_dtype() const { return compute_dtype_for(options_.device); }
 
+std::string lora_over_quantized_base_note(const std::string& base, QatMode qat) {
+  return fmt::format(
+      "LoRA over the dense model {} with --qat {}: the adapters train over its NVFP4 quantization (each fused group "
+      "quantized as `nvfp4lm quantize` does), so they compute the trained function over `nvfp4lm quantize {} OUT "
+      "--format modelopt`, not over {} itself (PEFT, vLLM, generate --lora and --merge-lora over the dense weights "
+      "give another one; `eval --lora` measures it); train with --qat off to deploy over the dense model",
+      base, qat_mode_name(qat), base, base);
+}
+
 std::string Qwen3Trainable::describe() const {
   std::string text = fmt::format("device {}, {} activations, {} masters", options_.device.label(),
                                  options_.device.is_cpu() ? "fp32" : "bf16", options_.bf16_master ? "bf16" : "fp32");
@@ -355,12 +366,14 @@ std::string Qwen3Trainable::describe() const {
   if (options_.lora.enabled()) {
     int adapted_layers = 0;
     for (const std::vector<Parameter>& group : layer_groups_) adapted_layers += group.empty() ? 0 : 1;
-    text = fmt::format(
-        "{}; LoRA rank {} (alpha {}, scale {}{}) on {} in {} of {} layers, the base frozen{}", text, options_.lora.rank,
-        options_.lora.effective_alpha(), options_.lora.scale(),
-        options_.lora.dropout > 0 ? fmt::format(", dropout {}", options_.lora.dropout) : "",
-        lora_targets_text(options_.lora.targets), adapted_layers, layers_.size(),
-        options_.qat == QatMode::Off ? " as dense weights" : " as packed NVFP4 (dequantized one block at a time)");
+    text = fmt::format("{}; LoRA rank {} (alpha {}, scale {}{}) on {} in {} of {} layers, the base frozen{}", text,
+                       options_.lora.rank, options_.lora.effective_alpha(), options_.lora.scale(),
+                       options_.lora.dropout > 0 ? fmt::format(", dropout {}", options_.lora.dropout) : "",
+                       lora_targets_text(options_.lora.targets), adapted_layers, layers_.size(),
+                       options_.qat == QatMode::Off ? " as dense weights"
+                       : lora_base_quantized_
+                           ? " quantized to NVFP4 from its dense weights (dequantized one block at a time)"
+                           : " as packed NVFP4 (dequantized one block at a time)");
   }
   if (options_.train_last_layers >= 0) text += fmt::format(", training the last {} layers", options_.train_last_layers);
   if (options_.recompute == Recompute::Block) text += ", activations recomputed per block";

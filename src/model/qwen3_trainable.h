@@ -256,7 +256,16 @@ class Qwen3Trainable {
   int first_trained_layer_ = 0;
   std::optional<RopeTable> rope_;
   ActivationCalibration* calibration_ = nullptr;
-  bool native_w4a4_ = false;  // see native_w4a4()
+  bool native_w4a4_ = false;          // see native_w4a4()
+  bool lora_base_quantized_ = false;  // LoRA with QAT over a dense base: its linears quantized here (NVFP4)
+
+ public:
+  // Whether the adapters train over a base this model quantized from dense weights (lora_over_quantized_base_note).
+  bool lora_base_quantized() const { return lora_base_quantized_; }
 };
+
+// What a LoRA run over a dense base with QAT logs when it starts and when it exports the adapter: which base the
+// adapters' function needs (issue 49).
+std::string lora_over_quantized_base_note(const std::string& base, QatMode qat);
 
 }  // namespace nvfp4lm

@@ -20,9 +20,9 @@ using json = nlohmann::json;
 double perplexity_of(double loss) { return std::exp(loss); }
 
 // Runs one row and adds its scores. Logits come back to the host as F32 [1, T, V].
-void score_row_batch(const Qwen3Model& model, const Qwen3Model* reference, const TokenBatch& batch,
+void score_row_batch(const Qwen3Model& model, const Qwen3Model* reference, const TokenBatch& batch, int adapter,
                      ScoreTotals& totals) {
-  const Tensor logits = model.forward(batch.ids, &batch.positions, &batch.segment_ids).to(Device::cpu());
+  const Tensor logits = model.forward(batch.ids, &batch.positions, &batch.segment_ids, adapter).to(Device::cpu());
   Tensor reference_logits;
   if (reference != nullptr)
     reference_logits = reference->forward(batch.ids, &batch.positions, &batch.segment_ids).to(Device::cpu());
@@ -116,7 +116,7 @@ EvalResult evaluate_model(const Qwen3Model& model, const Tokenizer& tokenizer, c
     for (int64_t index : row)
       row_tokens += static_cast<int64_t>(windows.windows[static_cast<size_t>(index)].ids.size());
     const TokenBatch batch = assemble_batch(windows.windows, {row}, row_tokens, /*pad_id=*/0);
-    score_row_batch(model, reference, batch, totals);
+    score_row_batch(model, reference, batch, options.adapter, totals);
     result.forward_tokens += row_tokens;
     ++state.rows_done;
     state.tokens_done = totals.tokens;

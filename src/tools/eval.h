@@ -40,6 +40,7 @@ struct EvalOptions {
   int64_t seq_len = 0;                 // 0: min(kDefaultEvalSeqLen, the model's context)
   int64_t stride = 0;                  // 0: seq_len / 2
   int64_t max_tokens = 0;              // > 0: stop after this many scored tokens
+  int adapter = kNoLoraAdapter;        // the model's LoRA adapter to score with (eval --lora); the reference has none
 };
 
 struct EvalProgress {

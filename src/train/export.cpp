@@ -13,11 +13,13 @@
 #include "io/checksum.h"
 #include "io/export_plan.h"
 #include "io/hf_config.h"
+#include "io/model_files.h"
 #include "io/model_writer.h"
 #include "io/peft_adapter.h"
 #include "io/safetensors_reader.h"
 #include "io/weight_names.h"
 #include "model/lora.h"
+#include "model/qwen3_trainable.h"
 #include "quant/nvfp4_fixed_scale.h"
 #include "quant/nvfp4_group_scale.h"
 #include "train/checkpoint.h"
@@ -425,6 +427,13 @@ ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const Tr
   std::vector<PeftTensor> tensors;
   for (const NamedTensor& t : adapters) tensors.push_back({t.name, t.tensor});
   write_peft_adapter(out, peft, tensors, overwrite);
+  // With QAT over a dense base the adapters trained over its NVFP4 quantization: say which base they need.
+  std::error_code ec;
+  if (run.qat != QatMode::Off && !run.model.empty() && fs::exists(run.model, ec)) {
+    const WeightInfo* q_proj = open_model(run.model)->find(layer_weight_name(0, LayerWeight::QProj));
+    if (q_proj != nullptr && !q_proj->nvfp4)
+      log::warn("{}: {}", out.string(), lora_over_quantized_base_note(peft.base_model, run.qat));
+  }
   if (const std::string note = vllm_lora_rank_note(peft.rank); !note.empty()) log::warn("{}: {}", out.string(), note);
   ExportReport report;
   report.out = out;

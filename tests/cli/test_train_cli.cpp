@@ -28,6 +28,12 @@ std::vector<double> losses_of(const fs::path& metrics) {
   return losses;
 }
 
+size_t count_occurrences(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++count;
+  return count;
+}
+
 class TrainCli : public ::testing::Test {
  protected:
   void SetUp() override { data_ = write_pairs_jsonl(dir_ / "pairs.jsonl", 8); }
@@ -128,6 +134,12 @@ TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
       "", "", dir_.path());
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_EQ(json::parse(read_file(adapter / "adapter_config.json"))["base_model_name_or_path"], "base");
+  // The default --qat w4a16 trains the adapters over the dense base's NVFP4 quantization: the run says so loudly,
+  // when it starts and when it exports (issue 49).
+  const std::string quantized_base = "the adapters train over its NVFP4 quantization";
+  EXPECT_NE(trained.err.find("the base frozen quantized to NVFP4 from its dense weights"), std::string::npos)
+      << trained.err;
+  EXPECT_EQ(count_occurrences(trained.err, quantized_base), 2u) << trained.err;
   EXPECT_NE(trained.err.find("LoRA rank 4 (alpha 8, scale 2) on q,v,down in 2 of 2 layers"), std::string::npos)
       << trained.err;
   EXPECT_NE(trained.err.find("exported the LoRA adapter (PEFT"), std::string::npos) << trained.err;
@@ -137,6 +149,27 @@ TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_EQ(read_file(dir_ / "again" / "adapter_model.safetensors"), read_file(adapter / "adapter_model.safetensors"));
   EXPECT_EQ(read_file(dir_ / "again" / "adapter_config.json"), read_file(adapter / "adapter_config.json"));
+  EXPECT_NE(exported.err.find(quantized_base), std::string::npos) << exported.err;
+  // eval --lora: over the base quantized as the run quantized it the adapter scores its training data better than
+  // the base alone; over the dense base it computes another function (the numbers: bench/NOTES.md).
+  const fs::path quantized = dir_ / "base-nvfp4";
+  ASSERT_EQ(run_cli("quantize " + quoted(tiny_model_dir()) + " " + quoted(quantized) + " --format modelopt").exit_code,
+            0);
+  const auto eval_loss = [&](const fs::path& model, const std::string& lora) {
+    const CliResult result = run_cli("eval --model " + quoted(model) + " --tokenizer " + quoted(tiny_tokenizer_dir()) +
+                                     " --data " + quoted(data_) + lora + " --json");
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return result.exit_code == 0 ? json::parse(result.out)["loss"].get<double>() : 0.0;
+  };
+  const double over_quantized = eval_loss(quantized, " --lora " + quoted(adapter));
+  const double quantized_alone = eval_loss(quantized, "");
+  const double over_dense = eval_loss(tiny_model_dir(), " --lora " + quoted(adapter));
+  std::fprintf(stderr,
+               "eval loss: adapter over the quantized base %.5f, the quantized base alone %.5f, adapter over "
+               "the dense base %.5f\n",
+               over_quantized, quantized_alone, over_dense);
+  EXPECT_LT(over_quantized, quantized_alone);
+  EXPECT_NE(over_quantized, over_dense);
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "whole") + " --format bf16"),
                         {"LoRA run's checkpoint", "--merge-lora"}, "whole-model format of a LoRA run");
   const CliResult merged =

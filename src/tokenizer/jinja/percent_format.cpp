@@ -75,9 +75,8 @@ std::string format_integer(const Value& value, const Spec& spec, int line) {
 
 std::string format_float(const Value& value, const Spec& spec, int line) {
   NVFP4LM_CHECK(value.is_number() || value.is_bool(),
-                "chat template line {}: %{} format: a real number is required, "
-                "not {}",
-                line, spec.conversion, type_name(value));
+                "chat template line {}: %{} format: a real number is required, not {}", line, spec.conversion,
+                type_name(value));
   const double x = value.is_bool() ? (value.as_bool() ? 1.0 : 0.0) : value.as_number();
   std::string format = "%";
   if (spec.left) format += '-';
@@ -136,11 +135,10 @@ std::string percent_format(const std::string& format, const Value& args, int lin
   const bool tuple = args.is_list() && args.is_tuple;
   // CPython: a non-tuple argument with __getitem__ that is not a string (a dict, a list) may be read by key and is
   // never "not all arguments converted".
-  const bool mapping_like = (args.is_dict() || (args.is_list() && !tuple)) && !args.is_string();
+  const bool mapping_like = args.is_dict() || (args.is_list() && !tuple);
   const List single{args};
   const List& positional = tuple ? args.as_list() : single;
   size_t next_arg = 0;
-  bool used_key = false;
   const auto take = [&]() -> const Value& {
     NVFP4LM_CHECK(next_arg < positional.size(), "chat template line {}: not enough arguments for format string", line);
     return positional[next_arg++];
@@ -167,7 +165,6 @@ std::string percent_format(const std::string& format, const Value& args, int lin
       keyed = args.as_dict().find(key);
       NVFP4LM_CHECK(keyed != nullptr, "chat template line {}: KeyError {} in a format string", line,
                     python_repr(Value(key)));
-      used_key = true;
     }
     Spec spec;
     for (; i < format.size(); ++i) {
@@ -250,8 +247,7 @@ std::string percent_format(const std::string& format, const Value& args, int lin
         std::string character;
         if (value.is_string()) {
           NVFP4LM_CHECK(code_points(value.as_string()) == 1,
-                        "chat template line {}: %c requires an int or a unicode "
-                        "character, not a string of length {}",
+                        "chat template line {}: %c requires an int or a unicode character, not a string of length {}",
                         line, code_points(value.as_string()));
           character = value.as_string();
         } else {
@@ -273,7 +269,7 @@ std::string percent_format(const std::string& format, const Value& args, int lin
     NVFP4LM_CHECK(out.size() <= kMaxTextBytes, "chat template line {}: a formatted string of more than {} MiB", line,
                   kMaxTextBytes >> 20);
   }
-  NVFP4LM_CHECK(next_arg >= positional.size() || mapping_like || used_key,
+  NVFP4LM_CHECK(next_arg >= positional.size() || mapping_like,
                 "chat template line {}: not all arguments converted during string formatting", line);
   return out;
 }

@@ -98,14 +98,19 @@ class Evaluator {
     return Flow::Normal;
   }
 
-  // What `body` renders, as a string (for {% set %} blocks, macros, callers and filter blocks).
-  std::string capture(const Body& body) {
+  // What `run` writes, as a string instead of the output (for {% set %} blocks, macros, callers, filter blocks and a
+  // recursive loop's loop()).
+  template <typename Run>
+  std::string capture_output(Run run) {
     std::string captured;
     std::string* saved = out_;
     out_ = &captured;
-    render(body);
+    run();
     out_ = saved;
     return captured;
+  }
+  std::string capture(const Body& body) {
+    return capture_output([&] { render(body); });
   }
 
   // A function made for one statement (a call block's caller, a recursive loop's loop()) refers to the scopes on
@@ -238,16 +243,9 @@ class Evaluator {
       recurse = std::make_shared<Function>([this, alive = liveness.alive, &stmt, outer, depth](CallArgs& args) {
         NVFP4LM_CHECK(*alive, "chat template line {}: loop() called after its loop ended", stmt.line);
         NVFP4LM_CHECK(args.positional.size() == 1,
-                      "chat template line {}: loop() of a recursive loop takes the "
-                      "items to loop over",
-                      stmt.line);
+                      "chat template line {}: loop() of a recursive loop takes the items to loop over", stmt.line);
         const Nested nested(*this, stmt.line, "loop()");
-        std::string rendered;
-        std::string* saved_out = out_;
-        out_ = &rendered;
-        run_loop(stmt, args.positional[0], outer, depth + 1);
-        out_ = saved_out;
-        return Value(std::move(rendered));
+        return Value(capture_output([&] { run_loop(stmt, args.positional[0], outer, depth + 1); }));
       });
     }
     const auto length = static_cast<int64_t>(items.size());

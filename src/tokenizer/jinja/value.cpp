@@ -23,15 +23,7 @@ const Value* Dict::find_key(const Value& key) const {
   return nullptr;
 }
 
-void Dict::set(const std::string& key, Value value) {
-  for (auto& item : items) {
-    if (item.first.is_string() && item.first.as_string() == key) {
-      item.second = std::move(value);
-      return;
-    }
-  }
-  items.emplace_back(Value(key), std::move(value));
-}
+void Dict::set(const std::string& key, Value value) { set_key(Value(key), std::move(value)); }
 
 void Dict::set_key(Value key, Value value) {
   for (auto& item : items) {

@@ -1,7 +1,8 @@
-// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|dat|bf16|gguf] [--gguf-type T] [--overwrite]`: a
+// `nvfp4lm export CHECKPOINT_DIR|RUN_DIR OUT [--format modelopt|compressed-tensors|dat|bf16|gguf] [--gguf-type T]`: a
 // training checkpoint (or a run directory's newest complete one) as a model directory (train/export.h). The NVFP4 block
 // shape and lm_head quantization default to the run's own (what QAT trained); --block / --quantize-lm-head override
-// them. ModelOpt input_scale: --calibrate FILE measures the export's own forward (the quantized masters) over up to
+// them. Input scales (ModelOpt, compressed-tensors): --calibrate FILE measures the export's own forward (the quantized
+// masters) over up to
 // --calibrate-tokens tokens on --device (train/calibrate.h); else the ranges the run recorded with
 // --calibrate-steps, when it did; else the export is weight-only, quant_algo W4A16_NVFP4 (io/modelopt.h).
 // A LoRA run's checkpoint exports its adapter (PEFT), or with --merge-lora the base with the adapters merged
@@ -22,6 +23,7 @@
 #include "core/logging.h"
 #include "io/gguf_model_writer.h"
 #include "io/model_files.h"
+#include "io/model_formats.h"
 #include "io/model_writer.h"
 #include "train/calibrate.h"
 #include "train/dense_export.h"
@@ -247,7 +249,7 @@ int run_export(const ExportCliOptions& cli) {
     bar.finish();
     log::info("calibrated the input ranges of {} linears over {} tokens of {}", options.calibration->input_amax.size(),
               options.calibration->tokens, cli.calibrate);
-  } else if (input.recorded_calibration && options.format == ModelFormat::ModeloptNvfp4) {
+  } else if (input.recorded_calibration && format_capabilities(options.format).activation_scales) {
     options.calibration = input.recorded_calibration;
     log::info("activation scales: recorded by the run ({}, {} tokens)", options.calibration->source,
               options.calibration->tokens);
@@ -278,11 +280,13 @@ CommandRegistration export_registration(
                                "with config.json and the tokenizer beside it)"},
                       cli->out)
                   .required(),
-              FlagUse({.name = "--format",
-                       .help = "modelopt (NVFP4 safetensors, default), dat (NVFP4 .dat), bf16 (dense safetensors), "
-                               "dense-dat (the predecessor's dense .dat, --dtype), or gguf (one file for llama.cpp)",
-                       .value = FlagChoice{check_format_flag}},
-                      cli->format),
+              FlagUse(
+                  {.name = "--format",
+                   .help = "modelopt (NVFP4 safetensors, default), compressed-tensors (NVFP4 safetensors as "
+                           "llm-compressor writes them), dat (NVFP4 .dat), bf16 (dense safetensors), dense-dat (the "
+                           "predecessor's dense .dat, --dtype), or gguf (one file for llama.cpp)",
+                   .value = FlagChoice{check_format_flag}},
+                  cli->format),
               FlagUse(rows::gguf_type(), cli->gguf_type,
                       "gguf: nvfp4 (default: the trained NVFP4 weights bit for bit), q4_0, q8_0, f16 or bf16"),
               FlagUse(rows::block(), cli->block, "NVFP4 blocks: 1d or 2d (default: the run's)"),
@@ -313,8 +317,9 @@ CommandRegistration export_registration(
                                "merge in F32, beside it as DIR-start)"},
                       cli->qat_output),
               FlagUse(rows::calibrate(), cli->calibrate,
-                      "modelopt: measure each linear's input range on this text with the exported weights: a W4A4 "
-                      "export (input_scale = amax / (6*448)); without it the export is weight-only (W4A16_NVFP4)"),
+                      "modelopt, compressed-tensors: measure each linear's input range on this text with the "
+                      "exported weights: a W4A4 export (input_scale = amax / (6*448)); without it the export is "
+                      "weight-only (W4A16_NVFP4, NVFP4A16)"),
               FlagUse(rows::calibrate_tokens(), cli->calibrate_tokens),
           });
       add_flags(app, device_flags(cli->device));

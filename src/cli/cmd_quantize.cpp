@@ -1,9 +1,9 @@
-// `nvfp4lm quantize MODEL OUT --format dat|modelopt|gguf [--gguf-type T]`: post-training NVFP4 quantization of the
-// projections (and lm_head with --quantize-lm-head), streamed weight by weight (io/quantize_model.h). Prints the
-// compute path, one line per quantized weight with its relative RMS error, the total, and time and peak RSS at the end.
-// OUT is a directory (model.dat + config.json for dat), or one file for gguf (the tokenizer and chat template in its
-// metadata; --gguf-type q4_0 / q8_0 / f16 / bf16 encode the source values instead of NVFP4); it is never overwritten
-// without --overwrite.
+// `nvfp4lm quantize MODEL OUT --format dat|modelopt|compressed-tensors|gguf [--gguf-type T]`: post-training NVFP4
+// quantization of the projections (and lm_head with --quantize-lm-head), streamed weight by weight
+// (io/quantize_model.h). Prints the compute path, one line per quantized weight with its relative RMS error, the total,
+// and time and peak RSS at the end. OUT is a directory (model.dat + config.json for dat), or one file for gguf (the
+// tokenizer and chat template in its metadata; --gguf-type q4_0 / q8_0 / f16 / bf16 encode the source values instead of
+// NVFP4); it is never overwritten without --overwrite.
 // --calibrate FILE first runs the source model (unquantized, as ModelOpt calibrates) over up to --calibrate-tokens
 // tokens of FILE on --device and writes input_scale = amax / (6 * 448) of each linear's input (train/calibrate.h);
 // without it the export is weight-only (quant_algo W4A16_NVFP4, no input_scale; io/modelopt.h), and the log says so.
@@ -25,6 +25,7 @@
 #include "core/memory.h"
 #include "io/gguf_model_writer.h"
 #include "io/model_files.h"
+#include "io/model_formats.h"
 #include "io/model_writer.h"
 #include "io/quantize_model.h"
 #include "train/calibrate.h"
@@ -79,9 +80,10 @@ ActivationCalibration calibrate(const QuantizeCliOptions& cli, const ModelFiles&
 int run_quantize(const QuantizeCliOptions& cli) {
   QuantizeOptions options;
   // --format, --gguf-type and --block were checked while parsing (the flag table below).
-  options.format = cli.format == "dat"    ? ModelFormat::Dat
-                   : cli.format == "gguf" ? ModelFormat::Gguf
-                                          : ModelFormat::ModeloptNvfp4;
+  options.format = cli.format == "dat"                  ? ModelFormat::Dat
+                   : cli.format == "gguf"               ? ModelFormat::Gguf
+                   : cli.format == "compressed-tensors" ? ModelFormat::CompressedTensorsNvfp4
+                                                        : ModelFormat::ModeloptNvfp4;
   if (!cli.gguf_type.empty()) {
     NVFP4LM_CHECK(options.format == ModelFormat::Gguf, "--gguf-type chooses the tensor type of --format gguf");
     options.gguf_type = parse_gguf_type(cli.gguf_type);
@@ -104,9 +106,11 @@ int run_quantize(const QuantizeCliOptions& cli) {
                 "--device and --tokenizer choose where and with what --calibrate runs (and --tokenizer what a gguf "
                 "file embeds); quantizing itself runs on the CPU: add --calibrate FILE, or drop them");
   if (options.format == ModelFormat::Gguf && !cli.tokenizer.empty()) options.tokenizer_dir = cli.tokenizer;
-  NVFP4LM_CHECK(cli.calibrate.empty() || options.format == ModelFormat::ModeloptNvfp4,
-                "--calibrate measures activation scales for the ModelOpt format's input_scale; --format dat stores "
-                "none: use --format modelopt, or leave out --calibrate");
+  NVFP4LM_CHECK(cli.calibrate.empty() || format_capabilities(options.format).activation_scales,
+                "--calibrate measures activation scales for the input scales of the ModelOpt and compressed-tensors "
+                "formats; --format {} stores none: use --format modelopt or compressed-tensors, or leave out "
+                "--calibrate",
+                cli.format);
   if (!cli.calibrate.empty()) {
     // Before the calibration run, not after it: OUT may not exist or lie in what is read.
     guard_output(cli.out, "the output", {{source->path(), "the source model"}, {cli.calibrate, "--calibrate"}},
@@ -142,30 +146,33 @@ CommandRegistration quantize_registration(
     "quantize", "Quantize a BF16/FP16/FP32 model to NVFP4 (.dat, ModelOpt safetensors or GGUF)",
     [](CLI::App& app) -> CommandRun {
       auto options = std::make_shared<QuantizeCliOptions>();
-      add_flags(app,
-                {
-                    FlagUse({.name = "model", .help = "source model: HF directory, ModelOpt directory or .dat file"},
-                            options->model)
-                        .required(),
-                    FlagUse({.name = "out", .help = "output directory"}, options->out).required(),
-                    FlagUse({.name = "--format",
-                             .help = "dat, modelopt, or gguf (one file for llama.cpp)",
-                             .value = one_of({"dat", "modelopt", "gguf"})},
-                            options->format)
-                        .required(),
-                    FlagUse(rows::gguf_type(), options->gguf_type),
-                    FlagUse(rows::quantize_lm_head(), options->quantize_lm_head,
-                            "quantize lm_head too (a tied one becomes a separate NVFP4 tensor)"),
-                    FlagUse(rows::block(), options->block),
-                    FlagUse(rows::overwrite(), options->overwrite),
-                    FlagUse(rows::config(), options->config),
-                    FlagUse(rows::max_shard_mb(), options->max_shard_mb,
-                            "modelopt: largest safetensors shard in MB (default 4000)"),
-                    FlagUse(rows::calibrate(), options->calibrate),
-                    FlagUse(rows::calibrate_tokens(), options->calibrate_tokens),
-                    FlagUse(rows::tokenizer(), options->tokenizer,
-                            "--calibrate, gguf: tokenizer directory (default: the model's)"),
-                });
+      add_flags(
+          app,
+          {
+              FlagUse({.name = "model",
+                       .help = "source model: HF directory, ModelOpt or compressed-tensors directory, or .dat file"},
+                      options->model)
+                  .required(),
+              FlagUse({.name = "out", .help = "output directory"}, options->out).required(),
+              FlagUse({.name = "--format",
+                       .help = "dat, modelopt, compressed-tensors (llm-compressor's NVFP4 layout), or gguf (one "
+                               "file for llama.cpp)",
+                       .value = one_of({"dat", "modelopt", "compressed-tensors", "gguf"})},
+                      options->format)
+                  .required(),
+              FlagUse(rows::gguf_type(), options->gguf_type),
+              FlagUse(rows::quantize_lm_head(), options->quantize_lm_head,
+                      "quantize lm_head too (a tied one becomes a separate NVFP4 tensor)"),
+              FlagUse(rows::block(), options->block),
+              FlagUse(rows::overwrite(), options->overwrite),
+              FlagUse(rows::config(), options->config),
+              FlagUse(rows::max_shard_mb(), options->max_shard_mb,
+                      "modelopt, compressed-tensors: largest safetensors shard in MB (default 4000)"),
+              FlagUse(rows::calibrate(), options->calibrate),
+              FlagUse(rows::calibrate_tokens(), options->calibrate_tokens),
+              FlagUse(rows::tokenizer(), options->tokenizer,
+                      "--calibrate, gguf: tokenizer directory (default: the model's)"),
+          });
       add_flags(app, device_flags(options->device));
       return [options] { return run_quantize(*options); };
     },

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/compressed_tensors.h"
 #include "io/model_formats.h"
 #include "io/model_writer.h"
 #include "io/quantize_model.h"
@@ -21,8 +22,9 @@ std::string copy_obstacle(const ModelFiles& source, ModelFormat format) {
     const ModelWeight weight = source.load(info.name);
     const float tensor_scale = weight.nvfp4.tensor_scale, input_scale = weight.input_scale;
     source.release(info.name);
-    // Only ModelOpt stores a W4A4 checkpoint's activation scales; elsewhere the copy would run W4A16.
-    if (input_scale > 0 && format != ModelFormat::ModeloptNvfp4)
+    // Only ModelOpt and compressed-tensors store a W4A4 checkpoint's activation scales; elsewhere the copy would run
+    // W4A16.
+    if (input_scale > 0 && !capabilities.activation_scales)
       return fmt::format(
           "it is a W4A4 checkpoint (input_scale {} on {}), whose activation scales the {} format "
           "cannot hold",
@@ -36,6 +38,18 @@ std::string copy_obstacle(const ModelFiles& source, ModelFormat format) {
     return fmt::format("it has no NVFP4 weight; writing it as {} would quantize it (nvfp4lm quantize does that)",
                        model_format_name(format));
   return {};
+}
+
+size_t scales_moved_by_copy(const ModelFiles& source, ModelFormat format) {
+  if (format != ModelFormat::CompressedTensorsNvfp4) return 0;
+  size_t moved = 0;
+  for (const WeightInfo& info : source.weights()) {
+    if (!info.kind || !info.nvfp4) continue;
+    const float tensor_scale = source.load(info.name).nvfp4.tensor_scale;
+    source.release(info.name);
+    moved += 1.0f / compressed_tensors_global_scale(tensor_scale) != tensor_scale ? 1 : 0;
+  }
+  return moved;
 }
 
 void write_model_copy(const ModelFiles& source, const fs::path& out, ModelFormat format) {

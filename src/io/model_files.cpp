@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/logging.h"
+#include "io/compressed_tensors.h"
 #include "io/gguf_reader.h"
 #include "io/model_files_impl.h"
 #include "io/modelopt.h"
@@ -35,26 +36,31 @@ bool path_exists(const fs::path& path) {
   return fs::exists(path, ec);
 }
 
-// quantization_config in config.json: "modelopt" (with NVFP4) is ours to read; anything else is not.
-bool config_says_modelopt(const fs::path& config_path) {
+// quantization_config in config.json: "modelopt" (with NVFP4) and "compressed-tensors" (with the NVFP4 schemes)
+// are ours to read; anything else is not. Which of the two, or nullopt for an unquantized config.
+std::optional<ModelFormat> quantized_format_in_config(const fs::path& config_path) {
   const json config = read_json_file(config_path);
   if (!config.is_object() || !config.contains("quantization_config") || config["quantization_config"].is_null())
-    return false;
+    return std::nullopt;
   const json& q = config["quantization_config"];
   const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
                                  ? q["quant_method"].get<std::string>()
                                  : std::string("(unnamed)");
+  if (method == kCompressedTensorsMethod) {
+    parse_compressed_tensors_config(q, config_path.string());  // Errors on schemes nvfp4lm cannot run
+    return ModelFormat::CompressedTensorsNvfp4;
+  }
   NVFP4LM_CHECK(
       method == "modelopt",
-      "{}: quantization_config.quant_method '{}' is not supported; nvfp4lm reads unquantized (BF16/FP16/FP32) "
-      "and ModelOpt NVFP4 checkpoints",
+      "{}: quantization_config.quant_method '{}' is not supported; nvfp4lm reads unquantized (BF16/FP16/FP32), "
+      "ModelOpt NVFP4 and compressed-tensors NVFP4 checkpoints",
       config_path.string(), method);
   const std::string algo = q.contains("quant_algo") && q["quant_algo"].is_string() ? q["quant_algo"].get<std::string>()
                                                                                    : std::string("(none)");
   NVFP4LM_CHECK(modelopt_quant_algo_supported(algo),
                 "{}: ModelOpt quant_algo '{}' is not supported (only NVFP4 and W4A16_NVFP4)", config_path.string(),
                 algo);
-  return true;
+  return ModelFormat::ModeloptNvfp4;
 }
 
 std::optional<fs::path> tokenizer_in(const fs::path& dir, const OpenModelOptions& options) {
@@ -128,8 +134,18 @@ detail::ModelLocation locate(const fs::path& path, const OpenModelOptions& optio
   location.path = path;
   location.directory = path;
   location.config_path = config_for(path, options, "a Hugging Face model directory");
-  const bool modelopt = path_exists(path / "hf_quant_config.json") || config_says_modelopt(location.config_path);
-  location.format = modelopt ? ModelFormat::ModeloptNvfp4 : ModelFormat::HfSafetensors;
+  if (path_exists(path / "hf_quant_config.json")) {
+    const json config = read_json_file(location.config_path);
+    NVFP4LM_CHECK(
+        json_field_or(json_field_or(config, "quantization_config", json::object(), location.config_path.string()),
+                      "quant_method", std::string(), location.config_path.string()) != kCompressedTensorsMethod,
+        "{} has both hf_quant_config.json (ModelOpt) and a compressed-tensors quantization_config in "
+        "config.json; remove the one that does not describe its weights",
+        path.string());
+    location.format = ModelFormat::ModeloptNvfp4;
+  } else {
+    location.format = quantized_format_in_config(location.config_path).value_or(ModelFormat::HfSafetensors);
+  }
   location.tokenizer_dir = tokenizer_in(path, options);
   return location;
 }
@@ -142,6 +158,8 @@ std::string_view model_format_name(ModelFormat format) {
       return "hf-safetensors";
     case ModelFormat::ModeloptNvfp4:
       return "modelopt-nvfp4";
+    case ModelFormat::CompressedTensorsNvfp4:
+      return "compressed-tensors-nvfp4";
     case ModelFormat::Dat:
       return "dat";
     case ModelFormat::Gguf:
@@ -185,7 +203,9 @@ void ModelFiles::finalize_weights(std::vector<WeightInfo> found) {
     NVFP4LM_CHECK(info.nvfp4 || dtype_is_float(info.dtype),
                   "{}: weight '{}' is stored as {}; expected F32, BF16, F16{}", model, info.name,
                   dtype_name(info.dtype),
-                  format_ == ModelFormat::ModeloptNvfp4 ? " or NVFP4 (weight + weight_scale)" : "");
+                  format_ == ModelFormat::ModeloptNvfp4            ? " or NVFP4 (weight + weight_scale)"
+                  : format_ == ModelFormat::CompressedTensorsNvfp4 ? " or NVFP4 (weight_packed + weight_scale)"
+                                                                   : "");
     info.kind = expected.kind;
     weights_.push_back(std::move(info));
     by_name.erase(it);

@@ -3,6 +3,8 @@
 //   - HF directory: config.json + model.safetensors (or model.safetensors.index.json with shards);
 //   - ModelOpt NVFP4 directory: the same plus hf_quant_config.json (or quantization_config.quant_method
 //     "modelopt" in config.json); quantized linears as in io/modelopt.h;
+//   - compressed-tensors NVFP4 directory (llm-compressor's): quantization_config.quant_method
+//     "compressed-tensors" with the NVFP4 or NVFP4A16 scheme; quantized linears as in io/compressed_tensors.h;
 //   - `.dat` file (io/dat_format.h): config.json beside it or given in options; also a directory holding one
 //     .dat file and config.json (what `quantize --format dat` writes).
 // Detection never guesses: a directory with both safetensors and .dat files, several .dat files, a
@@ -39,8 +41,9 @@
 namespace nvfp4lm {
 
 // Gguf is written only (io/gguf_model_writer.h, for llama.cpp); open_model never returns it.
-enum class ModelFormat { HfSafetensors, ModeloptNvfp4, Dat, Gguf };
-std::string_view model_format_name(ModelFormat format);  // "hf-safetensors", "modelopt-nvfp4", "dat", "gguf"
+enum class ModelFormat { HfSafetensors, ModeloptNvfp4, CompressedTensorsNvfp4, Dat, Gguf };
+// "hf-safetensors", "modelopt-nvfp4", "compressed-tensors-nvfp4", "dat", "gguf"
+std::string_view model_format_name(ModelFormat format);
 
 struct WeightInfo {
   std::string name;                // HF name

@@ -6,6 +6,8 @@ namespace {
 
 // title, NVFP4 weights, stores tensor scale, fused groups share it, activation scales
 constexpr FormatCapabilities kModelopt{"NVFP4 (ModelOpt safetensors)", true, true, true, true};
+// Stores the tensor scale as its reciprocal (io/compressed_tensors.h): exact for 7 floats in 8, one ulp off otherwise.
+constexpr FormatCapabilities kCompressedTensors{"NVFP4 (compressed-tensors safetensors)", true, true, true, true};
 constexpr FormatCapabilities kDat{"NVFP4 (.dat)", true, false, false, false};
 constexpr FormatCapabilities kGgufNvfp4{"GGUF", true, true, false, false};
 constexpr FormatCapabilities kGgufDense{"GGUF", false, false, false, false};
@@ -17,6 +19,8 @@ const FormatCapabilities& format_capabilities(ModelFormat format, gguf::GgmlType
   switch (format) {
     case ModelFormat::ModeloptNvfp4:
       return kModelopt;
+    case ModelFormat::CompressedTensorsNvfp4:
+      return kCompressedTensors;
     case ModelFormat::Dat:
       return kDat;
     case ModelFormat::Gguf:

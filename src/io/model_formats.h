@@ -4,6 +4,7 @@
 //
 //   format                 NVFP4 weights  tensor scale       fused groups share it  input_scale (calibration)
 //   modelopt-nvfp4         yes            per weight         yes (engines fuse)     yes
+//   compressed-tensors     yes            per weight (1/x)   yes (engines fuse)     yes (1/x)
 //   dat                    yes            none: reads as 1   -                      no
 //   gguf, type nvfp4       yes            per weight         no ("<name>.scale")    no
 //   gguf, q4_0/q8_0/f16/.. no             -                  -                      no

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/logging.h"
+#include "io/compressed_tensors.h"
 #include "io/dat_format.h"
 #include "io/gguf_model_writer.h"
 #include "io/model_formats.h"
@@ -26,16 +27,22 @@ uint64_t dense_bytes(const WeightPlan& weight) {
   return static_cast<uint64_t>(weight.shape.numel()) * dtype_bytes(weight.dtype);
 }
 
-// with_input_scale: a W4A4 ModelOpt export (measured activation scales), io/modelopt.h.
-uint64_t planned_bytes(const WeightPlan& weight, bool with_input_scale) {
-  return weight.nvfp4 ? modelopt_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale) : dense_bytes(weight);
+// with_input_scale: a W4A4 export (measured activation scales), io/modelopt.h and io/compressed_tensors.h.
+uint64_t planned_bytes(ModelFormat format, const WeightPlan& weight, bool with_input_scale) {
+  if (!weight.nvfp4) return dense_bytes(weight);
+  return format == ModelFormat::CompressedTensorsNvfp4
+             ? compressed_tensors_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale)
+             : modelopt_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale);
 }
 
-void add_entries(std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& weight, bool with_input_scale) {
-  if (weight.nvfp4)
-    declare_modelopt_weight(entries, weight.name, weight.shape[0], weight.shape[1], with_input_scale);
-  else
+void add_entries(ModelFormat format, std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& weight,
+                 bool with_input_scale) {
+  if (!weight.nvfp4)
     entries.push_back({weight.name, weight.dtype, weight.shape});
+  else if (format == ModelFormat::CompressedTensorsNvfp4)
+    declare_compressed_tensors_weight(entries, weight.name, weight.shape[0], weight.shape[1], with_input_scale);
+  else
+    declare_modelopt_weight(entries, weight.name, weight.shape[0], weight.shape[1], with_input_scale);
 }
 
 // The tokenizer a GGUF export embeds: tokenizer.json (and tokenizer_config.json) among the files to copy.
@@ -105,7 +112,7 @@ void ModelWriter::setup_writers() {
   uint64_t shard_bytes = 0;
   size_t shards = plan_.empty() ? 1 : 0;
   for (const auto& weight : plan_) {
-    const uint64_t bytes = planned_bytes(weight, options_.calibration.has_value());
+    const uint64_t bytes = planned_bytes(format_, weight, options_.calibration.has_value());
     if (shards == 0 || (shard_bytes > 0 && shard_bytes + bytes > options_.max_shard_bytes)) {
       ++shards;
       shard_bytes = 0;
@@ -127,7 +134,7 @@ void ModelWriter::open_shard(size_t shard) {
   if (impl_->shard) impl_->shard->finish();
   std::vector<SafetensorsEntrySpec> entries;
   for (size_t i = 0; i < plan_.size(); ++i)
-    if (shard_of_[i] == shard) add_entries(entries, plan_[i], options_.calibration.has_value());
+    if (shard_of_[i] == shard) add_entries(format_, entries, plan_[i], options_.calibration.has_value());
   impl_->shard = std::make_unique<SafetensorsWriter>(staging_dir() / shard_files_[shard], std::move(entries));
   impl_->shard_index = shard;
 }
@@ -223,7 +230,11 @@ void ModelWriter::write_nvfp4(const std::string& name, const Nvfp4Tensor& q) {
   } else {
     const std::optional<float> input_scale =
         options_.calibration ? std::optional(options_.calibration->input_scale(name)) : std::nullopt;
-    write_modelopt_weight(*impl_->shard, name, q, input_scale);
+    if (format_ == ModelFormat::CompressedTensorsNvfp4) {
+      if (!write_compressed_tensors_weight(*impl_->shard, name, q, input_scale)) ++inexact_global_scales_;
+    } else {
+      write_modelopt_weight(*impl_->shard, name, q, input_scale);
+    }
   }
   bytes_written_ += q.codes.nbytes() + q.block_scales.nbytes();
   ++next_;
@@ -252,7 +263,7 @@ void ModelWriter::finish() {
       uint64_t total = 0;
       for (size_t i = 0; i < plan_.size(); ++i) {
         std::vector<SafetensorsEntrySpec> entries;
-        add_entries(entries, plan_[i], options_.calibration.has_value());
+        add_entries(format_, entries, plan_[i], options_.calibration.has_value());
         for (const auto& entry : entries) {
           weight_map[entry.name] = shard_files_[shard_of_[i]];
           total += SafetensorsWriter::entry_bytes(entry);
@@ -281,6 +292,28 @@ void ModelWriter::finish() {
                       /*overwrite=*/false);
     if (calibration == nullptr) log::info("{}", weight_only_export_notice(out_dir_.string()));
     if (lm_head_nvfp4) log::warn("{}", quantized_lm_head_warning(out_dir_.string()));
+  }
+  if (format_ == ModelFormat::CompressedTensorsNvfp4) {
+    bool lm_head_nvfp4 = false;
+    size_t nvfp4_weights = 0;
+    for (const auto& weight : plan_) {
+      lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == kLmHeadWeightName && weight.nvfp4);
+      nvfp4_weights += weight.nvfp4 ? 1 : 0;
+    }
+    const std::vector<std::string> ignore =
+        lm_head_nvfp4 ? std::vector<std::string>{} : std::vector<std::string>{"lm_head"};
+    config["quantization_config"] = compressed_tensors_quantization_config(ignore, options_.calibration.has_value());
+    if (!options_.calibration)
+      log::info(
+          "{}: weight-only NVFP4 (compressed-tensors NVFP4A16, no input_global_scale): activations were not "
+          "calibrated; pass --calibrate FILE (train: --calibrate-steps N) for W4A4 (the NVFP4 scheme)",
+          out_dir_.string());
+    if (lm_head_nvfp4) log::warn("{}", quantized_lm_head_warning(out_dir_.string()));
+    if (inexact_global_scales_ > 0)
+      log::info(
+          "{}: {} of {} NVFP4 weights have a tensor scale that is not 1/x of any float32; compressed-tensors "
+          "stores 1/x, so they read back one float32 ulp away (ModelOpt's format stores the scale itself)",
+          out_dir_.string(), inexact_global_scales_, nvfp4_weights);
   }
   write_file_atomic(staging_dir() / "config.json", config.dump(2) + "\n", /*overwrite=*/false);
   if (options_.generation_config)

@@ -11,6 +11,10 @@
 //                    quantization_config block in config.json (exclude_modules: "lm_head" unless it is NVFP4);
 //                    with `calibration`, a W4A4 export (quant_algo NVFP4, each input_scale measured), without
 //                    it a weight-only one (W4A16_NVFP4, no input_scale; said in the log and hf_quant_config.json)
+//   compressed-tensors-nvfp4: the same safetensors with NVFP4 weights as in io/compressed_tensors.h
+//                    (weight_packed, weight_scale, weight_global_scale, and input_global_scale with `calibration`:
+//                    the NVFP4 scheme, else NVFP4A16) and config.json's quantization_config as compressed-tensors
+//                    writes it (ignore: "lm_head" unless it is NVFP4); no hf_quant_config.json
 //   gguf:            OUT is one file (io/gguf_model_writer.h: weights, hyperparameters, and the tokenizer read from
 //                    the tokenizer.json / tokenizer_config.json among copy_files), nothing else is written
 //   dat:             model.dat (NVFP4 weights as "<layer>.qdata" type 100 + "<layer>.scale" type 101; the
@@ -56,7 +60,8 @@ struct ModelWriterOptions {
   nlohmann::json config_json;  // config.json content (quantization_config is replaced / removed per format)
   std::optional<nlohmann::json> generation_config;
   std::vector<fs::path> copy_files;  // copied into OUT under their file names
-  // modelopt-nvfp4: measured activation ranges, for every NVFP4 weight's input_scale (Error when one is missing).
+  // modelopt-nvfp4 and compressed-tensors-nvfp4: measured activation ranges, for every NVFP4 weight's input_scale
+  // (Error when one is missing).
   std::optional<ActivationCalibration> calibration = std::nullopt;
   // gguf: the type of the projections (io/gguf_model_writer.h); NVFP4 takes NVFP4 weights, the others dense ones.
   gguf::GgmlType gguf_type = gguf::GgmlType::NVFP4;
@@ -100,6 +105,7 @@ class ModelWriter {
   std::vector<std::string> shard_files_;
   std::unique_ptr<Impl> impl_;
   uint64_t bytes_written_ = 0;
+  size_t inexact_global_scales_ = 0;  // compressed-tensors: tensor scales that are no float's reciprocal
   bool finished_ = false;
 };
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "io/export_plan.h"
+#include "io/model_formats.h"
 #include "quant/nvfp4_fixed_scale.h"
 #include "quant/nvfp4_group_scale.h"
 
@@ -83,14 +84,15 @@ std::optional<ActivationCalibration> kept_input_scales(const ModelFiles& source,
     source.release(weight.source);
   }
   if (kept.stored_input_scale.empty()) return std::nullopt;
-  if (format != ModelFormat::ModeloptNvfp4 || kept.stored_input_scale.size() != nvfp4_outputs) {
+  const bool stores_scales = format_capabilities(format).activation_scales;
+  if (!stores_scales || kept.stored_input_scale.size() != nvfp4_outputs) {
     log::warn(
         "{} is a W4A4 checkpoint (input_scale on {} weights); its activation scales are not written: {}, so the "
         "output runs W4A16 (pass --calibrate FILE for a W4A4 ModelOpt export)",
         source.path().string(), kept.stored_input_scale.size(),
-        format != ModelFormat::ModeloptNvfp4 ? fmt::format("the {} format stores none", model_format_name(format))
-                                             : fmt::format("only {} of the output's {} NVFP4 weights have one",
-                                                           kept.stored_input_scale.size(), nvfp4_outputs));
+        !stores_scales ? fmt::format("the {} format stores none", model_format_name(format))
+                       : fmt::format("only {} of the output's {} NVFP4 weights have one",
+                                     kept.stored_input_scale.size(), nvfp4_outputs));
     return std::nullopt;
   }
   log::info("{}: the W4A4 checkpoint's input_scale values are kept as stored ({} weights)", source.path().string(),
@@ -125,13 +127,16 @@ std::vector<GuardedInput> model_read_paths(const ModelFiles& source) {
 }
 
 QuantizeReport quantize_model(const ModelFiles& source, const fs::path& out, const QuantizeOptions& options) {
-  NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::Dat ||
-                    options.format == ModelFormat::Gguf,
-                "quantize writes the modelopt, dat or gguf format, not {}", model_format_name(options.format));
+  NVFP4LM_CHECK(options.format == ModelFormat::ModeloptNvfp4 || options.format == ModelFormat::CompressedTensorsNvfp4 ||
+                    options.format == ModelFormat::Dat || options.format == ModelFormat::Gguf,
+                "quantize writes the modelopt, compressed-tensors, dat or gguf format, not {}",
+                model_format_name(options.format));
   const FormatCapabilities& format = format_capabilities(options.format, options.gguf_type);
   NVFP4LM_CHECK(!options.calibration || format.activation_scales,
-                "--calibrate measures activation scales for the ModelOpt format's input_scale; the .dat format stores "
-                "none: use --format modelopt, or leave out --calibrate");
+                "--calibrate measures activation scales for the input scales of the ModelOpt and compressed-tensors "
+                "formats; the {} format stores none: use --format modelopt or compressed-tensors, or leave out "
+                "--calibrate",
+                model_format_name(options.format));
   // Before the (long) amax pass, not only when writing starts: OUT may not be, hold or lie in what is read.
   guard_output(out, "the output", model_read_paths(source), options.overwrite, model_output_kind(options.format));
 

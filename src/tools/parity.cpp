@@ -111,11 +111,17 @@ std::vector<PathSpec> plan_paths(const ParityOptions& options, const ModelFiles&
       "generate's default)",
       int8, SequenceRunner::Cached, "reference", ToleranceClass::Int8Activations);
 
+  // compressed-tensors stores tensor scales as reciprocals: identical unless one is no float's reciprocal, which then
+  // moves by one ulp (io/compressed_tensors.h), a float32 rounding difference.
+  const bool compressed_exact = scales_moved_by_copy(files, ModelFormat::CompressedTensorsNvfp4) == 0;
   const std::map<ModelFormat, std::pair<std::string, ToleranceClass>> copies = {
       {ModelFormat::ModeloptNvfp4, {"reference", ToleranceClass::Identical}},
+      {ModelFormat::CompressedTensorsNvfp4,
+       {"copy-modelopt", compressed_exact ? ToleranceClass::Identical : ToleranceClass::Fp32}},
       {ModelFormat::Dat, {"copy-modelopt", ToleranceClass::Identical}},
       {ModelFormat::HfSafetensors, {"reference", ToleranceClass::Bf16Weights}}};
-  for (const ModelFormat format : {ModelFormat::ModeloptNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors}) {
+  for (const ModelFormat format : {ModelFormat::ModeloptNvfp4, ModelFormat::CompressedTensorsNvfp4, ModelFormat::Dat,
+                                   ModelFormat::HfSafetensors}) {
     const std::string name = "copy-" + std::string(export_format_flag_name(format));
     const std::string what =
         format == ModelFormat::HfSafetensors ? "dense BF16 safetensors" : std::string(model_format_name(format));

@@ -16,6 +16,8 @@
 //   cpu-int8       KV cache with int8 activations in the decode steps' NVFP4 products, BF16 in the prefill's
 //                  (cpu/nvfp4-int8, what generate runs by default)                 vs reference int8-activations
 //   copy-modelopt  the model written as ModelOpt NVFP4 to a temporary directory    vs reference         identical
+//   copy-compressed-tensors  ... as compressed-tensors NVFP4 (tensor scales stored as 1/x)  vs copy-modelopt
+//                  identical, or fp32 when a tensor scale is no float's reciprocal (it moves by one ulp)
 //   copy-dat       ... as `.dat` (needs tensor scales of 1, which .dat models have) vs copy-modelopt    identical
 //   copy-bf16      ... as dense BF16 safetensors                                   vs reference         bf16-weights
 //   cuda           on the CUDA device, full forward                                vs reference bf16-activations

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "data/batch.h"
+#include "io/model_formats.h"
 #include "tokenizer/chat_template.h"
 #include "train/checkpoint.h"
 #include "train/tensor_model_files.h"
@@ -80,9 +81,10 @@ ActivationCalibration calibrate_source_model(const ModelFiles& source, const Tok
 
 ActivationCalibration calibrate_checkpoint(const CheckpointExportInput& input, const ExportOptions& export_options,
                                            const CalibrationOptions& options, const CalibrationProgressFn& progress) {
-  NVFP4LM_CHECK(export_options.format == ModelFormat::ModeloptNvfp4,
-                "--calibrate measures activation scales for the ModelOpt format's input_scale; --format {} stores "
-                "none: use --format modelopt, or leave out --calibrate",
+  NVFP4LM_CHECK(format_capabilities(export_options.format).activation_scales,
+                "--calibrate measures activation scales for the input scales of the ModelOpt and compressed-tensors "
+                "formats; --format {} stores none: use --format modelopt or compressed-tensors, or leave out "
+                "--calibrate",
                 export_format_flag_name(export_options.format));
   std::optional<fs::path> tokenizer_dir;
   for (const fs::path& file : input.source.side_files)

@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "core/json_text.h"
 #include "core/memory_guard.h"
+#include "io/model_formats.h"
 #include "model/lora.h"
 #include "tokenizer/chat_template.h"
 
@@ -583,7 +584,7 @@ std::vector<TrainFlag> make_train_flags() {
            },
        .added_later = true},
       {.name = "--export-format",
-       .help = "modelopt (NVFP4, default), dat (NVFP4) or bf16",
+       .help = "modelopt (NVFP4, default), compressed-tensors (NVFP4, llm-compressor's layout), dat (NVFP4) or bf16",
        .key = "export_format",
        .resume = G::Free,
        .value = choice(&O::export_format, parse_export_format, export_format_flag_name)},
@@ -596,9 +597,11 @@ std::vector<TrainFlag> make_train_flags() {
        .check =
            [](const O& o) {
              NVFP4LM_CHECK(
-                 o.calibrate_steps == 0 || o.export_path.empty() || o.export_format == ModelFormat::ModeloptNvfp4,
-                 "--calibrate-steps records activation scales for the ModelOpt export's input_scale; "
-                 "--export-format {} stores none: use --export-format modelopt, or drop --calibrate-steps",
+                 o.calibrate_steps == 0 || o.export_path.empty() ||
+                     format_capabilities(o.export_format).activation_scales,
+                 "--calibrate-steps records activation scales for the input scales of a ModelOpt or compressed-tensors "
+                 "export; --export-format {} stores none: use --export-format modelopt or compressed-tensors, or drop "
+                 "--calibrate-steps",
                  export_format_flag_name(o.export_format));
            },
        .added_later = true},

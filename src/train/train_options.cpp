@@ -43,6 +43,8 @@ std::string_view export_format_flag_name(ModelFormat format) {
   switch (format) {
     case ModelFormat::ModeloptNvfp4:
       return "modelopt";
+    case ModelFormat::CompressedTensorsNvfp4:
+      return "compressed-tensors";
     case ModelFormat::Dat:
       return "dat";
     case ModelFormat::HfSafetensors:
@@ -55,9 +57,10 @@ std::string_view export_format_flag_name(ModelFormat format) {
 
 ModelFormat parse_export_format(std::string_view name) {
   for (ModelFormat format :
-       {ModelFormat::ModeloptNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors, ModelFormat::Gguf})
+       {ModelFormat::ModeloptNvfp4, ModelFormat::CompressedTensorsNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors,
+        ModelFormat::Gguf})
     if (name == export_format_flag_name(format)) return format;
-  NVFP4LM_FAIL("unknown export format '{}' (choose modelopt, dat, bf16 or gguf)", name);
+  NVFP4LM_FAIL("unknown export format '{}' (choose modelopt, compressed-tensors, dat, bf16 or gguf)", name);
 }
 
 std::string_view nonfinite_name(NonFinitePolicy policy) { return policy == NonFinitePolicy::Skip ? "skip" : "stop"; }

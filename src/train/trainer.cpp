@@ -11,6 +11,7 @@
 #include "core/memory.h"
 #include "core/memory_guard.h"
 #include "core/rng.h"
+#include "io/model_formats.h"
 #include "io/model_writer.h"
 #include "train/dist/gather_state.h"
 #include "train/dist/mpi_communicator.h"
@@ -379,7 +380,7 @@ ExportReport Trainer::export_model() {
   export_options.block = options_.block;
   export_options.quantize_lm_head = options_.quantize_lm_head;
   export_options.overwrite = options_.overwrite;
-  if (!calibration_.empty() && options_.export_format == ModelFormat::ModeloptNvfp4)
+  if (!calibration_.empty() && format_capabilities(options_.export_format).activation_scales)
     export_options.calibration = calibration_;
   const std::vector<NamedTensor> masters = model_->master_weights();
   if (options_.lora_rank > 0)

@@ -46,7 +46,7 @@ TEST(CliFiles, SynthQuantizeInfoRoundTrip) {
                        hf_info["parameters"]["layer_norm"].get<int64_t>() +
                        hf_info["parameters"]["final_norm"].get<int64_t>());
 
-  for (const std::string format : {"modelopt", "dat"}) {
+  for (const std::string format : {"modelopt", "compressed-tensors", "dat"}) {
     const fs::path out = dir / ("q-" + format);
     const CliResult quantize = run_cli("quantize " + quoted(hf) + " " + quoted(out) + " --format " + format);
     ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
@@ -58,7 +58,7 @@ TEST(CliFiles, SynthQuantizeInfoRoundTrip) {
     const CliResult quantized_info = run_cli("info " + quoted(out) + " --json");
     ASSERT_EQ(quantized_info.exit_code, 0) << quantized_info.err;
     const json q = json::parse(quantized_info.out);
-    EXPECT_EQ(q["format"], format == "dat" ? "dat" : "modelopt-nvfp4");
+    EXPECT_EQ(q["format"], format == "dat" ? "dat" : format + "-nvfp4");
     EXPECT_EQ(q["parameters"]["total"], total);
     EXPECT_EQ(q["parameters"]["nvfp4"],
               q["parameters"]["attention"].get<int64_t>() + q["parameters"]["mlp"].get<int64_t>());
@@ -169,7 +169,7 @@ TEST(CliFiles, BadInputGivesOneLineErrors) {
 
   const fs::path hf = synth_small(dir);
   expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o") + " --format onnx"),
-                        {"--format", "onnx", "dat, modelopt or gguf"});
+                        {"--format", "onnx", "dat, modelopt, compressed-tensors or gguf"});
   // GGUF carries the tokenizer in its metadata: a model without one (synth_small writes none) needs --tokenizer.
   expect_one_line_error(run_cli("quantize " + quoted(hf) + " " + quoted(dir / "o.gguf") + " --format gguf"),
                         {"tokenizer.json", "--tokenizer DIR"});

@@ -108,7 +108,7 @@ TEST_F(TrainCli, ExportWritesEveryFormatAndNeverOverwritesWithoutTheFlag) {
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(run) + " --overwrite"),
                         {"refusing to write the export"}, "OUT = the run directory");
   expect_one_line_error(run_cli("export " + quoted(run) + " " + quoted(dir_ / "x") + " --format onnx"),
-                        {"--format", "onnx", "modelopt, dat, bf16 or gguf"}, "--format onnx");
+                        {"--format", "onnx", "modelopt, compressed-tensors, dat, bf16 or gguf"}, "--format onnx");
   expect_one_line_error(run_cli("export " + quoted(dir_ / "nothing") + " " + quoted(dir_ / "x")),
                         {(dir_ / "nothing").string()}, "missing checkpoint");
   ASSERT_EQ(run_cli("export " + quoted(run) + " " + quoted(out) + " --format bf16 --overwrite").exit_code, 0);

@@ -24,13 +24,14 @@ class UsageErrors : public ::testing::Test {
 };
 
 TEST_F(UsageErrors, QuantizeFormatAndBlockAreChoices) {
-  expect_usage_error("quantize m out --format fp8", {"--format", "'fp8'", "dat, modelopt or gguf"});
+  expect_usage_error("quantize m out --format fp8", {"--format", "'fp8'", "dat, modelopt, compressed-tensors or gguf"});
   expect_usage_error("quantize m out --format dat --block 3d", {"--block", "'3d'", "1d", "2d"});
   expect_usage_error("quantize m out --format gguf --gguf-type q2_k", {"--gguf-type", "q2_k"});
 }
 
 TEST_F(UsageErrors, ExportFormatIsAChoice) {
-  expect_usage_error("export run out --format fp8", {"--format", "'fp8'", "modelopt, dat, bf16 or gguf"});
+  expect_usage_error("export run out --format fp8",
+                     {"--format", "'fp8'", "modelopt, compressed-tensors, dat, bf16 or gguf"});
   expect_usage_error("export run out --dtype f8", {"--dtype", "'f8'", "bf16, f32 or f16"});
 }
 

@@ -69,7 +69,8 @@ TEST_F(Parity, DatModelPassesEveryCpuPair) {
     const auto pairs = pairs_of(report, p);
     for (const char* name :
          {"cpu-cache vs reference", "cpu-dense vs reference", "cpu-bf16 vs reference", "cpu-int8 vs reference",
-          "copy-modelopt vs reference", "copy-dat vs copy-modelopt", "copy-bf16 vs reference"}) {
+          "copy-modelopt vs reference", "copy-compressed-tensors vs copy-modelopt", "copy-dat vs copy-modelopt",
+          "copy-bf16 vs reference"}) {
       ASSERT_TRUE(pairs.count(name)) << name << "\n" << parity_table(report);
       const ParityPair& pair = pairs.at(name);
       EXPECT_TRUE(pair.pass()) << name;
@@ -79,6 +80,7 @@ TEST_F(Parity, DatModelPassesEveryCpuPair) {
     // The lossless copies run the same kernels on the same bits.
     EXPECT_EQ(pairs.at("copy-modelopt vs reference").diff.max_abs_diff, 0);
     EXPECT_EQ(pairs.at("copy-dat vs copy-modelopt").diff.max_abs_diff, 0);
+    EXPECT_EQ(pairs.at("copy-compressed-tensors vs copy-modelopt").diff.max_abs_diff, 0);  // 1 / 1 is exact
     // The cache and the dense weights take other kernels: close, not equal.
     EXPECT_GT(pairs.at("cpu-cache vs reference").diff.max_abs_diff, 0);
     EXPECT_EQ(pairs.at("cpu-cache vs reference").diff.top1_agree, pairs.at("cpu-cache vs reference").diff.positions);
@@ -201,6 +203,12 @@ TEST_F(Parity, PathsThatCannotRunSayWhy) {
   EXPECT_NE(skip_reason(modelopt, "copy-dat").find("tensor scales"), std::string::npos);
   EXPECT_EQ(skip_reason(modelopt, "copy-modelopt"), "");
   EXPECT_EQ(pairs_of(modelopt, 0).at("copy-modelopt vs reference").diff.max_abs_diff, 0);
+  // compressed-tensors stores each tensor scale as its reciprocal: identical when every one round-trips.
+  const ParityPair& compressed = pairs_of(modelopt, 0).at("copy-compressed-tensors vs copy-modelopt");
+  EXPECT_TRUE(compressed.pass());
+  if (scales_moved_by_copy(*open_model(modelopt_), ModelFormat::CompressedTensorsNvfp4) == 0) {
+    EXPECT_EQ(compressed.diff.max_abs_diff, 0);
+  }
 
   // A dense model: no NVFP4 copies, no separate dense path; the BF16 copy of a BF16 model is the model.
   const ParityReport dense = run_parity(options(dense_));
@@ -208,6 +216,7 @@ TEST_F(Parity, PathsThatCannotRunSayWhy) {
   EXPECT_NE(skip_reason(dense, "cpu-dense").find("dense"), std::string::npos);
   EXPECT_NE(skip_reason(dense, "copy-modelopt").find("no NVFP4 weight"), std::string::npos);
   EXPECT_NE(skip_reason(dense, "copy-dat").find("no NVFP4 weight"), std::string::npos);
+  EXPECT_NE(skip_reason(dense, "copy-compressed-tensors").find("no NVFP4 weight"), std::string::npos);
   EXPECT_EQ(pairs_of(dense, 0).at("copy-bf16 vs reference").diff.max_abs_diff, 0);
   EXPECT_NE(parity_table(dense).find("copy-dat       skipped: "), std::string::npos) << parity_table(dense);
 }

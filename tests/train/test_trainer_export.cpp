@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/numeric.h"
 #include "infer/qwen3_cached_lm.h"
+#include "io/compressed_tensors.h"
 #include "io/model_files.h"
 #include "io/safetensors_reader.h"
 #include "io/weight_names.h"
@@ -60,7 +61,11 @@ void expect_export_matches(const fs::path& out, ModelFormat format, const std::m
       ++nvfp4;
       const Nvfp4Tensor expected =
           quantize_nvfp4_with_tensor_scale(master, tensor_scale_of(info.name), Nvfp4Block::Row1x16, info.name);
-      EXPECT_EQ(weight.nvfp4.tensor_scale, expected.tensor_scale) << info.name;
+      // compressed-tensors stores 1 / tensor scale; it reads back as the float whose reciprocal was stored.
+      const float stored = format == ModelFormat::CompressedTensorsNvfp4
+                               ? 1.0f / compressed_tensors_global_scale(expected.tensor_scale)
+                               : expected.tensor_scale;
+      EXPECT_EQ(weight.nvfp4.tensor_scale, stored) << info.name;
       EXPECT_TRUE(bytes_of(weight.nvfp4.codes) == bytes_of(expected.codes)) << info.name << ": E2M1 codes differ";
       EXPECT_TRUE(bytes_of(weight.nvfp4.block_scales) == bytes_of(expected.block_scales))
           << info.name << ": E4M3 block scales differ";
@@ -160,6 +165,12 @@ TEST_F(TrainerExport, CheckpointExportsInEveryFormatReloadAndGenerate) {
   expect_export_matches(dir_ / "modelopt", ModelFormat::ModeloptNvfp4, masters, group_tensor_scales(masters),
                         DType::F32);
 
+  ExportOptions compressed;
+  compressed.format = ModelFormat::CompressedTensorsNvfp4;
+  export_checkpoint(input, dir_ / "compressed-tensors", compressed);
+  expect_export_matches(dir_ / "compressed-tensors", ModelFormat::CompressedTensorsNvfp4, masters,
+                        group_tensor_scales(masters), DType::F32);
+
   ExportOptions dat;
   dat.format = ModelFormat::Dat;
   dat.dense_dtype = DType::BF16;
@@ -184,7 +195,7 @@ TEST_F(TrainerExport, CheckpointExportsInEveryFormatReloadAndGenerate) {
     EXPECT_EQ(to_float_vector(copy), to_float_vector(tensor)) << name;
   }
 
-  for (const char* name : {"modelopt", "dat", "bf16", "dense-dat"}) {
+  for (const char* name : {"modelopt", "compressed-tensors", "dat", "bf16", "dense-dat"}) {
     EXPECT_FALSE(reload_and_answer(dir_ / name).empty()) << name;
     EXPECT_TRUE(fs::exists(dir_ / name / "tokenizer.json")) << name;
   }

@@ -34,7 +34,7 @@ void fp32_blocks(const Tensor& x, const uint16_t* bits, int64_t out, int64_t in,
     for (int64_t i = 0; i < count * in; ++i) widened[i] = bf16_to_float(bits[first * in + i]);
     const Tensor weights = block.narrow(0, 0, count);
     Tensor y_part = count < out ? y.narrow(1, first, count) : y;
-    gemm(x, false, weights, true, y_part, 1.f, 0.f);
+    cpu::gemm(x, false, weights, true, y_part, 1.f, 0.f);
   }
 }
 

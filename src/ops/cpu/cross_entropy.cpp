@@ -111,7 +111,7 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
     Tensor h = h_chunk.narrow(0, 0, count);
     Tensor z = logits.narrow(0, 0, count);
     gather_target_rows(hid, chunk_index, count, h);
-    gemm(h, false, lm_head, true, z, 1.f, 0.f);
+    cpu::gemm(h, false, lm_head, true, z, 1.f, 0.f);
 
     float* z_data = z.data<float>();
     const SoftmaxRowFn softmax_row_variant = cross_entropy_family().chosen().kernels;
@@ -127,14 +127,14 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
     }
     if (dhidden != nullptr) {
       Tensor dh = dh_chunk.narrow(0, 0, count);
-      gemm(z, false, lm_head, false, dh, 1.f, 0.f);
+      cpu::gemm(z, false, lm_head, false, dh, 1.f, 0.f);
       const float* dh_data = dh.data<float>();
       for (int64_t r = 0; r < count; ++r) {
         std::memcpy(dhid.row(chunk_index[r]), dh_data + r * hidden_dim,
                     static_cast<size_t>(hidden_dim) * sizeof(float));
       }
     }
-    if (dweight != nullptr) gemm(z, true, h, false, *dweight, 1.f, 1.f);
+    if (dweight != nullptr) cpu::gemm(z, true, h, false, *dweight, 1.f, 1.f);
   }
   return result;
 }

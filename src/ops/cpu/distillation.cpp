@@ -130,7 +130,7 @@ DistillationResult distill_in_chunks(const Tensor& hidden, const Tensor& lm_head
     Tensor h = h_chunk.narrow(0, 0, count);
     gather_target_rows(hid, chunk_index, count, h);
     Tensor z = student_logits.narrow(0, 0, count);
-    gemm(h, false, lm_head, true, z, 1.f, 0.f);
+    cpu::gemm(h, false, lm_head, true, z, 1.f, 0.f);
     chunk_rows_of(first, count, chunk_index, h, z.data<float>(), row_terms.data());
     const double kl_factor = static_cast<double>(settings.weight) * settings.temperature * settings.temperature;
     const double ce_factor = 1.0 - static_cast<double>(settings.weight);
@@ -144,14 +144,14 @@ DistillationResult distill_in_chunks(const Tensor& hidden, const Tensor& lm_head
     }
     if (dhidden != nullptr) {
       Tensor dh = dh_chunk.narrow(0, 0, count);
-      gemm(z, false, lm_head, false, dh, 1.f, 0.f);
+      cpu::gemm(z, false, lm_head, false, dh, 1.f, 0.f);
       const float* dh_data = dh.data<float>();
       for (int64_t r = 0; r < count; ++r) {
         std::memcpy(dhid.row(chunk_index[r]), dh_data + r * hidden_dim,
                     static_cast<size_t>(hidden_dim) * sizeof(float));
       }
     }
-    if (dweight != nullptr) gemm(z, true, h, false, *dweight, 1.f, 1.f);
+    if (dweight != nullptr) cpu::gemm(z, true, h, false, *dweight, 1.f, 1.f);
   }
   return result;
 }
@@ -229,7 +229,7 @@ DistillationResult lm_head_distillation(const Tensor& hidden, const Tensor& lm_h
         Tensor ht = t_chunk.narrow(0, 0, count);
         gather_target_rows(teacher, chunk_index, count, ht);
         Tensor t = teacher_logits.narrow(0, 0, count);
-        gemm(ht, false, teacher_lm_head, true, t, 1.f, 0.f);
+        cpu::gemm(ht, false, teacher_lm_head, true, t, 1.f, 0.f);
         const float* t_data = t.data<float>();
 #pragma omp parallel for schedule(static) if (count * vocab > 65536)
         for (int64_t r = 0; r < count; ++r) {

@@ -184,7 +184,7 @@ void nvfp4_linear_forward(const Tensor& x, const Nvfp4Tensor& w, Tensor& y, Tens
     Tensor dense = flat_scratch.narrow(0, 0, count * w.cols).reshape({count, w.cols});
     dequantize_nvfp4(part, dense);
     Tensor y_part = count < w.rows ? y.narrow(1, first, count) : y;
-    gemm(x, false, dense, true, y_part, 1.f, 0.f);
+    cpu::gemm(x, false, dense, true, y_part, 1.f, 0.f);
   }
 }
 

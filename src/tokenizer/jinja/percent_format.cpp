@@ -21,12 +21,12 @@ struct Spec {
   char conversion = 0;
 };
 
-size_t code_points(const std::string& text) { return code_point_offsets(text).size() - 1; }
+size_t code_point_count(const std::string& text) { return code_point_offsets(text).size() - 1; }
 
 // Pads `body` (after `sign_prefix`) to the spec's width, as Python does: left-justified with '-', zeros between the
 // sign/prefix and the digits with '0' (numbers only), otherwise spaces on the left.
 std::string pad(const std::string& sign_prefix, const std::string& body, const Spec& spec, bool numeric) {
-  const size_t length = code_points(sign_prefix) + code_points(body);
+  const size_t length = code_point_count(sign_prefix) + code_point_count(body);
   const size_t width = spec.width > 0 ? static_cast<size_t>(spec.width) : 0;
   if (length >= width) return sign_prefix + body;
   const std::string fill(width - length, spec.left ? ' ' : (spec.zero && numeric ? '0' : ' '));
@@ -246,9 +246,9 @@ std::string percent_format(const std::string& format, const Value& args, int lin
       case 'c': {
         std::string character;
         if (value.is_string()) {
-          NVFP4LM_CHECK(code_points(value.as_string()) == 1,
+          NVFP4LM_CHECK(code_point_count(value.as_string()) == 1,
                         "chat template line {}: %c requires an int or a unicode character, not a string of length {}",
-                        line, code_points(value.as_string()));
+                        line, code_point_count(value.as_string()));
           character = value.as_string();
         } else {
           NVFP4LM_CHECK(value.is_int() && value.as_int() >= 0 && value.as_int() <= 0x10FFFF,

@@ -5,29 +5,12 @@
 
 #include "core/error.h"
 #include "core/numeric.h"
+#include "io/modelopt.h"
 
 namespace nvfp4lm {
 namespace {
 
 using json = nlohmann::json;
-
-std::string prefix_of(const std::string& weight_name) {
-  constexpr std::string_view suffix = ".weight";
-  NVFP4LM_ASSERT(weight_name.size() > suffix.size() && std::string_view(weight_name).ends_with(suffix),
-                 "'{}' is not a weight name", weight_name);
-  return weight_name.substr(0, weight_name.size() - suffix.size());
-}
-
-// A [1] (or rank-0) F32 tensor's value; Error names the file and tensor.
-float read_scalar(const SafetensorsSet& set, const std::string& name) {
-  const auto location = set.at(name);
-  const SafetensorsEntry& entry = *location.entry;
-  NVFP4LM_CHECK(entry.dtype == DType::F32 && entry.shape.numel() == 1, "{}: '{}' must be F32 [1], got {} {}",
-                location.file->path().string(), name, dtype_name(entry.dtype), entry.shape.str());
-  float value;
-  std::memcpy(&value, location.file->bytes_of(entry), sizeof(float));
-  return value;
-}
 
 // QuantizationArgs.model_dump() of the 4-bit float, tensor_group, group-16 arguments of quant_scheme.py's NVFP4
 // presets. Weights: dynamic false, and no observer given, so quant_args.py's validate_model_after sets
@@ -70,7 +53,7 @@ void check_nvfp4_args(const json& args, const std::string& where, const char* wh
 }  // namespace
 
 CompressedTensorsNames compressed_tensors_names(const std::string& weight_name) {
-  const std::string prefix = prefix_of(weight_name);
+  const std::string prefix = linear_prefix_of(weight_name);
   return {prefix + ".weight_packed", prefix + ".weight_scale", prefix + ".weight_global_scale",
           prefix + ".input_global_scale"};
 }
@@ -166,7 +149,7 @@ Nvfp4Tensor read_compressed_tensors_weight(const SafetensorsSet& set, const std:
   NVFP4LM_CHECK(scales.entry->dtype == DType::E4M3 && scales.entry->shape.rank() == 2,
                 "{}: weight_scale must be F8_E4M3 [out, in/16], got {} {}", where, dtype_name(scales.entry->dtype),
                 scales.entry->shape.str());
-  const float global_scale = read_scalar(set, names.weight_global_scale);
+  const float global_scale = read_f32_scalar(set, names.weight_global_scale);
   NVFP4LM_CHECK(std::isfinite(global_scale) && global_scale > 0,
                 "{}: weight_global_scale {} must be finite and positive", where, global_scale);
   Nvfp4Tensor q;
@@ -183,7 +166,7 @@ Nvfp4Tensor read_compressed_tensors_weight(const SafetensorsSet& set, const std:
 float read_compressed_tensors_input_scale(const SafetensorsSet& set, const std::string& weight_name) {
   const CompressedTensorsNames names = compressed_tensors_names(weight_name);
   if (!set.contains(names.input_global_scale)) return 0.0f;
-  const float global_scale = read_scalar(set, names.input_global_scale);
+  const float global_scale = read_f32_scalar(set, names.input_global_scale);
   NVFP4LM_CHECK(std::isfinite(global_scale) && global_scale > 0,
                 "{}: '{}': input_global_scale {} must be finite and positive",
                 set.at(names.input_global_scale).file->path().string(), weight_name, global_scale);

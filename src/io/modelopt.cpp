@@ -11,16 +11,16 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string prefix_of(const std::string& weight_name) {
+}  // namespace
+
+std::string linear_prefix_of(const std::string& weight_name) {
   constexpr std::string_view suffix = ".weight";
-  NVFP4LM_ASSERT(weight_name.size() > suffix.size() &&
-                     weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0,
+  NVFP4LM_ASSERT(weight_name.size() > suffix.size() && std::string_view(weight_name).ends_with(suffix),
                  "'{}' is not a weight name", weight_name);
   return weight_name.substr(0, weight_name.size() - suffix.size());
 }
 
-// A rank-0 (or single-element) F32 tensor's value; Error names the tensor.
-float read_scalar(const SafetensorsSet& set, const std::string& name) {
+float read_f32_scalar(const SafetensorsSet& set, const std::string& name) {
   const auto location = set.at(name);
   const SafetensorsEntry& entry = *location.entry;
   NVFP4LM_CHECK(entry.dtype == DType::F32 && entry.shape.numel() == 1, "{}: '{}' must be an F32 scalar, got {} {}",
@@ -29,8 +29,6 @@ float read_scalar(const SafetensorsSet& set, const std::string& name) {
   std::memcpy(&value, location.file->bytes_of(entry), sizeof(float));
   return value;
 }
-
-}  // namespace
 
 std::string_view modelopt_quant_algo(bool calibrated) { return calibrated ? kModeloptW4A4Algo : kModeloptW4A16Algo; }
 
@@ -132,7 +130,7 @@ json modelopt_quantization_config(const std::vector<std::string>& exclude_module
 }
 
 ModeloptNames modelopt_names(const std::string& weight_name) {
-  const std::string prefix = prefix_of(weight_name);
+  const std::string prefix = linear_prefix_of(weight_name);
   return {weight_name, prefix + ".weight_scale", prefix + ".weight_scale_2", prefix + ".input_scale"};
 }
 
@@ -157,7 +155,7 @@ Nvfp4Tensor read_modelopt_weight(const SafetensorsSet& set, const std::string& w
   q.codes = codes.file->tensor(*codes.entry).view_as(DType::E2M1x2);
   q.block_scales = scales.file->tensor(*scales.entry);
   NVFP4LM_CHECK(set.contains(names.weight_scale_2), "{}: weight_scale_2 (the tensor scale) is missing", where);
-  q.tensor_scale = read_scalar(set, names.weight_scale_2);
+  q.tensor_scale = read_f32_scalar(set, names.weight_scale_2);
   read_modelopt_input_scale(set, weight_name);  // validated with the weight
   validate_nvfp4(q, where);
   return q;
@@ -166,7 +164,7 @@ Nvfp4Tensor read_modelopt_weight(const SafetensorsSet& set, const std::string& w
 float read_modelopt_input_scale(const SafetensorsSet& set, const std::string& weight_name) {
   const ModeloptNames names = modelopt_names(weight_name);
   if (!set.contains(names.input_scale)) return 0.0f;
-  const float input_scale = read_scalar(set, names.input_scale);
+  const float input_scale = read_f32_scalar(set, names.input_scale);
   NVFP4LM_CHECK(std::isfinite(input_scale) && input_scale > 0, "{}: '{}': input_scale {} must be finite and positive",
                 set.at(names.input_scale).file->path().string(), weight_name, input_scale);
   return input_scale;

@@ -75,6 +75,12 @@ bool modelopt_input_scales_calibrated(const fs::path& model_dir);
 nlohmann::json modelopt_quantization_config(const std::vector<std::string>& exclude_modules,
                                             std::string_view quant_algo);
 
+// "<prefix>" of a linear's "<prefix>.weight" (asserts the suffix).
+std::string linear_prefix_of(const std::string& weight_name);
+// A rank-0 or one-element F32 tensor's value (ModelOpt's scalars, compressed-tensors' [1] scales); Error names the
+// file and tensor.
+float read_f32_scalar(const SafetensorsSet& set, const std::string& name);
+
 struct ModeloptNames {
   std::string weight, weight_scale, weight_scale_2, input_scale;
 };

@@ -1,6 +1,8 @@
 // Writing a PEFT LoRA adapter directory (see peft_adapter.h).
 #include "io/peft_adapter.h"
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 #include "core/error.h"
@@ -76,7 +78,28 @@ void write_peft_adapter(const fs::path& dir, const PeftLoraConfig& config, std::
     writer.finish();
   }
   write_file_atomic(staged.path() / kPeftConfigFileName, config_text, false);
+  if (!config.model_card.empty()) write_file_atomic(staged.path() / "README.md", config.model_card, false);
   staged.publish(overwrite, "the adapter output");
+}
+
+std::string peft_adapter_model_card(const PeftLoraConfig& config, const std::string& base_note) {
+  // The front matter's keys are the ones PEFT's model card sets (library_name, base_model): the Hub and PEFT read them.
+  std::string card = fmt::format(
+      "---\nbase_model: {}\nlibrary_name: peft\ntags:\n- lora\n- nvfp4lm\n---\n\n# LoRA adapter\n\n"
+      "Trained by nvfp4lm {}: rank {}, alpha {}, over {}{}.\n\n",
+      nlohmann::json(config.base_model).dump(), NVFP4LM_VERSION, config.rank, config.alpha,
+      fmt::join(config.target_modules, ", "),
+      config.layers_to_transform ? fmt::format(" of layers {}", fmt::join(*config.layers_to_transform, ", "))
+                                 : std::string());
+  card += "## Base model\n\n";
+  card +=
+      base_note.empty() ? fmt::format("The adapter applies to `{}` as it is.\n", config.base_model) : base_note + "\n";
+  card +=
+      "\n## Use\n\n```\nnvfp4lm generate --model BASE --lora ADAPTER --prompt \"...\"\n"
+      "nvfp4lm eval --model BASE --lora ADAPTER --data FILE     # its loss on your data\n"
+      "vllm serve BASE --enable-lora --lora-modules NAME=ADAPTER\n```\n";
+  if (const std::string note = vllm_lora_rank_note(config.rank); !note.empty()) card += "\n" + note + ".\n";
+  return card;
 }
 
 double PeftAdapter::scale() const {

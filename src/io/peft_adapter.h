@@ -6,6 +6,9 @@
 //   DIR/adapter_model.safetensors  "base_model.model.<module>.lora_A.weight" [r, in] and ".lora_B.weight" [out, r]
 //                                  (PEFT's get_peft_model_state_dict names: the adapter name "default" removed), F32,
 //                                  metadata {"format": "pt"}
+//   DIR/README.md                  the model card (PEFT's save_pretrained writes one too): YAML front matter with
+//                                  base_model and library_name "peft", then what the adapter is and which base it
+//                                  needs (peft_adapter_model_card); written when the config carries one
 // The directory appears complete or not at all (core/publish.h). read_peft_adapter reads such a directory back (ours or
 // one PEFT wrote) for inference over a base model (model/lora_runtime.h).
 #pragma once
@@ -33,7 +36,13 @@ struct PeftLoraConfig {
   double dropout = 0;                                   // lora_dropout
   std::vector<std::string> target_modules;              // "q_proj", ...
   std::optional<std::vector<int>> layers_to_transform;  // only these decoder layers carry adapters
+  std::string model_card;                               // README.md; none written when empty
 };
+
+// README.md for an adapter of `config` (base_model, rank, alpha, targets) trained by nvfp4lm. `base_note`: which base
+// the adapter's function needs, in words (for a LoRA run over a dense base with QAT: its NVFP4 quantization); "" when
+// it is the base named.
+std::string peft_adapter_model_card(const PeftLoraConfig& config, const std::string& base_note);
 
 // adapter_config.json's object.
 nlohmann::json peft_lora_config_json(const PeftLoraConfig& config);

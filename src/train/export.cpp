@@ -426,14 +426,17 @@ ExportReport export_lora_adapter(std::span<const NamedTensor> adapters, const Tr
                 expected);
   std::vector<PeftTensor> tensors;
   for (const NamedTensor& t : adapters) tensors.push_back({t.name, t.tensor});
-  write_peft_adapter(out, peft, tensors, overwrite);
-  // With QAT over a dense base the adapters trained over its NVFP4 quantization: say which base they need.
+  // With QAT over a dense base the adapters trained over its NVFP4 quantization: say which base they need, in the log
+  // and in the adapter's README.md.
+  std::string base_note;
   std::error_code ec;
   if (run.qat != QatMode::Off && !run.model.empty() && fs::exists(run.model, ec)) {
     const WeightInfo* q_proj = open_model(run.model)->find(layer_weight_name(0, LayerWeight::QProj));
-    if (q_proj != nullptr && !q_proj->nvfp4)
-      log::warn("{}: {}", out.string(), lora_over_quantized_base_note(peft.base_model, run.qat));
+    if (q_proj != nullptr && !q_proj->nvfp4) base_note = lora_over_quantized_base_note(peft.base_model, run.qat);
   }
+  peft.model_card = peft_adapter_model_card(peft, base_note);
+  write_peft_adapter(out, peft, tensors, overwrite);
+  if (!base_note.empty()) log::warn("{}: {}", out.string(), base_note);
   if (const std::string note = vllm_lora_rank_note(peft.rank); !note.empty()) log::warn("{}: {}", out.string(), note);
   ExportReport report;
   report.out = out;

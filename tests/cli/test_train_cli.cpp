@@ -150,6 +150,14 @@ TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
   EXPECT_EQ(read_file(dir_ / "again" / "adapter_model.safetensors"), read_file(adapter / "adapter_model.safetensors"));
   EXPECT_EQ(read_file(dir_ / "again" / "adapter_config.json"), read_file(adapter / "adapter_config.json"));
   EXPECT_NE(exported.err.find(quantized_base), std::string::npos) << exported.err;
+  // The adapter's model card (README.md, as PEFT writes one) names the base in its front matter and says which base
+  // the adapters' function needs; both exports write the same one.
+  const std::string card = read_file(adapter / "README.md");
+  EXPECT_EQ(card.rfind("---\nbase_model: \"base\"\nlibrary_name: peft\n", 0), 0u) << card;
+  EXPECT_NE(card.find(quantized_base), std::string::npos) << card;
+  EXPECT_NE(card.find("`nvfp4lm quantize base OUT --format modelopt`"), std::string::npos) << card;
+  EXPECT_NE(card.find("rank 4, alpha 8, over q_proj, v_proj, down_proj"), std::string::npos) << card;
+  EXPECT_EQ(read_file(dir_ / "again" / "README.md"), card);
   // eval --lora: over the base quantized as the run quantized it the adapter scores its training data better than
   // the base alone; over the dense base it computes another function (the numbers: bench/NOTES.md).
   const fs::path quantized = dir_ / "base-nvfp4";

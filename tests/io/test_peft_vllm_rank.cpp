@@ -22,5 +22,27 @@ TEST(PeftVllmRank, NamesTheMaxLoraRankVllmNeeds) {
   EXPECT_NE(too_big.find("--merge-lora"), std::string::npos) << too_big;
 }
 
+// The adapter's README.md: PEFT's front matter keys, the base note when there is one, vLLM's flag when the rank needs
+// it.
+TEST(PeftVllmRank, ModelCardNamesTheBaseAndWhatServingNeeds) {
+  PeftLoraConfig config;
+  config.base_model = "Qwen/Qwen3-4B-Instruct-2507";
+  config.rank = 32;
+  config.alpha = 64;
+  config.target_modules = {"q_proj", "v_proj"};
+  const std::string plain = peft_adapter_model_card(config, "");
+  EXPECT_EQ(plain.rfind("---\nbase_model: \"Qwen/Qwen3-4B-Instruct-2507\"\nlibrary_name: peft\n", 0), 0u) << plain;
+  EXPECT_NE(plain.find("rank 32, alpha 64, over q_proj, v_proj."), std::string::npos) << plain;
+  EXPECT_NE(plain.find("applies to `Qwen/Qwen3-4B-Instruct-2507` as it is"), std::string::npos) << plain;
+  EXPECT_NE(plain.find(vllm_lora_rank_note(32)), std::string::npos) << plain;
+  config.rank = 8;
+  config.layers_to_transform = std::vector<int>{2, 3};
+  const std::string noted = peft_adapter_model_card(config, "needs the NVFP4 base");
+  EXPECT_NE(noted.find("over q_proj, v_proj of layers 2, 3."), std::string::npos) << noted;
+  EXPECT_NE(noted.find("needs the NVFP4 base"), std::string::npos) << noted;
+  EXPECT_EQ(noted.find("as it is"), std::string::npos) << noted;
+  EXPECT_EQ(noted.find("max-lora-rank"), std::string::npos) << noted;
+}
+
 }  // namespace
 }  // namespace nvfp4lm::test

@@ -56,9 +56,8 @@ std::string_view export_format_flag_name(ModelFormat format) {
 }
 
 ModelFormat parse_export_format(std::string_view name) {
-  for (ModelFormat format :
-       {ModelFormat::ModeloptNvfp4, ModelFormat::CompressedTensorsNvfp4, ModelFormat::Dat, ModelFormat::HfSafetensors,
-        ModelFormat::Gguf})
+  for (ModelFormat format : {ModelFormat::ModeloptNvfp4, ModelFormat::CompressedTensorsNvfp4, ModelFormat::Dat,
+                             ModelFormat::HfSafetensors, ModelFormat::Gguf})
     if (name == export_format_flag_name(format)) return format;
   NVFP4LM_FAIL("unknown export format '{}' (choose modelopt, compressed-tensors, dat, bf16 or gguf)", name);
 }

@@ -158,7 +158,8 @@ TrainOptions resolve_resume_options(const nlohmann::json& saved, const TrainOpti
 // Flag spellings of the enums.
 std::string_view block_flag_name(Nvfp4Block block);  // "1d", "2d"
 Nvfp4Block parse_block_flag(std::string_view name);
-std::string_view export_format_flag_name(ModelFormat format);  // "modelopt", "compressed-tensors", "dat", "bf16", "gguf"
+std::string_view export_format_flag_name(
+    ModelFormat format);  // "modelopt", "compressed-tensors", "dat", "bf16", "gguf"
 ModelFormat parse_export_format(std::string_view name);
 std::string_view nonfinite_name(NonFinitePolicy policy);  // "skip", "stop"
 NonFinitePolicy parse_nonfinite(std::string_view name);

@@ -220,10 +220,6 @@ void declare_compressed_tensors_weight(std::vector<SafetensorsEntrySpec>& entrie
   if (with_input_scale) entries.push_back({names.input_global_scale, DType::F32, Shape{1}});
 }
 
-uint64_t compressed_tensors_weight_bytes(int64_t rows, int64_t cols, bool with_input_scale) {
-  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols / 2 + cols / 16) + (with_input_scale ? 8 : 4);
-}
-
 bool write_compressed_tensors_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q,
                                      std::optional<float> input_scale) {
   validate_nvfp4(q, weight_name);

@@ -81,6 +81,5 @@ void declare_compressed_tensors_weight(std::vector<SafetensorsEntrySpec>& entrie
 // whether the tensor scale round-trips exactly (see compressed_tensors_global_scale).
 bool write_compressed_tensors_weight(SafetensorsWriter& writer, const std::string& weight_name, const Nvfp4Tensor& q,
                                      std::optional<float> input_scale);
-uint64_t compressed_tensors_weight_bytes(int64_t rows, int64_t cols, bool with_input_scale);
 
 }  // namespace nvfp4lm

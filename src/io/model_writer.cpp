@@ -1,5 +1,6 @@
 #include "io/model_writer.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -28,11 +29,10 @@ uint64_t dense_bytes(const WeightPlan& weight) {
 }
 
 // with_input_scale: a W4A4 export (measured activation scales), io/modelopt.h and io/compressed_tensors.h.
-uint64_t planned_bytes(ModelFormat format, const WeightPlan& weight, bool with_input_scale) {
-  if (!weight.nvfp4) return dense_bytes(weight);
-  return format == ModelFormat::CompressedTensorsNvfp4
-             ? compressed_tensors_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale)
-             : modelopt_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale);
+// The two NVFP4 safetensors layouts hold the same bytes under other names (codes, block scales, one F32 tensor scale
+// and with calibration one F32 input scale), so ModelOpt's count serves compressed-tensors too.
+uint64_t planned_bytes(const WeightPlan& weight, bool with_input_scale) {
+  return weight.nvfp4 ? modelopt_weight_bytes(weight.shape[0], weight.shape[1], with_input_scale) : dense_bytes(weight);
 }
 
 void add_entries(ModelFormat format, std::vector<SafetensorsEntrySpec>& entries, const WeightPlan& weight,
@@ -112,7 +112,7 @@ void ModelWriter::setup_writers() {
   uint64_t shard_bytes = 0;
   size_t shards = plan_.empty() ? 1 : 0;
   for (const auto& weight : plan_) {
-    const uint64_t bytes = planned_bytes(format_, weight, options_.calibration.has_value());
+    const uint64_t bytes = planned_bytes(weight, options_.calibration.has_value());
     if (shards == 0 || (shard_bytes > 0 && shard_bytes + bytes > options_.max_shard_bytes)) {
       ++shards;
       shard_bytes = 0;
@@ -274,12 +274,13 @@ void ModelWriter::finish() {
                         /*overwrite=*/false);
     }
   }
+  // Both NVFP4 safetensors formats list the modules left dense: lm_head, unless it is NVFP4.
+  const bool lm_head_nvfp4 = std::any_of(plan_.begin(), plan_.end(), [](const WeightPlan& weight) {
+    return weight.name == kLmHeadWeightName && weight.nvfp4;
+  });
+  const std::vector<std::string> exclude =
+      lm_head_nvfp4 ? std::vector<std::string>{} : std::vector<std::string>{"lm_head"};
   if (format_ == ModelFormat::ModeloptNvfp4) {
-    std::vector<std::string> exclude;
-    bool lm_head_nvfp4 = false;
-    for (const auto& weight : plan_)
-      lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == kLmHeadWeightName && weight.nvfp4);
-    if (!lm_head_nvfp4) exclude.push_back("lm_head");
     const ActivationCalibration* calibration = options_.calibration ? &*options_.calibration : nullptr;
     const std::string_view algo = modelopt_quant_algo(calibration != nullptr);
     config["quantization_config"] = modelopt_quantization_config(exclude, algo);
@@ -294,15 +295,9 @@ void ModelWriter::finish() {
     if (lm_head_nvfp4) log::warn("{}", quantized_lm_head_warning(out_dir_.string()));
   }
   if (format_ == ModelFormat::CompressedTensorsNvfp4) {
-    bool lm_head_nvfp4 = false;
-    size_t nvfp4_weights = 0;
-    for (const auto& weight : plan_) {
-      lm_head_nvfp4 = lm_head_nvfp4 || (weight.name == kLmHeadWeightName && weight.nvfp4);
-      nvfp4_weights += weight.nvfp4 ? 1 : 0;
-    }
-    const std::vector<std::string> ignore =
-        lm_head_nvfp4 ? std::vector<std::string>{} : std::vector<std::string>{"lm_head"};
-    config["quantization_config"] = compressed_tensors_quantization_config(ignore, options_.calibration.has_value());
+    const auto nvfp4_weights =
+        std::count_if(plan_.begin(), plan_.end(), [](const WeightPlan& weight) { return weight.nvfp4; });
+    config["quantization_config"] = compressed_tensors_quantization_config(exclude, options_.calibration.has_value());
     if (!options_.calibration)
       log::info(
           "{}: weight-only NVFP4 (compressed-tensors NVFP4A16, no input_global_scale): activations were not "

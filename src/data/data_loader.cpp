@@ -69,16 +69,27 @@ DataLoader::DataLoader(std::vector<Sample> samples, const DataLoaderOptions& opt
                   "seq_len)",
                   sample.source_line, sample.ids.size(), options_.seq_len);
   }
+  NVFP4LM_CHECK(options_.group >= 1 && samples_.size() % static_cast<size_t>(options_.group) == 0 &&
+                    (options_.group == 1 || (!options_.packing && options_.batch_size % options_.group == 0)),
+                "data loader: groups of {} need a sample count ({}) and batch size ({}) that are multiples of it, and "
+                "one sample a row",
+                options_.group, samples_.size(), options_.batch_size);
   fingerprint_ = samples_fingerprint(samples_);
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
-  std::vector<int64_t> order(samples_.size());
-  std::iota(order.begin(), order.end(), int64_t{0});
+  const auto group = static_cast<size_t>(options_.group);
+  std::vector<int64_t> groups(samples_.size() / group);
+  std::iota(groups.begin(), groups.end(), int64_t{0});
   if (options_.shuffle) {
     Rng rng(epoch_seed(options_.seed, epoch));
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+    for (size_t i = groups.size(); i > 1; --i) std::swap(groups[i - 1], groups[rng.below(i)]);
   }
+  if (group == 1) return groups;
+  std::vector<int64_t> order;
+  order.reserve(samples_.size());
+  for (int64_t g : groups)
+    for (size_t k = 0; k < group; ++k) order.push_back(g * static_cast<int64_t>(group) + static_cast<int64_t>(k));
   return order;
 }
 

@@ -41,6 +41,10 @@ struct DataLoaderOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   int32_t pad_id = -1;  // required; default_pad_id(tokenizer)
+  // > 1: samples come in groups of this many consecutive ones that stay together (preference pairs: chosen,
+  // rejected): the shuffle permutes whole groups, and batches hold whole groups (one sample a row, so packing off
+  // and batch_size a multiple of group).
+  int64_t group = 1;
 };
 
 // The token padding is filled with: pad_token, else <|endoftext|>, else eos. Error when the tokenizer has none.

@@ -15,25 +15,41 @@ namespace {
 
 using data::RawRecord;
 using data::RecordKind;
-
-struct Rendering {
-  std::optional<ChatTemplate> chat_template;
-  ChatTrainOptions chat;
-  PairTemplate pair_template = PairTemplate::Chat;
-  int32_t eos = -1;        // raw pairs end with it
-  int32_t endoftext = -1;  // text documents end with it
-};
+using data::Rendering;
+using data::rendering_for;
+using data::tokenize;
 
 bool has_assistant(const RawRecord& record) {
   return std::any_of(record.messages.begin(), record.messages.end(),
                      [](const ChatMessage& m) { return m.role == "assistant"; });
 }
 
+// Cuts a text document into pieces of at most max_tokens tokens, each starting at the previous one's last token.
+void split_document(Sample&& document, int64_t max_tokens, std::vector<Sample>& out) {
+  const size_t n = document.ids.size();
+  const size_t length = static_cast<size_t>(max_tokens);
+  for (size_t begin = 0;; begin += length - 1) {
+    const size_t end = std::min(begin + length, n);
+    Sample piece;
+    piece.source_line = document.source_line;
+    piece.ids.assign(document.ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                     document.ids.begin() + static_cast<std::ptrdiff_t>(end));
+    piece.train_mask.assign(document.train_mask.begin() + static_cast<std::ptrdiff_t>(begin),
+                            document.train_mask.begin() + static_cast<std::ptrdiff_t>(end));
+    out.push_back(std::move(piece));
+    if (end == n) break;
+  }
+}
+
+}  // namespace
+
+namespace data {
+
 // The record's samples: one, or several for a conversation whose template renders turns apart (tokenizer/chat.h).
 // `text_budget`: a text document is tokenized only that far (SIZE_MAX: whole); a document cut short ends without
 // <|endoftext|>.
 std::vector<Sample> tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering,
-                             size_t text_budget = SIZE_MAX) {
+                             size_t text_budget) {
   Sample sample;
   sample.source_line = record.line;
   if (record.kind == RecordKind::Text) {
@@ -75,23 +91,6 @@ std::vector<Sample> tokenize(const RawRecord& record, const Tokenizer& tokenizer
   return samples;
 }
 
-// Cuts a text document into pieces of at most max_tokens tokens, each starting at the previous one's last token.
-void split_document(Sample&& document, int64_t max_tokens, std::vector<Sample>& out) {
-  const size_t n = document.ids.size();
-  const size_t length = static_cast<size_t>(max_tokens);
-  for (size_t begin = 0;; begin += length - 1) {
-    const size_t end = std::min(begin + length, n);
-    Sample piece;
-    piece.source_line = document.source_line;
-    piece.ids.assign(document.ids.begin() + static_cast<std::ptrdiff_t>(begin),
-                     document.ids.begin() + static_cast<std::ptrdiff_t>(end));
-    piece.train_mask.assign(document.train_mask.begin() + static_cast<std::ptrdiff_t>(begin),
-                            document.train_mask.begin() + static_cast<std::ptrdiff_t>(end));
-    out.push_back(std::move(piece));
-    if (end == n) break;
-  }
-}
-
 Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& options, RecordKind kinds_present) {
   Rendering rendering;
   if (kinds_present != RecordKind::Text)
@@ -109,7 +108,7 @@ Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& option
   return rendering;
 }
 
-}  // namespace
+}  // namespace data
 
 Dataset read_dataset(const std::filesystem::path& path, const Tokenizer& tokenizer, const DatasetOptions& options) {
   const DataFormat format = detect_data_format(path, options.format);
@@ -291,6 +290,19 @@ std::string_view pair_template_name(PairTemplate pair_template) {
 }
 
 std::string describe_dataset_summary(const DatasetSummary& s) {
+  if (s.preference_pairs) {
+    std::string text = fmt::format("preference data {} ({}): {} pairs -> {} pairs kept ({} completions)\n",
+                                   s.path.string(), data_format_name(s.format), s.records, s.samples / 2, s.samples);
+    if (s.skipped_no_trained_tokens > 0)
+      text += fmt::format("  skipped: {} pairs with a completion left with no token to train on\n",
+                          s.skipped_no_trained_tokens);
+    if (s.truncated > 0)
+      text += fmt::format("  longer than seq_len {}: {} completions truncated\n", s.max_tokens, s.truncated);
+    text +=
+        fmt::format("  tokens: {} total, {} scored; completion length {:.1f} average, {} longest (prompt included)\n",
+                    s.tokens, s.trained_tokens, s.average_sample_tokens(), s.longest_sample_tokens);
+    return text;
+  }
   std::string text = fmt::format("dataset {} ({}): {} records -> {} samples\n", s.path.string(),
                                  data_format_name(s.format), s.records, s.samples);
   if (s.skipped_no_assistant + s.skipped_no_trained_tokens > 0) {

@@ -96,6 +96,8 @@ struct DatasetSummary {
   int64_t trained_tokens = 0;       // targets that carry loss (trained_token_count summed)
   int64_t longest_sample_tokens = 0;
   int64_t max_tokens = 0;  // the limit applied (0 = none)
+  // Preference pairs (data/preference_data.h): records are pairs, samples their completions (two a pair).
+  bool preference_pairs = false;
 
   double average_sample_tokens() const { return samples ? static_cast<double>(tokens) / samples : 0.0; }
 };

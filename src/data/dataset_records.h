@@ -4,8 +4,10 @@
 // problem; tokenization and masking happen later, in dataset.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +33,24 @@ struct ParsedFile {
   std::vector<RawRecord> records;
   bool numbered_by_entry = false;  // a JSON array: record.line is the entry number
 };
+
+// How records become tokens (dataset.cpp): the chat template, what of a conversation is trained, the pair template
+// and the tokens that end raw pairs and text documents.
+struct Rendering {
+  std::optional<ChatTemplate> chat_template;
+  ChatTrainOptions chat;
+  PairTemplate pair_template = PairTemplate::Chat;
+  int32_t eos = -1;        // raw pairs end with it
+  int32_t endoftext = -1;  // text documents end with it
+};
+// `kinds_present`: Text for a text file (no chat template needed), Chat otherwise.
+Rendering rendering_for(const Tokenizer& tokenizer, const DatasetOptions& options, RecordKind kinds_present);
+
+// The record's samples: one, or several for a conversation whose template renders turns apart (tokenizer/chat.h).
+// `text_budget`: a text document is tokenized only that far (SIZE_MAX: whole); a document cut short ends without
+// <|endoftext|>. Lengths, skips and train_on_everything are read_dataset's, not applied here.
+std::vector<Sample> tokenize(const RawRecord& record, const Tokenizer& tokenizer, const Rendering& rendering,
+                             size_t text_budget = SIZE_MAX);
 
 // A dataset file's bytes with a leading UTF-8 byte-order mark removed. Error (naming the path) when it cannot be
 // read or is a directory; Error naming the line and byte offset at the first byte that is not valid UTF-8.

@@ -61,6 +61,13 @@ Tensor Qwen3Trainable::logits(const TrainBatch& batch) {
   return out;
 }
 
+std::vector<double> Qwen3Trainable::completion_logps(const TrainBatch& batch) {
+  const Tensor hidden = final_hidden(batch);
+  const Tensor input = detail::lm_head_input(hidden, options_.qat == QatMode::W4A4 && lm_head_.quantized);
+  const Tensor targets = batch.targets.contiguous().to(options_.device).reshape({input.dim(0)});
+  return detail::row_logps(input, lm_head_.use, targets, hidden.dim(1));
+}
+
 LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const TrainLoss& loss, bool backward,
                               const GradientSink* sink, Tensor* hidden_out) {
   NVFP4LM_CHECK(
@@ -185,7 +192,8 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
   if (any_backward) d_hidden = Tensor::empty({b, t, h}, dtype, device);
   const LossStats stats = detail::loss_head(
       loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale, any_backward ? &d_hidden : nullptr,
-      {teacher_hidden.defined() ? &teacher_hidden : nullptr, teacher_top_k.defined() ? &teacher_top_k : nullptr});
+      {teacher_hidden.defined() ? &teacher_hidden : nullptr, teacher_top_k.defined() ? &teacher_top_k : nullptr},
+      batch.reference_logps);
   if (!any_backward) return stats;
   // Fused update: a non-finite loss means nothing of this step may be applied; the caller sees the loss.
   if (sink != nullptr && !std::isfinite(stats.loss_sum)) return stats;

@@ -127,6 +127,12 @@ LossStats& LossStats::operator+=(const LossStats& other) {
   correct += other.correct;
   kl_sum += other.kl_sum;
   agree += other.agree;
+  pairs += other.pairs;
+  chosen_reward_sum += other.chosen_reward_sum;
+  rejected_reward_sum += other.rejected_reward_sum;
+  chosen_logp_sum += other.chosen_logp_sum;
+  rejected_logp_sum += other.rejected_logp_sum;
+  preferred += other.preferred;
   return *this;
 }
 

@@ -78,6 +78,7 @@
 #include "io/model_files.h"
 #include "model/lora.h"
 #include "model/parameter.h"
+#include "model/preference_loss.h"
 #include "model/qwen3_block.h"
 #include "model/qwen3_model.h"
 #include "ops/distillation.h"
@@ -116,10 +117,13 @@ using GradientSink = std::function<void(std::span<Parameter>, UpdatedMasterAmaxe
 // no loss. positions: optional (default 0..T-1 in every row). segment_ids: optional; attention stays inside a
 // segment (packed rows; pair them with positions that restart at 0 per sample). teacher_top_k: for a loss with a
 // cached teacher (TrainLoss::cached_teacher), the teacher's top K at each trained target in row order (CPU).
+// reference_logps: for a preference loss (TrainLoss::preference), one per row, the reference model's summed
+// log-probability of the row's trained targets; rows 2p and 2p + 1 are pair p's chosen and rejected completion.
 struct TrainBatch {
   Tensor ids, targets, positions, segment_ids;
   TeacherTopK teacher_top_k;
   uint64_t dropout_seed = 0;  // LoRA dropout of a training pass over this batch (the trainer: per step and micro-batch)
+  std::vector<double> reference_logps = {};
 };
 
 enum class LossKind { CrossEntropy, L1 };
@@ -134,12 +138,15 @@ class Qwen3Trainable;
 // distillation.weight. The teacher must outlive the call and have the student's vocabulary; kind stays CrossEntropy.
 // Or, cached_teacher, the teacher's top K precomputed (`nvfp4lm distill-cache`) and carried by each batch
 // (TrainBatch::teacher_top_k): ops/distillation.h's K + 1-outcome KL, no teacher forward.
+// Or, preference, a preference loss (model/preference_loss.h: DPO or IPO) over pairs of rows, each row one
+// completion (no packing), against the batch's reference_logps; loss_sum is then the sum of the pairs' losses.
 struct TrainLoss {
   TrainLoss(LossKind loss_kind = LossKind::CrossEntropy) : kind(loss_kind) {}  // implicit: a plain loss
   LossKind kind;
   Qwen3Trainable* teacher = nullptr;
   bool cached_teacher = false;
   DistillationSettings distillation;
+  std::optional<PreferenceSettings> preference;
   bool distills() const { return teacher != nullptr || cached_teacher; }
 };
 
@@ -150,6 +157,12 @@ struct LossStats {
   // Distillation only: Σ KL(teacher ‖ student) at the temperature, and tokens where both argmaxes agree.
   double kl_sum = 0;
   int64_t agree = 0;
+  // Preference losses only (then loss_sum sums the pairs' losses): pairs, sums over them of the chosen and the
+  // rejected completion's reward (β · log-ratio) and policy log-probability, and pairs whose chosen reward is higher.
+  int64_t pairs = 0;
+  double chosen_reward_sum = 0, rejected_reward_sum = 0;
+  double chosen_logp_sum = 0, rejected_logp_sum = 0;
+  int64_t preferred = 0;
   double mean() const { return tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0; }
   double mean_kl() const { return tokens > 0 ? kl_sum / static_cast<double>(tokens) : 0.0; }
   LossStats& operator+=(const LossStats& other);
@@ -210,6 +223,9 @@ class Qwen3Trainable {
   // input, W4A4's fake quantization included, and weights): the function training optimizes (parity's
   // train-forward path, tools/parity.h).
   Tensor logits(const TrainBatch& batch);
+  // Forward only: each row's summed log-probability of its trained targets (-100 skipped), in row order, exactly as
+  // a preference loss computes the policy's (the reference log-probabilities of a preference run).
+  std::vector<double> completion_logps(const TrainBatch& batch);
   // The lm_head the forward uses ([vocab, hidden_size]; the embedding when tied).
   const Tensor& lm_head_weights() const { return lm_head_.use; }
   // grads = 0 for every trainable parameter.

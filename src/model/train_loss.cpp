@@ -1,6 +1,11 @@
 // Loss heads of Qwen3Trainable (see train_loss.h).
 //  - CrossEntropy goes through ops/cross_entropy.h's fused lm_head + CE (chunked, ignored targets skipped);
 //    distillation through ops/distillation.h's fused twin, with the teacher's hidden state and lm_head.
+//  - A preference loss (DPO / IPO, model/preference_loss.h) runs the same fused op row by row, twice: once for each
+//    completion's summed log-probability (no gradient), then, with every pair's derivatives known, once more with
+//    each row's gradient scale (grad_scale · -d loss / d log π of the row), which is the exact gradient of the pairs'
+//    losses: d log π / d logits is minus the cross-entropy's. The second pass repeats the lm_head's forward (about a
+//    tenth of a Qwen3-4B forward) instead of holding [tokens, vocab] logits or writing a weighted-row kernel.
 //  - L1 (a debugging loss, no lm_head) is computed on the host in double: it is cheap (one pass over [N, H]) and
 //    needs no kernel of its own; on a GPU the hidden state is copied over and the gradient copied back.
 #include "model/train_loss.h"
@@ -49,7 +54,69 @@ LossStats l1_loss(const Tensor& hidden, const Tensor& targets, float grad_scale,
   return stats;
 }
 
+LossStats preference_loss(const PreferenceSettings& settings, const Tensor& input, const Tensor& lm_head,
+                          const Tensor& targets, int64_t row_tokens, std::span<const double> reference,
+                          float grad_scale, Tensor* d_rows, Tensor* d_weight) {
+  const int64_t rows = input.dim(0) / row_tokens;
+  NVFP4LM_ASSERT(rows % 2 == 0 && rows > 0, "a preference batch has pairs of rows, got {} rows", rows);
+  NVFP4LM_CHECK(static_cast<int64_t>(reference.size()) == rows,
+                "a preference batch of {} rows carries {} reference log-probabilities (internal: the trainer attaches "
+                "one a row)",
+                rows, reference.size());
+  auto row = [&](const Tensor& t, int64_t r) { return t.narrow(0, r * row_tokens, row_tokens); };
+  std::vector<CrossEntropyResult> ce(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    ce[static_cast<size_t>(r)] = lm_head_cross_entropy(row(input, r), lm_head, row(targets, r), 0.0f, nullptr, nullptr);
+  LossStats stats;
+  std::vector<double> scale(static_cast<size_t>(rows));
+  for (int64_t p = 0; p < rows / 2; ++p) {
+    const CrossEntropyResult& chosen = ce[static_cast<size_t>(2 * p)];
+    const CrossEntropyResult& rejected = ce[static_cast<size_t>(2 * p + 1)];
+    NVFP4LM_CHECK(chosen.tokens > 0 && rejected.tokens > 0,
+                  "preference pair {} of the batch has a completion without a trained token (internal: the data "
+                  "reader drops such pairs)",
+                  p);
+    const PreferencePair pair{-chosen.loss_sum,
+                              -rejected.loss_sum,
+                              reference[static_cast<size_t>(2 * p)],
+                              reference[static_cast<size_t>(2 * p + 1)],
+                              chosen.tokens,
+                              rejected.tokens};
+    const PreferencePairLoss l = preference_pair_loss(settings, pair);
+    stats.loss_sum += l.loss;
+    stats.tokens += chosen.tokens + rejected.tokens;
+    stats.correct += chosen.correct + rejected.correct;
+    stats.pairs += 1;
+    stats.chosen_reward_sum += l.chosen_reward;
+    stats.rejected_reward_sum += l.rejected_reward;
+    stats.chosen_logp_sum += pair.chosen_logp;
+    stats.rejected_logp_sum += pair.rejected_logp;
+    stats.preferred += l.chosen_reward > l.rejected_reward ? 1 : 0;
+    // d log π / d(the row's cross-entropy sum) = -1.
+    scale[static_cast<size_t>(2 * p)] = -l.d_chosen;
+    scale[static_cast<size_t>(2 * p + 1)] = -l.d_rejected;
+  }
+  if (d_rows == nullptr) return stats;
+  for (int64_t r = 0; r < rows; ++r) {
+    Tensor d_row = row(*d_rows, r);
+    lm_head_cross_entropy(row(input, r), lm_head, row(targets, r),
+                          static_cast<float>(grad_scale * scale[static_cast<size_t>(r)]), &d_row, d_weight);
+  }
+  return stats;
+}
+
 }  // namespace
+
+std::vector<double> row_logps(const Tensor& input, const Tensor& lm_head, const Tensor& targets, int64_t row_tokens) {
+  const int64_t rows = input.dim(0) / row_tokens;
+  std::vector<double> logps(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    logps[static_cast<size_t>(r)] =
+        -lm_head_cross_entropy(input.narrow(0, r * row_tokens, row_tokens), lm_head,
+                               targets.narrow(0, r * row_tokens, row_tokens), 0.0f, nullptr, nullptr)
+             .loss_sum;
+  return logps;
+}
 
 Tensor lm_head_input(const Tensor& hidden, bool quantize_input) {
   const Tensor input = token_rows(hidden);
@@ -60,7 +127,8 @@ Tensor lm_head_input(const Tensor& hidden, bool quantize_input) {
 }
 
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
-                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher) {
+                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher,
+                    std::span<const double> reference_logps) {
   const int64_t rows = hidden.dim(0) * hidden.dim(1);
   const Tensor flat_targets = targets.reshape({rows});
   // Targets come from data: ids outside the vocabulary are Errors (the CE op checks its own).
@@ -77,6 +145,12 @@ LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& he
   Tensor d_rows;
   if (d_hidden != nullptr) d_rows = token_rows(*d_hidden);
   Tensor* d_weight = d_hidden != nullptr && head.trainable() ? &head.grad : nullptr;
+  if (loss.preference) {
+    NVFP4LM_ASSERT(loss.kind == LossKind::CrossEntropy && !loss.distills(),
+                   "a preference loss is built on cross-entropy, without distillation");
+    return preference_loss(*loss.preference, input, head.use, flat_targets, hidden.dim(1), reference_logps, grad_scale,
+                           d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+  }
   if (loss.distills()) {
     DistillationResult result;
     if (loss.cached_teacher) {

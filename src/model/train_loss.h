@@ -2,6 +2,9 @@
 // when asked, dL/d hidden. See qwen3_trainable.h for the definitions of the two losses.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "core/tensor.h"
 #include "model/qwen3_block.h"
 #include "model/qwen3_trainable.h"
@@ -22,7 +25,12 @@ struct LossTeacher {
   const Tensor* hidden = nullptr;
   const TeacherTopK* top_k = nullptr;
 };
+// reference_logps: the batch's (TrainBatch::reference_logps), for a preference loss.
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
-                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher);
+                    const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher,
+                    std::span<const double> reference_logps = {});
+
+// Each row's summed log-probability of its trained targets: input [B * T, H] (lm_head_input's), targets [B * T].
+std::vector<double> row_logps(const Tensor& input, const Tensor& lm_head, const Tensor& targets, int64_t row_tokens);
 
 }  // namespace nvfp4lm::detail

@@ -15,6 +15,16 @@ using json = nlohmann::json;
 
 json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
+void add_preference(json& out, const PreferenceMetrics& p, const std::string& prefix) {
+  out[prefix + "pairs"] = p.pairs;
+  out[prefix + "rewards/chosen"] = finite_or_null(p.chosen_reward);
+  out[prefix + "rewards/rejected"] = finite_or_null(p.rejected_reward);
+  out[prefix + "rewards/margins"] = finite_or_null(p.margin);
+  out[prefix + "rewards/accuracies"] = p.accuracy;
+  out[prefix + "logps/chosen"] = finite_or_null(p.chosen_logp);
+  out[prefix + "logps/rejected"] = finite_or_null(p.rejected_logp);
+}
+
 }  // namespace
 
 json step_metrics_json(const StepMetrics& m) {
@@ -40,9 +50,11 @@ json step_metrics_json(const StepMetrics& m) {
   if (m.skipped) out["skip_reason"] = m.skip_reason;
   if (m.kl) out["kl"] = finite_or_null(*m.kl);
   if (m.agreement) out["teacher_agreement"] = *m.agreement;
+  if (m.preference) add_preference(out, *m.preference, "");
   if (m.eval) {
     out["eval_loss"] = finite_or_null(m.eval->loss);
-    out["eval_perplexity"] = finite_or_null(m.eval->perplexity);
+    if (!m.eval->preference) out["eval_perplexity"] = finite_or_null(m.eval->perplexity);
+    if (m.eval->preference) add_preference(out, *m.eval->preference, "eval_");
     out["eval_token_accuracy"] = m.eval->token_accuracy;
     out["eval_tokens"] = m.eval->tokens;
     out["eval_s"] = m.eval->seconds;
@@ -98,11 +110,18 @@ std::string format_step_line(const StepMetrics& m, Device device) {
   } else {
     line += fmt::format("loss {:.4f} | acc {:5.1f}% | ", m.loss, 100.0 * m.token_accuracy);
     if (m.kl) line += fmt::format("kl {:.4f} | agree {:5.1f}% | ", *m.kl, 100.0 * m.agreement.value_or(0));
+    if (m.preference)
+      line +=
+          fmt::format("margin {:.4f} | pairs right {:5.1f}% | ", m.preference->margin, 100.0 * m.preference->accuracy);
   }
   line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
                       m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),
                       to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.label());
-  if (m.eval)
+  if (m.eval && m.eval->preference)
+    line +=
+        fmt::format(" | eval loss {:.4f} margin {:.4f} pairs right {:.1f}%{}", m.eval->loss, m.eval->preference->margin,
+                    100.0 * m.eval->preference->accuracy, m.eval->best ? " (best)" : "");
+  else if (m.eval)
     line += fmt::format(" | eval loss {:.4f} ppl {:.2f}{}{}", m.eval->loss, m.eval->perplexity,
                         m.eval->kl ? fmt::format(" kl {:.4f}", *m.eval->kl) : "", m.eval->best ? " (best)" : "");
   return line;
@@ -173,9 +192,10 @@ std::string format_memory_report(const json& report) {
   }
   std::string unified;
   if (report.contains("unified_peak_bytes"))
-    unified = fmt::format("; unified memory (the GPU's memory is the host's): CPU and GPU tensors peak {:.2f} GiB "
-                          "together",
-                          to_gib(report["unified_peak_bytes"].get<size_t>()));
+    unified = fmt::format(
+        "; unified memory (the GPU's memory is the host's): CPU and GPU tensors peak {:.2f} GiB "
+        "together",
+        to_gib(report["unified_peak_bytes"].get<size_t>()));
   return fmt::format("peak memory by phase ({} tensors): {}; host peak RSS {:.2f} GiB{}{}",
                      report["device"].get<std::string>(), text.empty() ? "none" : text,
                      to_gib(report["host_peak_rss_bytes"].get<size_t>()), unified, optimizer);

@@ -20,6 +20,15 @@
 
 namespace nvfp4lm {
 
+// A preference objective's figures over a step's or an evaluation's pairs, as TRL's DPOTrainer logs them (the means
+// of rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies, logps/chosen, logps/rejected; reward =
+// β · (log π - log π_ref) of the completion, summed over its tokens).
+struct PreferenceMetrics {
+  int64_t pairs = 0;
+  double chosen_reward = 0, rejected_reward = 0, margin = 0, accuracy = 0;
+  double chosen_logp = 0, rejected_logp = 0;
+};
+
 // The evaluation of a step that evaluated (--eval-data / --eval-split; trainer.h).
 struct EvalMetrics {
   double loss = 0;  // mean over the evaluation tokens
@@ -27,6 +36,7 @@ struct EvalMetrics {
   double token_accuracy = 0;
   std::optional<double> kl;         // distillation: mean KL(teacher ‖ student) per token, at the temperature
   std::optional<double> agreement;  // distillation: share of tokens where student and teacher argmax agree
+  std::optional<PreferenceMetrics> preference;  // --objective dpo: loss is then the mean over the pairs
   int64_t tokens = 0;
   double seconds = 0;
   bool best = false;  // the lowest evaluation loss of the run so far
@@ -40,8 +50,9 @@ struct StepMetrics {
   double token_accuracy = 0;
   std::optional<double> kl;         // distillation (--distill-from): mean KL(teacher ‖ student) per trained token
   std::optional<double> agreement;  // distillation: share of trained tokens where student and teacher argmax agree
-  int64_t loss_tokens = 0;          // trained targets in the step (the loss normaliser)
-  int64_t input_tokens = 0;         // non-padding tokens run through the model
+  std::optional<PreferenceMetrics> preference;  // --objective dpo: loss is then the mean over the step's pairs
+  int64_t loss_tokens = 0;                      // trained targets in the step (the loss normaliser)
+  int64_t input_tokens = 0;                     // non-padding tokens run through the model
   int micro_batches = 0;
   double lr = 0;
   double grad_norm = 0;  // before clipping
@@ -61,8 +72,10 @@ struct StepMetrics {
 // JSON object of one step: step, total_steps, epoch, loss (null when non-finite), token_accuracy, loss_tokens,
 // input_tokens, micro_batches, lr, grad_norm, clip_coefficient, skipped, skip_reason (when skipped), step_s,
 // tokens_per_s, elapsed_s, eta_s, device_bytes, device_peak_bytes, rss_bytes; distilling also kl and
-// teacher_agreement; on steps that evaluated also eval_loss, eval_perplexity, eval_token_accuracy, eval_tokens,
-// eval_s, eval_best (and eval_kl, eval_teacher_agreement when distilling).
+// teacher_agreement; with a preference objective pairs and TRL's names rewards/chosen, rewards/rejected,
+// rewards/margins, rewards/accuracies, logps/chosen, logps/rejected; on steps that evaluated also eval_loss,
+// eval_perplexity (not with a preference objective), eval_token_accuracy, eval_tokens, eval_s, eval_best (and eval_kl,
+// eval_teacher_agreement when distilling; eval_pairs and eval_rewards/chosen, ... with a preference objective).
 nlohmann::json step_metrics_json(const StepMetrics& metrics);
 
 class MetricsFile {

@@ -267,6 +267,48 @@ std::vector<TrainFlag> make_train_flags() {
                            "--distill-temperature sets the distillation loss of --distill-from TEACHER: add it");
            },
        .added_later = true},
+      {.name = "--objective",
+       .help = "sft (default: cross-entropy on the data's completions) or dpo (preference pairs {prompt, chosen, "
+               "rejected}: DPO / IPO against the frozen starting model, whose log-probabilities are computed once "
+               "before the first step; --batch counts pairs)",
+       .key = "objective",
+       .resume = G::Identity,
+       .value = choice(&O::objective, parse_train_objective, train_objective_name),
+       .check =
+           [](const O& o) {
+             if (o.objective != TrainObjective::Dpo) return;
+             NVFP4LM_CHECK(o.loss == LossKind::CrossEntropy && o.distill_from.empty(),
+                           "--objective dpo is its own loss: drop {}",
+                           o.distill_from.empty() ? "--loss " + std::string(loss_kind_name(o.loss))
+                                                  : std::string("--distill-from"));
+             NVFP4LM_CHECK(o.data_format == DataFormat::Auto || o.data_format == DataFormat::Jsonl,
+                           "--objective dpo reads preference pairs as JSON lines: drop --data-format {}",
+                           data_format_name(o.data_format));
+           },
+       .added_later = true},
+      {.name = "--beta",
+       .help = "--objective dpo: β, how far the policy may move from the reference (IPO's τ; default 0.1, TRL's)",
+       .key = "beta",
+       .resume = G::Identity,
+       .value = number(&O::beta),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.beta) && o.beta > 0, "--beta must be positive, got {}", o.beta);
+             NVFP4LM_CHECK(o.beta == 0.1 || o.objective == TrainObjective::Dpo,
+                           "--beta sets the preference loss of --objective dpo: add it");
+           },
+       .added_later = true},
+      {.name = "--dpo-loss",
+       .help = "--objective dpo: sigmoid (DPO, default) or ipo, as TRL's loss_type",
+       .key = "dpo_loss",
+       .resume = G::Identity,
+       .value = choice(&O::dpo_loss, parse_preference_loss, preference_loss_name),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.dpo_loss == PreferenceLossType::Sigmoid || o.objective == TrainObjective::Dpo,
+                           "--dpo-loss chooses the preference loss of --objective dpo: add it");
+           },
+       .added_later = true},
       {.name = "--compute-dtype",
        .help = "activation precision: auto (default: the device's), float32 (the CPU's, exact) or bfloat16 (CUDA's); "
                "float16 is not supported",

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/logging.h"
+#include "core/text_excerpt.h"
 #include "train/checkpoint.h"
 #include "train/train_flags.h"
 
@@ -60,6 +61,19 @@ ModelFormat parse_export_format(std::string_view name) {
                              ModelFormat::HfSafetensors, ModelFormat::Gguf})
     if (name == export_format_flag_name(format)) return format;
   NVFP4LM_FAIL("unknown export format '{}' (choose modelopt, compressed-tensors, dat, bf16 or gguf)", name);
+}
+
+std::string_view train_objective_name(TrainObjective objective) {
+  return objective == TrainObjective::Dpo ? "dpo" : "sft";
+}
+
+TrainObjective parse_train_objective(std::string_view name) {
+  if (name == "sft") return TrainObjective::Sft;
+  if (name == "dpo") return TrainObjective::Dpo;
+  NVFP4LM_FAIL(
+      "unknown --objective {}; use sft (supervised: cross-entropy on the data's completions) or dpo "
+      "(preference pairs)",
+      quoted_excerpt(name));
 }
 
 std::string_view nonfinite_name(NonFinitePolicy policy) { return policy == NonFinitePolicy::Skip ? "skip" : "stop"; }

@@ -42,6 +42,10 @@
 namespace nvfp4lm {
 
 enum class NonFinitePolicy { Skip, Stop };
+// What a step optimizes: Sft, token cross-entropy on the data's completions (or --loss / --distill-from's loss); Dpo,
+// a preference loss over pairs of completions (model/preference_loss.h, data/preference_data.h) against the frozen
+// starting model's log-probabilities.
+enum class TrainObjective { Sft, Dpo };
 // --resume: Always (the flag alone) requires a checkpoint to continue; Auto continues one when --output has it and
 // starts a new run otherwise (the F# predecessor's "--resume true"); Never starts a new run.
 enum class ResumeMode { Never, Always, Auto };
@@ -74,8 +78,11 @@ struct TrainOptions {
   // --distill-from TEACHER: quantization-aware distillation (ops/distillation.h) against this frozen model's token
   // distribution on the same batches; the loss is distill_weight · τ² · KL + (1 - distill_weight) · CE.
   std::string distill_from;
-  double distill_weight = 1.0;         // [0, 1]
-  double distill_temperature = 1.0;    // τ > 0
+  double distill_weight = 1.0;       // [0, 1]
+  double distill_temperature = 1.0;  // τ > 0
+  TrainObjective objective = TrainObjective::Sft;
+  double beta = 0.1;  // --beta: DPO's β (IPO's τ), TRL's default
+  PreferenceLossType dpo_loss = PreferenceLossType::Sigmoid;
   std::optional<DType> compute_dtype;  // activations; nullopt: the device's (F32 on the CPU, BF16 on CUDA)
   int train_last_layers = -1;          // <= 0: all
   bool bf16_master = false;            // --master bf16
@@ -161,7 +168,9 @@ Nvfp4Block parse_block_flag(std::string_view name);
 std::string_view export_format_flag_name(
     ModelFormat format);  // "modelopt", "compressed-tensors", "dat", "bf16", "gguf"
 ModelFormat parse_export_format(std::string_view name);
-std::string_view nonfinite_name(NonFinitePolicy policy);  // "skip", "stop"
+std::string_view nonfinite_name(NonFinitePolicy policy);          // "skip", "stop"
+std::string_view train_objective_name(TrainObjective objective);  // "sft", "dpo"
+TrainObjective parse_train_objective(std::string_view name);
 NonFinitePolicy parse_nonfinite(std::string_view name);
 // --compute-dtype: "auto" (nullopt), "float32", "bfloat16", "float16"; check: what `device` can compute in.
 std::string_view compute_dtype_name(const std::optional<DType>& dtype);

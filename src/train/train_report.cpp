@@ -43,7 +43,10 @@ std::vector<std::string> Trainer::setup_lines() const {
   for (const std::string& line : split_lines(describe_dataset_summary(data_.summary))) lines.push_back(line);
   if (options_.has_eval()) {
     lines.push_back(fmt::format(
-        "evaluation: {} samples ({} scored tokens) {}, {}{}", data_.eval.samples, data_.eval.tokens,
+        "evaluation: {} ({} scored tokens) {}, {}{}",
+        options_.objective == TrainObjective::Dpo ? fmt::format("{} pairs", data_.eval.samples / 2)
+                                                  : fmt::format("{} samples", data_.eval.samples),
+        data_.eval.tokens,
         options_.eval_data.empty()
             ? fmt::format("held out of the training data (--eval-split {:g})", options_.eval_split)
             : "from " + options_.eval_data,
@@ -71,9 +74,21 @@ std::vector<std::string> Trainer::setup_lines() const {
                   options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()),
                   comm_->size() > 1 ? " on this rank" : "", options_.lr, lr_decay_name(options_.lr_schedule),
                   options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
-  lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", plan_.describe(), options_.batch,
-                              options_.seq_len, options_.packing ? "packed" : "one sample a row",
-                              teacher_ ? "distillation" : loss_kind_name(options_.loss), options_.seed));
+  if (options_.objective == TrainObjective::Dpo) {
+    lines.push_back(
+        fmt::format("{}; batch {} pairs (2 x {} rows, each completion padded to the batch's longest, at "
+                    "most {} tokens), seed {}",
+                    plan_.describe(), options_.batch, options_.batch, options_.seq_len, options_.seed));
+    lines.push_back(fmt::format(
+        "objective dpo: {} loss, beta {:g}, the mean over pairs; reference: the starting model ({}), its "
+        "log-probabilities of every completion computed once before the first step ({:.1f} s)",
+        preference_loss_name(options_.dpo_loss), options_.beta,
+        options_.lora_rank > 0 ? "the base without adapters" : "the weights as loaded, frozen", reference_seconds_));
+  } else {
+    lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", plan_.describe(),
+                                options_.batch, options_.seq_len, options_.packing ? "packed" : "one sample a row",
+                                teacher_ ? "distillation" : loss_kind_name(options_.loss), options_.seed));
+  }
   if (teacher_) {
     const std::string terms = fmt::format(
         "loss = {:g} x temperature^2 x KL(teacher || student) at temperature {:g}{}", options_.distill_weight,
@@ -119,13 +134,14 @@ std::vector<std::string> format_train_summary(const TrainSummary& s) {
                   s.skipped_steps > 0 ? fmt::format(", {} steps skipped (non-finite)", s.skipped_steps) : ""));
   lines.push_back(fmt::format("loss: final {:.4f}, best {:.4f} at step {}", s.final_loss, s.best_loss, s.best_step));
   if (s.best_eval_step > 0)
-    lines.push_back(fmt::format("evaluation loss: best {:.4f} (perplexity {:.2f}) at step {}{}", s.best_eval_loss,
-                                std::exp(s.best_eval_loss), s.best_eval_step,
-                                s.best_checkpoint
-                                    ? fmt::format(", kept in {} (--save-best; export it with `nvfp4lm "
-                                                  "export {} OUT`)",
-                                                  s.best_checkpoint->string(), s.best_checkpoint->string())
-                                    : std::string()));
+    lines.push_back(
+        fmt::format("evaluation loss: best {:.4f}{} at step {}{}", s.best_eval_loss,
+                    s.preference ? std::string() : fmt::format(" (perplexity {:.2f})", std::exp(s.best_eval_loss)),
+                    s.best_eval_step,
+                    s.best_checkpoint ? fmt::format(", kept in {} (--save-best; export it with `nvfp4lm "
+                                                    "export {} OUT`)",
+                                                    s.best_checkpoint->string(), s.best_checkpoint->string())
+                                      : std::string()));
   for (const fs::path& checkpoint : s.checkpoints) lines.push_back("checkpoint: " + checkpoint.string());
   if (s.export_report) lines.push_back(describe_export(*s.export_report));
   lines.push_back("metrics: " + s.metrics_path.string());

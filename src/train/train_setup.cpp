@@ -9,6 +9,7 @@
 #include "core/json_text.h"
 #include "core/logging.h"
 #include "data/eval_split.h"
+#include "data/preference_data.h"
 #include "data/whoami_data.h"
 #include "io/hf_config.h"
 #include "io/synth_model.h"
@@ -29,6 +30,11 @@ DataLoaderOptions loader_options(const TrainOptions& options, int32_t pad_id, bo
   loader.batch_size = options.batch;
   loader.seq_len = options.seq_len;
   loader.packing = options.packing;
+  if (options.objective == TrainObjective::Dpo) {  // --batch pairs, each completion a row of its own
+    loader.batch_size = 2 * options.batch;
+    loader.packing = false;
+    loader.group = 2;
+  }
   loader.shuffle = shuffle;
   loader.seed = options.seed;
   loader.pad_id = pad_id;
@@ -43,7 +49,9 @@ EvalSet load_eval_set(const TrainOptions& options, std::vector<Sample> held_out,
   if (!options.eval_data.empty()) {
     DatasetOptions eval_options = data_options;
     eval_options.goal = "evaluate";
-    samples = read_dataset(options.eval_data, tokenizer, eval_options).samples;
+    samples = options.objective == TrainObjective::Dpo
+                  ? read_preference_data(options.eval_data, tokenizer, eval_options).samples
+                  : read_dataset(options.eval_data, tokenizer, eval_options).samples;
   }
   eval.samples = static_cast<int64_t>(samples.size());
   DataLoader loader(std::move(samples), loader_options(options, default_pad_id(tokenizer), /*shuffle=*/false));
@@ -106,14 +114,24 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
   data_options.strict = options.strict;
   data_options.max_tokens = options.seq_len;
   // --synthetic without --data: the identity data set of `nvfp4lm data whoami` (the defaults), made in memory.
-  Dataset dataset = options.data.empty()
-                        ? parse_dataset(make_whoami_dataset(WhoamiOptions{}).jsonl, "the built-in whoami data set",
-                                        DataFormat::Jsonl, tokenizer.tokenizer, data_options)
-                        : read_dataset(options.data, tokenizer.tokenizer, data_options);
+  Dataset dataset;
+  if (options.objective == TrainObjective::Dpo) {
+    NVFP4LM_CHECK(!options.data.empty(),
+                  "--objective dpo trains on preference pairs: name them with --data FILE.jsonl");
+    PreferenceData pairs = read_preference_data(options.data, tokenizer.tokenizer, data_options);
+    dataset.samples = std::move(pairs.samples);
+    dataset.summary = pairs.summary;
+  } else {
+    dataset = options.data.empty()
+                  ? parse_dataset(make_whoami_dataset(WhoamiOptions{}).jsonl, "the built-in whoami data set",
+                                  DataFormat::Jsonl, tokenizer.tokenizer, data_options)
+                  : read_dataset(options.data, tokenizer.tokenizer, data_options);
+  }
   TrainData data;
   data.summary = dataset.summary;
   std::vector<Sample> held_out;
-  if (options.eval_split > 0) held_out = hold_out_samples(dataset.samples, options.eval_split);
+  if (options.eval_split > 0)
+    held_out = hold_out_samples(dataset.samples, options.eval_split, options.objective == TrainObjective::Dpo ? 2 : 1);
   data.eval = load_eval_set(options, std::move(held_out), data_options, tokenizer.tokenizer);
   data.loader = std::make_unique<DataLoader>(
       std::move(dataset.samples), loader_options(options, default_pad_id(tokenizer.tokenizer), /*shuffle=*/true));
@@ -257,6 +275,7 @@ void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPl
 
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher) {
   TrainLoss loss(options.loss);
+  if (options.objective == TrainObjective::Dpo) loss.preference = PreferenceSettings{options.dpo_loss, options.beta};
   if (teacher != nullptr) {
     if (teacher->model) loss.teacher = &*teacher->model;
     loss.cached_teacher = teacher->cache.has_value();
@@ -264,6 +283,25 @@ TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teache
     loss.distillation.temperature = static_cast<float>(options.distill_temperature);
   }
   return loss;
+}
+
+std::vector<double> reference_logps(Qwen3Trainable& model, const DataLoader& loader) {
+  const std::vector<Sample>& samples = loader.samples();
+  const auto rows = static_cast<size_t>(loader.options().batch_size);
+  std::vector<double> logps(samples.size());
+  for (size_t begin = 0; begin < samples.size(); begin += rows) {
+    std::vector<std::vector<int64_t>> batch_rows;
+    int64_t row_tokens = 0;
+    for (size_t i = begin; i < std::min(begin + rows, samples.size()); ++i) {
+      batch_rows.push_back({static_cast<int64_t>(i)});
+      row_tokens = std::max<int64_t>(row_tokens, static_cast<int64_t>(samples[i].ids.size()));
+    }
+    const TokenBatch batch = assemble_batch(samples, batch_rows, row_tokens, loader.options().pad_id);
+    const std::vector<double> batch_logps =
+        model.completion_logps({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
+    std::copy(batch_logps.begin(), batch_logps.end(), logps.begin() + static_cast<std::ptrdiff_t>(begin));
+  }
+  return logps;
 }
 
 std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, std::span<const Parameter> parameters) {

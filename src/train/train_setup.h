@@ -48,6 +48,8 @@ struct TrainData {
   DatasetSummary summary;
   std::unique_ptr<DataLoader> loader;
   EvalSet eval;  // empty without --eval-data / --eval-split
+  // --objective dpo: reference_logps of every training sample (by sample index); the evaluation batches carry theirs.
+  std::vector<double> reference_logps;
 };
 // --data (or, for --synthetic without it, the built-in whoami set), the --eval-split samples held out of it, and
 // --eval-data.
@@ -87,6 +89,10 @@ void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPl
 // The loss of every step and evaluation: --loss, or distillation against `teacher` with --distill-weight and
 // --distill-temperature.
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher);
+// --objective dpo: the reference log-probability of every sample of `loader` (a completion's summed log-probability
+// of its scored tokens, by sample index), from `model` as it is (the run's frozen starting point), in batches of the
+// loader's rows in sample order.
+std::vector<double> reference_logps(Qwen3Trainable& model, const DataLoader& loader);
 // Over `parameters`: the model's, or a data-parallel rank's shard of them (DataParallel::owned).
 std::unique_ptr<Optimizer> make_training_optimizer(const TrainOptions& options, std::span<const Parameter> parameters);
 

@@ -3,6 +3,7 @@
 // step_plan.h, train_step.h, run_totals.h); this file is the order in which they are called.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -21,6 +22,24 @@
 namespace nvfp4lm {
 
 using json = nlohmann::json;
+
+namespace {
+
+// A preference objective's means over the pairs of `stats` (metrics.h PreferenceMetrics).
+PreferenceMetrics preference_metrics(const LossStats& stats) {
+  PreferenceMetrics p;
+  p.pairs = stats.pairs;
+  const auto n = static_cast<double>(std::max<int64_t>(stats.pairs, 1));
+  p.chosen_reward = stats.chosen_reward_sum / n;
+  p.rejected_reward = stats.rejected_reward_sum / n;
+  p.margin = (stats.chosen_reward_sum - stats.rejected_reward_sum) / n;
+  p.accuracy = static_cast<double>(stats.preferred) / n;
+  p.chosen_logp = stats.chosen_logp_sum / n;
+  p.rejected_logp = stats.rejected_logp_sum / n;
+  return p;
+}
+
+}  // namespace
 
 // ---- set-up ---------------------------------------------------------------------------------------------------
 
@@ -128,6 +147,15 @@ void Trainer::load() {
   optimizer_ = make_training_optimizer(options_, data_parallel_ ? data_parallel_->owned() : model_->parameters());
   teacher_ = load_distillation_teacher(options_, *files_, tokenizer_->tokenizer, device_);
   for (TrainBatch& batch : data_.eval.batches) attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, batch);
+  if (options_.objective == TrainObjective::Dpo) {
+    // The reference is the model as loaded, before any step (and before a resumed run restores its checkpoint):
+    // every start of the run computes the same log-probabilities (on the CPU bit for bit), so none is saved.
+    const Clock::time_point start = Clock::now();
+    const MemoryPhase phase("reference");
+    data_.reference_logps = reference_logps(*model_, *data_.loader);
+    for (TrainBatch& batch : data_.eval.batches) batch.reference_logps = model_->completion_logps(batch);
+    reference_seconds_ = seconds_between(start, Clock::now());  // in the set-up lines
+  }
 }
 
 void Trainer::restore_checkpoint() {
@@ -167,10 +195,17 @@ StepMetrics Trainer::train_step() {
   m.step = step_ + 1;
   m.total_steps = plan_.total_steps;
   std::vector<TrainBatch> micro_batches;
+  const bool preference = options_.objective == TrainObjective::Dpo;
+  int64_t pairs = 0;
   for (const TokenBatch& batch : step_batches(plan_, *data_.loader, step_)) {
     m.loss_tokens += batch.tokens_in_batch;
     m.input_tokens += batch.rows() * batch.row_tokens() - batch.padding_tokens;
     micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
+    if (preference) {  // one completion a row: the rows' samples in order
+      for (int64_t index : batch.sample_indices)
+        micro_batches.back().reference_logps.push_back(data_.reference_logps[static_cast<size_t>(index)]);
+      pairs += batch.rows() / 2;
+    }
     // LoRA dropout: a mask per step and micro-batch, from the run's seed (a resumed run draws the same ones).
     micro_batches.back().dropout_seed =
         mix64(options_.seed ^ mix64((static_cast<uint64_t>(step_) << 20) + micro_batches.size()));
@@ -195,7 +230,8 @@ StepMetrics Trainer::train_step() {
     model_->set_calibration(&step_calibration);
   }
   StepSettings settings;
-  settings.grad_scale = static_cast<float>(1.0 / static_cast<double>(m.loss_tokens));
+  // The mean loss over the step's trained tokens, or over its pairs for a preference objective (TRL's mean).
+  settings.grad_scale = static_cast<float>(1.0 / static_cast<double>(preference ? pairs : m.loss_tokens));
   settings.loss = training_loss(options_, teacher_ ? &*teacher_ : nullptr);
   settings.lr = m.lr;
   settings.max_grad_norm = options_.max_grad_norm;
@@ -210,7 +246,12 @@ StepMetrics Trainer::train_step() {
   if (calibrates) add_step_calibration(step_calibration);
   NVFP4LM_ASSERT(result.stats.tokens == m.loss_tokens, "step {}: the model counted {} trained tokens, the batches {}",
                  m.step, result.stats.tokens, m.loss_tokens);
-  m.loss = result.stats.loss_sum / static_cast<double>(m.loss_tokens);
+  m.loss = result.stats.loss_sum / static_cast<double>(preference ? pairs : m.loss_tokens);
+  if (preference) {
+    NVFP4LM_ASSERT(result.stats.pairs == pairs, "step {}: the model counted {} pairs, the batches {}", m.step,
+                   result.stats.pairs, pairs);
+    m.preference = preference_metrics(result.stats);
+  }
   m.token_accuracy = static_cast<double>(result.stats.correct) / static_cast<double>(m.loss_tokens);
   if (teacher_) {
     m.kl = result.stats.mean_kl();
@@ -307,6 +348,10 @@ EvalMetrics Trainer::evaluate() {
   EvalMetrics eval;
   eval.tokens = total.tokens;
   eval.loss = total.mean();
+  if (options_.objective == TrainObjective::Dpo) {
+    eval.loss = total.loss_sum / static_cast<double>(std::max<int64_t>(total.pairs, 1));
+    eval.preference = preference_metrics(total);
+  }
   eval.perplexity = std::exp(eval.loss);
   eval.token_accuracy = total.tokens > 0 ? static_cast<double>(total.correct) / static_cast<double>(total.tokens) : 0;
   if (teacher_) {
@@ -480,6 +525,7 @@ TrainSummary Trainer::run(const Progress& progress) {
   summary.best_step = totals_.best_step;
   summary.best_eval_loss = totals_.best_eval_loss;
   summary.best_eval_step = totals_.best_eval_step;
+  summary.preference = options_.objective == TrainObjective::Dpo;
   if (options_.save_best && totals_.best_eval_step > 0) {
     std::error_code ec;
     if (fs::is_directory(checkpoint_dir(options_.output, totals_.best_eval_step), ec))

@@ -98,6 +98,7 @@ struct TrainSummary {
   int64_t best_step = 0;
   double best_eval_loss = 0;  // lowest evaluation loss of the whole run (best_eval_step 0: none)
   int64_t best_eval_step = 0;
+  bool preference = false;                  // --objective dpo: the losses are means over pairs (no perplexity)
   std::optional<fs::path> best_checkpoint;  // --save-best
   std::vector<fs::path> checkpoints;        // on disk at the end (newest last)
   std::optional<ExportReport> export_report;
@@ -224,6 +225,7 @@ class Trainer {
   std::optional<int64_t> resumed_from_;
   RunTotals totals_;
   ActivationCalibration calibration_;
+  double reference_seconds_ = 0;  // --objective dpo: computing the reference log-probabilities
   // This process.
   struct Session {
     int64_t loss_tokens = 0;

@@ -90,7 +90,9 @@ TrainOptions changed_options() {
                                                              {"data_template", "raw"},
                                                              {"chat_template", "hybrid-thinking"},
                                                              {"synthetic", "true"},
-                                                             {"compute_dtype", "float32"}};
+                                                             {"compute_dtype", "float32"},
+                                                             {"objective", "dpo"},
+                                                             {"dpo_loss", "ipo"}};
   TrainOptions options;
   for (const TrainFlag& flag : train_flags()) {
     std::visit(

@@ -110,58 +110,77 @@ TEST_P(TrainerResume, IsBitIdenticalToARunThatNeverStopped) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, TrainerResume,
-                         ::testing::Values(ResumeCase{"adamw", [](TrainOptions&) {}, 3, 6},
-                                           ResumeCase{"grad_accum", [](TrainOptions& o) { o.grad_accum = 3; }, 2, 6},
-                                           // 16 samples, one a row, 3 rows a batch: 6 batches an epoch (the last of one
-                                           // row), 12 steps; the resumed part crosses into epoch 2.
-                                           ResumeCase{"epochs",
-                                                      [](TrainOptions& o) {
-                                                        o.max_steps = 0;
-                                                        o.epochs = 2;
-                                                        o.batch = 3;
-                                                      },
-                                                      4, 12},
-                                           // 12 batches in steps of 5, 5 and 2 micro-batches: resumed at step 1, step 2
-                                           // spans the epoch boundary and step 3 is the short last one.
-                                           ResumeCase{"epochs_grad_accum",
-                                                      [](TrainOptions& o) {
-                                                        o.max_steps = 0;
-                                                        o.epochs = 2;
-                                                        o.batch = 3;
-                                                        o.grad_accum = 5;
-                                                      },
-                                                      1, 3},
-                                           // --steps-per-epoch 2 of 6 batches an epoch in steps of 2: each epoch
-                                           // leaves its last 2 batches; resumed mid-epoch 1.
-                                           ResumeCase{"steps_per_epoch",
-                                                      [](TrainOptions& o) {
-                                                        o.max_steps = 0;
-                                                        o.epochs = 3;
-                                                        o.batch = 3;
-                                                        o.grad_accum = 2;
-                                                        o.steps_per_epoch = 2;
-                                                      },
-                                                      3, 6},
-                                           ResumeCase{"adamw8bit", [](TrainOptions& o) { o.optimizer = "adamw8bit"; },
-                                                      2, 6},
-                                           ResumeCase{"bf16_masters_stochastic_rounding",
-                                                      [](TrainOptions& o) { o.bf16_master = true; }, 4, 6},
-                                           ResumeCase{"w4a4_2d_blocks",
-                                                      [](TrainOptions& o) {
-                                                        o.qat = QatMode::W4A4;
-                                                        o.block = Nvfp4Block::Tile16x16;
-                                                      },
-                                                      3, 6},
-                                           // LoRA: the checkpoint holds the adapters and their optimizer state only.
-                                           ResumeCase{"lora",
-                                                      [](TrainOptions& o) {
-                                                        o.lora_rank = 4;
-                                                        o.lora_alpha = 8;
-                                                        o.lr = 1e-2;
-                                                      },
-                                                      3, 6}),
-                         [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TrainerResume,
+    ::testing::Values(
+        ResumeCase{"adamw", [](TrainOptions&) {}, 3, 6},
+        ResumeCase{"grad_accum", [](TrainOptions& o) { o.grad_accum = 3; }, 2, 6},
+        // 16 samples, one a row, 3 rows a batch: 6 batches an epoch (the last of one
+        // row), 12 steps; the resumed part crosses into epoch 2.
+        ResumeCase{"epochs",
+                   [](TrainOptions& o) {
+                     o.max_steps = 0;
+                     o.epochs = 2;
+                     o.batch = 3;
+                   },
+                   4, 12},
+        // 12 batches in steps of 5, 5 and 2 micro-batches: resumed at step 1, step 2
+        // spans the epoch boundary and step 3 is the short last one.
+        ResumeCase{"epochs_grad_accum",
+                   [](TrainOptions& o) {
+                     o.max_steps = 0;
+                     o.epochs = 2;
+                     o.batch = 3;
+                     o.grad_accum = 5;
+                   },
+                   1, 3},
+        // --steps-per-epoch 2 of 6 batches an epoch in steps of 2: each epoch
+        // leaves its last 2 batches; resumed mid-epoch 1.
+        ResumeCase{"steps_per_epoch",
+                   [](TrainOptions& o) {
+                     o.max_steps = 0;
+                     o.epochs = 3;
+                     o.batch = 3;
+                     o.grad_accum = 2;
+                     o.steps_per_epoch = 2;
+                   },
+                   3, 6},
+        ResumeCase{"adamw8bit", [](TrainOptions& o) { o.optimizer = "adamw8bit"; }, 2, 6},
+        ResumeCase{"bf16_masters_stochastic_rounding", [](TrainOptions& o) { o.bf16_master = true; }, 4, 6},
+        ResumeCase{"w4a4_2d_blocks",
+                   [](TrainOptions& o) {
+                     o.qat = QatMode::W4A4;
+                     o.block = Nvfp4Block::Tile16x16;
+                   },
+                   3, 6},
+        // DPO: the reference log-probabilities are recomputed from the starting
+        // model by the resumed process, the same bits.
+        ResumeCase{"dpo",
+                   [](TrainOptions& o) {
+                     o.objective = TrainObjective::Dpo;
+                     o.beta = 0.5;
+                     o.data = test::write_preference_jsonl(fs::path(o.data).parent_path() / "prefs.jsonl", 12).string();
+                   },
+                   3, 6},
+        // DPO over LoRA adapters: the reference is the base (the adapters start at
+        // zero); IPO.
+        ResumeCase{"dpo_lora_ipo",
+                   [](TrainOptions& o) {
+                     o.objective = TrainObjective::Dpo;
+                     o.dpo_loss = PreferenceLossType::Ipo;
+                     o.lora_rank = 4;
+                     o.data = test::write_preference_jsonl(fs::path(o.data).parent_path() / "prefs.jsonl", 12).string();
+                   },
+                   2, 6},
+        // LoRA: the checkpoint holds the adapters and their optimizer state only.
+        ResumeCase{"lora",
+                   [](TrainOptions& o) {
+                     o.lora_rank = 4;
+                     o.lora_alpha = 8;
+                     o.lr = 1e-2;
+                   },
+                   3, 6}),
+    [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });
 
 TEST(TrainerResume, ShortLastStepOfAnEpochsRunHasTheRemainingMicroBatches) {
   TempDir dir;

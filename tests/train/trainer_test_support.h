@@ -40,6 +40,24 @@ inline fs::path write_pairs_jsonl(const fs::path& path, int count) {
   return path;
 }
 
+// `count` preference pairs of additions (data/preference_data.h, TRL's standard layout): the question of
+// write_pairs_jsonl, its answer as chosen and a refusal as rejected (varied, so no single token gives it away);
+// `offset` shifts the numbers, for held-out pairs with other questions.
+inline fs::path write_preference_jsonl(const fs::path& path, int count, int offset = 0) {
+  static const char* const refusals[] = {"I do not know.", "No idea, sorry.", "Ask someone else.", "I will not say."};
+  std::string text;
+  for (int i = 0; i < count; ++i) {
+    const int a = 2 + (i + offset) % 8, b = 3 + 2 * ((i + offset) / 8);
+    text += nlohmann::json{{"prompt", fmt::format("What is {} plus {}?", a, b)},
+                           {"chosen", fmt::format("{} plus {} is {}.", a, b, a + b)},
+                           {"rejected", refusals[i % 4]}}
+                .dump() +
+            "\n";
+  }
+  write_file(path, text);
+  return path;
+}
+
 // A short QAT (w4a16) run of the fixture model on `data`: rows of 64 tokens (one sample a row: two do not fit),
 // 2 rows a batch, 6 steps, a learning rate large enough to move the weights visibly in a few steps.
 inline TrainOptions tiny_train_options(const fs::path& data, const fs::path& output) {

@@ -12,11 +12,13 @@
 namespace nvfp4lm {
 namespace {
 
-constexpr size_t kStatsFields = 5;  // LossStats as doubles (the counts are far below 2^53)
+constexpr size_t kStatsFields = 11;  // LossStats as doubles (the counts are far below 2^53)
 
 void append_stats(std::vector<double>& out, const LossStats& s) {
-  out.insert(out.end(), {s.loss_sum, static_cast<double>(s.tokens), static_cast<double>(s.correct), s.kl_sum,
-                         static_cast<double>(s.agree)});
+  out.insert(out.end(),
+             {s.loss_sum, static_cast<double>(s.tokens), static_cast<double>(s.correct), s.kl_sum,
+              static_cast<double>(s.agree), static_cast<double>(s.pairs), s.chosen_reward_sum, s.rejected_reward_sum,
+              s.chosen_logp_sum, s.rejected_logp_sum, static_cast<double>(s.preferred)});
 }
 
 LossStats stats_at(const std::vector<double>& all, size_t index) {
@@ -27,6 +29,12 @@ LossStats stats_at(const std::vector<double>& all, size_t index) {
   s.correct = static_cast<int64_t>(v[2]);
   s.kl_sum = v[3];
   s.agree = static_cast<int64_t>(v[4]);
+  s.pairs = static_cast<int64_t>(v[5]);
+  s.chosen_reward_sum = v[6];
+  s.rejected_reward_sum = v[7];
+  s.chosen_logp_sum = v[8];
+  s.rejected_logp_sum = v[9];
+  s.preferred = static_cast<int64_t>(v[10]);
   return s;
 }
 

@@ -92,6 +92,26 @@ TEST(TrainerCuda, LossesFollowTheCpuFor20Steps) {
   }
 }
 
+// `--objective dpo` (issue 50) on the GPU: the reference log-probabilities and the preference loss head (the fused
+// lm_head cross-entropy run row by row, twice) follow the CPU's losses, and the run learns the preference.
+TEST(TrainerCuda, DpoLossesFollowTheCpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const fs::path data = test::write_preference_jsonl(dir / "prefs.jsonl", 12);
+  TrainOptions options = test::tiny_train_options(data, dir / "cpu");
+  options.objective = TrainObjective::Dpo;
+  options.beta = 0.5;
+  options.lr = 1e-3;
+  const std::vector<double> cpu = run(options);
+  options.output = (dir / "gpu").string();
+  options.device = "cuda";
+  const std::vector<double> gpu = run(options);
+  EXPECT_LT(worst_difference(gpu, cpu, "dpo"), kLossBound);
+  ASSERT_EQ(gpu.size(), 6u);
+  EXPECT_NEAR(gpu.front(), std::log(2.0), 1e-2);  // the policy starts as its own reference
+  EXPECT_LT(gpu.back(), 0.8 * gpu.front());
+}
+
 // `--qat w4a4` on a GPU with FP4 tensor cores (the emulated device presenting a GB10, sm_121, then a B200, sm_100):
 // the layers' linears multiply NVFP4 activations by NVFP4 weights on the block-scaled FP4 mma ("cuda/nvfp4-mma-fp4")
 // or cuBLASLt's block-scaled FP4 matmul ("cuda/nvfp4-cublaslt-fp4"), exact products where the CPU multiplies their

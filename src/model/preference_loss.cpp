@@ -1,6 +1,7 @@
 // See preference_loss.h.
 #include "model/preference_loss.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -40,6 +41,26 @@ PreferencePairLoss preference_pair_loss(const PreferenceSettings& settings, cons
     out.loss = h * h;
     out.d_chosen = 2 * h / n_chosen;
     out.d_rejected = -2 * h / n_rejected;
+  }
+  return out;
+}
+
+PolicyGradientToken policy_gradient_token(const PolicyGradientSettings& settings, double logp, double old_logp,
+                                          double advantage, double ref_logp) {
+  PolicyGradientToken out;
+  const double ratio = std::exp(logp - old_logp);
+  const double unclipped = ratio * advantage;
+  const double clipped = std::clamp(ratio, 1.0 - settings.epsilon_low, 1.0 + settings.epsilon_high) * advantage;
+  // min picks the clipped term only where it is smaller, i.e. outside the range in the direction A pushes: there
+  // the clamp's derivative is 0. Inside the range both are r · A, whose derivative in log π is r · A.
+  out.clipped = clipped < unclipped;
+  out.loss = -std::min(unclipped, clipped);
+  out.d_logp = out.clipped ? 0.0 : -unclipped;
+  if (settings.beta > 0) {
+    const double delta = ref_logp - logp;
+    out.kl = std::exp(delta) - delta - 1;
+    out.loss += settings.beta * out.kl;
+    out.d_logp += settings.beta * (1 - std::exp(delta));  // d k3 / d log π = -e^δ + 1
   }
   return out;
 }

@@ -46,4 +46,26 @@ struct PreferencePairLoss {
 // In double, stable for any |β · Δ| (log σ and σ without overflow). Token counts must be positive.
 PreferencePairLoss preference_pair_loss(const PreferenceSettings& settings, const PreferencePair& pair);
 
+// GRPO's clipped policy-gradient loss per completion token, as TRL's GRPOTrainer computes it
+// (trl/trainer/grpo_trainer.py, _compute_loss, at huggingface/trl f2cd577), for the token-level loss types (dapo,
+// bnpo, grpo differ only in what the sum is divided by):
+//   r    = exp(log π - log π_old)                       (π_old: the policy that sampled; r = 1 when it is this one)
+//   loss = -min(r · A, clamp(r, 1 - ε_low, 1 + ε_high) · A) + β · (exp(log π_ref - log π) - (log π_ref - log π) - 1)
+// with A the completion's advantage and the last term the k3 estimate of KL(π ‖ π_ref) (β = 0: none, TRL's default).
+struct PolicyGradientSettings {
+  double epsilon_low = 0.2, epsilon_high = 0.2;  // TRL's epsilon (epsilon_high defaults to it)
+  double beta = 0.0;                             // the KL term's weight
+};
+
+struct PolicyGradientToken {
+  double loss = 0;
+  double d_logp = 0;     // d loss / d log π
+  double kl = 0;         // the k3 term (0 without a reference)
+  bool clipped = false;  // the clipped branch was taken: no policy-gradient signal (TRL's clip_ratio counts these)
+};
+
+// One token: log π, log π_old, A, and log π_ref (only read when settings.beta > 0).
+PolicyGradientToken policy_gradient_token(const PolicyGradientSettings& settings, double logp, double old_logp,
+                                          double advantage, double ref_logp);
+
 }  // namespace nvfp4lm

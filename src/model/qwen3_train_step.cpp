@@ -193,7 +193,7 @@ LossStats Qwen3Trainable::run(const TrainBatch& batch, float grad_scale, const T
   const LossStats stats = detail::loss_head(
       loss, hidden, lm_head_, w4a4 && lm_head_.quantized, targets, grad_scale, any_backward ? &d_hidden : nullptr,
       {teacher_hidden.defined() ? &teacher_hidden : nullptr, teacher_top_k.defined() ? &teacher_top_k : nullptr},
-      batch.reference_logps);
+      &batch);
   if (!any_backward) return stats;
   // Fused update: a non-finite loss means nothing of this step may be applied; the caller sees the loss.
   if (sink != nullptr && !std::isfinite(stats.loss_sum)) return stats;

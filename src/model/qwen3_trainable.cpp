@@ -133,6 +133,7 @@ LossStats& LossStats::operator+=(const LossStats& other) {
   chosen_logp_sum += other.chosen_logp_sum;
   rejected_logp_sum += other.rejected_logp_sum;
   preferred += other.preferred;
+  clipped += other.clipped;
   return *this;
 }
 

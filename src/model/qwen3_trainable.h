@@ -124,6 +124,12 @@ struct TrainBatch {
   TeacherTopK teacher_top_k;
   uint64_t dropout_seed = 0;  // LoRA dropout of a training pass over this batch (the trainer: per step and micro-batch)
   std::vector<double> reference_logps = {};
+  // For a policy-gradient loss (TrainLoss::policy_gradient): per row, its completion's advantage; per token ([B * T]
+  // row-major, read where a target is scored) the log-probability of the policy that sampled it (empty: this one's
+  // own, so the ratio is 1: TRL's num_iterations 1) and the reference's (read when the loss has a KL term).
+  std::vector<float> advantages = {};
+  std::vector<float> old_logps = {};
+  std::vector<float> ref_logps = {};
 };
 
 enum class LossKind { CrossEntropy, L1 };
@@ -147,6 +153,9 @@ struct TrainLoss {
   bool cached_teacher = false;
   DistillationSettings distillation;
   std::optional<PreferenceSettings> preference;
+  // Or, policy_gradient, GRPO's clipped policy-gradient loss a token (model/preference_loss.h) with the batch's
+  // advantages, sampling log-probabilities and reference; loss_sum sums it over the scored tokens, kl_sum its k3 terms.
+  std::optional<PolicyGradientSettings> policy_gradient;
   bool distills() const { return teacher != nullptr || cached_teacher; }
 };
 
@@ -163,6 +172,8 @@ struct LossStats {
   double chosen_reward_sum = 0, rejected_reward_sum = 0;
   double chosen_logp_sum = 0, rejected_logp_sum = 0;
   int64_t preferred = 0;
+  // Policy-gradient losses: tokens whose clipped branch was taken (no signal; TRL's clip_ratio).
+  int64_t clipped = 0;
   double mean() const { return tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0; }
   double mean_kl() const { return tokens > 0 ? kl_sum / static_cast<double>(tokens) : 0.0; }
   LossStats& operator+=(const LossStats& other);

@@ -6,6 +6,8 @@
 //    each row's gradient scale (grad_scale · -d loss / d log π of the row), which is the exact gradient of the pairs'
 //    losses: d log π / d logits is minus the cross-entropy's. The second pass repeats the lm_head's forward (about a
 //    tenth of a Qwen3-4B forward) instead of holding [tokens, vocab] logits or writing a weighted-row kernel.
+//  - A policy-gradient loss (GRPO, model/preference_loss.h) likewise: one pass for each token's log-probability
+//    (the op's per-token losses), then one with each token's gradient scale (CrossEntropyTokens::scales).
 //  - L1 (a debugging loss, no lm_head) is computed on the host in double: it is cheap (one pass over [N, H]) and
 //    needs no kernel of its own; on a GPU the hidden state is copied over and the gradient copied back.
 #include "model/train_loss.h"
@@ -105,6 +107,51 @@ LossStats preference_loss(const PreferenceSettings& settings, const Tensor& inpu
   return stats;
 }
 
+LossStats policy_gradient_loss(const PolicyGradientSettings& settings, const Tensor& input, const Tensor& lm_head,
+                               const Tensor& targets, int64_t row_tokens, const TrainBatch& batch, float grad_scale,
+                               Tensor* d_rows, Tensor* d_weight) {
+  const int64_t n = input.dim(0), rows = n / row_tokens;
+  NVFP4LM_CHECK(static_cast<int64_t>(batch.advantages.size()) == rows,
+                "a policy-gradient batch of {} rows carries {} advantages (internal: one a completion)", rows,
+                batch.advantages.size());
+  for (const auto* per_token : {&batch.old_logps, &batch.ref_logps})
+    NVFP4LM_CHECK(per_token->empty() || static_cast<int64_t>(per_token->size()) == n,
+                  "a policy-gradient batch of {} tokens carries {} per-token log-probabilities", n, per_token->size());
+  NVFP4LM_CHECK(settings.beta == 0 || !batch.ref_logps.empty(),
+                "a policy-gradient loss with a KL term (beta {}) needs the reference's log-probabilities",
+                settings.beta);
+  // Pass 1: each token's log-probability under this policy.
+  Tensor token_loss = Tensor::empty({n}, DType::F32, input.device());
+  const CrossEntropyResult ce =
+      lm_head_cross_entropy(input, lm_head, targets, 0.0f, nullptr, nullptr, {nullptr, &token_loss});
+  const Tensor host_loss = token_loss.to(Device::cpu());
+  const Tensor host_targets = targets.to(Device::cpu());
+  const float* ce_loss = host_loss.data<float>();
+  const int32_t* target = host_targets.data<int32_t>();
+  LossStats stats;
+  stats.tokens = ce.tokens;
+  stats.correct = ce.correct;
+  std::vector<float> scale(static_cast<size_t>(n), 0.f);
+  for (int64_t i = 0; i < n; ++i) {
+    if (target[i] == kIgnoreIndex) continue;
+    const auto at = static_cast<size_t>(i);
+    const double logp = -static_cast<double>(ce_loss[i]);
+    const double old = batch.old_logps.empty() ? logp : batch.old_logps[at];
+    const double ref = batch.ref_logps.empty() ? logp : batch.ref_logps[at];
+    const PolicyGradientToken t =
+        policy_gradient_token(settings, logp, old, batch.advantages[static_cast<size_t>(i / row_tokens)], ref);
+    stats.loss_sum += t.loss;
+    stats.kl_sum += t.kl;
+    stats.clipped += t.clipped ? 1 : 0;
+    scale[at] = static_cast<float>(-t.d_logp);  // d log π / d(the token's cross-entropy) = -1
+  }
+  if (d_rows == nullptr) return stats;
+  // Pass 2: the gradient, each token's cross-entropy gradient weighted by its own scale.
+  const Tensor scales = Tensor::from_floats(scale, Shape{n}).to(input.device());
+  lm_head_cross_entropy(input, lm_head, targets, grad_scale, d_rows, d_weight, {&scales, nullptr});
+  return stats;
+}
+
 }  // namespace
 
 std::vector<double> row_logps(const Tensor& input, const Tensor& lm_head, const Tensor& targets, int64_t row_tokens) {
@@ -128,7 +175,7 @@ Tensor lm_head_input(const Tensor& hidden, bool quantize_input) {
 
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
                     const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher,
-                    std::span<const double> reference_logps) {
+                    const TrainBatch* batch) {
   const int64_t rows = hidden.dim(0) * hidden.dim(1);
   const Tensor flat_targets = targets.reshape({rows});
   // Targets come from data: ids outside the vocabulary are Errors (the CE op checks its own).
@@ -148,8 +195,16 @@ LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& he
   if (loss.preference) {
     NVFP4LM_ASSERT(loss.kind == LossKind::CrossEntropy && !loss.distills(),
                    "a preference loss is built on cross-entropy, without distillation");
-    return preference_loss(*loss.preference, input, head.use, flat_targets, hidden.dim(1), reference_logps, grad_scale,
-                           d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+    NVFP4LM_ASSERT(batch != nullptr, "a preference loss without its batch's reference log-probabilities");
+    return preference_loss(*loss.preference, input, head.use, flat_targets, hidden.dim(1), batch->reference_logps,
+                           grad_scale, d_hidden != nullptr ? &d_rows : nullptr, d_weight);
+  }
+  if (loss.policy_gradient) {
+    NVFP4LM_ASSERT(loss.kind == LossKind::CrossEntropy && !loss.distills() && !loss.preference,
+                   "a policy-gradient loss is built on cross-entropy alone");
+    NVFP4LM_ASSERT(batch != nullptr, "a policy-gradient loss without its batch's advantages");
+    return policy_gradient_loss(*loss.policy_gradient, input, head.use, flat_targets, hidden.dim(1), *batch, grad_scale,
+                                d_hidden != nullptr ? &d_rows : nullptr, d_weight);
   }
   if (loss.distills()) {
     DistillationResult result;

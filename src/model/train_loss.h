@@ -25,10 +25,11 @@ struct LossTeacher {
   const Tensor* hidden = nullptr;
   const TeacherTopK* top_k = nullptr;
 };
-// reference_logps: the batch's (TrainBatch::reference_logps), for a preference loss.
+// batch: its host-side extras (reference_logps for a preference loss; advantages, old_logps and ref_logps for a
+// policy-gradient loss).
 LossStats loss_head(const TrainLoss& loss, const Tensor& hidden, TrainTensor& head, bool quantize_input,
                     const Tensor& targets, float grad_scale, Tensor* d_hidden, const LossTeacher& teacher,
-                    std::span<const double> reference_logps = {});
+                    const TrainBatch* batch = nullptr);
 
 // Each row's summed log-probability of its trained targets: input [B * T, H] (lm_head_input's), targets [B * T].
 std::vector<double> row_logps(const Tensor& input, const Tensor& lm_head, const Tensor& targets, int64_t row_tokens);

@@ -69,6 +69,7 @@ LossTargetRows compact_loss_targets(const Tensor& targets, int64_t vocab, const 
   out.active = index_data;
   out.source_row = index_data + out.tokens;
   out.targets = index_data + out.tokens + rows;
+  out.host_active = std::move(active);
   return out;
 }
 
@@ -84,7 +85,8 @@ Tensor active_rows(const Tensor& matrix, const LossTargetRows& compact, const ch
 namespace {
 
 CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
-                                              float grad_scale, Tensor* dhidden, Tensor* dweight) {
+                                              float grad_scale, Tensor* dhidden, Tensor* dweight,
+                                              const CrossEntropyTokens& extras) {
   const DType dtype = hidden.dtype();
   const Device device = hidden.device();
   NVFP4LM_ASSERT(lm_head.dtype() == dtype && (dtype == DType::BF16 || dtype == DType::F32),
@@ -100,9 +102,18 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
   const cuda::LossTargetRows compact = cuda::compact_loss_targets(targets, vocab, "cross-entropy");
   CrossEntropyResult result;
   result.tokens = compact.tokens;
+  if (extras.losses != nullptr) fill(*extras.losses, 0.f);
   if (result.tokens == 0) {
     if (dhidden != nullptr) fill(*dhidden, 0.f);
     return result;
+  }
+  // Per-token gradient scales, compacted like the rows (one upload; the host already waited for the targets).
+  Tensor active_scales;
+  if (extras.scales != nullptr) {
+    const Tensor host = extras.scales->to(Device::cpu());
+    std::vector<float> values(compact.host_active.size());
+    for (size_t i = 0; i < values.size(); ++i) values[i] = host.data<float>()[compact.host_active[i]];
+    active_scales = Tensor::from_floats(values, Shape{static_cast<int64_t>(values.size())}).to(device);
   }
   const int64_t tokens = result.tokens;
   const bool all_active = compact.all_active();
@@ -126,8 +137,9 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
     const Tensor h_chunk = h.narrow(0, first, count);
     Tensor z = logits.narrow(0, 0, count).narrow(1, 0, vocab);
     gemm(h_chunk, false, lm_head, true, z);
-    cuda::cross_entropy_rows(z.raw(), dtype, count, vocab, compact.targets + first, grad_scale, want_grad,
-                             static_cast<float*>(row_loss.raw()) + first,
+    cuda::cross_entropy_rows(z.raw(), dtype, count, vocab, compact.targets + first, grad_scale,
+                             active_scales.defined() ? static_cast<const float*>(active_scales.raw()) + first : nullptr,
+                             want_grad, static_cast<float*>(row_loss.raw()) + first,
                              static_cast<int32_t*>(row_correct.raw()) + first);
     if (dhidden != nullptr) {
       Tensor dh_chunk = dh.narrow(0, first, count);
@@ -148,6 +160,13 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
   std::memcpy(values, host_sums.raw(), sizeof(values));
   result.loss_sum = values[0];
   result.correct = std::llround(values[1]);
+  if (extras.losses != nullptr) {  // each active row's loss back in its place
+    const Tensor host_loss = row_loss.to(Device::cpu());
+    std::vector<float> all(static_cast<size_t>(compact.rows), 0.f);
+    for (size_t i = 0; i < compact.host_active.size(); ++i)
+      all[static_cast<size_t>(compact.host_active[i])] = host_loss.data<float>()[i];
+    extras.losses->copy_from(Tensor::from_floats(all, Shape{compact.rows}));
+  }
   return result;
 }
 
@@ -155,7 +174,8 @@ CrossEntropyResult cuda_lm_head_cross_entropy(const Tensor& hidden, const Tensor
 #endif
 
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
-                                         float grad_scale, Tensor* dhidden, Tensor* dweight) {
+                                         float grad_scale, Tensor* dhidden, Tensor* dweight,
+                                         const CrossEntropyTokens& tokens) {
   NVFP4LM_ASSERT(hidden.rank() == 2 && lm_head.rank() == 2 && hidden.dim(1) == lm_head.dim(1),
                  "lm_head_cross_entropy: hidden {} must be [N, H] and lm_head {} [V, H]", hidden.str(), lm_head.str());
   NVFP4LM_ASSERT(targets.dtype() == DType::I32 && targets.rank() == 1 && targets.dim(0) == hidden.dim(0),
@@ -164,12 +184,18 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
                  "lm_head_cross_entropy: dhidden {} vs hidden {}", dhidden->str(), hidden.str());
   NVFP4LM_ASSERT(dweight == nullptr || dweight->shape() == lm_head.shape(),
                  "lm_head_cross_entropy: dweight {} vs lm_head {}", dweight->str(), lm_head.str());
-  [[maybe_unused]] const Device device =
-      common_device("lm_head_cross_entropy", {&hidden, &lm_head, &targets, dhidden, dweight});
+  for (const Tensor* t : {tokens.scales, static_cast<const Tensor*>(tokens.losses)})
+    NVFP4LM_ASSERT(t == nullptr ||
+                       (t->dtype() == DType::F32 && t->rank() == 1 && t->dim(0) == hidden.dim(0) && t->is_contiguous()),
+                   "lm_head_cross_entropy: token scales / losses {} must be contiguous F32 [{}]", t->str(),
+                   hidden.dim(0));
+  [[maybe_unused]] const Device device = common_device(
+      "lm_head_cross_entropy", {&hidden, &lm_head, &targets, dhidden, dweight, tokens.scales, tokens.losses});
 #if NVFP4LM_HAS_CUDA
-  if (device.is_cuda()) return cuda_lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
+  if (device.is_cuda())
+    return cuda_lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight, tokens);
 #endif
-  return cpu::lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight);
+  return cpu::lm_head_cross_entropy(hidden, lm_head, targets, grad_scale, dhidden, dweight, tokens);
 }
 
 void lm_head_logits(const Tensor& hidden, const Tensor& lm_head, Tensor& logits, LinearRows rows, CpuMatmul matmul) {

@@ -27,10 +27,20 @@ struct CrossEntropyResult {
   int64_t correct = 0;    // non-ignored tokens whose argmax logit (first on ties) is the target
 };
 
+// Per-token extras, both optional, on the op's device: `scales` F32 [N] multiplies grad_scale token by token, so the
+// gradients are those of Σ_i grad_scale · scales[i] · loss_i (a policy-gradient loss's weight a token: ignored rows
+// read none); `losses` F32 [N] receives each token's loss -log softmax(logits_i)[target_i] (0 at ignored rows), the
+// per-token log-probabilities such losses are built from.
+struct CrossEntropyTokens {
+  const Tensor* scales = nullptr;
+  Tensor* losses = nullptr;
+};
+
 // hidden [N, H] (row-strided ok), lm_head [V, H], targets I32 [N] (contiguous). dhidden ([N, H]) and dweight
 // ([V, H]) are optional: null skips that gradient; both null computes the loss only.
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
-                                         float grad_scale, Tensor* dhidden, Tensor* dweight);
+                                         float grad_scale, Tensor* dhidden, Tensor* dweight,
+                                         const CrossEntropyTokens& tokens = {});
 
 // logits [N, V] = hidden [N, H] · lm_headᵀ (inference: usually just the last position's row); `rows` as for
 // linear_forward (ops/linear_rows.h). On the CPU lm_head may be F32 (sgemm) or BF16 (the inference model's

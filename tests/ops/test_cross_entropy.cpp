@@ -81,6 +81,40 @@ TEST(CrossEntropy, MatchesFullLogitsAcrossChunksWithIgnoredTokens) {
   EXPECT_EQ(loss_only.correct, result.correct);
 }
 
+// Per-token scales (CrossEntropyTokens): the gradient is Σ_i grad_scale · s_i · d loss_i, built here token by token
+// from the naive reference (each token alone, with its own scale), and the losses are each token's.
+TEST(CrossEntropy, TokenScalesWeighEachTokensGradientAndLossesAreEachTokens) {
+  Rng rng(71);
+  const int64_t tokens = 150, hidden_dim = 16, vocab = 37;
+  Tensor hidden = test::random_normal({tokens, hidden_dim}, rng);
+  Tensor lm_head = test::random_normal({vocab, hidden_dim}, rng, 0.5f);
+  std::vector<int32_t> target(tokens);
+  for (auto& t : target) t = rng.uniform() < 0.33f ? kIgnoreIndex : static_cast<int32_t>(rng.below(vocab));
+  const Tensor scales = test::random_normal({tokens}, rng);  // both signs, as advantages are
+  const float grad_scale = 1.f / 97.f;
+  std::vector<double> dhidden_ref(static_cast<size_t>(tokens * hidden_dim), 0.0);
+  std::vector<double> dweight_ref(static_cast<size_t>(vocab * hidden_dim), 0.0);
+  std::vector<double> losses_ref(static_cast<size_t>(tokens), 0.0);
+  for (int64_t i = 0; i < tokens; ++i) {
+    if (target[static_cast<size_t>(i)] == kIgnoreIndex) continue;
+    std::vector<int32_t> alone(tokens, kIgnoreIndex);
+    alone[static_cast<size_t>(i)] = target[static_cast<size_t>(i)];
+    const CeReference one = naive_cross_entropy(test::to_doubles(hidden), test::to_doubles(lm_head), alone, hidden_dim,
+                                                vocab, static_cast<double>(grad_scale) * scales.data<float>()[i]);
+    losses_ref[static_cast<size_t>(i)] = one.loss;
+    for (size_t k = 0; k < dhidden_ref.size(); ++k) dhidden_ref[k] += one.dhidden[k];
+    for (size_t k = 0; k < dweight_ref.size(); ++k) dweight_ref[k] += one.dweight[k];
+  }
+  Tensor dhidden = Tensor::empty({tokens, hidden_dim}, DType::F32);
+  Tensor dweight = Tensor::zeros({vocab, hidden_dim}, DType::F32);
+  Tensor losses = test::random_normal({tokens}, rng);  // garbage: every entry is written
+  lm_head_cross_entropy(hidden, lm_head, Tensor::from_ints(target, {tokens}), grad_scale, &dhidden, &dweight,
+                        {&scales, &losses});
+  test::expect_near_doubles(losses, losses_ref, test::kForwardTol, "token losses");
+  test::expect_near_doubles(dhidden, dhidden_ref, test::kForwardTol, "dhidden");
+  test::expect_near_doubles(dweight, dweight_ref, test::kForwardTol, "dweight");
+}
+
 TEST(CrossEntropy, CorrectCountsArgmaxHits) {
   // Targets chosen as the argmax for some rows (and not for others) must be counted exactly.
   Rng rng(71);

@@ -83,7 +83,8 @@ std::vector<int64_t> active_target_rows(const int32_t* target, int64_t rows, int
 }
 
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
-                                         float grad_scale, Tensor* dhidden, Tensor* dweight) {
+                                         float grad_scale, Tensor* dhidden, Tensor* dweight,
+                                         const CrossEntropyTokens& tokens) {
   const MatrixF32 hid = as_matrix(hidden, "lm_head_cross_entropy hidden");
   const int32_t* target = int32_data(targets, "lm_head_cross_entropy targets");
   const int64_t rows = hid.rows, hidden_dim = hid.cols, vocab = lm_head.dim(0);
@@ -93,6 +94,12 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
 
   const std::vector<int64_t> active =
       active_target_rows(target, rows, vocab, dhidden != nullptr ? &dhid : nullptr, "cross-entropy");
+  const float* token_scale = tokens.scales != nullptr ? tokens.scales->data<float>() : nullptr;
+  float* token_loss = nullptr;
+  if (tokens.losses != nullptr) {
+    token_loss = tokens.losses->data<float>();
+    std::fill_n(token_loss, rows, 0.f);
+  }
   CrossEntropyResult result;
   result.tokens = static_cast<int64_t>(active.size());
   if (active.empty()) return result;
@@ -117,13 +124,15 @@ CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_
     const SoftmaxRowFn softmax_row_variant = cross_entropy_family().chosen().kernels;
 #pragma omp parallel for schedule(static) if (count * vocab > 65536)
     for (int64_t r = 0; r < count; ++r) {
-      const RowLoss row = softmax_row_variant(z_data + r * vocab, vocab, target[chunk_index[r]], grad_scale, want_grad);
+      const float scale = token_scale != nullptr ? grad_scale * token_scale[chunk_index[r]] : grad_scale;
+      const RowLoss row = softmax_row_variant(z_data + r * vocab, vocab, target[chunk_index[r]], scale, want_grad);
       row_loss[static_cast<size_t>(r)] = row.loss;
       row_correct[static_cast<size_t>(r)] = row.correct;
     }
     for (int64_t r = 0; r < count; ++r) {
       result.loss_sum += row_loss[static_cast<size_t>(r)];
       result.correct += row_correct[static_cast<size_t>(r)];
+      if (token_loss != nullptr) token_loss[chunk_index[r]] = static_cast<float>(row_loss[static_cast<size_t>(r)]);
     }
     if (dhidden != nullptr) {
       Tensor dh = dh_chunk.narrow(0, 0, count);

@@ -24,7 +24,8 @@ std::vector<int64_t> active_target_rows(const int32_t* target, int64_t rows, int
 void gather_target_rows(const MatrixF32& from, const int64_t* index, int64_t count, Tensor& to);
 
 CrossEntropyResult lm_head_cross_entropy(const Tensor& hidden, const Tensor& lm_head, const Tensor& targets,
-                                         float grad_scale, Tensor* dhidden, Tensor* dweight);
+                                         float grad_scale, Tensor* dhidden, Tensor* dweight,
+                                         const CrossEntropyTokens& tokens = {});
 // The softmax row kernel's variants (per x86-64 level, ops/cpu/x86/levels.h) and the one this runs.
 const KernelFamilyInfo& cross_entropy_kernel_family();
 

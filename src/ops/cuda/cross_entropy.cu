@@ -43,7 +43,7 @@ __device__ __forceinline__ RowStats shuffle_xor(const RowStats& s, int offset) {
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
     cross_entropy_rows_kernel(T* logits, int64_t vocab, int64_t ld, const int32_t* targets, float grad_scale,
-                              bool want_grad, float* row_loss, int32_t* row_correct) {
+                              const float* row_scales, bool want_grad, float* row_loss, int32_t* row_correct) {
   NVFP4LM_SHARED(RowStats[kRowWarps], warp_stats);
   NVFP4LM_SHARED(float, shared_lse);
   T* z = logits + static_cast<int64_t>(blockIdx.x) * ld;
@@ -91,15 +91,16 @@ __global__ void __launch_bounds__(kRowThreads)
   __syncthreads();
   if (!want_grad) return;
 
-  // Pass 2: dlogits = grad_scale * (softmax - onehot), padding columns 0.
+  // Pass 2: dlogits = scale * (softmax - onehot), padding columns 0.
   const float lse = shared_lse;
+  const float scale = row_scales != nullptr ? grad_scale * row_scales[blockIdx.x] : grad_scale;
   for (int64_t col = int64_t{threadIdx.x} * kChunk; col < ld; col += int64_t{kRowThreads} * kChunk) {
     float v[kChunk];
     load_chunk(z, col, ld, true, v);
 #pragma unroll
     for (int k = 0; k < kChunk; ++k) {
       const int64_t j = col + k;
-      v[k] = j < vocab ? grad_scale * __expf(v[k] - lse) - (j == target ? grad_scale : 0.f) : 0.f;
+      v[k] = j < vocab ? scale * __expf(v[k] - lse) - (j == target ? scale : 0.f) : 0.f;
     }
     store_chunk(z, col, ld, true, v);
   }
@@ -142,16 +143,17 @@ __global__ void expand_rows_kernel(DeviceRows src, const int32_t* source_row, De
 }  // namespace
 
 void cross_entropy_rows(void* logits, DType dtype, int64_t rows, int64_t vocab, const int32_t* targets,
-                        float grad_scale, bool want_grad, float* row_loss, int32_t* row_correct) {
+                        float grad_scale, const float* row_scales, bool want_grad, float* row_loss,
+                        int32_t* row_correct) {
   if (rows == 0) return;
   const int64_t ld = cross_entropy_logits_ld(vocab);
   const auto blocks = static_cast<unsigned>(rows);
   if (dtype == DType::F32) {
     NVFP4LM_LAUNCH(cross_entropy_rows_kernel<float>, blocks, kRowThreads, 0)
-    (static_cast<float*>(logits), vocab, ld, targets, grad_scale, want_grad, row_loss, row_correct);
+    (static_cast<float*>(logits), vocab, ld, targets, grad_scale, row_scales, want_grad, row_loss, row_correct);
   } else if (dtype == DType::BF16) {
     NVFP4LM_LAUNCH(cross_entropy_rows_kernel<bf16>, blocks, kRowThreads, 0)
-    (static_cast<bf16*>(logits), vocab, ld, targets, grad_scale, want_grad, row_loss, row_correct);
+    (static_cast<bf16*>(logits), vocab, ld, targets, grad_scale, row_scales, want_grad, row_loss, row_correct);
   } else {
     fail(cudaErrorInvalidValue, "cross-entropy logits of a dtype other than F32 / BF16", __FILE__, __LINE__);
   }

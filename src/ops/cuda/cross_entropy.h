@@ -32,10 +32,11 @@ inline int64_t cross_entropy_logits_ld(int64_t vocab) { return (vocab + 7) / 8 *
 
 // For each of `rows` rows of logits (F32 or BF16, row stride ld = cross_entropy_logits_ld(vocab), 16-byte
 // aligned): row_loss = logsumexp(z) - z[target], row_correct = (first argmax == target); targets must be in
-// [0, vocab). With want_grad the row becomes grad_scale * (softmax(z) - onehot(target)) in place (padding
-// columns set to 0).
+// [0, vocab). With want_grad the row becomes s * (softmax(z) - onehot(target)) in place (padding columns set to
+// 0), s = grad_scale, times row_scales[row] when given (per-token weights, ops/cross_entropy.h CrossEntropyTokens).
 void cross_entropy_rows(void* logits, DType dtype, int64_t rows, int64_t vocab, const int32_t* targets,
-                        float grad_scale, bool want_grad, float* row_loss, int32_t* row_correct);
+                        float grad_scale, const float* row_scales, bool want_grad, float* row_loss,
+                        int32_t* row_correct);
 
 // sums[0] = sum of row_loss (double), sums[1] = number of correct rows (as a double); fixed summation order.
 void cross_entropy_sums(const float* row_loss, const int32_t* row_correct, int64_t rows, double* sums);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -15,6 +16,7 @@ struct LossTargetRows {
   const int32_t* active = nullptr;      // the rows with a target, in order
   const int32_t* source_row = nullptr;  // per row, its index among the active ones, or -1
   const int32_t* targets = nullptr;     // the targets of the active rows
+  std::vector<int32_t> host_active;     // the active rows, on the host
   bool all_active() const { return tokens == rows; }
 };
 

@@ -12,13 +12,13 @@
 namespace nvfp4lm {
 namespace {
 
-constexpr size_t kStatsFields = 11;  // LossStats as doubles (the counts are far below 2^53)
+constexpr size_t kStatsFields = 12;  // LossStats as doubles (the counts are far below 2^53)
 
 void append_stats(std::vector<double>& out, const LossStats& s) {
-  out.insert(out.end(),
-             {s.loss_sum, static_cast<double>(s.tokens), static_cast<double>(s.correct), s.kl_sum,
-              static_cast<double>(s.agree), static_cast<double>(s.pairs), s.chosen_reward_sum, s.rejected_reward_sum,
-              s.chosen_logp_sum, s.rejected_logp_sum, static_cast<double>(s.preferred)});
+  out.insert(out.end(), {s.loss_sum, static_cast<double>(s.tokens), static_cast<double>(s.correct), s.kl_sum,
+                         static_cast<double>(s.agree), static_cast<double>(s.pairs), s.chosen_reward_sum,
+                         s.rejected_reward_sum, s.chosen_logp_sum, s.rejected_logp_sum,
+                         static_cast<double>(s.preferred), static_cast<double>(s.clipped)});
 }
 
 LossStats stats_at(const std::vector<double>& all, size_t index) {
@@ -35,6 +35,7 @@ LossStats stats_at(const std::vector<double>& all, size_t index) {
   s.chosen_logp_sum = v[8];
   s.rejected_logp_sum = v[9];
   s.preferred = static_cast<int64_t>(v[10]);
+  s.clipped = static_cast<int64_t>(v[11]);
   return s;
 }
 

@@ -439,74 +439,88 @@ class LogitsBudget {
   bool set_;
 };
 
+// per_token: random per-token gradient scales (of both signs) and the per-token losses (CrossEntropyTokens).
 Case cross_entropy_case(int64_t rows, int64_t hidden_dim, int64_t vocab, DType dtype, Ignore ignore, bool dhidden,
-                        bool dweight, int64_t budget_rows = 0, int64_t pad = 0) {
+                        bool dweight, int64_t budget_rows = 0, int64_t pad = 0, bool per_token = false) {
   const char* ignore_name = ignore == Ignore::None ? "none" : (ignore == Ignore::Some ? "some" : "all");
-  return {"lm_head_cross_entropy",
-          fmt::format("N={} H={} V={} {} ignored={}{}{}{} {}", rows, hidden_dim, vocab, dtype_str(dtype), ignore_name,
-                      dhidden ? " +dhidden" : "", dweight ? " +dweight" : "",
-                      budget_rows > 0 ? fmt::format(" {} rows/chunk", budget_rows) : "", layout(pad, 0)),
-          [=](Rng& rng) {
-            // Logits of magnitude ~0.5, half the targets set to the fp32 argmax so the correct count means
-            // something.
-            const Tensor h = round_to(random_normal({rows, hidden_dim}, rng), dtype);
-            const Tensor w = round_to(
-                random_normal({vocab, hidden_dim}, rng, 0.5f / std::sqrt(static_cast<float>(hidden_dim))), dtype);
-            Tensor logits = Tensor::empty({rows, vocab}, kF32);
-            gemm(h, false, w, true, logits);
-            std::vector<int32_t> targets(static_cast<size_t>(rows));
-            const float* z = logits.data<float>();
-            for (int64_t i = 0; i < rows; ++i) {
-              int32_t& t = targets[static_cast<size_t>(i)];
-              if (ignore == Ignore::All || (ignore == Ignore::Some && i % 3 == 1)) {
-                t = kIgnoreIndex;
-              } else if (i % 2 == 0) {
-                t = static_cast<int32_t>(std::max_element(z + i * vocab, z + (i + 1) * vocab) - (z + i * vocab));
-              } else {
-                t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
-              }
-            }
-            const Tensor target = Tensor::from_ints(targets, {rows});
-            const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(rows, 1));
-            const Tensor dw0 = random_normal({vocab, hidden_dim}, rng, grad_scale);  // the size of the gradient
-            Tensor dh_ref = Tensor::empty({rows, hidden_dim}, kF32), dw_ref = dw0.clone();
-            const CrossEntropyResult ref = lm_head_cross_entropy(h, w, target, grad_scale, dhidden ? &dh_ref : nullptr,
-                                                                 dweight ? &dw_ref : nullptr);
+  return {
+      "lm_head_cross_entropy",
+      fmt::format("N={} H={} V={} {} ignored={}{}{}{}{} {}", rows, hidden_dim, vocab, dtype_str(dtype), ignore_name,
+                  dhidden ? " +dhidden" : "", dweight ? " +dweight" : "",
+                  budget_rows > 0 ? fmt::format(" {} rows/chunk", budget_rows) : "",
+                  per_token ? " +token scales/losses" : "", layout(pad, 0)),
+      [=](Rng& rng) {
+        // Logits of magnitude ~0.5, half the targets set to the fp32 argmax so the correct count means
+        // something.
+        const Tensor h = round_to(random_normal({rows, hidden_dim}, rng), dtype);
+        const Tensor w =
+            round_to(random_normal({vocab, hidden_dim}, rng, 0.5f / std::sqrt(static_cast<float>(hidden_dim))), dtype);
+        Tensor logits = Tensor::empty({rows, vocab}, kF32);
+        gemm(h, false, w, true, logits);
+        std::vector<int32_t> targets(static_cast<size_t>(rows));
+        const float* z = logits.data<float>();
+        for (int64_t i = 0; i < rows; ++i) {
+          int32_t& t = targets[static_cast<size_t>(i)];
+          if (ignore == Ignore::All || (ignore == Ignore::Some && i % 3 == 1)) {
+            t = kIgnoreIndex;
+          } else if (i % 2 == 0) {
+            t = static_cast<int32_t>(std::max_element(z + i * vocab, z + (i + 1) * vocab) - (z + i * vocab));
+          } else {
+            t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
+          }
+        }
+        const Tensor target = Tensor::from_ints(targets, {rows});
+        const float grad_scale = 1.f / static_cast<float>(std::max<int64_t>(rows, 1));
+        const Tensor dw0 = random_normal({vocab, hidden_dim}, rng, grad_scale);  // the size of the gradient
+        Tensor dh_ref = Tensor::empty({rows, hidden_dim}, kF32), dw_ref = dw0.clone();
+        const Tensor scales = random_normal({rows}, rng);
+        Tensor losses_ref = Tensor::empty({rows}, kF32);
+        const CrossEntropyTokens ref_tokens =
+            per_token ? CrossEntropyTokens{&scales, &losses_ref} : CrossEntropyTokens{};
+        const CrossEntropyResult ref = lm_head_cross_entropy(h, w, target, grad_scale, dhidden ? &dh_ref : nullptr,
+                                                             dweight ? &dw_ref : nullptr, ref_tokens);
+        const Tensor gscales = scales.to(gpu());
+        Tensor glosses = Tensor::empty({rows}, kF32, gpu());
+        const CrossEntropyTokens got_tokens = per_token ? CrossEntropyTokens{&gscales, &glosses} : CrossEntropyTokens{};
 
-            const DeviceView gh = upload_view(h, dtype, pad, pad > 0 ? 1 : 0);
-            const Tensor gw = upload(w, dtype);
-            DeviceView gdh = poisoned({rows, hidden_dim}, dtype, pad, 0);
-            DeviceView gdw = upload_view(dw0, kF32);
-            CrossEntropyResult got;
-            {
-              const LogitsBudget budget(budget_rows * cuda::cross_entropy_logits_ld(vocab) *
-                                        static_cast<int64_t>(dtype_bytes(dtype)));
-              got = lm_head_cross_entropy(gh.view, gw, target.to(gpu()), grad_scale, dhidden ? &gdh.view : nullptr,
-                                          dweight ? &gdw.view : nullptr);
-            }
-            std::vector<Output> outputs;
-            if (dtype == kF32) {
-              outputs.push_back(compare_scalar("loss_sum", got.loss_sum, ref.loss_sum, kF32Bound));
-            } else {
-              // BF16 logits move each token's loss by at most ~2^-7 |logit|: an absolute bound per token.
-              const double per_token =
-                  std::fabs(got.loss_sum - ref.loss_sum) / static_cast<double>(std::max<int64_t>(ref.tokens, 1));
-              outputs.push_back(compare_scalar("loss_sum per token", per_token, 0.0, Bound{2e-2, 2e-2}));
-            }
-            outputs.push_back(compare_scalar("tokens", static_cast<double>(got.tokens), static_cast<double>(ref.tokens),
-                                             Bound{1e-30, 0.0}));
-            // Near-ties of the top two logits may flip under BF16 rounding: a few percent of the rows.
-            const double allowed = dtype == kF32 ? 1.0 : 1.0 + 0.1 * static_cast<double>(ref.tokens);
-            const double correct_diff = std::fabs(static_cast<double>(got.correct - ref.correct));
-            outputs.push_back(Output{"correct",
-                                     {correct_diff <= allowed ? 0.f : static_cast<float>(correct_diff)},
-                                     {0.f},
-                                     Bound{1e-30, 0.0},
-                                     0});
-            if (dhidden) outputs.push_back(compare_view("dhidden", gdh, dh_ref, bound_for(dtype)));
-            if (dweight) outputs.push_back(compare_view("dweight", gdw, dw_ref, bound_for(dtype)));
-            return outputs;
-          }};
+        const DeviceView gh = upload_view(h, dtype, pad, pad > 0 ? 1 : 0);
+        const Tensor gw = upload(w, dtype);
+        DeviceView gdh = poisoned({rows, hidden_dim}, dtype, pad, 0);
+        DeviceView gdw = upload_view(dw0, kF32);
+        CrossEntropyResult got;
+        {
+          const LogitsBudget budget(budget_rows * cuda::cross_entropy_logits_ld(vocab) *
+                                    static_cast<int64_t>(dtype_bytes(dtype)));
+          got = lm_head_cross_entropy(gh.view, gw, target.to(gpu()), grad_scale, dhidden ? &gdh.view : nullptr,
+                                      dweight ? &gdw.view : nullptr, got_tokens);
+        }
+        std::vector<Output> outputs;
+        if (per_token) {  // each token's loss in its place, 0 at ignored ones (BF16: ~2^-7 of a logit)
+          outputs.push_back(Output{"token losses", to_float_vector(glosses.to(Device::cpu())), values(losses_ref),
+                                   dtype == kF32 ? kF32Bound : Bound{2e-2, 2e-2}});
+        }
+        if (dtype == kF32) {
+          outputs.push_back(compare_scalar("loss_sum", got.loss_sum, ref.loss_sum, kF32Bound));
+        } else {
+          // BF16 logits move each token's loss by at most ~2^-7 |logit|: an absolute bound per token.
+          const double per_token =
+              std::fabs(got.loss_sum - ref.loss_sum) / static_cast<double>(std::max<int64_t>(ref.tokens, 1));
+          outputs.push_back(compare_scalar("loss_sum per token", per_token, 0.0, Bound{2e-2, 2e-2}));
+        }
+        outputs.push_back(compare_scalar("tokens", static_cast<double>(got.tokens), static_cast<double>(ref.tokens),
+                                         Bound{1e-30, 0.0}));
+        // Near-ties of the top two logits may flip under BF16 rounding: a few percent of the rows.
+        const double allowed = dtype == kF32 ? 1.0 : 1.0 + 0.1 * static_cast<double>(ref.tokens);
+        const double correct_diff = std::fabs(static_cast<double>(got.correct - ref.correct));
+        outputs.push_back(Output{"correct",
+                                 {correct_diff <= allowed ? 0.f : static_cast<float>(correct_diff)},
+                                 {0.f},
+                                 Bound{1e-30, 0.0},
+                                 0});
+        if (dhidden) outputs.push_back(compare_view("dhidden", gdh, dh_ref, bound_for(dtype)));
+        if (dweight) outputs.push_back(compare_view("dweight", gdw, dw_ref, bound_for(dtype)));
+        return outputs;
+      }};
 }
 
 // ---- the table --------------------------------------------------------------------------------------------------
@@ -791,6 +805,8 @@ std::vector<Case> all_cases() {
     cases.push_back(cross_entropy_case(33, 64, 1000, dtype, Ignore::Some, true, false, 10));
     cases.push_back(cross_entropy_case(33, 64, 1000, dtype, Ignore::None, false, true, 10));
     cases.push_back(cross_entropy_case(17, 64, 1000, dtype, Ignore::Some, false, false));
+    cases.push_back(cross_entropy_case(129, 64, 1000, dtype, Ignore::Some, true, true, 7, 0, true));
+    cases.push_back(cross_entropy_case(17, 128, 1003, dtype, Ignore::None, true, true, 0, 0, true));
     cases.push_back(cross_entropy_case(5, 64, 100, dtype, Ignore::All, true, true));
   }
 

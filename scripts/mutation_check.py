@@ -102,6 +102,12 @@ MUTATIONS = [
      "(b.max == a.max && b.index < a.index)",
      "(b.max == a.max && b.index > a.index)",
      [("test_ops_cuda", "CudaOpContracts.CrossEntropy*")]),
+    # Issue 50: per-token gradient scales (GRPO's policy-gradient loss), compacted like the rows.
+    ("cross-entropy-row-scale", "every row of a cross-entropy chunk takes the first row's per-token gradient scale",
+     "src/ops/cuda/cross_entropy.cu",
+     "grad_scale * row_scales[blockIdx.x]",
+     "grad_scale * row_scales[0]",
+     [("test_ops_cuda", "*CudaMatchesCpu/lm_head_cross_entropy*")]),
     # Issue 26: attention decode merges its splits in the last CTA to arrive.
     ("decode-split-no-fence", "an attention decode split takes its ticket without publishing its partials",
      "src/ops/cuda/attention_decode.cu",

@@ -25,6 +25,21 @@ void add_preference(json& out, const PreferenceMetrics& p, const std::string& pr
   out[prefix + "logps/rejected"] = finite_or_null(p.rejected_logp);
 }
 
+void add_grpo(json& out, const GrpoMetrics& g, const std::string& prefix) {
+  out[prefix + "completions"] = g.completions;
+  out[prefix + "reward"] = finite_or_null(g.reward);
+  out[prefix + "reward_std"] = finite_or_null(g.reward_std);
+  out[prefix + "completions/mean_length"] = g.completion_length;
+  out[prefix + "completions/ended"] = g.ended;
+  if (prefix.empty()) {
+    out["clip_ratio"] = g.clip_ratio;
+    out["rollout_s"] = g.rollout_seconds;
+    out["rollout_tokens_per_s"] = g.rollout_tokens_per_second;
+    out["score_s"] = g.score_seconds;
+    out["train_s"] = g.train_seconds;
+  }
+}
+
 }  // namespace
 
 json step_metrics_json(const StepMetrics& m) {
@@ -51,9 +66,11 @@ json step_metrics_json(const StepMetrics& m) {
   if (m.kl) out["kl"] = finite_or_null(*m.kl);
   if (m.agreement) out["teacher_agreement"] = *m.agreement;
   if (m.preference) add_preference(out, *m.preference, "");
+  if (m.grpo) add_grpo(out, *m.grpo, "");
   if (m.eval) {
     out["eval_loss"] = finite_or_null(m.eval->loss);
-    if (!m.eval->preference) out["eval_perplexity"] = finite_or_null(m.eval->perplexity);
+    if (!m.eval->preference && !m.eval->grpo) out["eval_perplexity"] = finite_or_null(m.eval->perplexity);
+    if (m.eval->grpo) add_grpo(out, *m.eval->grpo, "eval_");
     if (m.eval->preference) add_preference(out, *m.eval->preference, "eval_");
     out["eval_token_accuracy"] = m.eval->token_accuracy;
     out["eval_tokens"] = m.eval->tokens;
@@ -113,11 +130,17 @@ std::string format_step_line(const StepMetrics& m, Device device) {
     if (m.preference)
       line +=
           fmt::format("margin {:.4f} | pairs right {:5.1f}% | ", m.preference->margin, 100.0 * m.preference->accuracy);
+    if (m.grpo)
+      line += fmt::format("reward {:.3f} ± {:.3f} | {:.1f} tokens | rollout {:.1f} s ({:.0f} tok/s) | ", m.grpo->reward,
+                          m.grpo->reward_std, m.grpo->completion_length, m.grpo->rollout_seconds,
+                          m.grpo->rollout_tokens_per_second);
   }
   line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
                       m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),
                       to_gib(m.device_bytes), device.is_cpu() ? "(cpu tensors)" : device.label());
-  if (m.eval && m.eval->preference)
+  if (m.eval && m.eval->grpo)
+    line += fmt::format(" | eval reward {:.3f}{}", m.eval->grpo->reward, m.eval->best ? " (best)" : "");
+  else if (m.eval && m.eval->preference)
     line +=
         fmt::format(" | eval loss {:.4f} margin {:.4f} pairs right {:.1f}%{}", m.eval->loss, m.eval->preference->margin,
                     100.0 * m.eval->preference->accuracy, m.eval->best ? " (best)" : "");

@@ -29,6 +29,17 @@ struct PreferenceMetrics {
   double chosen_logp = 0, rejected_logp = 0;
 };
 
+// --objective grpo: a step's (or an evaluation's) rollouts and where the step's time went, as TRL's GRPOTrainer names
+// them where it has them (reward, reward_std, completions/mean_length, clip_ratio).
+struct GrpoMetrics {
+  int64_t completions = 0;
+  double reward = 0, reward_std = 0;  // mean and (population) standard deviation over the completions
+  double completion_length = 0;       // mean tokens a completion
+  double ended = 0;                   // share of completions that ended with their end-of-sequence token
+  double clip_ratio = 0;              // share of completion tokens whose clipped branch was taken
+  double rollout_seconds = 0, rollout_tokens_per_second = 0, score_seconds = 0, train_seconds = 0;
+};
+
 // The evaluation of a step that evaluated (--eval-data / --eval-split; trainer.h).
 struct EvalMetrics {
   double loss = 0;  // mean over the evaluation tokens
@@ -37,6 +48,7 @@ struct EvalMetrics {
   std::optional<double> kl;         // distillation: mean KL(teacher ‖ student) per token, at the temperature
   std::optional<double> agreement;  // distillation: share of tokens where student and teacher argmax agree
   std::optional<PreferenceMetrics> preference;  // --objective dpo: loss is then the mean over the pairs
+  std::optional<GrpoMetrics> grpo;  // --objective grpo: loss is then minus the mean reward (the best is the highest)
   int64_t tokens = 0;
   double seconds = 0;
   bool best = false;  // the lowest evaluation loss of the run so far
@@ -51,6 +63,7 @@ struct StepMetrics {
   std::optional<double> kl;         // distillation (--distill-from): mean KL(teacher ‖ student) per trained token
   std::optional<double> agreement;  // distillation: share of trained tokens where student and teacher argmax agree
   std::optional<PreferenceMetrics> preference;  // --objective dpo: loss is then the mean over the step's pairs
+  std::optional<GrpoMetrics> grpo;              // --objective grpo: loss is the policy-gradient loss a completion token
   int64_t loss_tokens = 0;                      // trained targets in the step (the loss normaliser)
   int64_t input_tokens = 0;                     // non-padding tokens run through the model
   int micro_batches = 0;

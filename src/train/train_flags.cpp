@@ -14,6 +14,7 @@
 #include "io/model_formats.h"
 #include "model/lora.h"
 #include "tokenizer/chat_template.h"
+#include "train/grpo.h"
 
 namespace nvfp4lm {
 namespace {
@@ -268,22 +269,34 @@ std::vector<TrainFlag> make_train_flags() {
            },
        .added_later = true},
       {.name = "--objective",
-       .help = "sft (default: cross-entropy on the data's completions) or dpo (preference pairs {prompt, chosen, "
+       .help = "sft (default: cross-entropy on the data's completions), dpo (preference pairs {prompt, chosen, "
                "rejected}: DPO / IPO against the frozen starting model, whose log-probabilities are computed once "
-               "before the first step; --batch counts pairs)",
+               "before the first step; --batch counts pairs) or grpo (prompts {prompt, ...} and --reward: "
+               "--num-generations completions a prompt sampled from the policy's forward weights each step; --batch "
+               "counts prompts)",
        .key = "objective",
        .resume = G::Identity,
        .value = choice(&O::objective, parse_train_objective, train_objective_name),
        .check =
            [](const O& o) {
-             if (o.objective != TrainObjective::Dpo) return;
+             if (o.objective == TrainObjective::Sft) return;
+             const std::string_view name = train_objective_name(o.objective);
              NVFP4LM_CHECK(o.loss == LossKind::CrossEntropy && o.distill_from.empty(),
-                           "--objective dpo is its own loss: drop {}",
+                           "--objective {} is its own loss: drop {}", name,
                            o.distill_from.empty() ? "--loss " + std::string(loss_kind_name(o.loss))
                                                   : std::string("--distill-from"));
              NVFP4LM_CHECK(o.data_format == DataFormat::Auto || o.data_format == DataFormat::Jsonl,
-                           "--objective dpo reads preference pairs as JSON lines: drop --data-format {}",
+                           "--objective {} reads JSON lines: drop --data-format {}", name,
                            data_format_name(o.data_format));
+             if (o.objective != TrainObjective::Grpo) return;
+             NVFP4LM_CHECK(!o.reward.empty(),
+                           "--objective grpo needs --reward (exact, regex:PATTERN, json or "
+                           "command:CMD)");
+             NVFP4LM_CHECK(o.lora_rank == 0,
+                           "--objective grpo samples from the model's own forward weights, and LoRA adapters are not "
+                           "part of them yet: train every parameter (drop --lora)");
+             NVFP4LM_CHECK(!o.fused_update && o.calibrate_steps == 0, "--objective grpo: drop {}",
+                           o.fused_update ? "--fused-update" : "--calibrate-steps");
            },
        .added_later = true},
       {.name = "--beta",
@@ -307,6 +320,95 @@ std::vector<TrainFlag> make_train_flags() {
            [](const O& o) {
              NVFP4LM_CHECK(o.dpo_loss == PreferenceLossType::Sigmoid || o.objective == TrainObjective::Dpo,
                            "--dpo-loss chooses the preference loss of --objective dpo: add it");
+           },
+       .added_later = true},
+      {.name = "--reward",
+       .help =
+           "--objective grpo: exact (each prompt's \"answer\" against the completion's final answer), "
+           "regex:PATTERN (1 when it matches), json (1 for one JSON value) or command:CMD (/bin/sh; a JSON object a "
+           "completion on stdin, the prompt's fields and \"completion\"; one number a line on stdout)",
+       .key = "reward",
+       .resume = G::Identity,
+       .value = text(&O::reward),
+       .check =
+           [](const O& o) {
+             if (o.reward.empty()) return;
+             NVFP4LM_CHECK(o.objective == TrainObjective::Grpo,
+                           "--reward scores the completions of --objective grpo: add it");
+             parse_reward_spec(o.reward);
+           },
+       .added_later = true},
+      {.name = "--reward-timeout",
+       .help = "--objective grpo: seconds a reward command may take for a step's completions (default 60)",
+       .key = "reward_timeout",
+       .resume = G::Free,
+       .value = number(&O::reward_timeout),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.reward_timeout) && o.reward_timeout > 0,
+                           "--reward-timeout must be positive seconds, got {}", o.reward_timeout);
+           },
+       .added_later = true},
+      {.name = "--num-generations",
+       .help = "--objective grpo: completions sampled a prompt, the group its advantages are normalized in (default "
+               "8, TRL's)",
+       .key = "num_generations",
+       .resume = G::Identity,
+       .value = number(&O::num_generations, {2, 1024}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.num_generations == 8 || o.objective == TrainObjective::Grpo,
+                           "--num-generations sets the groups of --objective grpo: add it");
+           },
+       .added_later = true},
+      {.name = "--max-completion-tokens",
+       .help = "--objective grpo: the most tokens a completion may have (default 256)",
+       .key = "max_completion_tokens",
+       .resume = G::Identity,
+       .value = number(&O::max_completion_tokens, {1, int64_t{1} << 20}),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(o.max_completion_tokens == 256 || o.objective == TrainObjective::Grpo,
+                           "--max-completion-tokens bounds the completions of --objective grpo: add it");
+           },
+       .added_later = true},
+      {.name = "--temperature",
+       .help = "--objective grpo: sampling temperature of the rollouts, top-k and top-p off (default 1, TRL's)",
+       .key = "temperature",
+       .resume = G::Identity,
+       .value = number(&O::temperature),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.temperature) && o.temperature > 0 && o.temperature <= 10,
+                           "--temperature must be in (0, 10], got {}", o.temperature);
+             NVFP4LM_CHECK(o.temperature == 1.0 || o.objective == TrainObjective::Grpo,
+                           "--temperature samples the rollouts of --objective grpo: add it");
+           },
+       .added_later = true},
+      {.name = "--epsilon",
+       .help = "--objective grpo: the clip range's low side, r >= 1 - epsilon (default 0.2, TRL's)",
+       .key = "epsilon",
+       .resume = G::Identity,
+       .value = number(&O::epsilon),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.epsilon) && o.epsilon > 0 && o.epsilon < 1,
+                           "--epsilon must be in (0, 1), got {}", o.epsilon);
+             NVFP4LM_CHECK(o.epsilon == 0.2 || o.objective == TrainObjective::Grpo,
+                           "--epsilon clips the loss of --objective grpo: add it");
+           },
+       .added_later = true},
+      {.name = "--epsilon-high",
+       .help = "--objective grpo: the clip range's high side, r <= 1 + epsilon-high (default: --epsilon; DAPO's 0.28)",
+       .key = "epsilon_high",
+       .resume = G::Identity,
+       .value = number(&O::epsilon_high),
+       .check =
+           [](const O& o) {
+             NVFP4LM_CHECK(std::isfinite(o.epsilon_high) && o.epsilon_high >= 0,
+                           "--epsilon-high must be positive, got {}", o.epsilon_high);
+             NVFP4LM_CHECK(o.epsilon_high == 0 || o.objective == TrainObjective::Grpo,
+                           "--epsilon-high clips the loss of --objective grpo: add it");
            },
        .added_later = true},
       {.name = "--compute-dtype",

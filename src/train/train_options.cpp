@@ -64,15 +64,16 @@ ModelFormat parse_export_format(std::string_view name) {
 }
 
 std::string_view train_objective_name(TrainObjective objective) {
-  return objective == TrainObjective::Dpo ? "dpo" : "sft";
+  return objective == TrainObjective::Dpo ? "dpo" : objective == TrainObjective::Grpo ? "grpo" : "sft";
 }
 
 TrainObjective parse_train_objective(std::string_view name) {
   if (name == "sft") return TrainObjective::Sft;
   if (name == "dpo") return TrainObjective::Dpo;
+  if (name == "grpo") return TrainObjective::Grpo;
   NVFP4LM_FAIL(
-      "unknown --objective {}; use sft (supervised: cross-entropy on the data's completions) or dpo "
-      "(preference pairs)",
+      "unknown --objective {}; use sft (supervised: cross-entropy on the data's completions), dpo (preference pairs) "
+      "or grpo (prompts and a reward)",
       quoted_excerpt(name));
 }
 

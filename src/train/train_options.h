@@ -14,7 +14,8 @@
 //   - schedule (lr, lr schedule, warmup, min-lr-ratio, max-grad-norm, epochs / max-steps / steps-per-epoch):
 //     allowed, with a warning that the run no longer matches an uninterrupted one from here on;
 //   - bookkeeping (output, save-every, keep, export, output-dat, export-format, overwrite, device, compute-dtype,
-//     max-memory, metrics, memory-report, nonfinite, eval-every, save-best, calibrate-steps) and memory or work modes
+//     max-memory, metrics, memory-report, nonfinite, eval-every, save-best, calibrate-steps, reward-timeout) and memory
+//     or work modes
 //     (recompute, fused-update, packed-weights, step-chunk-rows): free. (--eval-data and --eval-split are the run's
 //     identity: the split changes the training samples, and the best checkpoint is only comparable within one
 //     evaluation set.)
@@ -45,7 +46,9 @@ enum class NonFinitePolicy { Skip, Stop };
 // What a step optimizes: Sft, token cross-entropy on the data's completions (or --loss / --distill-from's loss); Dpo,
 // a preference loss over pairs of completions (model/preference_loss.h, data/preference_data.h) against the frozen
 // starting model's log-probabilities.
-enum class TrainObjective { Sft, Dpo };
+// Grpo: reinforcement learning with verifiable rewards over prompts (train/grpo.h), completions sampled from the
+// policy.
+enum class TrainObjective { Sft, Dpo, Grpo };
 // --resume: Always (the flag alone) requires a checkpoint to continue; Auto continues one when --output has it and
 // starts a new run otherwise (the F# predecessor's "--resume true"); Never starts a new run.
 enum class ResumeMode { Never, Always, Auto };
@@ -83,9 +86,17 @@ struct TrainOptions {
   TrainObjective objective = TrainObjective::Sft;
   double beta = 0.1;  // --beta: DPO's β (IPO's τ), TRL's default
   PreferenceLossType dpo_loss = PreferenceLossType::Sigmoid;
-  std::optional<DType> compute_dtype;  // activations; nullopt: the device's (F32 on the CPU, BF16 on CUDA)
-  int train_last_layers = -1;          // <= 0: all
-  bool bf16_master = false;            // --master bf16
+  // --objective grpo (train/grpo.h), TRL's GRPOConfig defaults where it has them
+  std::string reward;                   // --reward (parse_reward_spec); required for grpo
+  double reward_timeout = 60;           // --reward-timeout: seconds a reward command may take a step
+  int64_t num_generations = 8;          // --num-generations: completions a prompt (G)
+  int64_t max_completion_tokens = 256;  // --max-completion-tokens
+  double temperature = 1.0;             // --temperature of the rollouts (top-k and top-p off, as TRL's)
+  double epsilon = 0.2;                 // --epsilon: the clip range's low side
+  double epsilon_high = 0;              // --epsilon-high: its high side (0: epsilon; DAPO recommends 0.28)
+  std::optional<DType> compute_dtype;   // activations; nullopt: the device's (F32 on the CPU, BF16 on CUDA)
+  int train_last_layers = -1;           // <= 0: all
+  bool bf16_master = false;             // --master bf16
   Recompute recompute = Recompute::None;
   bool fused_update = false;    // --fused-update: optimizer step inside the backward (needs grad_accum 1, no clipping)
   bool packed_weights = false;  // --packed-weights: QAT forward weights stay packed NVFP4 between uses

@@ -44,8 +44,9 @@ std::vector<std::string> Trainer::setup_lines() const {
   if (options_.has_eval()) {
     lines.push_back(fmt::format(
         "evaluation: {} ({} scored tokens) {}, {}{}",
-        options_.objective == TrainObjective::Dpo ? fmt::format("{} pairs", data_.eval.samples / 2)
-                                                  : fmt::format("{} samples", data_.eval.samples),
+        options_.objective == TrainObjective::Dpo    ? fmt::format("{} pairs", data_.eval.samples / 2)
+        : options_.objective == TrainObjective::Grpo ? fmt::format("{} prompts", data_.eval.samples)
+                                                     : fmt::format("{} samples", data_.eval.samples),
         data_.eval.tokens,
         options_.eval_data.empty()
             ? fmt::format("held out of the training data (--eval-split {:g})", options_.eval_split)
@@ -74,7 +75,16 @@ std::vector<std::string> Trainer::setup_lines() const {
                   options_.optimizer, options_.weight_decay, to_mib(optimizer_->state_bytes()),
                   comm_->size() > 1 ? " on this rank" : "", options_.lr, lr_decay_name(options_.lr_schedule),
                   options_.warmup, options_.min_lr_ratio, options_.max_grad_norm));
-  if (options_.objective == TrainObjective::Dpo) {
+  if (options_.objective == TrainObjective::Grpo) {
+    lines.push_back(fmt::format("{}; batch {} prompts x {} completions (--num-generations), seed {}", plan_.describe(),
+                                options_.batch, options_.num_generations, options_.seed));
+    lines.push_back(fmt::format(
+        "objective grpo: reward {}; completions sampled from the training forward's weights by the batch decode "
+        "engine at temperature {:g} (top-k, top-p off), at most {} tokens; advantages normalized in each prompt's "
+        "group; clipped loss, r in [{:g}, {:g}], the mean over the step's completion tokens (TRL's dapo)",
+        options_.reward, options_.temperature, options_.max_completion_tokens, 1 - options_.epsilon,
+        1 + (options_.epsilon_high > 0 ? options_.epsilon_high : options_.epsilon)));
+  } else if (options_.objective == TrainObjective::Dpo) {
     lines.push_back(
         fmt::format("{}; batch {} pairs (2 x {} rows, each completion padded to the batch's longest, at "
                     "most {} tokens), seed {}",
@@ -136,7 +146,7 @@ std::vector<std::string> format_train_summary(const TrainSummary& s) {
   if (s.best_eval_step > 0)
     lines.push_back(
         fmt::format("evaluation loss: best {:.4f}{} at step {}{}", s.best_eval_loss,
-                    s.preference ? std::string() : fmt::format(" (perplexity {:.2f})", std::exp(s.best_eval_loss)),
+                    s.objective_loss ? std::string() : fmt::format(" (perplexity {:.2f})", std::exp(s.best_eval_loss)),
                     s.best_eval_step,
                     s.best_checkpoint ? fmt::format(", kept in {} (--save-best; export it with `nvfp4lm "
                                                     "export {} OUT`)",

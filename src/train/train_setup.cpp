@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/json_text.h"
 #include "core/logging.h"
 #include "data/eval_split.h"
 #include "data/preference_data.h"
+#include "data/prompt_data.h"
 #include "data/whoami_data.h"
 #include "io/hf_config.h"
 #include "io/synth_model.h"
@@ -30,6 +32,7 @@ DataLoaderOptions loader_options(const TrainOptions& options, int32_t pad_id, bo
   loader.batch_size = options.batch;
   loader.seq_len = options.seq_len;
   loader.packing = options.packing;
+  if (options.objective == TrainObjective::Grpo) loader.packing = false;  // --batch prompts, one a row
   if (options.objective == TrainObjective::Dpo) {  // --batch pairs, each completion a row of its own
     loader.batch_size = 2 * options.batch;
     loader.packing = false;
@@ -115,6 +118,40 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
   data_options.max_tokens = options.seq_len;
   // --synthetic without --data: the identity data set of `nvfp4lm data whoami` (the defaults), made in memory.
   Dataset dataset;
+  TrainData data;
+  if (options.objective == TrainObjective::Grpo) {
+    NVFP4LM_CHECK(!options.data.empty(),
+                  "--objective grpo samples answers to prompts: name them with --data FILE.jsonl");
+    PromptData prompts = read_prompt_data(options.data, tokenizer.tokenizer, data_options);
+    if (options.eval_split > 0) {  // the held-out prompts and their records, every 1/F-th
+      std::vector<Sample> kept;
+      std::vector<nlohmann::json> kept_records;
+      for (size_t i = 0; i < prompts.samples.size(); ++i) {
+        const double f = options.eval_split;
+        const bool hold = std::floor(static_cast<double>(i + 1) * f) > std::floor(static_cast<double>(i) * f);
+        (hold ? data.eval_prompts : kept).push_back(std::move(prompts.samples[i]));
+        (hold ? data.eval_prompt_records : kept_records).push_back(std::move(prompts.records[i]));
+      }
+      NVFP4LM_CHECK(!data.eval_prompts.empty() && !kept.empty(),
+                    "--eval-split {} of {} prompts holds out {} and keeps {}; choose a fraction that leaves both",
+                    options.eval_split, prompts.samples.size(), data.eval_prompts.size(), kept.size());
+      prompts.samples = std::move(kept);
+      prompts.records = std::move(kept_records);
+    }
+    if (!options.eval_data.empty()) {
+      DatasetOptions eval_options = data_options;
+      eval_options.goal = "evaluate";
+      PromptData eval = read_prompt_data(options.eval_data, tokenizer.tokenizer, eval_options);
+      data.eval_prompts = std::move(eval.samples);
+      data.eval_prompt_records = std::move(eval.records);
+    }
+    data.summary = prompts.summary;
+    data.prompt_records = std::move(prompts.records);
+    data.eval.samples = static_cast<int64_t>(data.eval_prompts.size());
+    data.loader = std::make_unique<DataLoader>(
+        std::move(prompts.samples), loader_options(options, default_pad_id(tokenizer.tokenizer), /*shuffle=*/true));
+    return data;
+  }
   if (options.objective == TrainObjective::Dpo) {
     NVFP4LM_CHECK(!options.data.empty(),
                   "--objective dpo trains on preference pairs: name them with --data FILE.jsonl");
@@ -127,7 +164,6 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
                                   DataFormat::Jsonl, tokenizer.tokenizer, data_options)
                   : read_dataset(options.data, tokenizer.tokenizer, data_options);
   }
-  TrainData data;
   data.summary = dataset.summary;
   std::vector<Sample> held_out;
   if (options.eval_split > 0)
@@ -276,6 +312,9 @@ void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPl
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher) {
   TrainLoss loss(options.loss);
   if (options.objective == TrainObjective::Dpo) loss.preference = PreferenceSettings{options.dpo_loss, options.beta};
+  if (options.objective == TrainObjective::Grpo)
+    loss.policy_gradient =
+        PolicyGradientSettings{options.epsilon, options.epsilon_high > 0 ? options.epsilon_high : options.epsilon, 0.0};
   if (teacher != nullptr) {
     if (teacher->model) loss.teacher = &*teacher->model;
     loss.cached_teacher = teacher->cache.has_value();

@@ -50,6 +50,10 @@ struct TrainData {
   EvalSet eval;  // empty without --eval-data / --eval-split
   // --objective dpo: reference_logps of every training sample (by sample index); the evaluation batches carry theirs.
   std::vector<double> reference_logps;
+  // --objective grpo: each training prompt's record (by sample index); the evaluation prompts and theirs.
+  std::vector<nlohmann::json> prompt_records;
+  std::vector<Sample> eval_prompts;
+  std::vector<nlohmann::json> eval_prompt_records;
 };
 // --data (or, for --synthetic without it, the built-in whoami set), the --eval-split samples held out of it, and
 // --eval-data.

@@ -109,6 +109,9 @@ std::string Trainer::rank_device() const {
 void Trainer::check_data_parallel() const {
   const int ranks = comm_->size();
   if (ranks == 1) return;
+  NVFP4LM_CHECK(options_.objective != TrainObjective::Grpo,
+                "--objective grpo runs in one process for now (every rank would sample every completion): start one "
+                "rank");
   NVFP4LM_CHECK(!options_.fused_update,
                 "--fused-update updates each parameter inside the backward, before the ranks' gradients are summed; "
                 "leave it out for a data-parallel run ({} ranks)",
@@ -197,7 +200,9 @@ StepMetrics Trainer::train_step() {
   std::vector<TrainBatch> micro_batches;
   const bool preference = options_.objective == TrainObjective::Dpo;
   int64_t pairs = 0;
-  for (const TokenBatch& batch : step_batches(plan_, *data_.loader, step_)) {
+  const std::vector<TokenBatch> batches = step_batches(plan_, *data_.loader, step_);
+  if (options_.objective == TrainObjective::Grpo) micro_batches = grpo_micro_batches(batches, m);
+  for (const TokenBatch& batch : options_.objective == TrainObjective::Grpo ? std::vector<TokenBatch>{} : batches) {
     m.loss_tokens += batch.tokens_in_batch;
     m.input_tokens += batch.rows() * batch.row_tokens() - batch.padding_tokens;
     micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
@@ -236,6 +241,7 @@ StepMetrics Trainer::train_step() {
   settings.lr = m.lr;
   settings.max_grad_norm = options_.max_grad_norm;
   StepResult result;
+  const Clock::time_point train_start = Clock::now();
   try {
     result = take_train_step(*model_, *optimizer_, micro_batches, settings, {}, data_parallel_.get());
   } catch (...) {
@@ -256,6 +262,10 @@ StepMetrics Trainer::train_step() {
   if (teacher_) {
     m.kl = result.stats.mean_kl();
     m.agreement = static_cast<double>(result.stats.agree) / static_cast<double>(m.loss_tokens);
+  }
+  if (m.grpo) {
+    m.grpo->train_seconds = seconds_between(train_start, Clock::now());
+    m.grpo->clip_ratio = static_cast<double>(result.stats.clipped) / static_cast<double>(m.loss_tokens);
   }
   m.grad_norm = result.grad_norm;
   if (!result.applied) {
@@ -333,7 +343,120 @@ bool Trainer::evaluates_at(int64_t step) const {
          (step == plan_.total_steps || (options_.eval_every > 0 && step % options_.eval_every == 0));
 }
 
+Trainer::Scored Trainer::sample_and_score(const std::vector<const Sample*>& prompts,
+                                          const std::vector<const nlohmann::json*>& records, int64_t seed_step) {
+  NVFP4LM_CHECK(rollouts_, "--objective grpo: the trainer has no rollout engine (internal: the train command sets it)");
+  const int64_t group = options_.num_generations;
+  std::vector<std::vector<int32_t>> prompt_ids;
+  std::vector<uint64_t> seeds;
+  std::vector<const nlohmann::json*> completion_records;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (int64_t g = 0; g < group; ++g) {
+      seeds.push_back(rollout_seed(options_.seed, seed_step, static_cast<int64_t>(prompt_ids.size())));
+      prompt_ids.push_back(prompts[p]->ids);
+      completion_records.push_back(records[p]);
+    }
+  }
+  Scored out;
+  const Clock::time_point start = Clock::now();
+  {
+    const MemoryPhase phase("rollout");
+    out.completions = rollouts_(*model_, prompt_ids, seeds);
+  }
+  NVFP4LM_ASSERT(out.completions.size() == prompt_ids.size(), "{} completions for {} prompts", out.completions.size(),
+                 prompt_ids.size());
+  const Clock::time_point sampled = Clock::now();
+  out.rollout_seconds = seconds_between(start, sampled);
+  std::vector<const Completion*> pointers;
+  for (const Completion& c : out.completions) pointers.push_back(&c);
+  RewardSpec spec = parse_reward_spec(options_.reward);
+  spec.timeout_seconds = options_.reward_timeout;
+  out.rewards = score_completions(spec, completion_records, pointers);
+  out.score_seconds = seconds_between(sampled, Clock::now());
+  return out;
+}
+
+namespace {
+
+GrpoMetrics grpo_metrics(const std::vector<Completion>& completions, const std::vector<double>& rewards,
+                         double rollout_seconds, double score_seconds) {
+  GrpoMetrics g;
+  g.completions = static_cast<int64_t>(completions.size());
+  const auto n = static_cast<double>(std::max<size_t>(completions.size(), 1));
+  int64_t tokens = 0, ended = 0;
+  for (const Completion& c : completions) {
+    tokens += static_cast<int64_t>(c.tokens.size());
+    ended += c.ended ? 1 : 0;
+  }
+  for (double r : rewards) g.reward += r / n;
+  for (double r : rewards) g.reward_std += (r - g.reward) * (r - g.reward) / n;
+  g.reward_std = std::sqrt(g.reward_std);
+  g.completion_length = static_cast<double>(tokens) / n;
+  g.ended = static_cast<double>(ended) / n;
+  g.rollout_seconds = rollout_seconds;
+  g.rollout_tokens_per_second = rollout_seconds > 0 ? static_cast<double>(tokens) / rollout_seconds : 0;
+  g.score_seconds = score_seconds;
+  return g;
+}
+
+}  // namespace
+
+std::vector<TrainBatch> Trainer::grpo_micro_batches(const std::vector<TokenBatch>& batches, StepMetrics& m) {
+  const std::vector<Sample>& samples = data_.loader->samples();
+  std::vector<const Sample*> prompts;
+  std::vector<const nlohmann::json*> records;
+  for (const TokenBatch& batch : batches) {
+    for (int64_t index : batch.sample_indices) {
+      prompts.push_back(&samples[static_cast<size_t>(index)]);
+      records.push_back(&data_.prompt_records[static_cast<size_t>(index)]);
+    }
+  }
+  const Scored scored = sample_and_score(prompts, records, step_);
+  const int64_t group = options_.num_generations;
+  const std::vector<float> advantages = group_advantages(scored.rewards, group);
+  std::vector<TrainBatch> micro_batches;
+  size_t first = 0;  // the batch's first completion
+  const int32_t pad = data_.loader->options().pad_id;
+  for (const TokenBatch& batch : batches) {
+    const size_t count = static_cast<size_t>(batch.rows() * group);
+    std::vector<const std::vector<int32_t>*> row_prompts;
+    std::vector<const Completion*> row_completions;
+    for (size_t c = first; c < first + count; ++c) {
+      row_prompts.push_back(&prompts[c / static_cast<size_t>(group)]->ids);
+      row_completions.push_back(&scored.completions[c]);
+      m.input_tokens += static_cast<int64_t>(row_prompts.back()->size() + row_completions.back()->tokens.size());
+    }
+    micro_batches.push_back(
+        completion_batch(row_prompts, row_completions,
+                         std::vector<float>(advantages.begin() + static_cast<std::ptrdiff_t>(first),
+                                            advantages.begin() + static_cast<std::ptrdiff_t>(first + count)),
+                         pad));
+    m.loss_tokens += count_loss_tokens(micro_batches.back());
+    first += count;
+  }
+  m.grpo = grpo_metrics(scored.completions, scored.rewards, scored.rollout_seconds, scored.score_seconds);
+  return micro_batches;
+}
+
 EvalMetrics Trainer::evaluate() {
+  if (options_.objective == TrainObjective::Grpo) {
+    NVFP4LM_CHECK(!data_.eval_prompts.empty(), "no evaluation prompts (--eval-data FILE or --eval-split F)");
+    const MemoryPhase phase("evaluate");
+    std::vector<const Sample*> prompts;
+    std::vector<const nlohmann::json*> records;
+    for (size_t i = 0; i < data_.eval_prompts.size(); ++i) {
+      prompts.push_back(&data_.eval_prompts[i]);
+      records.push_back(&data_.eval_prompt_records[i]);
+    }
+    // The same seeds at every evaluation (a step number no training step has), so evaluations compare.
+    const Scored scored = sample_and_score(prompts, records, -1);
+    EvalMetrics eval;
+    eval.grpo = grpo_metrics(scored.completions, scored.rewards, scored.rollout_seconds, scored.score_seconds);
+    eval.loss = -eval.grpo->reward;
+    for (const Completion& c : scored.completions) eval.tokens += static_cast<int64_t>(c.tokens.size());
+    eval.seconds = scored.rollout_seconds + scored.score_seconds;
+    return eval;
+  }
   NVFP4LM_CHECK(!data_.eval.batches.empty(), "no evaluation data (--eval-data FILE or --eval-split F)");
   const Clock::time_point start = Clock::now();
   const MemoryPhase phase("evaluate");
@@ -525,7 +648,7 @@ TrainSummary Trainer::run(const Progress& progress) {
   summary.best_step = totals_.best_step;
   summary.best_eval_loss = totals_.best_eval_loss;
   summary.best_eval_step = totals_.best_eval_step;
-  summary.preference = options_.objective == TrainObjective::Dpo;
+  summary.objective_loss = options_.objective != TrainObjective::Sft;
   if (options_.save_best && totals_.best_eval_step > 0) {
     std::error_code ec;
     if (fs::is_directory(checkpoint_dir(options_.output, totals_.best_eval_step), ec))

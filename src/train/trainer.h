@@ -72,6 +72,7 @@
 #include "train/dist/communicator.h"
 #include "train/dist/data_parallel.h"
 #include "train/export.h"
+#include "train/grpo.h"
 #include "train/metrics.h"
 #include "train/optim/lr_schedule.h"
 #include "train/optim/optimizer.h"
@@ -98,7 +99,7 @@ struct TrainSummary {
   int64_t best_step = 0;
   double best_eval_loss = 0;  // lowest evaluation loss of the whole run (best_eval_step 0: none)
   int64_t best_eval_step = 0;
-  bool preference = false;                  // --objective dpo: the losses are means over pairs (no perplexity)
+  bool objective_loss = false;  // --objective dpo / grpo: the losses are not token cross-entropies (no perplexity)
   std::optional<fs::path> best_checkpoint;  // --save-best
   std::vector<fs::path> checkpoints;        // on disk at the end (newest last)
   std::optional<ExportReport> export_report;
@@ -135,8 +136,11 @@ class Trainer {
   const DatasetSummary& dataset_summary() const { return data_.summary; }
   // Evaluation samples (0 without evaluation data) and their scored tokens.
   int64_t eval_samples() const { return data_.eval.samples; }
-  // The evaluation of the current weights over the evaluation data (Error without any).
+  // The evaluation of the current weights over the evaluation data (Error without any). --objective grpo: the
+  // evaluation prompts' completions (--num-generations each, drawn with the same seeds at every evaluation) scored.
   EvalMetrics evaluate();
+  // --objective grpo: what samples the completions (tools/grpo_rollouts.h; the train command sets it).
+  void set_rollouts(RolloutFn rollouts) { rollouts_ = std::move(rollouts); }
   // Activation ranges recorded so far (--calibrate-steps).
   const ActivationCalibration& calibration() const { return calibration_; }
   const ChatTemplate& chat_template() const { return tokenizer_->chat_template; }
@@ -194,6 +198,17 @@ class Trainer {
   // A step's activation ranges (--calibrate-steps) into the run's, merged across the ranks (a collective).
   void add_step_calibration(const ActivationCalibration& step);
   bool evaluates_at(int64_t step) const;
+  // --objective grpo: the step's prompts' completions sampled, scored and made the step's micro-batches (one per
+  // batch of prompts); fills the step's token counts and m.grpo.
+  std::vector<TrainBatch> grpo_micro_batches(const std::vector<TokenBatch>& batches, StepMetrics& m);
+  // Samples G completions of each prompt (prompt-major) and scores them; the completions' tokens and rewards.
+  struct Scored {
+    std::vector<Completion> completions;
+    std::vector<double> rewards;
+    double rollout_seconds = 0, score_seconds = 0;
+  };
+  Scored sample_and_score(const std::vector<const Sample*>& prompts, const std::vector<const nlohmann::json*>& records,
+                          int64_t seed_step);
   nlohmann::json trainer_state() const;
   // N ranks: every rank's optimizer state and peak memory (metrics.h memory_report_json's "ranks"; a collective).
   nlohmann::json ranks_memory() const;
@@ -226,6 +241,7 @@ class Trainer {
   RunTotals totals_;
   ActivationCalibration calibration_;
   double reference_seconds_ = 0;  // --objective dpo: computing the reference log-probabilities
+  RolloutFn rollouts_;            // --objective grpo
   // This process.
   struct Session {
     int64_t loss_tokens = 0;

@@ -192,7 +192,7 @@ TEST(TrainFlags, ResumeGroupsAreTheDocumentedOnes) {
       "output",    "save_every",      "keep",          "export",         "output_dat",      "export_format",
       "overwrite", "device",          "compute_dtype", "max_memory",     "metrics",         "memory_report",
       "nonfinite", "recompute",       "fused_update",  "packed_weights", "step_chunk_rows", "eval_every",
-      "save_best", "calibrate_steps", "gpu_limit_gb",  "gpu_over_secs",  "gpu_poll_secs"};
+      "save_best", "calibrate_steps", "gpu_limit_gb",  "gpu_over_secs",  "gpu_poll_secs",   "reward_timeout"};
   for (const TrainFlag& flag : train_flags()) {
     const std::string key(flag.key);
     const ResumeGroup expected = !flag.saved()         ? ResumeGroup::NotSaved

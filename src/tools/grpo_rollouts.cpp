@@ -1,0 +1,48 @@
+// See grpo_rollouts.h.
+#include "tools/grpo_rollouts.h"
+
+#include <algorithm>
+
+#include "infer/batch_engine.h"
+#include "infer/prompt_batch.h"
+#include "infer/stop_conditions.h"
+
+namespace nvfp4lm {
+
+RolloutFn batch_engine_rollouts(Tokenizer tokenizer, RolloutSettings settings) {
+  return
+      [tokenizer = std::move(tokenizer), settings](
+          Qwen3Trainable& model, const std::vector<std::vector<int32_t>>& prompts, const std::vector<uint64_t>& seeds) {
+        NVFP4LM_ASSERT(prompts.size() == seeds.size() && !prompts.empty(), "{} prompts, {} seeds", prompts.size(),
+                       seeds.size());
+        const Qwen3Model policy = model.inference_model();
+        size_t longest = 0;
+        for (const auto& prompt : prompts) longest = std::max(longest, prompt.size());
+        BatchEngineOptions options;
+        options.slots = std::min<int64_t>(settings.slots, static_cast<int64_t>(prompts.size()));
+        options.context = static_cast<int64_t>(longest) + settings.max_new_tokens;
+        BatchEngine engine(policy, tokenizer, options);
+        const std::vector<int32_t> eos =
+            settings.eos_ids.empty()
+                ? end_of_sequence_ids(model.config(), std::nullopt, tokenizer, model.config().vocab_size)
+                : settings.eos_ids;
+        std::vector<SequenceSpec> specs(prompts.size());
+        for (size_t i = 0; i < prompts.size(); ++i) {
+          specs[i].prompt = prompts[i];
+          specs[i].options.max_new_tokens = settings.max_new_tokens;
+          specs[i].options.sampling = settings.sampling;
+          specs[i].options.sampling.seed = seeds[i];
+          specs[i].options.eos_ids = eos;
+        }
+        std::vector<Completion> completions;
+        for (BatchAnswer& answer : run_batch(engine, std::move(specs))) {
+          Completion& c = completions.emplace_back();
+          c.tokens = std::move(answer.tokens);
+          c.text = std::move(answer.text);
+          c.ended = answer.stop_reason == StopReason::EndOfSequence;
+        }
+        return completions;
+      };
+}
+
+}  // namespace nvfp4lm

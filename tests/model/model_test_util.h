@@ -101,6 +101,37 @@ inline int64_t argmax_hits(const Tensor& logits, const Tensor& targets) {
 
 inline std::unique_ptr<ModelFiles> open_tiny(bool tied) { return open_model(tiny_model_dir(tied)); }
 
+// d loss / d parameter for the element of largest gradient in each trainable tensor, after forward_backward with
+// grad_scale, against (L(θ+ε) - L(θ-ε)) / 2ε of the model's own loss (evaluate, fp32): the whole chain through the loss
+// head. Fails naming the parameter and element; returns how many tensors were checked. `what` labels the failures.
+inline int check_gradients_by_finite_differences(Qwen3Trainable& model, const TrainBatch& batch, const TrainLoss& loss,
+                                                 float grad_scale, const std::string& what = {}) {
+  model.forward_backward(batch, grad_scale, loss);
+  int checked = 0;
+  for (const Parameter& p : model.parameters()) {
+    const float* grad = p.grad.data<float>();
+    const int64_t at =
+        std::max_element(grad, grad + p.grad.numel(), [](float a, float b) { return std::fabs(a) < std::fabs(b); }) -
+        grad;
+    const double analytic = grad[at];
+    float* value = p.value.data<float>() + at;
+    const float original = *value;
+    const float eps = std::max(1e-3f, 1e-2f * std::fabs(original));
+    *value = original + eps;
+    model.refresh_quantized();
+    const double up = model.evaluate(batch, loss).loss_sum * grad_scale;
+    *value = original - eps;
+    model.refresh_quantized();
+    const double down = model.evaluate(batch, loss).loss_sum * grad_scale;
+    *value = original;
+    model.refresh_quantized();
+    const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
+    EXPECT_NEAR(analytic, numeric, 2e-2 * std::fabs(numeric) + 2e-5) << p.name << "[" << at << "] " << what;
+    ++checked;
+  }
+  return checked;
+}
+
 // A frozen teacher from a fixture. sharpen > 1 multiplies its embedding (the tied fixture's lm_head too): randomly
 // initialised, both fixtures give nearly uniform distributions, whose KL is too small to check much.
 inline Qwen3Trainable frozen_tiny_teacher(bool tied, float sharpen = 1.0f) {

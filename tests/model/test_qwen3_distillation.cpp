@@ -86,29 +86,8 @@ void check_finite_differences(bool packed) {
   const TrainBatch batch = ref.batch(packed);
   const TrainLoss loss = distill_from(teacher, 1.5f, 0.7f);
   const float grad_scale = 1.0f / static_cast<float>(count_loss_tokens(batch));
-  student.forward_backward(batch, grad_scale, loss);
-  int checked = 0;
-  for (const Parameter& p : student.parameters()) {
-    const float* grad = p.grad.data<float>();
-    const int64_t at =
-        std::max_element(grad, grad + p.grad.numel(), [](float a, float b) { return std::fabs(a) < std::fabs(b); }) -
-        grad;
-    const double analytic = grad[at];
-    float* value = p.value.data<float>() + at;
-    const float original = *value;
-    const float eps = std::max(1e-3f, 1e-2f * std::fabs(original));
-    *value = original + eps;
-    student.refresh_quantized();
-    const double up = student.evaluate(batch, loss).loss_sum * grad_scale;
-    *value = original - eps;
-    student.refresh_quantized();
-    const double down = student.evaluate(batch, loss).loss_sum * grad_scale;
-    *value = original;
-    student.refresh_quantized();
-    const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
-    EXPECT_NEAR(analytic, numeric, 2e-2 * std::fabs(numeric) + 2e-5) << p.name << "[" << at << "] packed " << packed;
-    ++checked;
-  }
+  const int checked =
+      check_gradients_by_finite_differences(student, batch, loss, grad_scale, packed ? "packed" : "plain");
   EXPECT_EQ(checked, 2 + 11 * 2 + 1);  // embedding, final norm, 11 per layer, lm_head
   for (const Parameter& p : teacher.parameters()) ADD_FAILURE() << "the teacher trains " << p.name;
 }

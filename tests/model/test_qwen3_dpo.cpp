@@ -176,30 +176,8 @@ void check_finite_differences(PreferenceLossType type, double beta) {
   batch.reference_logps[3] -= 0.5;
   const TrainLoss loss = preference_loss(type, beta);
   const float grad_scale = 0.5f;  // 1 / pairs
-  model.forward_backward(batch, grad_scale, loss);
-  int checked = 0;
-  for (const Parameter& p : model.parameters()) {
-    const float* grad = p.grad.data<float>();
-    const int64_t at =
-        std::max_element(grad, grad + p.grad.numel(), [](float a, float b) { return std::fabs(a) < std::fabs(b); }) -
-        grad;
-    const double analytic = grad[at];
-    float* value = p.value.data<float>() + at;
-    const float original = *value;
-    const float eps = std::max(1e-3f, 1e-2f * std::fabs(original));
-    *value = original + eps;
-    model.refresh_quantized();
-    const double up = model.evaluate(batch, loss).loss_sum * grad_scale;
-    *value = original - eps;
-    model.refresh_quantized();
-    const double down = model.evaluate(batch, loss).loss_sum * grad_scale;
-    *value = original;
-    model.refresh_quantized();
-    const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
-    EXPECT_NEAR(analytic, numeric, 2e-2 * std::fabs(numeric) + 2e-5)
-        << p.name << "[" << at << "] " << preference_loss_name(type);
-    ++checked;
-  }
+  const int checked =
+      check_gradients_by_finite_differences(model, batch, loss, grad_scale, std::string(preference_loss_name(type)));
   EXPECT_EQ(checked, 2 + 11 * 2 + 1);  // embedding, final norm, 11 per layer, lm_head
 }
 

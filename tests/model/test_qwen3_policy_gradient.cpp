@@ -124,29 +124,7 @@ TEST(Qwen3PolicyGradient, GradientsFollowFiniteDifferences) {
   const TrainBatch batch = pg_batch(model);
   const TrainLoss loss = pg_loss(0.04);
   const float grad_scale = 1.0f / static_cast<float>(count_loss_tokens(batch));  // DAPO: over the scored tokens
-  model.forward_backward(batch, grad_scale, loss);
-  int checked = 0;
-  for (const Parameter& p : model.parameters()) {
-    const float* grad = p.grad.data<float>();
-    const int64_t at =
-        std::max_element(grad, grad + p.grad.numel(), [](float a, float b) { return std::fabs(a) < std::fabs(b); }) -
-        grad;
-    const double analytic = grad[at];
-    float* value = p.value.data<float>() + at;
-    const float original = *value;
-    const float eps = std::max(1e-3f, 1e-2f * std::fabs(original));
-    *value = original + eps;
-    model.refresh_quantized();
-    const double up = model.evaluate(batch, loss).loss_sum * grad_scale;
-    *value = original - eps;
-    model.refresh_quantized();
-    const double down = model.evaluate(batch, loss).loss_sum * grad_scale;
-    *value = original;
-    model.refresh_quantized();
-    const double numeric = (up - down) / (2.0 * static_cast<double>(eps));
-    EXPECT_NEAR(analytic, numeric, 2e-2 * std::fabs(numeric) + 2e-5) << p.name << "[" << at << "]";
-    ++checked;
-  }
+  const int checked = check_gradients_by_finite_differences(model, batch, loss, grad_scale);
   EXPECT_EQ(checked, 2 + 11 * 2 + 1);
 }
 

@@ -177,9 +177,10 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
 StepPlan plan_training_steps(const TrainOptions& options, const DataLoader& loader, const DatasetSummary& summary) {
   const StepPlan plan = plan_steps({options.max_steps, options.epochs, options.steps_per_epoch, options.grad_accum},
                                    [&](int64_t epoch) { return loader.batches_in_epoch(epoch); });
-  // A batch far larger than the data trains mostly padding, slowly: say so instead of running "forever".
+  // A batch far larger than the data trains mostly padding, slowly: say so instead of running "forever". (GRPO's rows
+  // are a prompt and its completion, as long as they are: no padding to --seq-len.)
   const int64_t batch_tokens = options.batch * options.seq_len;
-  if (summary.tokens > 0 && batch_tokens > 4 * summary.tokens) {
+  if (options.objective != TrainObjective::Grpo && summary.tokens > 0 && batch_tokens > 4 * summary.tokens) {
     log::warn(
         "one micro-batch holds {} tokens (--batch {} x --seq-len {}) but the whole data set has {}: over {:.0f}% "
         "of every step is padding; lower --seq-len or --batch",

@@ -25,18 +25,6 @@
 namespace nvfp4lm::cli {
 namespace {
 
-// --objective grpo: the batch decode engine samples the completions (tools/grpo_rollouts.h), as TRL's GRPOTrainer
-// samples them: the run's --temperature, top-k and top-p off.
-RolloutFn grpo_rollouts(const Trainer& trainer) {
-  RolloutSettings settings;
-  settings.sampling.temperature = static_cast<float>(trainer.options().temperature);
-  settings.sampling.top_k = 0;
-  settings.sampling.top_p = 1.0f;
-  settings.max_new_tokens = trainer.options().max_completion_tokens;
-  settings.slots = 32;
-  return batch_engine_rollouts(trainer.tokenizer(), settings);
-}
-
 struct TrainCliOptions {
   TrainOptions options;
   std::optional<TrainFlagOptions> flags;  // the flag table's rows, bound to `options`
@@ -96,7 +84,9 @@ int run_train(TrainCliOptions& cli) {
     const QuietInfoLogs quiet;  // the loaders log what the header and set-up lines say; keep the header first
     trainer.emplace(o, given, ranks.get());
   }
-  if (trainer->options().objective == TrainObjective::Grpo) trainer->set_rollouts(grpo_rollouts(*trainer));
+  // --objective grpo: the batch decode engine samples the completions (tools/grpo_rollouts.h).
+  if (trainer->options().objective == TrainObjective::Grpo)
+    trainer->set_rollouts(batch_engine_rollouts(trainer->tokenizer(), grpo_rollout_settings(trainer->options())));
   if (speaks) {
     run_training_shown("train", *trainer);
   } else {

@@ -9,6 +9,16 @@
 
 namespace nvfp4lm {
 
+RolloutSettings grpo_rollout_settings(const TrainOptions& options) {
+  RolloutSettings settings;
+  settings.sampling.temperature = static_cast<float>(options.temperature);
+  settings.sampling.top_k = 0;
+  settings.sampling.top_p = 1.0f;
+  settings.max_new_tokens = options.max_completion_tokens;
+  settings.slots = 32;
+  return settings;
+}
+
 RolloutFn batch_engine_rollouts(Tokenizer tokenizer, RolloutSettings settings) {
   return
       [tokenizer = std::move(tokenizer), settings](

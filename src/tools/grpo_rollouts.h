@@ -11,6 +11,7 @@
 #include "infer/sampler.h"
 #include "tokenizer/tokenizer.h"
 #include "train/grpo.h"
+#include "train/train_options.h"
 
 namespace nvfp4lm {
 
@@ -22,5 +23,9 @@ struct RolloutSettings {
 };
 
 RolloutFn batch_engine_rollouts(Tokenizer tokenizer, RolloutSettings settings);
+
+// What `train --objective grpo` samples with, as TRL's GRPOTrainer samples: --temperature, top-k and top-p off, at
+// most --max-completion-tokens.
+RolloutSettings grpo_rollout_settings(const TrainOptions& options);
 
 }  // namespace nvfp4lm

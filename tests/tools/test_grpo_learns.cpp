@@ -43,12 +43,7 @@ TrainOptions grpo_options(const TempDir& dir, const std::string& run) {
 
 // What the train command hands the trainer (cli/cmd_train.cpp).
 void add_rollouts(Trainer& trainer) {
-  RolloutSettings settings;
-  settings.sampling.temperature = static_cast<float>(trainer.options().temperature);
-  settings.sampling.top_k = 0;
-  settings.sampling.top_p = 1.0f;
-  settings.max_new_tokens = trainer.options().max_completion_tokens;
-  trainer.set_rollouts(batch_engine_rollouts(trainer.tokenizer(), settings));
+  trainer.set_rollouts(batch_engine_rollouts(trainer.tokenizer(), grpo_rollout_settings(trainer.options())));
 }
 
 struct StepRecord {

@@ -35,12 +35,7 @@ TEST(GrpoCuda, RolloutsAndTheLossRunOnTheGpuAndTheRewardRises) {
   options.warmup = 2;
   options.max_steps = 10;
   Trainer trainer(options, {});
-  RolloutSettings settings;
-  settings.sampling.temperature = 1.0f;
-  settings.sampling.top_k = 0;
-  settings.sampling.top_p = 1.0f;
-  settings.max_new_tokens = options.max_completion_tokens;
-  trainer.set_rollouts(batch_engine_rollouts(trainer.tokenizer(), settings));
+  trainer.set_rollouts(batch_engine_rollouts(trainer.tokenizer(), grpo_rollout_settings(options)));
   std::vector<double> rewards;
   Trainer::Progress progress;
   progress.on_step = [&](const StepMetrics& m) {

@@ -6,7 +6,11 @@
 // bad flags, bad data, impossible resumes, a run directory that already holds checkpoints and --device cuda without
 // a usable GPU (never a silent fallback to the CPU).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -215,6 +219,90 @@ TEST_F(TrainCli, LoraTrainsExportsItsAdapterAndMerges) {
 // A run that died after step 4, while its step-4 checkpoint was being damaged (model file cut short) and a step-6
 // write had begun (step-6.tmp), resumes from step-2 with a warning and ends with exactly the losses of a run that
 // was never interrupted (the flags given again with their saved values change nothing).
+// Issue 50: a GRPO run killed with SIGKILL mid-run and resumed from its last checkpoint samples the same completions,
+// scores the same rewards and ends with the same weights as the run that was never killed (the sampling seeds are a
+// function of the run's seed, step and completion, so no generator state is lost with the process).
+TEST_F(TrainCli, AGrpoRunKilledWithSigkillResumesToTheSameRewardsAndWeights) {
+  std::string prompts;
+  for (int i = 0; i < 24; ++i)
+    prompts += nlohmann::json{{"prompt", fmt::format("What is {} plus {}?", 2 + i % 8, 3 + 2 * (i / 8))}}.dump() + "\n";
+  write_file(dir_ / "prompts.jsonl", prompts);
+  const std::vector<std::string> flags = {"train",
+                                          "--model",
+                                          tiny_model_dir().string(),
+                                          "--tokenizer",
+                                          tiny_tokenizer_dir().string(),
+                                          "--data",
+                                          (dir_ / "prompts.jsonl").string(),
+                                          "--objective",
+                                          "grpo",
+                                          "--reward",
+                                          "regex:^[0-9]",
+                                          "--batch",
+                                          "4",
+                                          "--num-generations",
+                                          "8",
+                                          "--max-completion-tokens",
+                                          "8",
+                                          "--lr",
+                                          "1e-2",
+                                          "--lr-schedule",
+                                          "constant",
+                                          "--seq-len",
+                                          "64",
+                                          "--max-steps",
+                                          "30",
+                                          "--save-every",
+                                          "3",
+                                          "--seed",
+                                          "5"};
+  std::string args;
+  for (size_t i = 1; i < flags.size(); ++i) args += " " + quoted(fs::path(flags[i]));
+  const fs::path straight = dir_ / "straight", run = dir_ / "run";
+  const CliResult whole = run_cli("train" + args + " --output " + quoted(straight));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+
+  std::vector<std::string> argv = nvfp4lm_argv();
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--output", run.string()});
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::vector<char*> words;
+    for (std::string& word : argv) words.push_back(word.data());
+    words.push_back(nullptr);
+    if (freopen("/dev/null", "w", stdout) == nullptr || freopen("/dev/null", "w", stderr) == nullptr) _exit(126);
+    execv(words[0], words.data());
+    _exit(127);
+  }
+  // Killed once 10 steps are in its metrics (a checkpoint at 9 is on disk), long before its 30th.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120 * emulated_time_factor());
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream metrics(run / "metrics.jsonl");
+    const auto lines = std::count(std::istreambuf_iterator<char>(metrics), std::istreambuf_iterator<char>(), '\n');
+    if (lines >= 10) break;
+    usleep(5000);
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the run ended before it was killed";
+  ASSERT_FALSE(fs::exists(run / "step-30"));
+
+  const CliResult resumed = run_cli("train --resume --output " + quoted(run));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::vector<nlohmann::json> a = read_jsonl(straight / "metrics.jsonl"), b = read_jsonl(run / "metrics.jsonl");
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i]["reward"], a[i]["reward"]) << "step " << i + 1;
+    EXPECT_EQ(b[i]["loss"], a[i]["loss"]) << "step " << i + 1;
+    EXPECT_EQ(b[i]["completions/mean_length"], a[i]["completions/mean_length"]) << "step " << i + 1;
+  }
+  EXPECT_GT(a.back()["reward"].get<double>(), a.front()["reward"].get<double>());
+  EXPECT_EQ(read_text_file(run / "step-30" / "model.safetensors"),
+            read_text_file(straight / "step-30" / "model.safetensors"));
+}
+
 TEST_F(TrainCli, ResumeSkipsADamagedCheckpointAndMatchesTheUninterruptedRun) {
   const fs::path straight = dir_ / "straight", run = dir_ / "run";
   ASSERT_EQ(run_cli(train("--output " + quoted(straight))).exit_code, 0);

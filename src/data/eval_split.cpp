@@ -8,6 +8,10 @@
 
 namespace nvfp4lm {
 
+bool held_out_at(size_t index, double fraction) {
+  return std::floor(static_cast<double>(index + 1) * fraction) > std::floor(static_cast<double>(index) * fraction);
+}
+
 std::vector<Sample> hold_out_samples(std::vector<Sample>& samples, double fraction, size_t group) {
   NVFP4LM_CHECK(std::isfinite(fraction) && fraction > 0 && fraction <= 0.5,
                 "--eval-split must be a fraction in (0, 0.5], got {}", fraction);
@@ -15,7 +19,7 @@ std::vector<Sample> hold_out_samples(std::vector<Sample>& samples, double fracti
   std::vector<Sample> kept, held_out;
   const size_t groups = samples.size() / group;
   for (size_t i = 0; i < groups; ++i) {
-    const bool hold = std::floor(static_cast<double>(i + 1) * fraction) > std::floor(static_cast<double>(i) * fraction);
+    const bool hold = held_out_at(i, fraction);
     for (size_t k = 0; k < group; ++k) (hold ? held_out : kept).push_back(std::move(samples[i * group + k]));
   }
   NVFP4LM_CHECK(!held_out.empty(),

@@ -13,6 +13,10 @@ namespace nvfp4lm {
 
 // Moves the held-out samples out of `samples` (the rest keep their order) and returns them in file order. Error
 // when the fraction holds out nothing or leaves nothing to train on.
+// Whether item `index` (0-based, in file order) is held out at `fraction`: the rule above, for anything split
+// alongside samples (GRPO's prompts and their records).
+bool held_out_at(size_t index, double fraction);
+
 // group > 1: samples come in groups of that many consecutive ones (preference pairs), held out or kept together; the
 // rule above then numbers groups.
 std::vector<Sample> hold_out_samples(std::vector<Sample>& samples, double fraction, size_t group = 1);

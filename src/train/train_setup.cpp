@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/error.h"
 #include "core/json_text.h"
@@ -127,8 +126,7 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
       std::vector<Sample> kept;
       std::vector<nlohmann::json> kept_records;
       for (size_t i = 0; i < prompts.samples.size(); ++i) {
-        const double f = options.eval_split;
-        const bool hold = std::floor(static_cast<double>(i + 1) * f) > std::floor(static_cast<double>(i) * f);
+        const bool hold = held_out_at(i, options.eval_split);
         (hold ? data.eval_prompts : kept).push_back(std::move(prompts.samples[i]));
         (hold ? data.eval_prompt_records : kept_records).push_back(std::move(prompts.records[i]));
       }

@@ -201,22 +201,25 @@ StepMetrics Trainer::train_step() {
   const bool preference = options_.objective == TrainObjective::Dpo;
   int64_t pairs = 0;
   const std::vector<TokenBatch> batches = step_batches(plan_, *data_.loader, step_);
-  if (options_.objective == TrainObjective::Grpo) micro_batches = grpo_micro_batches(batches, m);
-  for (const TokenBatch& batch : options_.objective == TrainObjective::Grpo ? std::vector<TokenBatch>{} : batches) {
-    m.loss_tokens += batch.tokens_in_batch;
-    m.input_tokens += batch.rows() * batch.row_tokens() - batch.padding_tokens;
-    micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
-    if (preference) {  // one completion a row: the rows' samples in order
-      for (int64_t index : batch.sample_indices)
-        micro_batches.back().reference_logps.push_back(data_.reference_logps[static_cast<size_t>(index)]);
-      pairs += batch.rows() / 2;
+  if (options_.objective == TrainObjective::Grpo) {
+    micro_batches = grpo_micro_batches(batches, m);
+  } else {
+    for (const TokenBatch& batch : batches) {
+      m.loss_tokens += batch.tokens_in_batch;
+      m.input_tokens += batch.rows() * batch.row_tokens() - batch.padding_tokens;
+      micro_batches.push_back({batch.ids, batch.targets, batch.positions, batch.segment_ids, {}});
+      if (preference) {  // one completion a row: the rows' samples in order
+        for (int64_t index : batch.sample_indices)
+          micro_batches.back().reference_logps.push_back(data_.reference_logps[static_cast<size_t>(index)]);
+        pairs += batch.rows() / 2;
+      }
+      // LoRA dropout: a mask per step and micro-batch, from the run's seed (a resumed run draws the same ones).
+      micro_batches.back().dropout_seed =
+          mix64(options_.seed ^ mix64((static_cast<uint64_t>(step_) << 20) + micro_batches.size()));
+      // Data parallel: the teacher only for the micro-batches this rank computes.
+      if (!data_parallel_ || data_parallel_->computes(micro_batches.size() - 1))
+        attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, micro_batches.back());
     }
-    // LoRA dropout: a mask per step and micro-batch, from the run's seed (a resumed run draws the same ones).
-    micro_batches.back().dropout_seed =
-        mix64(options_.seed ^ mix64((static_cast<uint64_t>(step_) << 20) + micro_batches.size()));
-    // Data parallel: the teacher only for the micro-batches this rank computes.
-    if (!data_parallel_ || data_parallel_->computes(micro_batches.size() - 1))
-      attach_teacher_top_k(teacher_ ? &*teacher_ : nullptr, micro_batches.back());
   }
   m.micro_batches = static_cast<int>(micro_batches.size());
   NVFP4LM_ASSERT(m.micro_batches >= 1, "step {} has no micro-batches", m.step);

@@ -21,6 +21,7 @@ struct BatchEngine::Sequence {
   std::vector<int32_t> history;  // prompt + chosen tokens (the repetition penalty sees all, presence and frequency
                                  // penalties the chosen ones)
   int top_logprobs = -1;
+  bool entropy = false;
   int adapter = kNoLoraAdapter;
   Sampler sampler;
   AnswerStream answer;
@@ -31,6 +32,7 @@ struct BatchEngine::Sequence {
       : prompt_tokens(static_cast<int64_t>(spec.prompt.size())),
         history(spec.prompt),
         top_logprobs(spec.top_logprobs),
+        entropy(spec.entropy),
         adapter(spec.adapter),
         sampler(spec.options.sampling),
         answer(tokenizer, spec.options, max_new, context_bound) {}
@@ -164,6 +166,35 @@ std::pair<int32_t, int64_t> BatchEngine::choose_slot(const std::vector<int32_t>&
   return {best, std::min(best_common, static_cast<int64_t>(prompt.size()) - 1)};
 }
 
+int64_t BatchEngine::copy_running_prefix(const std::vector<int32_t>& prompt, int adapter, int32_t slot, int64_t held) {
+  if (!options_.prefix_cache) return 0;
+  const Sequence* source = nullptr;
+  int64_t best = held;
+  for (const auto& sequence : sequences_) {
+    if (sequence->adapter != adapter) continue;
+    // Only prompt positions: their K/V are what a prefill of this prompt computes (see the top).
+    const int64_t computed = std::min(sequence->cached, sequence->prompt_tokens);
+    const auto first = sequence->history.begin();
+    const auto common =
+        std::mismatch(first, first + std::min<std::ptrdiff_t>(computed, std::ssize(prompt)), prompt.begin()).first -
+        first;
+    if (common > best) {
+      best = common;
+      source = sequence.get();
+    }
+  }
+  // The last prompt token is computed even when shared: its logits choose the first token.
+  best = std::min(best, static_cast<int64_t>(prompt.size()) - 1);
+  if (source == nullptr || best <= held) return 0;
+  for (int layer = 0; layer < model_.config().num_hidden_layers; ++layer) {
+    for (Tensor* cache : {&pool_.keys(layer), &pool_.values(layer)}) {
+      const Tensor from = cache->narrow(0, source->slot, 1).narrow(1, 0, best);
+      cache->narrow(0, slot, 1).narrow(1, 0, best).copy_from(from);
+    }
+  }
+  return best;
+}
+
 int64_t BatchEngine::begin(SequenceSpec spec) {
   check(spec);
   NVFP4LM_CHECK(has_free_slot(), "all {} KV-cache slots are busy", slots());
@@ -175,7 +206,8 @@ int64_t BatchEngine::begin(SequenceSpec spec) {
   if (spec.grammar)
     sequence->constraint =
         std::make_unique<constrain::GrammarConstraint>(spec.grammar, token_trie(), spec.options.eos_ids);
-  const auto [slot, reused] = choose_slot(spec.prompt, spec.adapter);
+  const auto [slot, held] = choose_slot(spec.prompt, spec.adapter);
+  const int64_t reused = std::max(held, copy_running_prefix(spec.prompt, spec.adapter, slot, held));
   sequence->id = next_id_++;
   sequence->slot = slot;
   sequence->cached = reused;
@@ -288,6 +320,8 @@ void BatchEngine::choose(Sequence& sequence, std::span<const float> logits, cons
     event.token = argmax_logit(row.first(decodable));
   if (sequence.top_logprobs >= 0)
     event.logprobs = next_token_logprobs(logits, static_cast<int64_t>(decodable), event.token, sequence.top_logprobs);
+  if (sequence.entropy)
+    event.entropy = next_token_entropy(logits, static_cast<int64_t>(decodable), sequence.sampler.options().temperature);
   if (sequence.constraint) {
     const bool accepted = sequence.constraint->accept(event.token);
     NVFP4LM_ASSERT(accepted, "the constraint refused token {}, which it allowed", event.token);

@@ -17,6 +17,9 @@
 // slot whose remembered tokens share the longest prefix with the new prompt (ties and no match: the least recently
 // used one, so hot prefixes survive), keeps min(shared, prompt - 1) tokens (the last prompt token is always computed,
 // for its logits) and prefills only the rest. Nothing is copied: the new sequence continues in the same slot.
+// A running (or prefilling) sequence's prompt is shared too: when one of the same adapter has computed a longer prefix
+// of the new prompt than the chosen slot keeps, begin() copies those positions' K/V into the slot (device to device,
+// the same bits) — the G completions of one GRPO prompt, or n > 1 answers, prefill the prompt once.
 //
 // Each sequence gets exactly the tokens and logits it would get alone from Generator (generator.h) with the same
 // options and seed, on the CPU bit for bit, whatever the prefix cache held, how its prompt was chunked and which
@@ -63,7 +66,8 @@ struct BatchEngineOptions {
   int64_t slots = 8;                 // sequences at once (KV-cache slots)
   int64_t context = 4096;            // tokens per slot: prompt + generated
   std::optional<DecodeMode> decode;  // none: eager steps; Graph (CUDA): a captured graph per bucket
-  bool prefix_cache = false;         // reuse the K/V a free slot holds of a prompt's prefix (see the top)
+  bool prefix_cache = false;         // reuse the K/V of a prompt's prefix a free slot holds or a running sequence
+                                     // computed (see the top)
   bool reuse_answers = false;  // with prefix_cache: a slot also keeps its answer's K/V (not bit-exact, see the top)
 };
 
@@ -73,6 +77,9 @@ struct SequenceSpec {
   // chosen on the host (token_choice is ignored).
   GenerationOptions options;
   int top_logprobs = -1;  // -1: none; 0..20: the chosen token's log-probability and this many alternatives
+  // Each event also carries the entropy of the distribution the token was drawn from, softmax(logits / temperature)
+  // over the decodable tokens (infer/logprobs.h next_token_entropy; GRPO's `entropy` metric).
+  bool entropy = false;
   // When set, the answer is a text of this grammar (a JSON value of a response_format schema, a tool call):
   // disallowed tokens are masked out of the logits before every sampling step, the answer ends (EndOfSequence) as
   // soon as the text is closed, and it is kept closable within max_new_tokens (constrain/grammar_constraint.h).
@@ -89,6 +96,7 @@ struct SequenceEvent {
   int32_t token = 0;
   std::string text;  // text that became final with this token (possibly empty)
   std::optional<NextTokenLogprobs> logprobs;
+  std::optional<double> entropy;  // SequenceSpec::entropy
   bool finished = false;
   StopReason stop_reason = StopReason::MaxTokens;  // when finished
   std::string stop_detail;
@@ -164,6 +172,9 @@ class BatchEngine {
   void choose(Sequence& sequence, std::span<const float> logits, const SequenceEventSink& sink);
   // The free slot for `prompt` and how many of its tokens it holds; see the top of this file.
   std::pair<int32_t, int64_t> choose_slot(const std::vector<int32_t>& prompt, int adapter) const;
+  // Prefix caching: when a running sequence of the same adapter has computed more of `prompt`'s prefix than the
+  // `held` tokens `slot` keeps, copies those K/V into `slot` and returns how many (at most prompt - 1); else 0.
+  int64_t copy_running_prefix(const std::vector<int32_t>& prompt, int adapter, int32_t slot, int64_t held);
   int64_t prefill_chunk(size_t index, int64_t max_tokens, const SequenceEventSink& sink);
   Qwen3DecodeStep& decode_step(int64_t rows);
   // The vocabulary's prefix tree for constrained sequences, built by the first one.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/error.h"
@@ -38,6 +39,24 @@ NextTokenLogprobs next_token_logprobs(std::span<const float> logits, int64_t can
   });
   for (size_t i = 0; i < k; ++i) out.top.push_back(logprob_of(ids[i]));
   return out;
+}
+
+double next_token_entropy(std::span<const float> logits, int64_t candidates, double temperature) {
+  NVFP4LM_CHECK(candidates >= 1 && candidates <= static_cast<int64_t>(logits.size()),
+                "entropy: {} candidate tokens for a row of {} logits", candidates, logits.size());
+  const double scale = temperature > 0 ? 1.0 / temperature : 1.0;
+  const std::span<const float> row = logits.first(static_cast<size_t>(candidates));
+  const double max_logit = checked_max_logit(row) * scale;
+  // H = log Z - sum_i p_i z_i with z the scaled logits shifted by their maximum, Z = sum_i exp(z_i).
+  double sum = 0, weighted = 0;
+  for (const float logit : row) {
+    if (logit == -std::numeric_limits<float>::infinity()) continue;
+    const double z = static_cast<double>(logit) * scale - max_logit;
+    const double e = std::exp(z);
+    sum += e;
+    weighted += e * z;
+  }
+  return std::max(0.0, std::log(sum) - weighted / sum);
 }
 
 }  // namespace nvfp4lm

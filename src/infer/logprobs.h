@@ -32,4 +32,8 @@ struct NextTokenLogprobs {
 // (NaN, +inf, every logit -inf).
 NextTokenLogprobs next_token_logprobs(std::span<const float> logits, int64_t candidates, int32_t chosen, int64_t top_k);
 
+// The entropy (nats) of softmax(logits[0, candidates) / temperature): -sum p log p, in double, tokens of logit -inf
+// contributing 0. temperature 0 (greedy) counts as 1, the model's own distribution. Errors as next_token_logprobs.
+double next_token_entropy(std::span<const float> logits, int64_t candidates, double temperature);
+
 }  // namespace nvfp4lm

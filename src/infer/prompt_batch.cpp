@@ -74,7 +74,8 @@ std::vector<PromptLine> read_prompt_lines(const fs::path& path, const Tokenizer&
 }
 
 std::vector<BatchAnswer> run_batch(BatchEngine& engine, std::vector<SequenceSpec> specs,
-                                   const std::function<void(size_t, const BatchAnswer&)>& on_done) {
+                                   const std::function<void(size_t, const BatchAnswer&)>& on_done,
+                                   int64_t admit_per_step) {
   for (const SequenceSpec& spec : specs) engine.check(spec);
   std::vector<BatchAnswer> answers(specs.size());
   std::map<int64_t, size_t> running;  // sequence id -> index
@@ -84,6 +85,7 @@ std::vector<BatchAnswer> run_batch(BatchEngine& engine, std::vector<SequenceSpec
       answer.tokens.push_back(event.token);
       answer.text += event.text;
       answer.prompt_tokens = event.prompt_tokens;
+      if (event.entropy) answer.entropies.push_back(*event.entropy);
       if (!event.finished) return;
       answer.stop_reason = event.stop_reason;
       answer.stop_detail = event.stop_detail;
@@ -93,7 +95,8 @@ std::vector<BatchAnswer> run_batch(BatchEngine& engine, std::vector<SequenceSpec
   };
   size_t next = 0;
   while (next < specs.size() || engine.running() > 0) {
-    // One new sequence per step while others run, as the server admits them (so running ones keep getting tokens).
+    // admit_per_step new sequences a step while others run (see prompt_batch.h).
+    int64_t admitted = 0;
     do {
       if (next == specs.size() || !engine.has_free_slot()) break;
       const size_t index = next++;
@@ -103,7 +106,7 @@ std::vector<BatchAnswer> run_batch(BatchEngine& engine, std::vector<SequenceSpec
         sink(index)(event);
       });
       if (!finished_at_once) running[id] = index;
-    } while (engine.running() == 0);
+    } while (engine.running() == 0 || ++admitted < admit_per_step);
     engine.step([&](const SequenceEvent& event) { sink(running.at(event.sequence))(event); });
   }
   return answers;

@@ -56,12 +56,17 @@ struct BatchAnswer {
   StopReason stop_reason = StopReason::MaxTokens;
   std::string stop_detail;
   int64_t prompt_tokens = 0;
+  std::vector<float> entropies;  // SequenceSpec::entropy: the entropy of each chosen token's distribution
 };
 
 // Runs every spec through `engine`, at most engine.slots() at a time, a waiting one starting as soon as a slot frees;
-// answers in the specs' order. `on_done(index, answer)` (optional) is called as each one finishes.
+// answers in the specs' order. `on_done(index, answer)` (optional) is called as each one finishes. Between decode
+// steps at most `admit_per_step` waiting specs start (1: as the server admits them, so that running answers keep
+// their pace; a batch job that only wants them all done, GRPO's rollouts, fills every free slot). Answers do not
+// depend on it (batch_engine.h).
 std::vector<BatchAnswer> run_batch(BatchEngine& engine, std::vector<SequenceSpec> specs,
-                                   const std::function<void(size_t, const BatchAnswer&)>& on_done = {});
+                                   const std::function<void(size_t, const BatchAnswer&)>& on_done = {},
+                                   int64_t admit_per_step = 1);
 
 // The output line (without the newline) of answer `index`.
 std::string answer_line(size_t index, const PromptLine& line, const BatchAnswer& answer);

@@ -31,6 +31,7 @@ RolloutFn batch_engine_rollouts(Tokenizer tokenizer, RolloutSettings settings) {
         BatchEngineOptions options;
         options.slots = std::min<int64_t>(settings.slots, static_cast<int64_t>(prompts.size()));
         options.context = static_cast<int64_t>(longest) + settings.max_new_tokens;
+        options.prefix_cache = true;  // a prompt's G completions prefill it once (batch_engine.h), the same bits
         BatchEngine engine(policy, tokenizer, options);
         const std::vector<int32_t> eos =
             settings.eos_ids.empty()
@@ -43,13 +44,17 @@ RolloutFn batch_engine_rollouts(Tokenizer tokenizer, RolloutSettings settings) {
           specs[i].options.sampling = settings.sampling;
           specs[i].options.sampling.seed = seeds[i];
           specs[i].options.eos_ids = eos;
+          specs[i].entropy = true;
         }
         std::vector<Completion> completions;
-        for (BatchAnswer& answer : run_batch(engine, std::move(specs))) {
+        // Every free slot filled between steps: nothing here waits on a running answer's pace.
+        for (BatchAnswer& answer : run_batch(engine, std::move(specs), {}, engine.slots())) {
           Completion& c = completions.emplace_back();
           c.tokens = std::move(answer.tokens);
           c.text = std::move(answer.text);
           c.ended = answer.stop_reason == StopReason::EndOfSequence;
+          c.entropy_sum = 0.0;
+          for (float entropy : answer.entropies) *c.entropy_sum += entropy;
         }
         return completions;
       };

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ struct Completion {
   std::vector<int32_t> tokens;  // every sampled token, the end-of-sequence token included when it ended the text
   std::string text;             // what the model said: decoded, without the end-of-sequence token
   bool ended = false;           // by its end-of-sequence token (not the token budget)
+  // The sum over its tokens of the entropy of the distribution each was drawn from (the `entropy` metric), when the
+  // RolloutFn measures it.
+  std::optional<double> entropy_sum;
 };
 
 // Samples one completion a prompt (prompt i with seed seeds[i]) from `model`'s current weights.

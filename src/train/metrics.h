@@ -37,7 +37,11 @@ struct GrpoMetrics {
   double completion_length = 0;       // mean tokens a completion
   double ended = 0;                   // share of completions that ended with their end-of-sequence token
   double clip_ratio = 0;              // share of completion tokens whose clipped branch was taken
+  // Mean over the completion tokens of the entropy (nats) of the distribution each was sampled from (TRL's
+  // `entropy`); none when the rollouts do not measure it.
+  std::optional<double> entropy;
   double rollout_seconds = 0, rollout_tokens_per_second = 0, score_seconds = 0, train_seconds = 0;
+  double train_tokens_per_second = 0;  // the step's prompt and completion tokens over train_seconds
 };
 
 // The evaluation of a step that evaluated (--eval-data / --eval-split; trainer.h).

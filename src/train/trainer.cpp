@@ -268,6 +268,8 @@ StepMetrics Trainer::train_step() {
   }
   if (m.grpo) {
     m.grpo->train_seconds = seconds_between(train_start, Clock::now());
+    m.grpo->train_tokens_per_second =
+        m.grpo->train_seconds > 0 ? static_cast<double>(m.input_tokens) / m.grpo->train_seconds : 0;
     m.grpo->clip_ratio = static_cast<double>(result.stats.clipped) / static_cast<double>(m.loss_tokens);
   }
   m.grad_norm = result.grad_norm;
@@ -387,10 +389,15 @@ GrpoMetrics grpo_metrics(const std::vector<Completion>& completions, const std::
   g.completions = static_cast<int64_t>(completions.size());
   const auto n = static_cast<double>(std::max<size_t>(completions.size(), 1));
   int64_t tokens = 0, ended = 0;
+  bool measured = !completions.empty();
+  double entropy_sum = 0;
   for (const Completion& c : completions) {
     tokens += static_cast<int64_t>(c.tokens.size());
     ended += c.ended ? 1 : 0;
+    measured = measured && c.entropy_sum.has_value();
+    entropy_sum += c.entropy_sum.value_or(0);
   }
+  if (measured) g.entropy = tokens > 0 ? entropy_sum / static_cast<double>(tokens) : 0;
   for (double r : rewards) g.reward += r / n;
   for (double r : rewards) g.reward_std += (r - g.reward) * (r - g.reward) / n;
   g.reward_std = std::sqrt(g.reward_std);

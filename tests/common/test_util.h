@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -146,6 +147,8 @@ void expect_one_line_error(const CliResult& result, std::initializer_list<std::s
 
 void write_file(const fs::path& path, const std::string& contents);
 std::string read_file(const fs::path& path);
+// One JSON value a line (blank lines skipped); fails the test (and returns what it read) when the file cannot be read.
+std::vector<nlohmann::json> read_jsonl(const fs::path& path);
 
 bool cuda_available();
 

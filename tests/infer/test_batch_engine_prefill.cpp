@@ -81,6 +81,7 @@ std::vector<int32_t> joined(std::vector<int32_t> head, const std::vector<int32_t
 struct Answer {
   std::vector<int32_t> tokens;
   std::vector<double> logprobs;
+  std::vector<double> entropies;  // SequenceSpec::entropy
 
   void add(int32_t token, const NextTokenLogprobs& logprobs) {
     tokens.push_back(token);
@@ -93,6 +94,7 @@ struct Answer {
   void add(const SequenceEvent& event) {
     ASSERT_TRUE(event.logprobs.has_value()) << "the spec asks for logprobs";
     add(event.token, *event.logprobs);
+    if (event.entropy) entropies.push_back(*event.entropy);
   }
 };
 
@@ -118,8 +120,10 @@ class BatchEnginePrefill : public ::testing::TestWithParam<std::string> {
     Answer answer;
     const auto decodable = static_cast<int64_t>(qwen3_tokenizer().vocab_size());
     options.on_token = [&](int32_t token, std::span<const float> logits) {
-      answer.add(token, next_token_logprobs(logits, std::min<int64_t>(decodable, static_cast<int64_t>(logits.size())),
-                                            token, kTopLogprobs));
+      const int64_t candidates = std::min<int64_t>(decodable, static_cast<int64_t>(logits.size()));
+      answer.add(token, next_token_logprobs(logits, candidates, token, kTopLogprobs));
+      if (spec.entropy)
+        answer.entropies.push_back(next_token_entropy(logits, candidates, options.sampling.temperature));
     };
     Generator generator(lm, qwen3_tokenizer(), options);
     EXPECT_EQ(generator.generate(spec.prompt).tokens, answer.tokens);
@@ -209,19 +213,64 @@ TEST_P(BatchEnginePrefill, ReuseAnswersKeepsTheFedBackAnswerTokens) {
     EXPECT_NEAR(followed.logprobs[i], expected.logprobs[i], 0.1) << "value " << i;
 }
 
-TEST_P(BatchEnginePrefill, ARunningSlotIsNeverReused) {
+// A running sequence's slot is never taken; its prompt's K/V are copied into the other slot instead.
+TEST_P(BatchEnginePrefill, ARunningSlotIsNeverTakenButItsPromptIsCopied) {
   BatchEngine engine = make_engine(2, /*prefix_cache=*/true);
   const SequenceSpec spec = greedy(encode("def fib(n): return n if n < 2 else"), 20);
+  const auto shared = static_cast<int64_t>(spec.prompt.size()) - 1;
   const int64_t first = engine.start(spec, {});
   engine.step({});
-  engine.start(spec, {});  // the slot with this prompt runs: the other, empty one
-  EXPECT_EQ(engine.last_reused_tokens(), 0);
+  std::vector<int32_t> second;
+  const int64_t copy = engine.start(spec, [&](const SequenceEvent& event) { second.push_back(event.token); });
+  EXPECT_EQ(engine.last_reused_tokens(), shared);  // copied from the running sequence's slot
+  EXPECT_EQ(second.front(), alone(spec).tokens.front());
   engine.cancel(first);  // its slot keeps the prompt
-  EXPECT_EQ(engine.running(), 1);
+  engine.cancel(copy);
+  EXPECT_EQ(engine.running(), 0);
   std::vector<int32_t> tokens;
   engine.start(spec, [&](const SequenceEvent& event) { tokens.push_back(event.token); });
-  EXPECT_EQ(engine.last_reused_tokens(), static_cast<int64_t>(spec.prompt.size()) - 1);
+  EXPECT_EQ(engine.last_reused_tokens(), shared);
   EXPECT_EQ(tokens.front(), alone(spec).tokens.front());
+  // Without prefix caching nothing is shared.
+  BatchEngine plain = make_engine(2, /*prefix_cache=*/false);
+  plain.start(spec, {});
+  plain.start(spec, {});
+  EXPECT_EQ(plain.last_reused_tokens(), 0);
+}
+
+// GRPO's rollouts (tools/grpo_rollouts.h): the same prompt sampled G times at once. The first prefills it, each other
+// copies all but its last token from a running one; every answer has the tokens and logprobs it has alone.
+TEST_P(BatchEnginePrefill, OnePromptSampledManyTimesAtOncePrefillsItOnceAndEachAnswersAsAlone) {
+  BatchEngine engine = make_engine(5, /*prefix_cache=*/true);  // no slot holds a prompt: every reuse is a copy
+  const std::vector<int32_t> prompt = encode("Once upon a time, in a land far away, there lived");
+  std::vector<SequenceSpec> specs;
+  std::vector<Answer> answers(5);
+  std::map<int64_t, size_t> index_of;
+  auto sink = [&](const SequenceEvent& event) { answers[index_of.at(event.sequence)].add(event); };
+  std::vector<int64_t> reused;
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    SequenceSpec spec = greedy(prompt, 6);
+    spec.options.sampling.temperature = 1;
+    spec.options.sampling.seed = 70 + seed;
+    spec.top_logprobs = kTopLogprobs;
+    spec.entropy = true;
+    specs.push_back(spec);
+    if (seed == 4) engine.step(sink);  // the fifth joins sequences that have generated a token
+    const int64_t id = engine.begin(spec);
+    index_of[id] = specs.size() - 1;
+    reused.push_back(engine.last_reused_tokens());
+    engine.prefill(0, sink);
+  }
+  while (engine.running() > 0) engine.step(sink);
+  const auto shared = static_cast<int64_t>(prompt.size()) - 1;
+  EXPECT_EQ(reused, (std::vector<int64_t>{0, shared, shared, shared, shared}));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Answer expected = alone(specs[i]);
+    EXPECT_EQ(answers[i].tokens, expected.tokens) << "answer " << i;
+    EXPECT_EQ(answers[i].logprobs, expected.logprobs) << "answer " << i;
+    EXPECT_EQ(answers[i].entropies.size(), answers[i].tokens.size()) << "answer " << i;
+    EXPECT_EQ(answers[i].entropies, expected.entropies) << "answer " << i;
+  }
 }
 
 // Three prompts with no common first token in two slots: the one that has not come back for longest is the one

@@ -1,6 +1,6 @@
 // next_token_logprobs (infer/logprobs.h): log_softmax over the candidate ids against a direct formula, the top-k
 // order (ties by id, so the first is argmax_logit's pick), padded ids left out, and errors for bad arguments and
-// broken logits.
+// broken logits; next_token_entropy against -sum p log p written out.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,6 +54,32 @@ TEST(Logprobs, TiesGoToTheLowerIdAndKIsCapped) {
   EXPECT_TRUE(next_token_logprobs(logits, 4, 0, 0).top.empty());
   const std::vector<float> masked = {0, -std::numeric_limits<float>::infinity()};
   EXPECT_EQ(next_token_logprobs(masked, 2, 1, 0).chosen.logprob, -std::numeric_limits<double>::infinity());
+}
+
+TEST(Logprobs, EntropyIsMinusSumPLogPAtTheTemperature) {
+  Rng rng(11);
+  std::vector<float> logits(300);
+  for (float& x : logits) x = rng.uniform() * 20.0f - 10.0f;
+  logits[299] = 100.0f;  // a padded id, left out
+  const int64_t candidates = 290;
+  for (double temperature : {1.0, 0.5, 2.0}) {
+    double z = 0;
+    for (int64_t i = 0; i < candidates; ++i) z += std::exp(logits[static_cast<size_t>(i)] / temperature);
+    double entropy = 0;
+    for (int64_t i = 0; i < candidates; ++i) {
+      const double p = std::exp(logits[static_cast<size_t>(i)] / temperature) / z;
+      entropy -= p * std::log(p);
+    }
+    EXPECT_NEAR(next_token_entropy(logits, candidates, temperature), entropy, 1e-9) << "temperature " << temperature;
+  }
+  EXPECT_EQ(next_token_entropy(logits, candidates, 0), next_token_entropy(logits, candidates, 1)) << "greedy: T = 1";
+  const std::vector<float> uniform(64, 3.5f);
+  EXPECT_NEAR(next_token_entropy(uniform, 64, 1), std::log(64.0), 1e-12);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> certain = {-inf, 2.0f, -inf};
+  EXPECT_EQ(next_token_entropy(certain, 3, 1), 0.0);
+  EXPECT_THROW(next_token_entropy(certain, 4, 1), Error);
+  EXPECT_THROW(next_token_entropy(std::vector<float>{1, NAN}, 2, 1), Error);
 }
 
 TEST(Logprobs, BadArgumentsAndBrokenLogitsAreErrors) {

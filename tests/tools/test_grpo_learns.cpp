@@ -81,10 +81,13 @@ TEST(GrpoLearns, HeldOutRewardGoesFromUnderPointTwoToOverPointNineInFiftySteps) 
 
   const std::vector<nlohmann::json> metrics = test::read_jsonl(fs::path(options.output) / "metrics.jsonl");
   ASSERT_EQ(metrics.size(), 50u);
-  for (const char* key : {"reward", "reward_std", "completions/mean_length", "completions/ended", "clip_ratio",
-                          "rollout_s", "rollout_tokens_per_s", "score_s", "train_s", "eval_reward"})
+  for (const char* key :
+       {"reward", "reward_std", "completions/mean_length", "completions/ended", "clip_ratio", "rollout_s",
+        "rollout_tokens_per_s", "score_s", "train_s", "train_tokens_per_s", "entropy", "eval_reward", "eval_entropy"})
     EXPECT_TRUE(metrics.back().contains(key)) << key;
   EXPECT_EQ(metrics.back()["completions"], 32);
+  // A random model's next-token distribution is near uniform; learning the rule narrows it.
+  EXPECT_GT(metrics.front()["entropy"].get<double>(), 2 * metrics.back()["entropy"].get<double>());
   EXPECT_FALSE(metrics.back().contains("eval_perplexity"));
 }
 

@@ -21,7 +21,7 @@ namespace {
 std::vector<double> score(const RewardSpec& spec, const std::vector<std::string>& texts,
                           const nlohmann::json& record = nlohmann::json::object()) {
   std::vector<Completion> completions;
-  for (const std::string& text : texts) completions.push_back({{1}, text, true});
+  for (const std::string& text : texts) completions.push_back({{1}, text, true, std::nullopt});
   std::vector<const Completion*> pointers;
   std::vector<const nlohmann::json*> records;
   for (const Completion& c : completions) {
@@ -98,7 +98,7 @@ std::vector<int32_t> ints(const Tensor& t) { return {t.data<int32_t>(), t.data<i
 
 TEST(GrpoBatch, RowsArePromptThenCompletionWithTheCompletionScored) {
   const std::vector<int32_t> prompt_a = {5, 6, 7}, prompt_b = {8};
-  const Completion a{{10, 11}, "x", true}, b{{12, 13, 14, 15}, "y", false};
+  const Completion a{{10, 11}, "x", true, std::nullopt}, b{{12, 13, 14, 15}, "y", false, std::nullopt};
   const TrainBatch batch = completion_batch({&prompt_a, &prompt_b}, {&a, &b}, {0.5f, -1.0f}, 0);
   ASSERT_EQ(batch.ids.shape(), (Shape{2, 5}));
   EXPECT_EQ(ints(batch.ids), (std::vector<int32_t>{5, 6, 7, 10, 11, 8, 12, 13, 14, 15}));

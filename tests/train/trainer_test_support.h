@@ -118,16 +118,6 @@ inline RecordedRun run_recording_steps(Trainer& trainer) {
   return run;
 }
 
-// One JSON value a line (blank lines skipped).
-inline std::vector<nlohmann::json> read_jsonl(const fs::path& path) {
-  std::vector<nlohmann::json> records;
-  std::istringstream lines(read_file(path));
-  std::string line;
-  while (std::getline(lines, line))
-    if (!line.empty()) records.push_back(nlohmann::json::parse(line));
-  return records;
-}
-
 // The bytes of every tensor (copied to the host, contiguous), by name.
 inline std::map<std::string, std::string> tensor_bytes(std::span<const NamedTensor> tensors) {
   std::map<std::string, std::string> bytes;

@@ -74,17 +74,29 @@ LoraAdapterSpec parse_lora_adapter_spec(std::string_view text) {
 LoraAdapterSet LoraAdapterSet::load(std::span<const LoraAdapterSpec> specs, const Qwen3Config& config, DType compute,
                                     Device device) {
   NVFP4LM_ASSERT(!specs.empty(), "LoraAdapterSet::load without adapters");
+  std::vector<std::pair<std::string, PeftAdapter>> adapters;
+  std::set<std::string> names;
+  for (const LoraAdapterSpec& spec : specs) {
+    NVFP4LM_CHECK(names.insert(spec.name).second, "--lora: two adapters are named '{}' (give each its own NAME=DIR)",
+                  spec.name);
+    adapters.emplace_back(spec.name, read_peft_adapter(spec.dir));
+  }
+  return build(std::move(adapters), config, compute, device);
+}
+
+LoraAdapterSet LoraAdapterSet::build(std::vector<std::pair<std::string, PeftAdapter>> named, const Qwen3Config& config,
+                                     DType compute, Device device) {
+  NVFP4LM_ASSERT(!named.empty(), "LoraAdapterSet::build without adapters");
   std::map<std::string, Shape> shapes;
   for (const ExpectedWeight& weight : qwen3_expected_weights(config)) shapes.emplace(weight.name, weight.shape);
 
   std::vector<PeftAdapter> adapters;
   LoraAdapterSet set;
-  std::set<std::string> names;
-  for (const LoraAdapterSpec& spec : specs) {
-    NVFP4LM_CHECK(names.insert(spec.name).second, "--lora: two adapters are named '{}' (give each its own NAME=DIR)",
-                  spec.name);
-    adapters.push_back(read_peft_adapter(spec.dir));
-    set.names_.push_back(spec.name);
+  for (auto& [name, adapter] : named) {
+    NVFP4LM_CHECK(std::find(set.names_.begin(), set.names_.end(), name) == set.names_.end(),
+                  "--lora: two adapters are named '{}' (give each its own NAME=DIR)", name);
+    adapters.push_back(std::move(adapter));
+    set.names_.push_back(name);
     set.rank_stride_ = std::max<int64_t>(set.rank_stride_, adapters.back().config.rank);
   }
   // R rounded up to whole 16-column blocks: each adapter's columns then sit at the same offsets within the CPU dot

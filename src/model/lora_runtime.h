@@ -22,12 +22,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
 #include "core/files.h"
 #include "core/tensor.h"
 #include "io/hf_config.h"
+#include "io/peft_adapter.h"
 #include "model/lora.h"
 
 namespace nvfp4lm {
@@ -57,6 +59,10 @@ class LoraAdapterSet {
   // else is. Errors name the adapter, its file and the tensor. Names must be distinct.
   static LoraAdapterSet load(std::span<const LoraAdapterSpec> specs, const Qwen3Config& config, DType compute,
                              Device device);
+  // The same checks and stacks from adapters already in memory, as (name, adapter): the trainer's own, for the
+  // rollouts of a LoRA GRPO run (Qwen3Trainable::inference_model). Their tensors may be on any device.
+  static LoraAdapterSet build(std::vector<std::pair<std::string, PeftAdapter>> adapters, const Qwen3Config& config,
+                              DType compute, Device device);
 
   int count() const { return static_cast<int>(names_.size()); }
   const std::string& name(int adapter) const { return names_.at(static_cast<size_t>(adapter)); }

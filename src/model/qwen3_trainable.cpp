@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "core/logging.h"
@@ -460,8 +461,6 @@ void Qwen3Trainable::zero_grad() {
 }
 
 Qwen3Model Qwen3Trainable::inference_model() const {
-  NVFP4LM_CHECK(!options_.lora.enabled(),
-                "inference_model(): a LoRA model's adapters are not part of the inference model (merge them first)");
   Qwen3Weights weights;
   auto linear = [](const TrainTensor& t) {
     LinearWeight w;
@@ -491,7 +490,37 @@ Qwen3Model Qwen3Trainable::inference_model() const {
   }
   weights.final_norm = final_norm_.use;
   weights.lm_head = linear(lm_head_);
-  return Qwen3Model(config_, std::move(weights));
+  Qwen3Model model(config_, std::move(weights));
+  if (options_.lora.enabled()) {
+    // The adapters as a run-time set of one (model/lora_runtime.h), built from the F32 masters as PEFT would read
+    // them: rank, alpha and targets of the run, the adapted layers (--train-last-layers may leave some out).
+    PeftAdapter adapter;
+    adapter.dir = "(the adapters being trained)";
+    adapter.config.rank = options_.lora.rank;
+    adapter.config.alpha = options_.lora.effective_alpha();
+    for (const LoraTarget target : options_.lora.targets)
+      adapter.config.target_modules.emplace_back(lora_target_module(target));
+    std::vector<int> adapted;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const TrainLayer& l = layers_[i];
+      bool any = false;
+      for (const TrainTensor* t :
+           {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+        if (!t->lora) continue;
+        any = true;
+        adapter.tensors[lora_a_name(t->name)] = t->lora->a;
+        adapter.tensors[lora_b_name(t->name)] = t->lora->b;
+      }
+      if (any) adapted.push_back(static_cast<int>(i));
+    }
+    if (adapted.size() != layers_.size()) adapter.config.layers_to_transform = adapted;
+    std::vector<std::pair<std::string, PeftAdapter>> adapters;
+    adapters.emplace_back("policy", std::move(adapter));
+    const QuietInfoLogs quiet;  // built for every batch of rollouts: its line would repeat each step
+    model.set_lora_adapters(std::make_shared<const LoraAdapterSet>(
+        LoraAdapterSet::build(std::move(adapters), config_, compute_dtype(), options_.device)));
+  }
+  return model;
 }
 
 }  // namespace nvfp4lm

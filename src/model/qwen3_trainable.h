@@ -250,7 +250,9 @@ class Qwen3Trainable {
 
   // An inference model over the weights the forward uses (deq(Q(W)) under QAT): shares their storage, so it
   // follows refresh_quantized(). For sampling during training; the exported NVFP4 model computes the same
-  // function (up to the packed path's summation order).
+  // function (up to the packed path's summation order). With LoRA, the frozen base's storage and the adapters' current
+  // values as a run-time set of one adapter (index 0; a copy: build a new inference model after an update), so rows
+  // run with adapter 0 compute the policy and rows without one the base (the reference).
   Qwen3Model inference_model() const;
 
  private:

@@ -45,6 +45,8 @@ RolloutFn batch_engine_rollouts(Tokenizer tokenizer, RolloutSettings settings) {
           specs[i].options.sampling.seed = seeds[i];
           specs[i].options.eos_ids = eos;
           specs[i].entropy = true;
+          // LoRA: the policy is the base with the trained adapters (inference_model's adapter 0).
+          if (policy.lora_adapters() != nullptr) specs[i].adapter = 0;
         }
         std::vector<Completion> completions;
         // Every free slot filled between steps: nothing here waits on a running answer's pace.

@@ -34,6 +34,7 @@ void add_grpo(json& out, const GrpoMetrics& g, const std::string& prefix) {
   if (g.entropy) out[prefix + "entropy"] = finite_or_null(*g.entropy);
   if (prefix.empty()) {
     out["clip_ratio"] = g.clip_ratio;
+    if (g.kl) out["kl"] = finite_or_null(*g.kl);
     out["rollout_s"] = g.rollout_seconds;
     out["rollout_tokens_per_s"] = g.rollout_tokens_per_second;
     out["score_s"] = g.score_seconds;
@@ -133,10 +134,11 @@ std::string format_step_line(const StepMetrics& m, Device device) {
       line +=
           fmt::format("margin {:.4f} | pairs right {:5.1f}% | ", m.preference->margin, 100.0 * m.preference->accuracy);
     if (m.grpo)
-      line += fmt::format("reward {:.3f} ± {:.3f} | {:.1f} tokens{} | rollout {:.1f} s ({:.0f} tok/s) | ",
+      line += fmt::format("reward {:.3f} ± {:.3f} | {:.1f} tokens{}{} | rollout {:.1f} s ({:.0f} tok/s) | ",
                           m.grpo->reward, m.grpo->reward_std, m.grpo->completion_length,
                           m.grpo->entropy ? fmt::format(", entropy {:.2f}", *m.grpo->entropy) : "",
-                          m.grpo->rollout_seconds, m.grpo->rollout_tokens_per_second);
+                          m.grpo->kl ? fmt::format(" | kl {:.4f}", *m.grpo->kl) : "", m.grpo->rollout_seconds,
+                          m.grpo->rollout_tokens_per_second);
   }
   line += fmt::format("lr {:.2e} | gnorm {:.3g} | {:.0f} tok/s | {} < {} | mem {:.2f} GiB {}", m.lr, m.grad_norm,
                       m.tokens_per_second, format_duration(m.elapsed_seconds), format_duration(m.eta_seconds),

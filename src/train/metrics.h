@@ -40,6 +40,7 @@ struct GrpoMetrics {
   // Mean over the completion tokens of the entropy (nats) of the distribution each was sampled from (TRL's
   // `entropy`); none when the rollouts do not measure it.
   std::optional<double> entropy;
+  std::optional<double> kl;  // --beta > 0: mean over the completion tokens of the k3 estimate of KL(policy ‖ reference)
   double rollout_seconds = 0, rollout_tokens_per_second = 0, score_seconds = 0, train_seconds = 0;
   double train_tokens_per_second = 0;  // the step's prompt and completion tokens over train_seconds
 };

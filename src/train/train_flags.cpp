@@ -292,23 +292,25 @@ std::vector<TrainFlag> make_train_flags() {
              NVFP4LM_CHECK(!o.reward.empty(),
                            "--objective grpo needs --reward (exact, regex:PATTERN, json or "
                            "command:CMD)");
-             NVFP4LM_CHECK(o.lora_rank == 0,
-                           "--objective grpo samples from the model's own forward weights, and LoRA adapters are not "
-                           "part of them yet: train every parameter (drop --lora)");
              NVFP4LM_CHECK(!o.fused_update && o.calibrate_steps == 0, "--objective grpo: drop {}",
                            o.fused_update ? "--fused-update" : "--calibrate-steps");
            },
        .added_later = true},
       {.name = "--beta",
-       .help = "--objective dpo: β, how far the policy may move from the reference (IPO's τ; default 0.1, TRL's)",
+       .help = "--objective dpo: β, how far the policy may move from the reference (IPO's τ; default 0.1, TRL's); "
+               "--objective grpo: the weight of the KL term to the starting model (default 0, TRL's: no reference)",
        .key = "beta",
        .resume = G::Identity,
        .value = number(&O::beta),
        .check =
            [](const O& o) {
-             NVFP4LM_CHECK(std::isfinite(o.beta) && o.beta > 0, "--beta must be positive, got {}", o.beta);
-             NVFP4LM_CHECK(o.beta == 0.1 || o.objective == TrainObjective::Dpo,
-                           "--beta sets the preference loss of --objective dpo: add it");
+             if (o.beta == -1) return;  // unset
+             NVFP4LM_CHECK(o.objective == TrainObjective::Dpo || o.objective == TrainObjective::Grpo,
+                           "--beta sets the loss of --objective dpo or grpo: add one");
+             if (o.objective == TrainObjective::Dpo)
+               NVFP4LM_CHECK(std::isfinite(o.beta) && o.beta > 0, "--beta must be positive, got {}", o.beta);
+             else
+               NVFP4LM_CHECK(std::isfinite(o.beta) && o.beta >= 0, "--beta must be 0 or more, got {}", o.beta);
            },
        .added_later = true},
       {.name = "--dpo-loss",

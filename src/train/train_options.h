@@ -84,7 +84,11 @@ struct TrainOptions {
   double distill_weight = 1.0;       // [0, 1]
   double distill_temperature = 1.0;  // τ > 0
   TrainObjective objective = TrainObjective::Sft;
-  double beta = 0.1;  // --beta: DPO's β (IPO's τ), TRL's default
+  // --beta: DPO's β (IPO's τ), or GRPO's weight of the KL term to the reference (train/grpo_reference.h); -1: unset,
+  // TRL's defaults (DPO 0.1, GRPO 0).
+  double beta = -1;
+  double dpo_beta() const { return beta >= 0 ? beta : 0.1; }
+  double grpo_beta() const { return beta >= 0 ? beta : 0.0; }
   PreferenceLossType dpo_loss = PreferenceLossType::Sigmoid;
   // --objective grpo (train/grpo.h), TRL's GRPOConfig defaults where it has them
   std::string reward;                   // --reward (parse_reward_spec); required for grpo

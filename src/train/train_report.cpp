@@ -84,6 +84,15 @@ std::vector<std::string> Trainer::setup_lines() const {
         "group; clipped loss, r in [{:g}, {:g}], the mean over the step's completion tokens (TRL's dapo)",
         options_.reward, options_.temperature, options_.max_completion_tokens, 1 - options_.epsilon,
         1 + (options_.epsilon_high > 0 ? options_.epsilon_high : options_.epsilon)));
+    if (grpo_reference_)
+      lines.push_back(fmt::format(
+          "KL term: beta {:g} x k3(policy, reference) a completion token; reference: the starting model, {}",
+          options_.grpo_beta(),
+          options_.lora_rank > 0 ? "the base without adapters (no copy)"
+                                 : fmt::format("a frozen copy of its forward weights ({:.1f} MiB)",
+                                               to_mib(grpo_reference_->weights().nbytes()))));
+    if (options_.lora_rank > 0)
+      lines.push_back("rollouts: the frozen base with the adapters' current values applied at run time");
   } else if (options_.objective == TrainObjective::Dpo) {
     lines.push_back(
         fmt::format("{}; batch {} pairs (2 x {} rows, each completion padded to the batch's longest, at "
@@ -92,7 +101,7 @@ std::vector<std::string> Trainer::setup_lines() const {
     lines.push_back(fmt::format(
         "objective dpo: {} loss, beta {:g}, the mean over pairs; reference: the starting model ({}), its "
         "log-probabilities of every completion computed once before the first step ({:.1f} s)",
-        preference_loss_name(options_.dpo_loss), options_.beta,
+        preference_loss_name(options_.dpo_loss), options_.dpo_beta(),
         options_.lora_rank > 0 ? "the base without adapters" : "the weights as loaded, frozen", reference_seconds_));
   } else {
     lines.push_back(fmt::format("{}; batch {} rows x {} tokens ({}), loss {}, seed {}", plan_.describe(),

@@ -310,10 +310,11 @@ void check_teacher_cache_covers(const DistillationTeacher* teacher, const StepPl
 
 TrainLoss training_loss(const TrainOptions& options, DistillationTeacher* teacher) {
   TrainLoss loss(options.loss);
-  if (options.objective == TrainObjective::Dpo) loss.preference = PreferenceSettings{options.dpo_loss, options.beta};
+  if (options.objective == TrainObjective::Dpo)
+    loss.preference = PreferenceSettings{options.dpo_loss, options.dpo_beta()};
   if (options.objective == TrainObjective::Grpo)
-    loss.policy_gradient =
-        PolicyGradientSettings{options.epsilon, options.epsilon_high > 0 ? options.epsilon_high : options.epsilon, 0.0};
+    loss.policy_gradient = PolicyGradientSettings{
+        options.epsilon, options.epsilon_high > 0 ? options.epsilon_high : options.epsilon, options.grpo_beta()};
   if (teacher != nullptr) {
     if (teacher->model) loss.teacher = &*teacher->model;
     loss.cached_teacher = teacher->cache.has_value();

@@ -17,6 +17,7 @@
 #include "train/dist/gather_state.h"
 #include "train/dist/mpi_communicator.h"
 #include "train/dist/ordered_reduce.h"
+#include "train/grpo_reference.h"
 #include "train/train_step.h"
 
 namespace nvfp4lm {
@@ -159,6 +160,10 @@ void Trainer::load() {
     for (TrainBatch& batch : data_.eval.batches) batch.reference_logps = model_->completion_logps(batch);
     reference_seconds_ = seconds_between(start, Clock::now());  // in the set-up lines
   }
+  if (options_.objective == TrainObjective::Grpo && options_.grpo_beta() > 0) {
+    const MemoryPhase phase("reference");
+    grpo_reference_.emplace(frozen_reference(*model_));  // before a resumed run restores its checkpoint
+  }
 }
 
 void Trainer::restore_checkpoint() {
@@ -271,6 +276,7 @@ StepMetrics Trainer::train_step() {
     m.grpo->train_tokens_per_second =
         m.grpo->train_seconds > 0 ? static_cast<double>(m.input_tokens) / m.grpo->train_seconds : 0;
     m.grpo->clip_ratio = static_cast<double>(result.stats.clipped) / static_cast<double>(m.loss_tokens);
+    if (grpo_reference_) m.grpo->kl = result.stats.mean_kl();
   }
   m.grad_norm = result.grad_norm;
   if (!result.applied) {
@@ -441,6 +447,11 @@ std::vector<TrainBatch> Trainer::grpo_micro_batches(const std::vector<TokenBatch
                          std::vector<float>(advantages.begin() + static_cast<std::ptrdiff_t>(first),
                                             advantages.begin() + static_cast<std::ptrdiff_t>(first + count)),
                          pad));
+    if (grpo_reference_) {
+      const MemoryPhase phase("reference");
+      micro_batches.back().ref_logps =
+          reference_token_logps(*grpo_reference_, row_prompts, row_completions, micro_batches.back().ids.dim(1));
+    }
     m.loss_tokens += count_loss_tokens(micro_batches.back());
     first += count;
   }

@@ -240,8 +240,9 @@ class Trainer {
   std::optional<int64_t> resumed_from_;
   RunTotals totals_;
   ActivationCalibration calibration_;
-  double reference_seconds_ = 0;  // --objective dpo: computing the reference log-probabilities
-  RolloutFn rollouts_;            // --objective grpo
+  double reference_seconds_ = 0;              // --objective dpo: computing the reference log-probabilities
+  std::optional<Qwen3Model> grpo_reference_;  // --objective grpo --beta > 0 (train/grpo_reference.h)
+  RolloutFn rollouts_;                        // --objective grpo
   // This process.
   struct Session {
     int64_t loss_tokens = 0;

@@ -162,7 +162,13 @@ TEST(Qwen3Lora, ParametersAreTheAdaptersByPeftName) {
                                              "base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight",
                                              "base_model.model.model.layers.1.self_attn.v_proj.lora_A.weight",
                                              "base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight"}));
-  EXPECT_THROW(last.inference_model(), Error);
+  // Its inference model (GRPO's rollouts) carries the adapters as a run-time set of one, over the layers they are in.
+  const Qwen3Model policy = last.inference_model();
+  ASSERT_NE(policy.lora_adapters(), nullptr);
+  EXPECT_EQ(policy.lora_adapters()->count(), 1);
+  EXPECT_NE(policy.lora_adapters()->describe().find("rank 4, alpha 8, scale 2, q,v in 1 of 2 layers"),
+            std::string::npos)
+      << policy.lora_adapters()->describe();
 }
 
 // dW of the merged model -> the adapters' gradients by the chain rule, in double; compared per tensor.
@@ -216,6 +222,25 @@ TEST(Qwen3Lora, GradientsAreTheChainRuleThroughTheMergedModel) {
         }
     }
     merged.refresh_quantized();
+    // The LoRA model's inference model (GRPO's rollouts): rows with its adapter compute the merged model's function,
+    // rows without one the base's, bit for bit.
+    {
+      const Tensor ids = ref.batch(false).ids;
+      auto floats = [](const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); };
+      const Qwen3Model policy = lora.inference_model();
+      const std::vector<float> adapted = floats(policy.forward(ids, nullptr, nullptr, 0));
+      const std::vector<float> expected = floats(merged.inference_model().forward(ids));
+      ASSERT_EQ(adapted.size(), expected.size());
+      double largest = 0, worst = 0;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        largest = std::max(largest, std::fabs(static_cast<double>(expected[i])));
+        worst = std::max(worst, std::fabs(static_cast<double>(adapted[i]) - expected[i]));
+      }
+      EXPECT_LT(worst, 1e-5 * largest) << "largest logit " << largest;
+      Qwen3Trainable base = Qwen3Trainable::from_files(*open_tiny(tied), full_options);
+      EXPECT_EQ(floats(policy.forward(ids)), floats(base.inference_model().forward(ids)));
+      EXPECT_NE(floats(policy.forward(ids)), adapted);
+    }
     for (const bool packed : {false, true}) {
       const TrainBatch batch = ref.batch(packed);
       lora.zero_grad();

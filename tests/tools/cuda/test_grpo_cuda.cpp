@@ -52,5 +52,42 @@ TEST(GrpoCuda, RolloutsAndTheLossRunOnTheGpuAndTheRewardRises) {
   EXPECT_GT(last, first + 0.3);
 }
 
+// LoRA with the KL term on the GPU: the rollouts run the base with the adapters' current values applied at run time,
+// the reference is the base's rows, and the KL starts at about 0 (the training forward and the inference model compute
+// the same function up to bf16 rounding) and stays finite.
+TEST(GrpoCuda, LoraWithAKlTermRunsOnTheGpu) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  test::TempDir dir;
+  std::string prompts;
+  for (int i = 0; i < 8; ++i)
+    prompts += nlohmann::json{{"prompt", fmt::format("What is {} plus {}?", 2 + i % 8, 3 + i / 8)}}.dump() + "\n";
+  test::write_file(dir / "prompts.jsonl", prompts);
+  TrainOptions options = test::tiny_train_options(dir / "prompts.jsonl", dir / "run");
+  options.device = "cuda";
+  options.objective = TrainObjective::Grpo;
+  options.reward = "regex:[0-9]";
+  options.num_generations = 4;
+  options.max_completion_tokens = 4;
+  options.batch = 2;
+  options.lora_rank = 4;
+  options.lr = 2e-2;
+  options.warmup = 1;
+  options.max_steps = 3;
+  options.beta = 0.2;
+  Trainer trainer(options, {});
+  trainer.set_rollouts(batch_engine_rollouts(trainer.tokenizer(), grpo_rollout_settings(options)));
+  std::vector<double> kl;
+  Trainer::Progress progress;
+  progress.on_step = [&](const StepMetrics& m) {
+    ASSERT_TRUE(m.grpo.has_value() && m.grpo->kl.has_value() && m.grpo->entropy.has_value());
+    EXPECT_TRUE(std::isfinite(m.loss)) << "step " << m.step;
+    kl.push_back(*m.grpo->kl);
+  };
+  trainer.run(progress);
+  ASSERT_EQ(kl.size(), 3u);
+  EXPECT_LT(std::fabs(kl[0]), 1e-2);
+  for (double value : kl) EXPECT_TRUE(std::isfinite(value));
+}
+
 }  // namespace
 }  // namespace nvfp4lm

@@ -16,19 +16,25 @@
 namespace nvfp4lm {
 namespace {
 
-TEST(GrpoCuda, RolloutsAndTheLossRunOnTheGpuAndTheRewardRises) {
-  NVFP4LM_SKIP_WITHOUT_GPU();
-  test::TempDir dir;
+// A GRPO run of the tiny fixture model on the GPU over `count` prompts, rewarded for a digit anywhere.
+TrainOptions grpo_cuda_options(const test::TempDir& dir, int count) {
   std::string prompts;
-  for (int i = 0; i < 16; ++i)
+  for (int i = 0; i < count; ++i)
     prompts += nlohmann::json{{"prompt", fmt::format("What is {} plus {}?", 2 + i % 8, 3 + i / 8)}}.dump() + "\n";
   test::write_file(dir / "prompts.jsonl", prompts);
   TrainOptions options = test::tiny_train_options(dir / "prompts.jsonl", dir / "run");
   options.device = "cuda";
   options.objective = TrainObjective::Grpo;
   options.reward = "regex:[0-9]";
-  options.num_generations = 8;
   options.max_completion_tokens = 4;
+  return options;
+}
+
+TEST(GrpoCuda, RolloutsAndTheLossRunOnTheGpuAndTheRewardRises) {
+  NVFP4LM_SKIP_WITHOUT_GPU();
+  test::TempDir dir;
+  TrainOptions options = grpo_cuda_options(dir, 16);
+  options.num_generations = 8;
   options.batch = 4;
   options.lr = 1e-2;
   options.lr_schedule = LrDecay::Constant;
@@ -58,16 +64,8 @@ TEST(GrpoCuda, RolloutsAndTheLossRunOnTheGpuAndTheRewardRises) {
 TEST(GrpoCuda, LoraWithAKlTermRunsOnTheGpu) {
   NVFP4LM_SKIP_WITHOUT_GPU();
   test::TempDir dir;
-  std::string prompts;
-  for (int i = 0; i < 8; ++i)
-    prompts += nlohmann::json{{"prompt", fmt::format("What is {} plus {}?", 2 + i % 8, 3 + i / 8)}}.dump() + "\n";
-  test::write_file(dir / "prompts.jsonl", prompts);
-  TrainOptions options = test::tiny_train_options(dir / "prompts.jsonl", dir / "run");
-  options.device = "cuda";
-  options.objective = TrainObjective::Grpo;
-  options.reward = "regex:[0-9]";
+  TrainOptions options = grpo_cuda_options(dir, 8);
   options.num_generations = 4;
-  options.max_completion_tokens = 4;
   options.batch = 2;
   options.lora_rank = 4;
   options.lr = 2e-2;

@@ -1,25 +1,32 @@
 // compressed-tensors NVFP4 (io/compressed_tensors.h) against statements of the layout taken from the projects that
-// define and load it, not from nvfp4lm's writer:
-//  - compressed-tensors 0.18.0 (github.com/vllm-project/compressed-tensors, ac8e2ba):
-//      compressors/nvfp4/base.py       NVFP4PackedCompressor.compress: quantize(weight, scale, global_scale), then
-//                                      pack_fp4_to_uint8; weight_scale cast to scale_dtype (float8_e4m3fn)
-//      compressors/nvfp4/helpers.py    pack_fp4_to_uint8 (CPU fallback): sign = signbit(x), index of |x| in
-//                                      {0, .5, 1, 1.5, 2, 3, 4, 6} via (x * 2).to(int8), low nibble first
-//      quantization/lifecycle/forward_helpers.py  _quantize: scale = scale / global_scale; scaled = x / scale;
-//                                      round_to_quantized_type_args: clamp to [-6, 6], cast_to_fp4
-//      quantization/utils/fp4_utils.py cast_to_fp4: ties to even at 0.25 0.75 1.25 1.75 2.5 3.5 5, sign kept
-//      quantization/quant_scheme.py    NVFP4 / NVFP4A16 presets; quant_args.py defaults and serializers
-//      compressors/model_compressors/model_compressor.py update_config: version, quant_method, sparsity_config,
-//                                      transform_config beside QuantizationConfig.model_dump()
-//      entrypoints/convert/converters/modelopt_nvfp4.py  ModelOpt -> compressed-tensors: weight -> weight_packed,
+// define and load it, not from nvfp4lm's writer (file:line at the commits named):
+//  - compressed-tensors 0.18.0 (github.com/vllm-project/compressed-tensors, ac8e2ba8), under src/compressed_tensors/:
+//      compressors/nvfp4/base.py:60-93 NVFP4PackedCompressor.compress: quantize(weight, scale, global_scale) (:81),
+//                                      weight_packed = pack_fp4_to_uint8 (:88), weight_scale through _compress_scale,
+//                                      cast to scale_dtype, float8_e4m3fn by default (:52-53, :89)
+//      compressors/nvfp4/helpers.py:109 pack_fp4_to_uint8 (CPU fallback): sign = signbit(x) (:134), index of |x| in
+//                                      {0, .5, 1, 1.5, 2, 3, 4, 6} via (x * 2).to(int8) (:137), low nibble first
+//      quantization/lifecycle/forward_helpers.py:525 _quantize: scale = scale / global_scale (:536); scaled = x /
+//                                      scale (:538); round_to_quantized_type_args (:541): clamp to [-6, 6], cast_to_fp4
+//      quantization/utils/fp4_utils.py:78 cast_to_fp4: ties to even at 0.25 0.75 1.25 1.75 2.5 3.5 5 (:90-97), sign
+//                                      kept
+//      quantization/quant_scheme.py:166 NVFP4A16 and :180 NVFP4 presets (4-bit float, tensor_group, group 16,
+//                                      symmetric, scale_dtype float8_e4m3fn); quant_args.py defaults and serializers
+//      compressors/model_compressors/model_compressor.py:209 update_config: version, quant_method, sparsity_config,
+//                                      transform_config beside QuantizationConfig.model_dump() (:236-242)
+//      entrypoints/convert/converters/modelopt_nvfp4.py:44-46 ModelOpt -> compressed-tensors: weight -> weight_packed,
 //                                      weight_global_scale = 1 / weight_scale_2, input_global_scale = 1 / input_scale
+//                                      (:55-60)
 //  - vLLM (vllm/model_executor/layers/quantization/compressed_tensors/):
-//      schemes/compressed_tensors_w4a4_nvfp4.py create_weights: weight_packed U8 [out, in/2], weight_scale
-//                                      float8_e4m3fn [out, in/16], weight_global_scale and input_global_scale F32, one
-//                                      per fused partition; process_weights_after_loading: 1 / max over partitions
-//      schemes/compressed_tensors_w4a16_nvfp4.py the same without input_global_scale
+//      schemes/compressed_tensors_w4a4_nvfp4.py (85f1f91) create_weights :75: weight_packed U8 [out, in/2] (:90-100),
+//                                      weight_global_scale F32, one per fused partition (:103-107), weight_scale
+//                                      float8_e4m3fn [out, in/16] (:110-121), input_global_scale F32 (:123-127);
+//                                      process_weights_after_loading :129: the max over the partitions (:130, :133-135)
+//      schemes/compressed_tensors_w4a16_nvfp4.py (17b6501) create_weights :33, the same without input_global_scale
+//                                      (:48-79); process_weights_after_loading :81: 1 / max over partitions (:88-90)
 //      compressed_tensors.py           _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4: 4 bits, float, tensor_group, group 16,
-//                                      symmetric; input_activations null for W4A16
+//                                      symmetric; input_activations null for W4A16 (by function: the file is in a
+//                                      snapshot too large to bring here, so its line numbers were not read)
 #include <gtest/gtest.h>
 
 #include <bit>

@@ -100,13 +100,21 @@ detail::ModelLocation locate(const fs::path& path, const OpenModelOptions& optio
   NVFP4LM_CHECK(fs::exists(path, ec), "model path {} does not exist", path.string());
   if (fs::is_regular_file(path, ec)) {
     if (has_extension(path, ".dat")) return locate_dat(path, path, options);
-    NVFP4LM_CHECK(!has_extension(path, ".gguf") && !starts_with_gguf_magic(path),
-                  "{} is a GGUF file: nvfp4lm writes GGUF for llama.cpp-based tools (export/quantize --format gguf) "
-                  "but runs Hugging Face, ModelOpt and .dat models; `nvfp4lm info` describes it",
-                  path.string());
+    if (has_extension(path, ".gguf") || starts_with_gguf_magic(path)) {
+      NVFP4LM_CHECK(!options.config_path, "{} is a GGUF file, which carries its configuration: drop --config",
+                    path.string());
+      detail::ModelLocation location;
+      location.format = ModelFormat::Gguf;
+      location.path = path;
+      location.directory = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+      location.config_path = path;
+      location.tokenizer_dir = tokenizer_in(location.directory, options);
+      return location;
+    }
     NVFP4LM_CHECK(!has_extension(path, ".safetensors"),
                   "{} is a safetensors file; pass the model directory that holds it and config.json", path.string());
-    NVFP4LM_FAIL("{} is not a model: expected a Hugging Face / ModelOpt model directory or a .dat file", path.string());
+    NVFP4LM_FAIL("{} is not a model: expected a Hugging Face / ModelOpt model directory, a .dat file or a GGUF file",
+                 path.string());
   }
   NVFP4LM_CHECK(fs::is_directory(path, ec), "{} is neither a file nor a directory", path.string());
 
@@ -265,6 +273,7 @@ ModelFilesBase::ModelFilesBase(const ModelLocation& location) {
 std::unique_ptr<ModelFiles> open_model(const fs::path& path, const OpenModelOptions& options) {
   const detail::ModelLocation location = locate(path, options);
   if (location.format == ModelFormat::Dat) return detail::open_dat_model(location);
+  if (location.format == ModelFormat::Gguf) return detail::open_gguf_model(location);
   return detail::open_safetensors_model(location);
 }
 

@@ -6,7 +6,9 @@
 //   - compressed-tensors NVFP4 directory (llm-compressor's): quantization_config.quant_method
 //     "compressed-tensors" with the NVFP4 or NVFP4A16 scheme; quantized linears as in io/compressed_tensors.h;
 //   - `.dat` file (io/dat_format.h): config.json beside it or given in options; also a directory holding one
-//     .dat file and config.json (what `quantize --format dat` writes).
+//     .dat file and config.json (what `quantize --format dat` writes);
+//   - GGUF file of llama.cpp's qwen3 architecture (io/model_files_gguf.cpp): configuration from its metadata, NVFP4
+//     tensors as NVFP4 weights, other ggml types decoded; the tokenizer from options or a tokenizer.json beside it.
 // Detection never guesses: a directory with both safetensors and .dat files, several .dat files, a
 // quantization method we cannot read, or no config.json is an Error that says what was found and what is
 // expected.
@@ -40,7 +42,7 @@
 
 namespace nvfp4lm {
 
-// Gguf is written only (io/gguf_model_writer.h, for llama.cpp); open_model never returns it.
+// Gguf: llama.cpp's one-file format (written by io/gguf_model_writer.h, read by io/model_files_gguf.cpp).
 enum class ModelFormat { HfSafetensors, ModeloptNvfp4, CompressedTensorsNvfp4, Dat, Gguf };
 // "hf-safetensors", "modelopt-nvfp4", "compressed-tensors-nvfp4", "dat", "gguf"
 std::string_view model_format_name(ModelFormat format);

@@ -1,5 +1,5 @@
 // Internal to io/: what open_model() found, handed to the format-specific readers
-// (model_files_safetensors.cpp, model_files_dat.cpp).
+// (model_files_safetensors.cpp, model_files_dat.cpp, model_files_gguf.cpp).
 #pragma once
 
 #include <memory>
@@ -26,5 +26,6 @@ class ModelFilesBase : public ModelFiles {
 
 std::unique_ptr<ModelFiles> open_safetensors_model(const ModelLocation& location);
 std::unique_ptr<ModelFiles> open_dat_model(const ModelLocation& location);
+std::unique_ptr<ModelFiles> open_gguf_model(const ModelLocation& location);  // model_files_gguf.cpp
 
 }  // namespace nvfp4lm::detail

@@ -115,12 +115,12 @@ std::vector<GuardedInput> model_read_paths(const ModelFiles& source) {
   std::vector<GuardedInput> inputs = {{source.path(), "the source model"},
                                       {source.config_path(), "the source model's config"}};
   if (!source.tokenizer_dir()) return inputs;
-  if (source.format() != ModelFormat::Dat) {
+  if (source.format() != ModelFormat::Dat && source.format() != ModelFormat::Gguf) {
     inputs.push_back({*source.tokenizer_dir(), "the source model's tokenizer directory"});
     return inputs;
   }
-  // A .dat's tokenizer is its directory's, which may hold other models (the predecessor kept its FP16 and NVFP4 .dat
-  // and their outputs in one): its files are read, not the whole directory.
+  // A .dat's (or a GGUF's) tokenizer is its directory's, which may hold other models (the predecessor kept its FP16 and
+  // NVFP4 .dat and their outputs in one): its files are read, not the whole directory.
   for (const fs::path& file : tokenizer_side_files(*source.tokenizer_dir()))
     inputs.push_back({file, "the source model's tokenizer file " + file.filename().string()});
   return inputs;

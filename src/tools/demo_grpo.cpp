@@ -38,7 +38,7 @@ void line(std::FILE* out, const std::string& text) {
 std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
 // A completion shown on one line: control characters escaped, at most 60 bytes.
-std::string shown(const std::string& text) {
+std::string sample_text(const std::string& text) {
   std::string one_line = nlohmann::json(text).dump();
   if (one_line.size() > 60) one_line = one_line.substr(0, 57) + "...";
   return one_line;
@@ -51,7 +51,7 @@ std::string question(int i) { return fmt::format("What is {} plus {}?", addends(
 
 std::string samples_line(const std::vector<std::string>& samples) {
   std::string text;
-  for (size_t i = 0; i < samples.size() && i < 4; ++i) text += (i ? ", " : "") + shown(samples[i]);
+  for (size_t i = 0; i < samples.size() && i < 4; ++i) text += (i ? ", " : "") + sample_text(samples[i]);
   return text;
 }
 

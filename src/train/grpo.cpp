@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/text_excerpt.h"
+#include "data/dataset_records.h"
 #include "ops/cross_entropy.h"
 
 namespace nvfp4lm {
@@ -180,6 +181,18 @@ std::string extract_final_answer(std::string_view text) {
        ++it)
     last = it->str();
   return last;
+}
+
+void check_prompts_for_reward(const RewardSpec& spec, const std::vector<nlohmann::json>& records,
+                              const std::vector<Sample>& samples, const std::string& file) {
+  if (spec.kind != RewardKind::Exact) return;
+  NVFP4LM_ASSERT(records.size() == samples.size(), "{} records, {} prompts", records.size(), samples.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const nlohmann::json& record = records[i];
+    NVFP4LM_CHECK(record.is_object() && record.contains("answer") && !record["answer"].is_null(),
+                  "{}: --reward exact compares with each prompt's \"answer\", and this one has none: {}",
+                  data::where(file, samples[i].source_line), quoted_excerpt(record.dump(), 120));
+  }
 }
 
 std::vector<double> score_completions(const RewardSpec& spec, const std::vector<const nlohmann::json*>& records,

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/sample.h"
 #include "model/qwen3_trainable.h"
 
 namespace nvfp4lm {
@@ -52,6 +53,11 @@ struct RewardSpec {
 };
 RewardSpec parse_reward_spec(std::string_view text);   // Error listing the forms
 std::string reward_spec_text(const RewardSpec& spec);  // the flag's spelling
+
+// Before any step: Error naming the file and line of the first prompt record `spec` cannot score (exact: one without
+// "answer"), so a run never starts on data its reward cannot read. records[i] is samples[i]'s.
+void check_prompts_for_reward(const RewardSpec& spec, const std::vector<nlohmann::json>& records,
+                              const std::vector<Sample>& samples, const std::string& file);
 
 // The exact check's final answer of `text` (empty: none).
 std::string extract_final_answer(std::string_view text);

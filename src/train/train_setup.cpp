@@ -122,6 +122,8 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
     NVFP4LM_CHECK(!options.data.empty(),
                   "--objective grpo samples answers to prompts: name them with --data FILE.jsonl");
     PromptData prompts = read_prompt_data(options.data, tokenizer.tokenizer, data_options);
+    const RewardSpec reward = parse_reward_spec(options.reward);
+    check_prompts_for_reward(reward, prompts.records, prompts.samples, options.data);
     if (options.eval_split > 0) {  // the held-out prompts and their records, every 1/F-th
       std::vector<Sample> kept;
       std::vector<nlohmann::json> kept_records;
@@ -140,6 +142,7 @@ TrainData load_training_data(const TrainOptions& options, const TrainTokenizer& 
       DatasetOptions eval_options = data_options;
       eval_options.goal = "evaluate";
       PromptData eval = read_prompt_data(options.eval_data, tokenizer.tokenizer, eval_options);
+      check_prompts_for_reward(reward, eval.records, eval.samples, options.eval_data);
       data.eval_prompts = std::move(eval.samples);
       data.eval_prompt_records = std::move(eval.records);
     }

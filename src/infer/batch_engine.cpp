@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <span>
 
 #include "core/error.h"
 #include "core/memory.h"
@@ -48,7 +49,7 @@ constexpr int kMaxTopLogprobs = 20;  // the OpenAI API's limit
 // so context - prompt + 1 new tokens fit (as Generator caps it).
 int64_t room_for(int64_t context, int64_t prompt) { return context - prompt + 1; }
 
-int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   return std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())), b.begin())
              .first -
          a.begin();
@@ -174,10 +175,8 @@ int64_t BatchEngine::copy_running_prefix(const std::vector<int32_t>& prompt, int
     if (sequence->adapter != adapter) continue;
     // Only prompt positions: their K/V are what a prefill of this prompt computes (see the top).
     const int64_t computed = std::min(sequence->cached, sequence->prompt_tokens);
-    const auto first = sequence->history.begin();
-    const auto common =
-        std::mismatch(first, first + std::min<std::ptrdiff_t>(computed, std::ssize(prompt)), prompt.begin()).first -
-        first;
+    const int64_t common =
+        common_prefix(std::span<const int32_t>(sequence->history).first(static_cast<size_t>(computed)), prompt);
     if (common > best) {
       best = common;
       source = sequence.get();

@@ -3,7 +3,8 @@
 //    stored as an E2M1x2 tensor [rows, cols/2].
 //  - block scales: one E4M3 byte per 16 consecutive elements of a row, [rows, cols/16]. In 2D mode
 //    (16x16 tiles) all 16 rows of a tile share a scale, stored replicated so the layout is the same.
-//  - tensor scale: one fp32 multiplier, amax / (6 * 448), so block scales use the E4M3 range. Files of the
+//  - tensor scale: one fp32 multiplier, amax / (6 * 448) (through 1 / (1 / s), nvfp4_block.h), so block scales use
+//    the E4M3 range. Files of the
 //    seed `.dat` format carry none: they read with tensor_scale = 1.
 // cols must be a multiple of 16 (and rows a multiple of 16 in 2D mode). The exact per-block rule (NVIDIA
 // ModelOpt's, shared by the CPU code and its CUDA twin) is in quant/nvfp4_block.h; value =
@@ -83,8 +84,9 @@ void quantize_nvfp4_static(const Tensor& x, float tensor_scale, Nvfp4Tensor& out
 // 16x16 tiles). Callers that plan NVFP4 weights (export, quantize, QAT) check it and name the weight in their error.
 bool nvfp4_shape_fits(const Shape& shape, Nvfp4Block block);
 
-// The tensor scale quantize_nvfp4 uses: amax / (6 * 448), or 1 when amax is 0 (or so small that the
-// quotient underflows). The block/element rules are in quant/nvfp4_block.h.
+// The tensor scale quantize_nvfp4 uses: amax / (6 * 448) passed through 1 / (1 / s) so that compressed-tensors'
+// reciprocal stores it exactly, or 1 when amax is 0 (or so small that the quotient underflows). The block/element rules
+// are in quant/nvfp4_block.h.
 float nvfp4_tensor_scale(float amax);
 
 // CPU helpers for tools and tests: packed E2M1x2 (or U8) [rows, cols/2] <-> U8 [rows, cols] holding one

@@ -24,9 +24,13 @@
 //                                      process_weights_after_loading :129: the max over the partitions (:130, :133-135)
 //      schemes/compressed_tensors_w4a16_nvfp4.py (17b6501) create_weights :33, the same without input_global_scale
 //                                      (:48-79); process_weights_after_loading :81: 1 / max over partitions (:88-90)
-//      compressed_tensors.py           _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4: 4 bits, float, tensor_group, group 16,
-//                                      symmetric; input_activations null for W4A16 (by function: the file is in a
-//                                      snapshot too large to bring here, so its line numbers were not read)
+//      compressed_tensors.py (be69645) _is_fp4a4_nvfp4 :298-323: weight and input both 4 bits (:315), float
+//                                      (:311-314), tensor_group (:302-305), group 16 (:308-310), symmetric (:306);
+//                                      _is_fp4a16_nvfp4 :326-344: the same for the weight (:328-335) with
+//                                      input_activations null (:327); _get_scheme_from_parts :532 picks
+//                                      CompressedTensorsW4A16Fp4 first (:542-543), then W4A4Fp4 for an activation
+//                                      format (:577-581; W4A16Fp4 with the input scale where CUTLASS FP4 is missing,
+//                                      :587)
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -109,7 +113,8 @@ std::vector<uint8_t> compressor_bytes(const Tensor& weight, const uint8_t* scale
 }
 
 // The quantization_config compressed-tensors writes for the NVFP4A16 preset (w4a4 false) or NVFP4 (true), written out
-// here from quant_scheme.py, quant_args.py and model_compressor.py rather than from nvfp4lm's code.
+// here from quant_scheme.py, quant_args.py and model_compressor.py rather than from nvfp4lm's code; it is what vLLM's
+// _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4 accept (the header's lines).
 json expected_config(bool w4a4) {
   const json weights = json::parse(R"({"num_bits": 4, "type": "float", "symmetric": true, "group_size": 16,
       "strategy": "tensor_group", "block_structure": null, "dynamic": false, "actorder": null,
@@ -185,6 +190,7 @@ TEST(CompressedTensors, FilesAreWhatTheCompressorWritesForTheSameWeights) {
         // input_global_scale = 1 / input_scale (modelopt_nvfp4.py), read back by vLLM as 1 / it.
         const float input_scale = scalar_of(modelopt_set, prefix + ".input_scale");
         EXPECT_NEAR(scalar_of(set, prefix + ".input_global_scale") * input_scale, 1.0f, 1e-6f) << info.name;
+        EXPECT_EQ(1.0f / scalar_of(set, prefix + ".input_global_scale"), input_scale) << info.name;
       }
 
       // The compressor's bytes for the same weights: the ModelOpt export's values, block scales and 1 / tensor scale.
@@ -200,8 +206,8 @@ TEST(CompressedTensors, FilesAreWhatTheCompressorWritesForTheSameWeights) {
       EXPECT_EQ(std::memcmp(expected.data(), packed.file->bytes_of(*packed.entry), expected.size()), 0) << info.name;
     }
     EXPECT_EQ(quantized, 7 * small_test_config(false).num_hidden_layers);
-    // About 7 tensor scales in 8 are a float's reciprocal; compressed_tensors_global_scale finds that float.
-    EXPECT_GE(exact, quantized / 2);
+    // nvfp4lm's tensor scales are all some float's reciprocal (quant/nvfp4_block.h), and the writer finds that float.
+    EXPECT_EQ(exact, quantized);
   }
 }
 
@@ -289,9 +295,10 @@ TEST(CompressedTensors, ConverterLayoutReadsAsTheModeloptWeights) {
       }
       EXPECT_TRUE(same_bytes(a.nvfp4.codes, b.nvfp4.codes)) << info.name;
       EXPECT_TRUE(same_bytes(a.nvfp4.block_scales, b.nvfp4.block_scales)) << info.name;
-      // vLLM's reading: 1.0 / weight_global_scale in float32.
+      // vLLM's reading: 1.0 / weight_global_scale in float32; nvfp4lm's scales survive the converter's 1 / x and it.
       EXPECT_EQ(b.nvfp4.tensor_scale, 1.0f / (1.0f / a.nvfp4.tensor_scale)) << info.name;
-      EXPECT_EQ(b.input_scale, calibrated ? 1.0f / (1.0f / a.input_scale) : 0.0f) << info.name;
+      EXPECT_EQ(b.nvfp4.tensor_scale, a.nvfp4.tensor_scale) << info.name;
+      EXPECT_EQ(b.input_scale, calibrated ? a.input_scale : 0.0f) << info.name;
     }
     // Written back as compressed-tensors, then ModelOpt: the same weights as read, bit for bit.
     write_model_copy(*converted, dir / "again", ModelFormat::CompressedTensorsNvfp4);

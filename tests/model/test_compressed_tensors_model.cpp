@@ -1,10 +1,16 @@
 // A compressed-tensors NVFP4 checkpoint (io/compressed_tensors.h) runs as the same model as its ModelOpt form: the
 // tiny fixture quantized (W4A16, and W4A4 with fixed input scales), copied to compressed-tensors and from there to
-// ModelOpt again gives the same logits bit for bit; against the original ModelOpt export the logits are identical
-// when every tensor scale is a float's reciprocal, and within float32 rounding otherwise (the format stores 1/x).
+// ModelOpt again gives the same logits bit for bit, and so does the original ModelOpt export: every tensor scale
+// nvfp4lm chooses reads back through the format's reciprocal (quant/nvfp4_block.h). A ModelOpt checkpoint from
+// elsewhere may hold a scale that no float's reciprocal reaches: that one moves one ulp, within float32 rounding.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include "io/model_copy.h"
+#include "io/safetensors_reader.h"
+#include "io/safetensors_writer.h"
 #include "model/model_test_util.h"
 #include "model/qwen3_model.h"
 
@@ -15,7 +21,8 @@ bool same_logits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
-void expect_same_model(const fs::path& modelopt, const TempDir& dir, const std::string& what) {
+void expect_same_model(const fs::path& modelopt, const TempDir& dir, const std::string& what,
+                       size_t expected_moved = 0) {
   SCOPED_TRACE(what);
   const auto source = open_model(modelopt);
   write_model_copy(*source, dir / "ct", ModelFormat::CompressedTensorsNvfp4);
@@ -30,6 +37,7 @@ void expect_same_model(const fs::path& modelopt, const TempDir& dir, const std::
 
   const Tensor original = Qwen3Model::load(modelopt).forward(ids);
   const size_t moved = scales_moved_by_copy(*source, ModelFormat::CompressedTensorsNvfp4);
+  EXPECT_EQ(moved, expected_moved);
   if (moved == 0) {
     EXPECT_TRUE(same_logits(ct_logits, original));
   } else {
@@ -50,6 +58,43 @@ TEST(CompressedTensorsModel, RunsAsItsModeloptForm) {
   const ModelWeight q_proj = ct->load("model.layers.0.self_attn.q_proj.weight");
   EXPECT_GT(q_proj.input_scale, 0.0f);
   EXPECT_EQ(q_proj.input_scale, open_model(w4a4)->load("model.layers.0.self_attn.q_proj.weight").input_scale);
+}
+
+// The fixture's ModelOpt export with q_proj's weight_scale_2 of layer 0 moved, one ulp at a time, to a float that no
+// float's reciprocal reaches (as ModelOpt's own amax / (6 * 448) can give): copied to compressed-tensors, that scale
+// alone moves one ulp; the model stays within float32 rounding of the original.
+TEST(CompressedTensorsModel, AModeloptScaleNoReciprocalReachesMovesOneUlp) {
+  TempDir dir;
+  const fs::path modelopt = quantize_tiny_modelopt(dir, false);
+  const std::string moved_name = "model.layers.0.self_attn.q_proj.weight_scale_2";
+  const SafetensorsSet source = SafetensorsSet::open_dir(modelopt);
+  std::vector<SafetensorsEntrySpec> specs;
+  for (const std::string& name : source.names())
+    specs.push_back({name, source.at(name).entry->dtype, source.at(name).entry->shape});
+  fs::create_directories(dir / "elsewhere");
+  float scale = 0;
+  {
+    SafetensorsWriter writer(dir / "elsewhere" / "model.safetensors", specs);
+    for (const std::string& name : source.names()) {
+      const auto at = source.at(name);
+      if (name != moved_name) {
+        writer.write_bytes(name, at.file->bytes_of(*at.entry), at.entry->bytes);
+        continue;
+      }
+      std::memcpy(&scale, at.file->bytes_of(*at.entry), sizeof scale);
+      ASSERT_EQ(1.0f / (1.0f / scale), scale);  // nvfp4lm's own scale reads back
+      do scale = std::nextafter(scale, INFINITY);
+      while (1.0f / (1.0f / scale) == scale);
+      writer.write_bytes(name, &scale, sizeof scale);
+    }
+    writer.finish();
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(modelopt))  // config.json, hf_quant_config.json, ...
+    if (!entry.path().filename().string().starts_with("model.safetensors"))
+      fs::copy_file(entry.path(), dir / "elsewhere" / entry.path().filename());
+  ASSERT_EQ(open_model(dir / "elsewhere")->load("model.layers.0.self_attn.q_proj.weight").nvfp4.tensor_scale, scale);
+  TempDir work;
+  expect_same_model(dir / "elsewhere", work, "a ModelOpt scale no reciprocal reaches", 1);
 }
 
 }  // namespace

@@ -50,9 +50,9 @@ struct ReferenceQuant {
   std::vector<float> values;    // decoded
 };
 
-// The rule, element by element: tensor scale amax/2688 (or fixed_tensor_scale when > 0: a calibrated input_scale),
-// block scale e4m3(block_amax / (6 * ts)) with an all-zero block at 1.0 and a floor of 2^-9, saturating at 448,
-// codes rne(x / (scale * ts)) saturating at ±6 (stochastic: counter (seed, index)).
+// The rule, element by element: tensor scale 1/(1/(amax/2688)) (or fixed_tensor_scale when > 0: a calibrated
+// input_scale), block scale e4m3(block_amax / (6 * ts)) with an all-zero block at 1.0 and a floor of 2^-9, saturating
+// at 448, codes rne(x / (scale * ts)) saturating at ±6 (stochastic: counter (seed, index)).
 inline ReferenceQuant reference_quantize(const std::vector<float>& x, int64_t rows, int64_t cols, bool tile,
                                          bool stochastic = false, uint64_t seed = 0, float fixed_tensor_scale = 0.0f) {
   ReferenceQuant ref;
@@ -60,6 +60,9 @@ inline ReferenceQuant reference_quantize(const std::vector<float>& x, int64_t ro
   for (float v : x) amax = std::max(amax, std::fabs(v));
   ref.tensor_scale = amax == 0.0f ? 1.0f : amax / 2688.0f;
   if (ref.tensor_scale == 0.0f) ref.tensor_scale = 1.0f;
+  // The reciprocal round trip that keeps the scale through compressed-tensors' 1/x (none when 1/x overflows).
+  else if (const float back = 1.0f / (1.0f / ref.tensor_scale); back > 0.0f)
+    ref.tensor_scale = back;
   if (fixed_tensor_scale > 0.0f) ref.tensor_scale = fixed_tensor_scale;
   const int64_t col_blocks = cols / 16;
   ref.scales.resize(static_cast<size_t>(rows * col_blocks));

@@ -52,6 +52,38 @@ TEST(Nvfp4, TensorScaleIsAmaxOver6Times448) {
   EXPECT_EQ(nvfp4_tensor_scale(2688.0f), 1.0f);
   EXPECT_EQ(nvfp4_tensor_scale(3.5f), 3.5f / 2688.0f);
   EXPECT_EQ(nvfp4_tensor_scale(1e-44f), 1.0f);  // the quotient underflows to 0
+  // 1/(1/s) overflows for a subnormal s: the quotient is kept.
+  EXPECT_EQ(nvfp4_tensor_scale(1e-36f), 1e-36f / 2688.0f);
+}
+
+// The scale must survive being stored as its reciprocal (compressed-tensors' weight_global_scale = 1 / s, read back by
+// vLLM as 1 / weight_global_scale). Over 2^20 consecutive floats above 1/2688: every quotient no float's reciprocal
+// reaches moves exactly one ulp (about 17 % of them), every other one stays, and every chosen scale s has 1/(1/s) == s.
+TEST(Nvfp4, TensorScaleReadsBackThroughItsReciprocal) {
+  uint32_t first;
+  const float start = 1.0f;
+  std::memcpy(&first, &start, sizeof first);
+  int moved = 0, count = 1 << 20;
+  for (int i = 0; i < count; ++i) {
+    const uint32_t bits = first + static_cast<uint32_t>(i);
+    float amax;
+    std::memcpy(&amax, &bits, sizeof amax);
+    const float quotient = amax / 2688.0f, s = nvfp4_tensor_scale(amax);
+    ASSERT_EQ(1.0f / (1.0f / s), s) << amax;
+    // Is the quotient some float's reciprocal? 1/x is monotonic, so such an x is next to 1/quotient.
+    const float near = 1.0f / quotient;
+    bool reachable = false;
+    for (float x : {std::nextafter(near, 0.0f), near, std::nextafter(near, INFINITY)})
+      reachable = reachable || 1.0f / x == quotient;
+    if (reachable) {
+      ASSERT_EQ(s, quotient) << amax;
+    } else {
+      ++moved;
+      ASSERT_TRUE(s == std::nextafter(quotient, 0.0f) || s == std::nextafter(quotient, INFINITY)) << amax;
+    }
+  }
+  EXPECT_GT(moved, count / 10);
+  EXPECT_LT(moved, count / 4);
 }
 
 TEST(Nvfp4, QuantizeMatchesTheRuleElementByElement) {

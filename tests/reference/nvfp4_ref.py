@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """NVFP4 reference codec in numpy, bit-exact with nvfp4lm's C++ codec (src/quant/nvfp4_block.h).
 
-The rule is NVIDIA ModelOpt's NVFP4QTensor, all in float32 (round to nearest even only):
-  tensor_scale = amax / (6 * 448)              (1 when amax is 0 or the quotient underflows)
+The rule is NVIDIA ModelOpt's NVFP4QTensor (but the tensor scale's round trip), all in float32 (round to nearest even only):
+  tensor_scale = 1 / (1 / (amax / (6 * 448)))  (float32; 1 when amax is 0 or the quotient underflows)
   block scale  = e4m3_rne(block_amax / (6 * tensor_scale)); an all-zero block uses 1.0, and scales below 2^-9
                  are raised to 2^-9 (the smallest E4M3 subnormal)
   denominator  = e4m3_to_float(scale) * tensor_scale
@@ -111,9 +111,14 @@ def _scales_and_denominators(x, block, tensor_scale=None):
 
 
 def nvfp4_tensor_scale(amax):
-    """amax / (6 * 448), or 1 when that is 0 (nvfp4lm's nvfp4_tensor_scale)."""
+    """amax / (6 * 448) passed through 1 / (1 / s) in float32, or 1 when the quotient is 0 (nvfp4lm's
+    nvfp4_tensor_scale): the round trip moves s one ulp when no float32's reciprocal rounds to it, so that
+    compressed-tensors' weight_global_scale = 1 / s reads back as s."""
     tensor_scale = F32(F32(amax) / F32(2688.0))
-    return tensor_scale if tensor_scale > 0 else F32(1.0)
+    if not tensor_scale > 0:
+        return F32(1.0)
+    round_trip = F32(F32(1.0) / F32(F32(1.0) / tensor_scale))
+    return round_trip if round_trip > 0 else tensor_scale
 
 
 def quantize(w, block="1d", tensor_scale=None):

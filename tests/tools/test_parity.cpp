@@ -203,12 +203,12 @@ TEST_F(Parity, PathsThatCannotRunSayWhy) {
   EXPECT_NE(skip_reason(modelopt, "copy-dat").find("tensor scales"), std::string::npos);
   EXPECT_EQ(skip_reason(modelopt, "copy-modelopt"), "");
   EXPECT_EQ(pairs_of(modelopt, 0).at("copy-modelopt vs reference").diff.max_abs_diff, 0);
-  // compressed-tensors stores each tensor scale as its reciprocal: identical when every one round-trips.
+  // compressed-tensors stores each tensor scale as its reciprocal; nvfp4lm's all read back as themselves, so the
+  // compressed-tensors copy is the same model, logits bit for bit.
   const ParityPair& compressed = pairs_of(modelopt, 0).at("copy-compressed-tensors vs copy-modelopt");
   EXPECT_TRUE(compressed.pass());
-  if (scales_moved_by_copy(*open_model(modelopt_), ModelFormat::CompressedTensorsNvfp4) == 0) {
-    EXPECT_EQ(compressed.diff.max_abs_diff, 0);
-  }
+  EXPECT_EQ(scales_moved_by_copy(*open_model(modelopt_), ModelFormat::CompressedTensorsNvfp4), 0u);
+  EXPECT_EQ(compressed.diff.max_abs_diff, 0);
 
   // A dense model: no NVFP4 copies, no separate dense path; the BF16 copy of a BF16 model is the model.
   const ParityReport dense = run_parity(options(dense_));
@@ -219,6 +219,19 @@ TEST_F(Parity, PathsThatCannotRunSayWhy) {
   EXPECT_NE(skip_reason(dense, "copy-compressed-tensors").find("no NVFP4 weight"), std::string::npos);
   EXPECT_EQ(pairs_of(dense, 0).at("copy-bf16 vs reference").diff.max_abs_diff, 0);
   EXPECT_NE(parity_table(dense).find("copy-dat       skipped: "), std::string::npos) << parity_table(dense);
+}
+
+// One dense model quantized by `quantize` into each NVFP4 format (not one copied from the other): `parity --other`
+// finds the same model, every prompt's logits identical.
+TEST_F(Parity, TheTwoNvfp4FormatsOfOneModelAreIdentical) {
+  const fs::path compressed = quantize_to(dense_, *dir_, "compressed", ModelFormat::CompressedTensorsNvfp4);
+  ASSERT_EQ(open_model(compressed)->format(), ModelFormat::CompressedTensorsNvfp4);
+  ParityOptions both = options(modelopt_);
+  both.other = compressed;
+  const ParityReport report = run_parity(both);
+  ASSERT_TRUE(report.pass()) << parity_table(report);
+  for (size_t p = 0; p < report.prompts.size(); ++p)
+    EXPECT_EQ(pairs_of(report, p).at("other vs reference").diff.max_abs_diff, 0) << p;
 }
 
 TEST_F(Parity, CorruptedBlockScaleFailsAndNamesThePair) {

@@ -13,7 +13,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::slow_gguf_llamacpp {
 namespace {
 
 struct Shell {
@@ -106,4 +106,4 @@ TEST(GgufLlamaCpp, GreedyTokensEqualNvfp4lmGenerateOnTheNvfp4Export) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::slow_gguf_llamacpp

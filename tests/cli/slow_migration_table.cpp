@@ -16,7 +16,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::slow_migration_table {
 namespace {
 
 struct MigrationRow {
@@ -172,4 +172,4 @@ TEST_F(MigrationTable, EveryNewLineRunsAndDoesWhatTheOldOneDid) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::slow_migration_table

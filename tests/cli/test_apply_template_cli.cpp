@@ -11,7 +11,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_apply_template_cli {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -91,4 +91,4 @@ TEST(ApplyTemplateCli, ATemplateThatRaisesIsOneErrorLine) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_apply_template_cli

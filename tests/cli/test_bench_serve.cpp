@@ -8,7 +8,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_bench_serve {
 namespace {
 
 TEST(CliBenchServe, BoundedLoadFinishesWithEveryRequestAnswered) {
@@ -42,4 +42,4 @@ TEST(CliBenchServe, NeedsAModel) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_bench_serve

@@ -11,7 +11,7 @@
 #include "common/test_util.h"
 #include "io/hf_config.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_bench_train {
 namespace {
 
 constexpr const char* kBase = "bench train --preset tiny --seq-len 32 --batch 2 --steps 2 --warmup-steps 1 ";
@@ -149,4 +149,4 @@ TEST(CliBenchTrain, CudaWithoutAGpuIsAClearError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_bench_train

@@ -9,7 +9,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_cli_flags_help {
 namespace {
 
 // The entries of a --help text, space-separated: the first word of each line indented by two spaces under
@@ -68,4 +68,4 @@ TEST(CliFlagsHelp, TheFixtureCoversEverySubcommand) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_cli_flags_help

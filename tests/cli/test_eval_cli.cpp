@@ -14,7 +14,7 @@
 #include "io/synth_model.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_eval_cli {
 namespace {
 
 using json = nlohmann::json;
@@ -103,4 +103,4 @@ TEST(EvalCli, CalibratedQuantizeAndUncalibratedExportsSaySo) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_eval_cli

@@ -15,7 +15,7 @@
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_generate_chat {
 namespace {
 
 class CliGenerate : public ::testing::Test {
@@ -369,4 +369,4 @@ TEST(CliDiagnose, CpuIsaLimitCapsTheKernelVariantsAndSaysSo) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_generate_chat

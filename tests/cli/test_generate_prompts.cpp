@@ -10,7 +10,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_generate_prompts {
 namespace {
 
 using nlohmann::json;
@@ -99,4 +99,4 @@ TEST(GeneratePrompts, BadUseAndBadLinesAreOneLineErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_generate_prompts

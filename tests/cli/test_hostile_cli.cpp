@@ -15,7 +15,7 @@
 #include "core/files.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_hostile_cli {
 namespace {
 
 // Every regular file under `root` (or `root` itself) with its contents, to show a failed command touched nothing.
@@ -227,4 +227,4 @@ TEST_F(HostileFiles, StaleTemporariesOfKilledWritersAreRemovedAndNothingElse) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_hostile_cli

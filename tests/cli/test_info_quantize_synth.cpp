@@ -7,7 +7,7 @@
 #include "common/test_util.h"
 #include "io/hf_config.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_info_quantize_synth {
 namespace {
 
 using json = nlohmann::json;
@@ -193,4 +193,4 @@ TEST(CliFiles, BadInputGivesOneLineErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_info_quantize_synth

@@ -23,7 +23,7 @@
 #include "core/files.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_output_publishing {
 namespace {
 
 // Every entry under `root` (recursively; symbolic links not followed) with what it is and, for a regular file, its
@@ -534,4 +534,4 @@ TEST_F(RunOutputs, OfConcurrentDatFileExportsExactlyOneSucceedsAndTheSideFilesAr
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_output_publishing

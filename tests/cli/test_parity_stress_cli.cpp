@@ -9,7 +9,7 @@
 #include "common/test_util.h"
 #include "tools/tools_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_parity_stress_cli {
 namespace {
 
 class CliParity : public ::testing::Test {
@@ -151,4 +151,4 @@ TEST_F(CliParity, StressKvPassesAndReportsEachCase) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_parity_stress_cli

@@ -11,7 +11,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_readme_translation {
 namespace {
 
 // Every "--flag" token: "--" after a character that cannot be part of a word or flag, then [a-z0-9-]+.
@@ -137,4 +137,4 @@ TEST(ReadmeTranslation, TheTraditionalChineseReadmeHasTheEnglishOnesCommandsAndF
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_readme_translation

@@ -21,7 +21,7 @@
 #include "io/safetensors_reader.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_train_cli {
 namespace {
 
 using json = nlohmann::json;
@@ -654,4 +654,4 @@ TEST_F(TrainCli, DeviceCudaWithoutAGpuIsAnErrorNotASilentCpuRun) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_train_cli

@@ -10,7 +10,7 @@
 #include "common/test_util.h"
 #include "train/train_flags.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_train_flags_help {
 namespace {
 
 // The line of `help` that lists the option named `name` first ("  --batch INT ..." or "  --batch,--batch-size INT
@@ -76,4 +76,4 @@ TEST(TrainFlagsHelp, BenchTrainSharesTheRowsOfTrain) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_train_flags_help

@@ -8,7 +8,7 @@
 #include "common/test_util.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_usage_errors {
 namespace {
 
 class UsageErrors : public ::testing::Test {
@@ -76,4 +76,4 @@ TEST_F(UsageErrors, ChoicesOfTrainRowsAreCheckedWhereverTheyAreTaken) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_usage_errors

@@ -18,7 +18,7 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_hostile_input {
 namespace {
 
 std::string nested_arrays(int depth) {
@@ -277,4 +277,4 @@ TEST(StaleTemporaries, OnlyProvableLeftoversOfDeadWritersAreRemoved) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_hostile_input

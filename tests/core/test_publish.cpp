@@ -13,7 +13,7 @@
 #include "core/files.h"
 #include "core/publish.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_publish {
 namespace {
 
 // A staged file `name` holding `contents`, as a writer leaves it before publishing.
@@ -191,4 +191,4 @@ TEST(Publish, AStagedDirectoryNeverTakesOrRemovesANameThatExists) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_publish

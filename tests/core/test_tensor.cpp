@@ -5,7 +5,7 @@
 #include "core/numeric.h"
 #include "core/tensor.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_tensor {
 namespace {
 
 TEST(Tensor, EmptyHasContiguousStrides) {
@@ -142,4 +142,4 @@ TEST(Rng, ReproducibleAndRestorable) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_tensor

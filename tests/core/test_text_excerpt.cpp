@@ -3,7 +3,7 @@
 
 #include "core/text_excerpt.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_text_excerpt {
 namespace {
 
 TEST(QuotedExcerpt, EscapesControlCharactersQuotesAndInvalidUtf8) {
@@ -29,4 +29,4 @@ TEST(QuotedExcerpt, CutsLongTextAtACharacterAndSaysHowLong) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_text_excerpt

@@ -12,7 +12,7 @@
 #include "data/batch.h"
 #include "ops/cross_entropy.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_batch {
 namespace {
 
 constexpr int32_t kPad = 999999;
@@ -200,4 +200,4 @@ TEST(DataBatch, SampleLongerThanSeqLenIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_batch

@@ -7,7 +7,7 @@
 #include "data/dataset.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_budget {
 namespace {
 
 using test::qwen3_tokenizer;
@@ -64,4 +64,4 @@ TEST(DataBudget, AHugeTextCostsWhatItsBudgetedTokensCost) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_budget

@@ -5,7 +5,7 @@
 #include "data/dataset.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_errors {
 namespace {
 
 struct BadCase {
@@ -108,4 +108,4 @@ TEST(DataErrors, MissingFileDirectoryAndBadLimits) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_errors

@@ -11,7 +11,7 @@
 #include "data/eval_split.h"
 #include "data/eval_windows.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_eval_data {
 namespace {
 
 Sample counting_sample(int n, int first_id = 0) {
@@ -111,4 +111,4 @@ TEST(EvalSplit, HoldsOutEveryOneOverFthSampleInFileOrder) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_eval_data

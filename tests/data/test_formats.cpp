@@ -10,7 +10,7 @@
 #include "ops/cross_entropy.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_formats {
 namespace {
 
 using test::qwen3_tokenizer;
@@ -398,4 +398,4 @@ TEST(DataFormats, SummaryCountsAndDescription) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_formats

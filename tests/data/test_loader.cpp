@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "data/data_loader.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_loader {
 namespace {
 
 std::vector<Sample> synthetic_samples(int count, int max_length, uint64_t seed) {
@@ -198,4 +198,4 @@ TEST(DataLoader, RejectsBadOptionsAndSamples) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_loader

@@ -13,7 +13,7 @@
 #include "data/preference_data.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_preference_data {
 namespace {
 
 using test::qwen3_tokenizer;
@@ -180,4 +180,4 @@ TEST(PreferenceData, TheLoaderKeepsPairsTogetherAndEvalSplitHoldsOutWholePairs) 
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_preference_data

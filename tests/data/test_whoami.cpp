@@ -14,7 +14,7 @@
 #include "data/whoami_data.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_whoami {
 namespace {
 
 struct Counted {
@@ -128,4 +128,4 @@ TEST(DataWhoami, BadOptionsAreErrorsNamingTheOption) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_whoami

@@ -13,7 +13,7 @@
 #include "emu/emu_kernels.h"
 #include "emu/settings.h"
 
-namespace nvfp4lm::emu_test {
+namespace nvfp4lm::emu_test::test_emulator {
 namespace {
 
 using emu::Schedule;
@@ -409,4 +409,4 @@ TEST(EmulatedStreams, OnlyCudaOrderingRulesOrderStreams) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::emu_test
+}  // namespace nvfp4lm::emu_test::test_emulator

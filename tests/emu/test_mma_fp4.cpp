@@ -23,7 +23,7 @@
 #include "emu/emu_kernels.h"
 #include "common/emulated_arch.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_mma_fp4 {
 namespace {
 
 using emu_test::Fp4MmaLanes;
@@ -268,4 +268,4 @@ TEST(MmaFp4Emulated, OnlyAnSm12xDeviceRunsItAndBadScalesAreFaults) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_mma_fp4

@@ -10,7 +10,7 @@
 #include "common/test_util.h"
 #include "emu/ptx_probe.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_ptx_probe {
 namespace {
 
 TEST(PtxProbe, EmulatedDumpIsTheCommittedFixture) {
@@ -32,4 +32,4 @@ TEST(PtxProbe, EmulatedDumpIsTheCommittedFixture) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_ptx_probe

@@ -19,7 +19,7 @@
 #include "io/quantize_model.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_batch_engine {
 namespace {
 
 const Qwen3Model& dense_model() {
@@ -355,4 +355,4 @@ TEST(BatchEngine, LogprobsAreTheLogSoftmaxOfTheLogits) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_batch_engine

@@ -13,7 +13,7 @@
 #include "infer_test_util.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_batch_engine_constrain {
 namespace {
 
 using nlohmann::json;
@@ -122,4 +122,4 @@ TEST(BatchEngineConstrain, ABudgetBelowTheShortestAnswerIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_batch_engine_constrain

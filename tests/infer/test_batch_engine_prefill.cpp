@@ -23,7 +23,7 @@
 #include "io/quantize_model.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_batch_engine_prefill {
 namespace {
 
 constexpr int64_t kContext = 96;
@@ -447,4 +447,4 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchEnginePrefill,
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_batch_engine_prefill

@@ -11,7 +11,7 @@
 #include "infer/stop_conditions.h"
 #include "infer_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_chat_session {
 namespace {
 
 constexpr int64_t kVocab = 151669;
@@ -164,4 +164,4 @@ TEST(ChatRepl, TurnsCommandsAndEndOfInput) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_chat_session

@@ -13,7 +13,7 @@
 #include "infer/infer_test_util.h"
 #include "infer/sampler.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_constrain_mask {
 namespace {
 
 using constrain::GrammarConstraint;
@@ -196,4 +196,4 @@ TEST(ConstrainMask, TightBudgetsAlwaysEndInAValidValue) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_constrain_mask

@@ -6,7 +6,7 @@
 #include "infer/constrain/grammar_matcher.h"
 #include "infer/constrain/json_schema.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_constrain_matcher {
 namespace {
 
 using constrain::GrammarMatcher;
@@ -85,4 +85,4 @@ TEST(ConstrainMatcher, CompactKeepsTheCurrentState) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_constrain_matcher

@@ -8,7 +8,7 @@
 #include "infer/constrain/grammar_matcher.h"
 #include "infer/constrain/json_schema.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_constrain_schema {
 namespace {
 
 using constrain::grammar_matches;
@@ -225,4 +225,4 @@ TEST(ConstrainSchema, FramedAlternatives) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_constrain_schema

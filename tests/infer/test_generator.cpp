@@ -9,7 +9,7 @@
 #include "infer_test_util.h"
 #include "tokenizer/utf8.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_generator {
 namespace {
 
 constexpr int64_t kVocab = 151669;  // the Qwen3 tokenizer's ids
@@ -183,4 +183,4 @@ TEST(Generation, FrequencyPenaltyCountsOnlyThisAnswer) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_generator

@@ -11,7 +11,7 @@
 #include "infer/logprobs.h"
 #include "infer/sampler.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_logprobs {
 namespace {
 
 TEST(Logprobs, LogSoftmaxOverTheCandidates) {
@@ -93,4 +93,4 @@ TEST(Logprobs, BadArgumentsAndBrokenLogitsAreErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_logprobs

@@ -12,7 +12,7 @@
 #include "io/synth_model.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_generation {
 namespace {
 
 // One tiny model (bundled tokenizer copied in) for the whole file.
@@ -143,4 +143,4 @@ TEST(Qwen3Generation, DecodeWeightBytes) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_generation

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "infer/sampler.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_sampler {
 namespace {
 
 std::vector<float> random_logits(size_t vocab, Rng& rng, float scale = 2.0f) {
@@ -393,4 +393,4 @@ TEST(Sampler, RejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_sampler

@@ -7,7 +7,7 @@
 #include "infer_test_util.h"
 #include "io/hf_config.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_stop_conditions {
 namespace {
 
 // Pushes `pieces` and returns what was shown, checking after every push that no shown text could still be
@@ -117,4 +117,4 @@ TEST(EndOfSequence, FindsGenerationConfigBesideAModel) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_stop_conditions

@@ -8,7 +8,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::slow_quantize_memory {
 namespace {
 
 double peak_rss_gib(const std::string& output) {
@@ -41,4 +41,4 @@ TEST(SlowQuantize, Qwen3_4BStreamsInBoundedMemory) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::slow_quantize_memory

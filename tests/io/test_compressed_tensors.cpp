@@ -50,7 +50,7 @@
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_compressed_tensors {
 namespace {
 
 using json = nlohmann::json;
@@ -342,4 +342,4 @@ TEST(CompressedTensors, SchemesItCannotRunAreRefused) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_compressed_tensors

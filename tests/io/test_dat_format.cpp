@@ -11,7 +11,7 @@
 #include "io/dat_format.h"
 #include "io/io_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_dat_format {
 namespace {
 
 std::string leb(uint64_t value) {
@@ -223,4 +223,4 @@ TEST_F(DatBadInput, UnknownTypeDuplicateKeyTrailingBytesBadUtf8) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_dat_format

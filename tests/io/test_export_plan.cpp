@@ -9,7 +9,7 @@
 #include "io/export_plan.h"
 #include "io/weight_names.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_export_plan {
 namespace {
 
 Qwen3Config small_config(bool tied) {
@@ -163,4 +163,4 @@ TEST(WeightNames, LayerNamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_export_plan

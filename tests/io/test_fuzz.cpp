@@ -9,7 +9,7 @@
 #include "io/quantize_model.h"
 #include "io/synth_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_fuzz {
 namespace {
 
 // Opens the model and touches every weight the way a loader would. Returns "ok" or "error".
@@ -109,4 +109,4 @@ TEST_F(Fuzz, HfQuantConfig) { fuzz("mo", "hf_quant_config.json", 100, 5); }
 TEST_F(Fuzz, ShardIndex) { fuzz("sharded", "model.safetensors.index.json", 150, 6); }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_fuzz

@@ -16,7 +16,7 @@
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_gguf {
 namespace {
 
 using gguf::GgmlType;
@@ -305,4 +305,4 @@ TEST(GgufReader, RefusesMoreMetadataOrTensorsThanAnyModelHas) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_gguf

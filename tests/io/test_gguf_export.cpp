@@ -16,7 +16,7 @@
 #include "io/quantize_model.h"
 #include "tokenizer/tokenizer.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_gguf_export {
 namespace {
 
 using gguf::GgmlType;
@@ -224,4 +224,4 @@ TEST(GgufExport, RefusesWhatGgufCannotHold) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_gguf_export

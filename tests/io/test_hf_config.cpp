@@ -9,7 +9,7 @@
 #include "io/io_test_util.h"
 #include "io/weight_names.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_hf_config {
 namespace {
 
 using json = nlohmann::json;
@@ -223,4 +223,4 @@ TEST(WeightNames, ClassifiesAndGroups) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_hf_config

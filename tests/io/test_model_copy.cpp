@@ -7,7 +7,7 @@
 #include "io/model_copy.h"
 #include "io/quantize_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_model_copy {
 namespace {
 
 void expect_same_weights(const ModelFiles& a, const ModelFiles& b) {
@@ -74,4 +74,4 @@ TEST(ModelCopy, WhatCannotBeCopiedUnchangedIsRefused) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_model_copy

@@ -17,7 +17,7 @@
 #include "quant/e4m3.h"
 #include "quant/nvfp4_fixed_scale.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_model_files {
 namespace {
 
 using json = nlohmann::json;
@@ -361,4 +361,4 @@ TEST(OpenModel, NonFloatDenseWeightAndTokenizerDirectory) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_model_files

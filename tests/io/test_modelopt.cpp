@@ -12,7 +12,7 @@
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_modelopt {
 namespace {
 
 using json = nlohmann::json;
@@ -196,4 +196,4 @@ TEST(Modelopt, QuantConfigFiles) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_modelopt

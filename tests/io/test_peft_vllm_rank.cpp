@@ -7,7 +7,7 @@
 
 #include "io/peft_adapter.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_peft_vllm_rank {
 namespace {
 
 TEST(PeftVllmRank, NamesTheMaxLoraRankVllmNeeds) {
@@ -45,4 +45,4 @@ TEST(PeftVllmRank, ModelCardNamesTheBaseAndWhatServingNeeds) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_peft_vllm_rank

@@ -18,7 +18,7 @@
 #include "quant/nvfp4_fixed_scale.h"
 #include "quant/tensor_amax.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_quantize_model {
 namespace {
 
 using json = nlohmann::json;
@@ -278,4 +278,4 @@ TEST(Quantize, TwoDimensionalBlocks) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_quantize_model

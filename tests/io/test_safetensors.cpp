@@ -11,7 +11,7 @@
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_safetensors {
 namespace {
 
 using json = nlohmann::json;
@@ -355,4 +355,4 @@ TEST(SafetensorsSet, IndexErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_safetensors

@@ -18,7 +18,7 @@
 
 #include "common/test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_layering {
 namespace {
 
 using LayerRules = std::map<std::string, std::set<std::string>>;  // layer -> layers it may include
@@ -171,4 +171,4 @@ TEST(Layering, EveryIncludeInSrcFollowsTheLayers) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_layering

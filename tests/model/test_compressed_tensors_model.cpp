@@ -14,7 +14,7 @@
 #include "model/model_test_util.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_compressed_tensors_model {
 namespace {
 
 bool same_logits(const Tensor& a, const Tensor& b) {
@@ -98,4 +98,4 @@ TEST(CompressedTensorsModel, AModeloptScaleNoReciprocalReachesMovesOneUlp) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_compressed_tensors_model

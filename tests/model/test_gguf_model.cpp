@@ -16,7 +16,7 @@
 #include "model/qwen3_model.h"
 #include "train/dense_export.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_gguf_model {
 namespace {
 
 using gguf::GgmlType;
@@ -158,4 +158,4 @@ TEST(GgufModel, WhatIsNotAQwen3GgufIsOneLineError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_gguf_model

@@ -18,7 +18,7 @@
 #include "model/lora.h"
 #include "model_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_lora {
 namespace {
 
 Tensor random_matrix(int64_t rows, int64_t cols, uint64_t seed, float scale) {
@@ -404,4 +404,4 @@ TEST(Qwen3Lora, DropoutActsInTrainingOnlyAndItsGradientsFollowFiniteDifferences)
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_lora

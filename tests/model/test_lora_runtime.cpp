@@ -17,7 +17,7 @@
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_lora_runtime {
 namespace {
 
 Tensor prompt_ids() { return Tensor::from_ints({9707, 11, 1879, 0, 315, 3017, 13, 576, 220, 17}, Shape{1, 10}); }
@@ -234,4 +234,4 @@ TEST(LoraRuntime, AdaptersItCannotApplyAreErrorsNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_lora_runtime

@@ -6,7 +6,7 @@
 #include "model_test_util.h"
 #include "ops/nvfp4_linear.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_linear {
 namespace {
 
 // x · deq(w)ᵀ in double.
@@ -79,4 +79,4 @@ TEST(Nvfp4Linear, TensorScaleIsApplied) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_linear

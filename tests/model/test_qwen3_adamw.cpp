@@ -9,7 +9,7 @@
 #include "train/optim/adamw.h"
 #include "train/optim/grad_clip.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_adamw {
 namespace {
 
 void check_adamw(bool tied, const std::string& prefix, QatMode qat, bool packed) {
@@ -65,4 +65,4 @@ TEST(Qwen3AdamW, Tied) { check_adamw(true, "", QatMode::Off, false); }
 TEST(Qwen3AdamW, TiedQat) { check_adamw(true, "qat.", QatMode::W4A16, false); }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_adamw

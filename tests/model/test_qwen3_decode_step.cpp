@@ -10,7 +10,7 @@
 #include "model/qwen3_decode_step.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_decode_step {
 namespace {
 
 // One generated token through forward_cached: the decode kernels, as the decode step (model/qwen3_model.h).
@@ -135,4 +135,4 @@ TEST(Qwen3DecodeStep, CudaGraphModeNeedsACudaModel) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_decode_step

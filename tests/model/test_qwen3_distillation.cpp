@@ -15,7 +15,7 @@
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_distillation {
 namespace {
 
 TrainLoss distill_from(Qwen3Trainable& teacher, float temperature, float weight) {
@@ -119,4 +119,4 @@ TEST(Qwen3Distillation, WeightZeroIsCrossEntropyAndACopyOfItselfTeachesNothing) 
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_distillation

@@ -17,7 +17,7 @@
 #include "model_test_util.h"
 #include "ops/cross_entropy.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_dpo {
 namespace {
 
 // TRL dpo_trainer.py _compute_loss (huggingface/trl f2cd577): sigmoid -logsigmoid(β Δ); ipo (Δ_avg - 1 / (2β))²
@@ -208,4 +208,4 @@ TEST(Qwen3Dpo, ThePolicyAsItsOwnReferenceLosesLogTwoAPair) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_dpo

@@ -14,7 +14,7 @@
 
 #include "model_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_finite_diff {
 namespace {
 
 struct Probe {
@@ -87,4 +87,4 @@ TEST(Qwen3FiniteDifferences, L1) { check(false, LossKind::L1); }
 TEST(Qwen3FiniteDifferences, L1Tied) { check(true, LossKind::L1); }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_finite_diff

@@ -9,7 +9,7 @@
 #include "model/qwen3_model.h"
 #include "model_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_forward {
 namespace {
 
 constexpr double kLogitsBound = 1e-4;  // fp32 vs the float64 reference
@@ -190,4 +190,4 @@ TEST(Qwen3Forward, DatExportPackedPathMatchesDequantizedWeights) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_forward

@@ -5,7 +5,7 @@
 #include "model/qwen3_model.h"
 #include "model_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_forward_last {
 namespace {
 
 TEST(Qwen3ForwardLast, EqualsTheLastRowsOfTheFullForward) {
@@ -44,4 +44,4 @@ TEST(Qwen3ForwardLast, DequantizedWeightsRunDenseWithTheSameLogits) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_forward_last

@@ -10,7 +10,7 @@
 #include "model_test_util.h"
 #include "ops/elementwise.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_gradients {
 namespace {
 
 constexpr double kGradBound = 1e-4;
@@ -131,4 +131,4 @@ TEST(Qwen3Gradients, TrainLastLayers) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_gradients

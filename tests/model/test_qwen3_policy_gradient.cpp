@@ -16,7 +16,7 @@
 #include "model_test_util.h"
 #include "ops/cross_entropy.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_policy_gradient {
 namespace {
 
 // TRL grpo_trainer.py _compute_loss (huggingface/trl f2cd577): coef_1 = exp(logp - old), coef_2 = clamp(coef_1,
@@ -146,4 +146,4 @@ TEST(Qwen3PolicyGradient, OnPolicyTheLossIsMinusTheAdvantagesOverTheTokens) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_policy_gradient

@@ -8,7 +8,7 @@
 #include "io/quantize_model.h"
 #include "model/qwen3_model.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_precision {
 namespace {
 
 TEST(Qwen3Precision, NamesTheLmHeadFormatBesideTheBf16Embedding) {
@@ -28,4 +28,4 @@ TEST(Qwen3Precision, NamesTheLmHeadFormatBesideTheBf16Embedding) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_precision

@@ -10,7 +10,7 @@
 #include "quant/nvfp4_fixed_scale.h"
 #include "quant/tensor_amax.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_qat_modes {
 namespace {
 
 // Rows 0, step, 2*step, ... of a [rows, cols] tensor.
@@ -133,4 +133,4 @@ TEST(Qwen3QatModes, RejectsBadOptionsAndBatches) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_qat_modes

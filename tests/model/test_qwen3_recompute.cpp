@@ -11,7 +11,7 @@
 #include "io/synth_model.h"
 #include "model_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_recompute {
 namespace {
 
 // A 4-layer model (the fixtures have 2, which leaves no block that is neither the first nor the top one).
@@ -202,4 +202,4 @@ TEST(Qwen3Recompute, NamesAndDescription) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_recompute

@@ -22,7 +22,7 @@
 #include "ops/swiglu.h"
 #include "quant/nvfp4_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_w4a4_inference {
 namespace {
 
 constexpr float kAmax = 2.0f;
@@ -162,4 +162,4 @@ TEST(Qwen3W4a4, CachedDecodingAndTheFastCpuKernelsFollowTheFullForward) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_w4a4_inference

@@ -10,7 +10,7 @@
 #include "ops/attention.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_attention {
 namespace {
 
 struct Dims {
@@ -261,4 +261,4 @@ TEST(Attention, InvalidOptionsAreRejected) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_attention

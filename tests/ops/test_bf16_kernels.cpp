@@ -22,7 +22,7 @@
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_bf16_kernels {
 namespace {
 
 std::vector<uint16_t> random_bf16(int64_t count, Rng& rng) {
@@ -255,4 +255,4 @@ TEST(CpuMatmul, Bf16EmbeddingRowsAreTheWidenedTable) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_bf16_kernels

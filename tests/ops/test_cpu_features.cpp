@@ -15,7 +15,7 @@
 #include "ops/cpu/swiglu.h"
 #include "ops/cpu/x86/simd.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_cpu_features {
 namespace {
 
 using cpu::CpuFeature;
@@ -138,4 +138,4 @@ TEST(CpuFeatures, TheAArch64ProbeReadsTheCpusFeatures) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_cpu_features

@@ -8,7 +8,7 @@
 #include "ops/cross_entropy.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_cross_entropy {
 namespace {
 
 struct CeReference {
@@ -197,4 +197,4 @@ TEST(CrossEntropy, LogitsAreTheLinearHead) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_cross_entropy

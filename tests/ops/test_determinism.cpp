@@ -12,7 +12,7 @@
 #include "ops/rmsnorm.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_determinism {
 namespace {
 
 // Runs `compute` with 1 and with 3 threads; every returned value must be identical.
@@ -93,4 +93,4 @@ TEST(Determinism, AttentionDoesNotDependOnThreadCount) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_determinism

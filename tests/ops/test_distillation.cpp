@@ -15,7 +15,7 @@
 #include "ops/gemm.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_distillation {
 namespace {
 
 struct Reference {
@@ -408,4 +408,4 @@ TEST(DistillationTopK, SelectionOrdersByProbabilityThenIdAndKeepsTheRest) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_distillation

@@ -6,7 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_elementwise {
 namespace {
 
 TEST(Elementwise, AddScaleFillOnViews) {
@@ -128,4 +128,4 @@ TEST(Elementwise, DropoutKeepsOneMinusPScaledByItsInverse) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_elementwise

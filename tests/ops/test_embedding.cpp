@@ -5,7 +5,7 @@
 #include "ops/embedding.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_embedding {
 namespace {
 
 TEST(Embedding, ForwardGathersRows) {
@@ -58,4 +58,4 @@ TEST(Embedding, BackwardAccumulatesRepeatedIds) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_embedding

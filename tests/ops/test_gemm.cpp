@@ -8,7 +8,7 @@
 #include "ops/gemm.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_gemm {
 namespace {
 
 using test::kForwardTol;
@@ -164,4 +164,4 @@ TEST(Linear, FusedOutputSplitsIntoViews) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_gemm

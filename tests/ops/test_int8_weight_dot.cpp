@@ -10,7 +10,7 @@
 #include "ops/cpu/int8_weight_dot.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_int8_weight_dot {
 namespace {
 
 using Variant = cpu::Int8WeightDotFamily::Variant;
@@ -213,4 +213,4 @@ TEST(Int8WeightDot, BadArgumentsAreInternalErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_int8_weight_dot

@@ -6,7 +6,7 @@
 #include "ops/kv_store.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_kv_store {
 namespace {
 
 TEST(KvStore, TokensLandAtTheirSlots) {
@@ -40,4 +40,4 @@ TEST(KvStore, SlotOutsideTheCacheIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_kv_store

@@ -16,7 +16,7 @@
 #include "ops/ops_testing.h"
 #include "quant/nvfp4.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_linear_rows {
 namespace {
 
 // Two fp32 summation orders of up to ~1000 products of N(0, 1) values: sums of magnitude ~30, each order off by
@@ -109,4 +109,4 @@ TEST(LinearRows, Nvfp4RowsDoNotDependOnTheOtherRows) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_linear_rows

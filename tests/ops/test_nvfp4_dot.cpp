@@ -8,7 +8,7 @@
 #include "ops/cpu/nvfp4_dot.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_dot {
 namespace {
 
 using Variant = cpu::Nvfp4DotFamily::Variant;
@@ -117,4 +117,4 @@ TEST(Nvfp4Dot, BadArgumentsAreInternalErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_dot

@@ -13,7 +13,7 @@
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_int8_dot {
 namespace {
 
 using Variant = cpu::Int8DotFamily::Variant;
@@ -224,4 +224,4 @@ TEST(Nvfp4Int8Dot, BadArgumentsAreInternalErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_int8_dot

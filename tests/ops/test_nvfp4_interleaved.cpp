@@ -16,7 +16,7 @@
 #include "ops_testing.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_interleaved {
 namespace {
 
 using Variant = cpu::InterleavedDotFamily::Variant;
@@ -214,4 +214,4 @@ TEST(Nvfp4Interleaved, LinearOnTheInterleavedWeightMatchesTheRowLayout) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_interleaved

@@ -7,7 +7,7 @@
 #include "ops/rmsnorm.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_rmsnorm {
 namespace {
 
 struct NormReference {
@@ -121,4 +121,4 @@ TEST(RmsNorm, BackwardOnManyRowsUsesChunksConsistently) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_rmsnorm

@@ -8,7 +8,7 @@
 #include "ops/rope.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_rope {
 namespace {
 
 // x [rows, heads, dim] rotated in double by the fp32 angles HF computes.
@@ -141,4 +141,4 @@ TEST(Rope, PositionOutsideTheTableIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_rope

@@ -16,7 +16,7 @@
 #include "ops/cpu/sampling.h"
 #include "ops/sampling.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_sampling {
 namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -134,4 +134,4 @@ TEST(Sampling, InvalidOptionsAreErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_sampling

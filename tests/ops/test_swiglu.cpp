@@ -7,7 +7,7 @@
 #include "ops/swiglu.h"
 #include "ops_testing.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_swiglu {
 namespace {
 
 std::vector<double> swiglu_reference(const std::vector<double>& gate, const std::vector<double>& up) {
@@ -69,4 +69,4 @@ TEST(SwiGlu, BackwardMatchesFiniteDifferences) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_swiglu

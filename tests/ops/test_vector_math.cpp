@@ -7,7 +7,7 @@
 
 #include "ops/cpu/vector_math.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_vector_math {
 namespace {
 
 TEST(VectorMath, ExpMatchesLibmWithinThreeUlp) {
@@ -36,4 +36,4 @@ TEST(VectorMath, ExpSpecialValues) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_vector_math

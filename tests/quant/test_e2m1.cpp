@@ -10,7 +10,7 @@
 #include "quant/e2m1.h"
 #include "quant/nvfp4.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_e2m1 {
 namespace {
 
 // Value of a code from the definition: sign bit 3, exponent bits 2-1 (bias 1), mantissa bit 0; exponent 0 is
@@ -137,4 +137,4 @@ TEST(E2M1, PackingPutsElementTwoIInTheLowNibble) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_e2m1

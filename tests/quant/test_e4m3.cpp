@@ -9,7 +9,7 @@
 #include "core/rng.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_e4m3 {
 namespace {
 
 // From the definition: sign bit 7, exponent bits 6-3 (bias 7), mantissa bits 2-0; exponent 0 is subnormal
@@ -117,4 +117,4 @@ TEST(E4M3, DequantScaleIsDecodedByteTimesTensorScale) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_e4m3

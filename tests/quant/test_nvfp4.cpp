@@ -14,7 +14,7 @@
 #include "quant/nvfp4.h"
 #include "quant/nvfp4_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_nvfp4 {
 namespace {
 
 using test::codes_of;
@@ -461,4 +461,4 @@ TEST(Nvfp4, ValidateChecksLayoutAndScales) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_nvfp4

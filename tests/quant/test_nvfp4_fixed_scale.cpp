@@ -12,7 +12,7 @@
 #include "quant/nvfp4_fixed_scale.h"
 #include "quant/tensor_amax.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_fixed_scale {
 namespace {
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
@@ -84,4 +84,4 @@ TEST(Nvfp4FixedScale, RejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_fixed_scale

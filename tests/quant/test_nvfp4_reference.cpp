@@ -13,7 +13,7 @@
 #include "quant/nvfp4.h"
 #include "quant/nvfp4_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_nvfp4_reference {
 namespace {
 
 std::vector<uint8_t> from_hex(const std::string& hex) {
@@ -51,4 +51,4 @@ TEST(Nvfp4Reference, MatchesThePythonCodecBitForBit) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_nvfp4_reference

@@ -13,7 +13,7 @@
 #include "quant/nvfp4.h"
 #include "quant/nvfp4_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_nvfp4_static {
 namespace {
 
 // Rows of different magnitudes; row 1 holds values up to 8x the calibrated amax (saturation).
@@ -78,4 +78,4 @@ TEST(Nvfp4Static, EqualsTheRuleWithTheFixedScaleAndSaturatesPastIt) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_nvfp4_static

@@ -10,7 +10,7 @@
 #include "quant/nvfp4.h"
 #include "quant/nvfp4_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_nvfp4_stochastic {
 namespace {
 
 Nvfp4QuantOptions stochastic(uint64_t seed, Nvfp4Block block = Nvfp4Block::Row1x16) {
@@ -100,4 +100,4 @@ TEST(Nvfp4Stochastic, OnlyTheTwoGridNeighboursOccur) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_nvfp4_stochastic

@@ -9,7 +9,7 @@
 #include "serve/reasoning_parser.h"
 #include "serve/tool_call_parser.h"
 
-namespace nvfp4lm::serve {
+namespace nvfp4lm::serve::test_answer_parsers {
 namespace {
 
 struct ToolResult {
@@ -132,4 +132,4 @@ TEST(ReasoningParser, PromptThatOpensTheThinkBlock) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::serve
+}  // namespace nvfp4lm::serve::test_answer_parsers

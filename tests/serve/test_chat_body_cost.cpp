@@ -16,7 +16,7 @@
 #include "serve/tokenize_endpoint.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_chat_body_cost {
 namespace {
 
 std::string messages_body(int count, const std::string& content) {
@@ -86,4 +86,4 @@ TEST(ChatBodyCost, AnEightMiBChatBodyIsAnsweredWithinSeconds) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_chat_body_cost

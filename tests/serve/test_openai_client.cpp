@@ -10,7 +10,7 @@
 
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_openai_client {
 namespace {
 
 using nlohmann::json;
@@ -104,4 +104,4 @@ TEST(ServeCli, SigtermFinishesTheRunningAnswerRefusesNewOnesAndExitsZero) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_openai_client

@@ -10,7 +10,7 @@
 #include "serve/sequence_request.h"
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_openai_request {
 namespace {
 
 using nlohmann::json;
@@ -438,4 +438,4 @@ TEST(OpenAiRequest, AHugePromptIsRefusedWithoutTokenizingAllOfIt) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_openai_request

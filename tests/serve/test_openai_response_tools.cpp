@@ -6,7 +6,7 @@
 #include "serve/openai_response.h"
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_openai_response_tools {
 namespace {
 
 using nlohmann::json;
@@ -104,4 +104,4 @@ TEST(OpenAiResponseTools, WithoutParsingTheTextIsContent) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_openai_response_tools

@@ -8,7 +8,7 @@
 
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_openai_structured {
 namespace {
 
 TEST(OpenAiClient, StructuredAnswersAtTemperatureOneAlwaysValidate) {
@@ -43,4 +43,4 @@ TEST(OpenAiClient, StructuredAnswersAtTemperatureOneAlwaysValidate) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_openai_structured

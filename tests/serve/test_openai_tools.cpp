@@ -18,7 +18,7 @@
 
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_openai_tools {
 namespace {
 
 using nlohmann::ordered_json;
@@ -94,4 +94,4 @@ TEST(OpenAiClient, ToolCallFineTuneServedRoundTrip) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_openai_tools

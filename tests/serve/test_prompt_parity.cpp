@@ -7,7 +7,7 @@
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_prompt_parity {
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
@@ -53,4 +53,4 @@ TEST(PromptParity, ServeRendersWhatTrainingTrainsEachTurnAfter) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_prompt_parity

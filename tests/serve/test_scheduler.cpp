@@ -22,7 +22,7 @@
 #include "serve/scheduler.h"
 #include "tokenizer/tokenizer_files.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_scheduler {
 namespace {
 
 constexpr int64_t kContext = 96;
@@ -168,4 +168,4 @@ TEST(Scheduler, WaitingGrammarsHaveAMemoryBudget) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_scheduler

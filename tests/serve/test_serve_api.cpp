@@ -16,7 +16,7 @@
 #include "serve_test_util.h"
 #include "tokenizer/chat.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_serve_api {
 namespace {
 
 using nlohmann::json;
@@ -353,4 +353,4 @@ TEST(ServeApi, RunningStreamsKeepTheirPaceWhileALongPromptIsPrefilled) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_serve_api

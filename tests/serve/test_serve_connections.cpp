@@ -15,7 +15,7 @@
 
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_serve_connections {
 namespace {
 
 using nlohmann::json;
@@ -459,4 +459,4 @@ TEST(ServeConnections, CurlStreamsOverHttp10AndSendsALargeBodyAfter100Continue) 
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_serve_connections

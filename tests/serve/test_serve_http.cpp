@@ -13,7 +13,7 @@
 #include "serve_test_util.h"
 #include "tokenizer/chat.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_serve_http {
 namespace {
 
 using nlohmann::json;
@@ -299,4 +299,4 @@ TEST(ServeHttp, ShutdownCancelsWhatRunsPastTheDeadline) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_serve_http

@@ -10,7 +10,7 @@
 #include "common/lora_test_util.h"
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_serve_lora {
 namespace {
 
 using nlohmann::json;
@@ -103,4 +103,4 @@ TEST(ServeLora, FlagMistakesAreOneLineErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_serve_lora

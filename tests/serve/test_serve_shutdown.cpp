@@ -14,7 +14,7 @@
 
 #include "serve_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_serve_shutdown {
 namespace {
 
 using nlohmann::json;
@@ -236,4 +236,4 @@ TEST(ServeShutdown, ASecondCtrlCExitsAtOnce) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_serve_shutdown

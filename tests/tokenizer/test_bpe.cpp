@@ -8,7 +8,7 @@
 
 #include "tokenizer/bpe.h"
 
-namespace nvfp4lm::tokenizer {
+namespace nvfp4lm::tokenizer::test_bpe {
 namespace {
 
 struct Table {
@@ -115,4 +115,4 @@ TEST(Bpe, VeryLongWordUsesTheHeapPath) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::tokenizer
+}  // namespace nvfp4lm::tokenizer::test_bpe

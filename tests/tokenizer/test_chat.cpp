@@ -12,7 +12,7 @@
 #include "tokenizer/chat.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_chat {
 namespace {
 
 using test::qwen3_tokenizer;
@@ -368,4 +368,4 @@ TEST(ChatMessages, BrokenToolCallsAreRefusedAsOpenAiRefusesThem) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_chat

@@ -21,7 +21,7 @@
 #include "tokenizer/chat_message.h"
 #include "tokenizer/chat_template.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_chat_templates_published {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -148,4 +148,4 @@ TEST(PublishedChatTemplates, TwentyThousandMessagesRenderInUnderTwoSeconds) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_chat_templates_published

@@ -3,7 +3,7 @@
 
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_cli_tokenize {
 namespace {
 
 std::string bundled() { return "--tokenizer '" + bundled_qwen3_tokenizer_dir().string() + "'"; }
@@ -45,4 +45,4 @@ TEST(CliTokenize, ModelDirectoryAndErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_cli_tokenize

@@ -11,7 +11,7 @@
 #include "tokenizer/utf8.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_corpus {
 namespace {
 
 using test::fixture_path;
@@ -151,4 +151,4 @@ TEST(TokenizerCorpus, StreamingDecodeEqualsDecode) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_corpus

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_encode_prefix {
 namespace {
 
 using test::fixture_path;
@@ -111,4 +111,4 @@ TEST(EncodePrefix, AHugePieceCostsWhatItsTokensCost) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_encode_prefix

@@ -10,7 +10,7 @@
 #include "tokenizer/jinja/json_dump.h"
 #include "tokenizer/jinja/template.h"
 
-namespace nvfp4lm::jinja {
+namespace nvfp4lm::jinja::test_jinja {
 namespace {
 
 std::string render(const std::string& source, const std::string& context_json = "{}") {
@@ -365,4 +365,4 @@ TEST(Jinja, TemplatesThatWouldOverflowHangOrExhaustMemoryAreErrors) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::jinja
+}  // namespace nvfp4lm::jinja::test_jinja

@@ -9,7 +9,7 @@
 #include "tokenizer/jinja/template.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_jinja_cases {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -46,4 +46,4 @@ TEST(JinjaCases, MatchPythonJinja2) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_jinja_cases

@@ -10,7 +10,7 @@
 #include "tokenizer/jinja/template.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_jinja_chat_templates {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -82,4 +82,4 @@ TEST(JinjaChatTemplates, HybridTemplateRendersToolsAndToolCalls) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_jinja_chat_templates

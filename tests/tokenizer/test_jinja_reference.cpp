@@ -18,7 +18,7 @@
 #include "tokenizer/jinja/template.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_jinja_reference {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -123,4 +123,4 @@ TEST(JinjaReference, ChatTemplates480CasesMatchHuggingFaceJinja) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_jinja_reference

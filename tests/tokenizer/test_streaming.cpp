@@ -6,7 +6,7 @@
 #include "tokenizer/utf8.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_streaming {
 namespace {
 
 using test::qwen3_tokenizer;
@@ -62,4 +62,4 @@ TEST(StreamingDecoder, SkipsSpecialTokens) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_streaming

@@ -8,7 +8,7 @@
 #include "tokenizer/utf8.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm::tokenizer {
+namespace nvfp4lm::tokenizer::test_text_utils {
 namespace {
 
 TEST(Utf8, ValidatesWellFormedSequencesOnly) {
@@ -96,4 +96,4 @@ TEST(Nfc, MatchesPythonUnicodedata) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::tokenizer
+}  // namespace nvfp4lm::tokenizer::test_text_utils

@@ -9,7 +9,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_tokenizer_api {
 namespace {
 
 using nlohmann::json;
@@ -265,4 +265,4 @@ TEST(TokenizerFiles, FindsFilesInDirectoryOrBesideAFile) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_tokenizer_api

@@ -13,7 +13,7 @@
 #include "tools/demo.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::slow_demo_lora {
 namespace {
 
 TEST(DemoLearns, LoraAdaptersOverAFrozenNvfp4BaseLearnTheIdentity) {
@@ -56,4 +56,4 @@ TEST(DemoLearns, LoraAdaptersOverAFrozenNvfp4BaseLearnTheIdentity) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::slow_demo_lora

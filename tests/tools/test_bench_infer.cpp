@@ -10,7 +10,7 @@
 #include "model/qwen3_model.h"
 #include "tools/bench_infer.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_bench_infer {
 namespace {
 
 TEST(InferBench, ReportsConsistentNumbers) {
@@ -80,4 +80,4 @@ TEST(InferBench, BatchedDecodeOverLoraAdapters) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_bench_infer

@@ -9,7 +9,7 @@
 #include "common/test_util.h"
 #include "tools/demo_grpo.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_demo_grpo {
 namespace {
 
 TEST(DemoGrpo, TheHeldOutRewardRisesAndThePrintedTrainCommandMakesTheSameRun) {
@@ -74,4 +74,4 @@ TEST(DemoGrpo, PromptsCarryTheirAnswers) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_demo_grpo

@@ -12,7 +12,7 @@
 #include "tools/demo.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_demo_learns {
 namespace {
 
 constexpr double kFinalLossBound = 0.3;
@@ -47,4 +47,4 @@ TEST(DemoLearns, TrainsExportsAndAnswersWithTheTrainedAnswers) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_demo_learns

@@ -20,7 +20,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_eval {
 namespace {
 
 using test::TempDir;
@@ -193,4 +193,4 @@ TEST(Eval, EmptyDataIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_eval

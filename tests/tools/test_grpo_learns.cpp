@@ -13,7 +13,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_grpo_learns {
 namespace {
 
 using test::TempDir;
@@ -216,4 +216,4 @@ TEST(GrpoLearns, ARewardCommandWithTheSameRuleGivesTheSameRun) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_grpo_learns

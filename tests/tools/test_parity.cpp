@@ -12,7 +12,7 @@
 #include "tools/parity_baseline.h"
 #include "tools/tools_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_parity {
 namespace {
 
 class Parity : public ::testing::Test {
@@ -315,4 +315,4 @@ TEST(LogitTolerances, FlagValues) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_parity

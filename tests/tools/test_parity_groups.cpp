@@ -12,7 +12,7 @@
 #include "tools/parity.h"
 #include "tools/tools_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_parity_groups {
 namespace {
 
 TEST(ParityGroups, HoldAtMostTheLimitWhateverThePromptCount) {
@@ -137,4 +137,4 @@ TEST(ParityGroups, OnePromptAGroupReportsWhatOneGroupDoes) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_parity_groups

@@ -12,7 +12,7 @@
 #include "tools/stress_kv.h"
 #include "tools/tools_test_util.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_stress_kv {
 namespace {
 
 class StressKv : public ::testing::Test {
@@ -119,4 +119,4 @@ TEST_F(StressKv, OverflowThatIsNotRefusedFails) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_stress_kv

@@ -7,7 +7,7 @@
 
 #include "tools/system_report.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_system_report {
 namespace {
 
 // Linux's /proc/cpuinfo on AArch64: one stanza per core, "CPU implementer" and "CPU part" among its fields.
@@ -38,4 +38,4 @@ TEST(SystemReport, NamesTheArmCoresOfEachDesignWithTheirCounts) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_system_report

@@ -11,7 +11,7 @@
 #include "ops/cross_entropy.h"
 #include "tools/token_scores.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_token_scores {
 namespace {
 
 long double log_softmax(const std::vector<float>& z, size_t v) {
@@ -102,4 +102,4 @@ TEST(TokenScores, QuantileByNearestRank) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_token_scores

@@ -13,7 +13,7 @@
 #include "train/optim/adamw.h"
 #include "train/optim/stochastic_rounding.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_adamw {
 namespace {
 
 Parameter make_parameter(const std::string& name, const Shape& shape, Rng& rng, bool decay, DType dtype = DType::F32) {
@@ -312,4 +312,4 @@ TEST(StochasticRounding, Bf16MasterTracksFp32MasterWhereNearestRoundingStalls) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_adamw

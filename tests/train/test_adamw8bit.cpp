@@ -12,7 +12,7 @@
 #include "train/optim/adamw8bit.h"
 #include "train/optim/moment_quant.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_adamw8bit {
 namespace {
 
 void expect_table(const float* table, int size, double max_ratio, double smallest_bound, const char* what) {
@@ -205,4 +205,4 @@ TEST(AdamW8bit, StateIsAboutTwoBytesPerParameter) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_adamw8bit

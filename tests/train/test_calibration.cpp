@@ -30,7 +30,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_calibration {
 namespace {
 
 using test::TempDir;
@@ -278,4 +278,4 @@ TEST(Calibration, JsonRoundTripsExactlyAndRejectsBadValues) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_calibration

@@ -19,7 +19,7 @@
 #include "train/optim/adamw.h"
 #include "train/optim/adamw8bit.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_checkpoint {
 namespace {
 
 using json = nlohmann::json;
@@ -499,4 +499,4 @@ TEST(Checkpoint, SigkillDuringWriteLeavesThePreviousCheckpointSelected) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_checkpoint

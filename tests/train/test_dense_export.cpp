@@ -13,7 +13,7 @@
 #include "train/dense_export.h"
 #include "train/tensor_model_files.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_dense_export {
 namespace {
 
 ExportReport dense_copy(const fs::path& model, const fs::path& out, ModelFormat format,
@@ -151,4 +151,4 @@ TEST(DenseExport, NeverOverwritesTheSourceNorAnExistingOutput) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_dense_export

@@ -21,7 +21,7 @@
 #include "train/dist/watchdog.h"
 #include "train/dist_test_terms.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_dist_reduce {
 namespace {
 
 TEST(DistShards, ContiguousBalancedInRankOrder) {
@@ -237,4 +237,4 @@ TEST(RankWatchdog, TheTimeoutComesFromTheEnvironment) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_dist_reduce

@@ -17,7 +17,7 @@
 #include "ops/cross_entropy.h"
 #include "train/distill_cache.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_distill_cache {
 namespace {
 
 // Two samples, A (5 tokens, 3 trained) and B (4 tokens, 2 trained), and C (3 tokens, none trained): packed into one
@@ -246,4 +246,4 @@ TEST(DistillCache, DamagedProbabilitiesAreRefusedWhenTheCacheIsOpened) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_distill_cache

@@ -19,7 +19,7 @@
 #include "trainer_test_support.h"
 #include "update_refresh_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_fused_update {
 namespace {
 
 struct TrainRun {
@@ -234,4 +234,4 @@ TEST(FusedUpdate, OptimizerSplitStepRefusesMisuse) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_fused_update

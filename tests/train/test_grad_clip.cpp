@@ -8,7 +8,7 @@
 #include "common/test_util.h"
 #include "train/optim/grad_clip.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_grad_clip {
 namespace {
 
 std::vector<Parameter> random_grads(Rng& rng, float scale) {
@@ -82,4 +82,4 @@ TEST(GradClip, NonFiniteNormIsReportedAndGradientsLeftAlone) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_grad_clip

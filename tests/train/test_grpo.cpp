@@ -15,7 +15,7 @@
 #include "train/grpo.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_grpo {
 namespace {
 
 std::vector<double> score(const RewardSpec& spec, const std::vector<std::string>& texts,
@@ -146,4 +146,4 @@ TEST(PromptData, PromptsAreRenderedForGenerationAndKeepTheirRecords) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_grpo

@@ -12,7 +12,7 @@
 #include "train/grpo_reference.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_grpo_reference {
 namespace {
 
 struct Rows {
@@ -107,4 +107,4 @@ TEST(GrpoReference, LoraTheBaseWithoutAdaptersIsTheReference) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_grpo_reference

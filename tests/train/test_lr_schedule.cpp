@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "train/optim/lr_schedule.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_lr_schedule {
 namespace {
 
 LrSchedule schedule(LrDecay decay, int64_t warmup, int64_t total, double min_ratio) {
@@ -82,4 +82,4 @@ TEST(LrSchedule, RejectsBadSettings) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_lr_schedule

@@ -11,7 +11,7 @@
 #include "core/numeric.h"
 #include "train/optim/optimizer.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_optimizer_chunks {
 namespace {
 
 std::vector<Parameter> make_parameters(DType master) {
@@ -73,4 +73,4 @@ TEST(OptimizerChunks, ANegativeChunkIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_optimizer_chunks

@@ -6,7 +6,7 @@
 
 #include "train/run_totals.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_run_totals {
 namespace {
 
 StepMetrics step(int64_t n, double loss, std::optional<double> eval_loss = std::nullopt, bool skipped = false) {
@@ -72,4 +72,4 @@ TEST(RunTotals, AnOldStateWithoutTotalsReadsAsZero) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_run_totals

@@ -4,7 +4,7 @@
 
 #include "train/step_plan.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_step_plan {
 namespace {
 
 // Epoch e has batches[e] micro-batches.
@@ -58,4 +58,4 @@ TEST(StepPlan, AnEpochWithoutBatchesHasNoSteps) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_step_plan

@@ -13,7 +13,7 @@
 #include "common/test_util.h"
 #include "train/train_flags.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_train_flags {
 namespace {
 
 using json = nlohmann::json;
@@ -236,4 +236,4 @@ TEST(TrainFlags, ThePredecessorsValueSpellingsMeanTheSameSettings) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_train_flags

@@ -9,7 +9,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_chat_template {
 namespace {
 
 using test::TempDir;
@@ -48,4 +48,4 @@ TEST(TrainerChatTemplate, ANamedTemplateTrainsAndTravelsWithTheExport) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_chat_template

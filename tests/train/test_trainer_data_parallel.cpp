@@ -14,7 +14,7 @@
 #include "train/data_parallel_test_support.h"
 #include "train/dist/local_group.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_trainer_data_parallel {
 namespace {
 
 using json = nlohmann::json;
@@ -175,4 +175,4 @@ TEST_F(DataParallelTrainer, SettingsItCannotTakeAreErrorsOnEveryRank) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_trainer_data_parallel

@@ -11,7 +11,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_dpo {
 namespace {
 
 using test::TempDir;
@@ -97,4 +97,4 @@ TEST(TrainerDpo, SettingsThatDoNotMixAreRefused) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_dpo

@@ -15,7 +15,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_eval {
 namespace {
 
 using test::TempDir;
@@ -163,4 +163,4 @@ TEST(TrainerEval, EvaluationFlagsNeedEvaluationData) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_eval

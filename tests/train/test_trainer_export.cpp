@@ -28,7 +28,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_export {
 namespace {
 
 using test::TempDir;
@@ -270,4 +270,4 @@ TEST_F(TrainerExport, NeverOverwritesAnExistingDirectoryTheModelOrTheCheckpoint)
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_export

@@ -10,7 +10,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_learns {
 namespace {
 
 TEST(TrainerLearns, QatW4A16CutsTheLossEightfoldInThirtySteps) {
@@ -36,4 +36,4 @@ TEST(TrainerLearns, QatW4A16CutsTheLossEightfoldInThirtySteps) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_learns

@@ -24,7 +24,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_lora {
 namespace {
 
 using json = nlohmann::json;
@@ -360,4 +360,4 @@ TEST(TrainerLora, FlagsThatCannotGoWithLoraAreRefused) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_lora

@@ -12,7 +12,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_metrics {
 namespace {
 
 using json = nlohmann::json;
@@ -76,4 +76,4 @@ TEST(TrainerMetrics, OneRecordPerStepAndAMemoryReportWithEveryPhase) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_metrics

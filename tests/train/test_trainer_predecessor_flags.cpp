@@ -13,7 +13,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_predecessor_flags {
 namespace {
 
 using test::TempDir;
@@ -168,4 +168,4 @@ TEST(TrainerPredecessorFlags, OutputDatWritesOneFileWithConfigBesideIt) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_predecessor_flags

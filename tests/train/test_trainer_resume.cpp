@@ -13,7 +13,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_resume {
 namespace {
 
 using test::TempDir;
@@ -285,4 +285,4 @@ TEST(TrainerResume, AChangedIdentitySettingIsRefusedAndAScheduleChangeWarns) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_resume

@@ -25,7 +25,7 @@
 #include "quant/tensor_amax.h"
 #include "update_refresh_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_update_amax {
 namespace {
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
@@ -249,4 +249,4 @@ TEST(UpdateAmax, NonFiniteUpdatedMasterStopsTheRefreshWithTheSameError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_update_amax

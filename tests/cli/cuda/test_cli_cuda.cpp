@@ -17,7 +17,7 @@
 #include "serve/serve_test_util.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_cli_cuda {
 namespace {
 
 using json = nlohmann::json;
@@ -283,4 +283,4 @@ TEST_F(CliCuda, EvalAndCalibrationFollowTheCpu) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_cli_cuda

@@ -16,7 +16,7 @@
 #include "model/qwen3_model.h"
 #include "tokenizer/tokenizer_files.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_batch_engine_cuda {
 namespace {
 
 constexpr int64_t kContext = 80;
@@ -125,4 +125,4 @@ TEST(BatchEngineCuda, ChunkedPrefillAndPrefixHitEqualGenerateAlone) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_batch_engine_cuda

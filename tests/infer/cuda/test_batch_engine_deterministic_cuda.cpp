@@ -20,7 +20,7 @@
 #include "ops/batch_invariance.h"
 #include "tokenizer/tokenizer_files.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_batch_engine_deterministic_cuda {
 namespace {
 
 constexpr int64_t kContext = 80;
@@ -178,4 +178,4 @@ INSTANTIATE_TEST_SUITE_P(Models, DeterministicCuda, ::testing::Values("dense", "
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_batch_engine_deterministic_cuda

@@ -20,7 +20,7 @@
 #include "ops/distillation.h"
 #include "ops/nvfp4_w4a4_linear.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_qwen3_cuda {
 namespace {
 
 // Relative to the largest reference value of the tensor (model_test_util.h). bf16 has 8 significant bits
@@ -489,4 +489,4 @@ TEST(Qwen3Cuda, DistillationFromATopKCacheFollowsTheCpu) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_qwen3_cuda

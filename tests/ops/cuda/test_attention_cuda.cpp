@@ -19,7 +19,7 @@
 #include "common/emulated_arch.h"
 #include "ops/attention.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_attention_cuda {
 namespace {
 
 // BF16 tolerances (CUDA: BF16 operands, BF16 P / dS fragments, fp32 accumulation; reference: fp32), stated once:
@@ -410,4 +410,4 @@ TEST(AttentionCuda, UnsupportedHeadDimIsAnError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_attention_cuda

@@ -20,7 +20,7 @@
 #include "ops/rope.h"
 #include "ops/swiglu.h"
 
-namespace nvfp4lm::test::backend {
+namespace nvfp4lm::test::backend::test_backend_ops {
 namespace {
 
 constexpr DType kF32 = DType::F32;
@@ -876,4 +876,4 @@ INSTANTIATE_TEST_SUITE_P(Cases, BackendOps, ::testing::ValuesIn(op_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
-}  // namespace nvfp4lm::test::backend
+}  // namespace nvfp4lm::test::backend::test_backend_ops

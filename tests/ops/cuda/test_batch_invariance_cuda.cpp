@@ -23,7 +23,7 @@
 #include "ops/nvfp4_linear.h"
 #include "quant/nvfp4.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_batch_invariance_cuda {
 namespace {
 
 const Device kGpu = Device::cuda(0);
@@ -206,4 +206,4 @@ TEST(BatchInvariantCuda, DecodeRowsDoNotDependOnThePlannedStart) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_batch_invariance_cuda

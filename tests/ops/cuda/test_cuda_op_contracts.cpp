@@ -22,7 +22,7 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 
-namespace nvfp4lm::test::backend {
+namespace nvfp4lm::test::backend::test_cuda_op_contracts {
 namespace {
 
 // Runs `call`, expecting an Error whose message contains `fragment`.
@@ -220,4 +220,4 @@ TEST(CudaOpContracts, CrossEntropyArgmaxTakesTheFirstOfTiedMaxima) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test::backend
+}  // namespace nvfp4lm::test::backend::test_cuda_op_contracts

@@ -24,7 +24,7 @@
 #include "ops/swiglu.h"
 #include "quant/nvfp4.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_nvfp4_linear_cuda {
 namespace {
 
 // BF16 tolerances, stated once. The fused kernel multiplies exact weights with BF16 x in fp32 and rounds y to
@@ -219,4 +219,4 @@ TEST(Nvfp4LinearCuda, DequantGemmMatchesCpu) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_nvfp4_linear_cuda

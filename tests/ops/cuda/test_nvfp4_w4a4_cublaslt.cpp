@@ -30,7 +30,7 @@
 #include "quant/e2m1.h"
 #include "quant/e4m3.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_w4a4_cublaslt {
 namespace {
 
 // PyTorch's to_blocked, read as index arithmetic: the padded [Rp, Cp] scales viewed as [nr, 128, nc, 4], permuted to
@@ -174,4 +174,4 @@ TEST(Nvfp4W4a4CublasLt, OtherGpusSayWhyItIsAbsent) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_w4a4_cublaslt

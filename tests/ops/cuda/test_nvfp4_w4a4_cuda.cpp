@@ -27,7 +27,7 @@
 #include "quant/e4m3.h"
 #include "quant/nvfp4.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_nvfp4_w4a4_cuda {
 namespace {
 
 #define SKIP_UNLESS_NATIVE_W4A4()                                                          \
@@ -218,4 +218,4 @@ TEST(Nvfp4W4a4Cuda, AnotherGpuSaysWhyItHasNoNativeW4a4) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_nvfp4_w4a4_cuda

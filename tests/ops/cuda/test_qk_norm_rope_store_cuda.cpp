@@ -15,7 +15,7 @@
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 
-namespace nvfp4lm::test::backend {
+namespace nvfp4lm::test::backend::test_qk_norm_rope_store_cuda {
 namespace {
 
 std::vector<uint16_t> bits(const Tensor& t) {
@@ -98,4 +98,4 @@ TEST(QkNormRopeStoreCuda, APositionOutsideTheTableIsReportedAtTheNextCall) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test::backend
+}  // namespace nvfp4lm::test::backend::test_qk_norm_rope_store_cuda

@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "ops/sampling.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_sampling_cuda {
 namespace {
 
 const Device kGpu = Device::cuda(0);
@@ -102,4 +102,4 @@ TEST(SamplingCuda, TopKTopPMatchesCpu) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_sampling_cuda

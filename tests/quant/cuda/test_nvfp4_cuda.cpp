@@ -15,7 +15,7 @@
 #include "quant/nvfp4.h"
 #include "quant/nvfp4_test_util.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_nvfp4_cuda {
 namespace {
 
 using test::bytes_of;
@@ -239,4 +239,4 @@ TEST(Nvfp4Cuda, UnalignedViewsTakeTheScalarPaths) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_nvfp4_cuda

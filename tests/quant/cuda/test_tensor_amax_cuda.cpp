@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "quant/tensor_amax.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_tensor_amax_cuda {
 namespace {
 
 const Device kGpu = Device::cuda(0);
@@ -101,4 +101,4 @@ TEST(TensorAmaxCuda, NonFiniteIsTheCpuError) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_tensor_amax_cuda

@@ -13,7 +13,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_grpo_cuda {
 namespace {
 
 // A GRPO run of the tiny fixture model on the GPU over `count` prompts, rewarded for a digit anywhere.
@@ -88,4 +88,4 @@ TEST(GrpoCuda, LoraWithAKlTermRunsOnTheGpu) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_grpo_cuda

@@ -17,7 +17,7 @@
 #include "tools/tools_test_util.h"
 #include "train/calibrate.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_parity_cuda {
 namespace {
 
 TEST(ParityCuda, CudaPathsRunAndPass) {
@@ -127,4 +127,4 @@ TEST(ParityCuda, StressKvPassesThroughTheDecodeGraph) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_parity_cuda

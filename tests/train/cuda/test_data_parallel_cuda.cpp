@@ -18,7 +18,7 @@
 #include "train/data_parallel_test_support.h"
 #include "train/dist/device_collectives.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_data_parallel_cuda {
 namespace {
 
 Tensor on_device(const std::vector<float>& values) {
@@ -186,4 +186,4 @@ TEST(DataParallelCuda, TwoGpuRanksTrainAsOneGpuAndOneGpuResumesTheirRun) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_data_parallel_cuda

@@ -18,7 +18,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_memory_guard_cuda {
 namespace {
 
 using test::TempDir;
@@ -124,4 +124,4 @@ TEST(MemoryGuardCuda, FlagsAreChecked) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_memory_guard_cuda

@@ -28,7 +28,7 @@
 #include "train/optim/grad_clip.h"
 #include "train/optim/optimizer.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_optim_cuda {
 namespace {
 
 const Device kGpu = Device::cuda(0);
@@ -422,4 +422,4 @@ TEST(GradClipCuda, NonFiniteGradientsAreReportedAndLeftAlone) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_optim_cuda

@@ -15,7 +15,7 @@
 #include "train/trainer.h"
 #include "train/trainer_test_support.h"
 
-namespace nvfp4lm {
+namespace nvfp4lm::test_trainer_cuda {
 namespace {
 
 using test::TempDir;
@@ -195,4 +195,4 @@ TEST(TrainerCuda, CheckpointsMoveBetweenCpuAndGpu) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm
+}  // namespace nvfp4lm::test_trainer_cuda

@@ -9,7 +9,7 @@
 #include "common/test_util.h"
 #include "train/update_refresh_support.h"
 
-namespace nvfp4lm::test {
+namespace nvfp4lm::test::test_update_amax_cuda {
 namespace {
 
 TEST(UpdateAmaxCuda, RefreshWritesTheForwardWeightsOfAMeasuringRefresh) {
@@ -38,4 +38,4 @@ TEST(UpdateAmaxCuda, RefreshWritesTheForwardWeightsOfAMeasuringRefresh) {
 }
 
 }  // namespace
-}  // namespace nvfp4lm::test
+}  // namespace nvfp4lm::test::test_update_amax_cuda

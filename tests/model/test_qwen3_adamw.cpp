@@ -1,6 +1,10 @@
 // Five AdamW steps with gradient clipping (train/optim: AdamW + clip_grad_norm, grad_scale = 1 / tokens) against
 // the fixtures' float64 PyTorch run: the loss of every step and after the last update (relative error < 1e-5),
-// and two of the final weights. QAT refreshes Q(W) after every update, as the training loop does.
+// and two of the final weights. QAT refreshes Q(W) after every update, as the training loop does; there the bounds
+// are 1e-4 (losses) and 5e-4 (weights): a master weight within a few ulps of an E2M1 rounding boundary lands on
+// either side depending on the order the products were summed in, and one flipped code moves the next losses and
+// Adam's updates. Measured: x86-64 (OpenBLAS's Haswell / SkylakeX kernels) within 1e-5 and 1e-4; AArch64 under qemu
+// (its NEON kernels) 4.4e-5 in the tied model's final loss and 1.7e-4 in its q_proj.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,11 +44,12 @@ void check_adamw(bool tied, const std::string& prefix, QatMode qat, bool packed)
   const LossStats final_stats = model.evaluate(batch);
   losses.push_back(static_cast<float>(final_stats.mean()));
   const std::string what = std::string(tied ? "tied " : "") + (prefix.empty() ? "plain." : prefix);
+  const double loss_bound = qat == QatMode::Off ? 1e-5 : 1e-4, weight_bound = qat == QatMode::Off ? 1e-4 : 5e-4;
   const Tensor expected = ref.get(prefix + "adamw_losses");
   ASSERT_EQ(expected.numel(), steps + 1);
   for (int i = 0; i <= steps; ++i) {
     const float e = expected.data<float>()[i];
-    EXPECT_NEAR(losses[static_cast<size_t>(i)], e, 1e-5 * e) << what << " loss " << i;
+    EXPECT_NEAR(losses[static_cast<size_t>(i)], e, loss_bound * e) << what << " loss " << i;
   }
   EXPECT_LT(losses.back(), losses.front() - 0.01f) << what << ": training did not lower the loss";
   // The trained model predicts some of its batch, and `correct` counts exactly the argmax hits of its logits.
@@ -54,7 +59,7 @@ void check_adamw(bool tied, const std::string& prefix, QatMode qat, bool packed)
   EXPECT_EQ(final_stats.correct, argmax_hits(logits, batch.targets)) << what;
   for (const NamedTensor& master : model.master_weights()) {
     const std::string key = prefix + "adamw_final." + master.name;
-    if (ref.has(key)) expect_rel_close(master.tensor, ref.get(key), 1e-4, what + " final " + master.name);
+    if (ref.has(key)) expect_rel_close(master.tensor, ref.get(key), weight_bound, what + " final " + master.name);
   }
 }
 

@@ -4,8 +4,7 @@
 //  - block scales: one E4M3 byte per 16 consecutive elements of a row, [rows, cols/16]. In 2D mode
 //    (16x16 tiles) all 16 rows of a tile share a scale, stored replicated so the layout is the same.
 //  - tensor scale: one fp32 multiplier, amax / (6 * 448) (through 1 / (1 / s), nvfp4_block.h), so block scales use
-//    the E4M3 range. Files of the
-//    seed `.dat` format carry none: they read with tensor_scale = 1.
+//    the E4M3 range. Files of the seed `.dat` format carry none: they read with tensor_scale = 1.
 // cols must be a multiple of 16 (and rows a multiple of 16 in 2D mode). The exact per-block rule (NVIDIA
 // ModelOpt's, shared by the CPU code and its CUDA twin) is in quant/nvfp4_block.h; value =
 // e2m1_to_float(code) * nvfp4_dequant_scale(scale_byte, tensor_scale) everywhere (quant/e4m3.h).

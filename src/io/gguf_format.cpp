@@ -141,4 +141,11 @@ uint64_t row_bytes(GgmlType type, int64_t elements, std::string_view what) {
 
 uint32_t llama_file_type(GgmlType type) { return row_of(type).file_type; }
 
+std::string nvfp4_tensor_scale_name(std::string_view weight_name) {
+  constexpr std::string_view kSuffix = ".weight";
+  NVFP4LM_CHECK(weight_name.ends_with(kSuffix), "GGUF tensor '{}': an NVFP4 weight's name ends in \".weight\"",
+                weight_name);
+  return std::string(weight_name.substr(0, weight_name.size() - kSuffix.size())) + ".scale";
+}
+
 }  // namespace nvfp4lm::gguf

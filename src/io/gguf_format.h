@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace nvfp4lm::gguf {
@@ -32,6 +33,10 @@ inline constexpr uint64_t kDefaultAlignment = 32;
 constexpr uint64_t align_up(uint64_t offset, uint64_t alignment) {
   return (offset + alignment - 1) / alignment * alignment;
 }
+
+// The name of an NVFP4 weight's F32 tensor scale (above): "blk.0.attn_q.weight" -> "blk.0.attn_q.scale". The writer
+// and the reader pair them by this; an Error when the name does not end in ".weight".
+std::string nvfp4_tensor_scale_name(std::string_view weight_name);
 
 enum class ValueType : uint32_t {
   U8 = 0,

@@ -74,9 +74,7 @@ GgufModelWriter::GgufModelWriter(const fs::path& out, const std::vector<WeightPl
   add_tokenizer_gguf_metadata(writer_, tokenizer, config);
   for (const WeightPlan& weight : plan) {
     Entry entry{weight.name, {gguf_tensor_name(weight.name), choose_type(weight, type), weight.shape}};
-    if (entry.spec.type == GgmlType::NVFP4)
-      scale_names_.push_back(entry.spec.name.substr(0, entry.spec.name.size() - std::string(".weight").size()) +
-                             ".scale");
+    if (entry.spec.type == GgmlType::NVFP4) scale_names_.push_back(gguf::nvfp4_tensor_scale_name(entry.spec.name));
     writer_.add_tensor(entry.spec);
     entries_.push_back(std::move(entry));
   }

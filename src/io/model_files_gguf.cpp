@@ -15,6 +15,7 @@
 //     metadata is not converted back to tokenizer.json).
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -83,17 +84,18 @@ class GgufModelFiles final : public ModelFiles {
     config_json_ = qwen3_config_to_json(config_);
 
     const std::map<std::string, std::string> hf_names = hf_names_by_gguf_name(config_);
+    std::set<std::string, std::less<>> scale_names;  // of the NVFP4 weights: read with their weight
+    for (const GgufTensorInfo& tensor : file_.tensors())
+      if (tensor.type == "nvfp4" && tensor.name.ends_with(".weight"))
+        scale_names.insert(gguf::nvfp4_tensor_scale_name(tensor.name));
     std::vector<WeightInfo> found;
     for (const GgufTensorInfo& tensor : file_.tensors()) {
       const std::string_view name = tensor.name;
-      if (name.ends_with(".scale")) {
-        const GgufTensorInfo* weight = file_.find_tensor(std::string(name.substr(0, name.size() - 6)) + ".weight");
-        if (weight != nullptr && weight->type == "nvfp4") {
-          NVFP4LM_CHECK(tensor.type == "f32" && tensor.shape.numel() == 1,
-                        "{}: {} is {} {}; the tensor scale of an NVFP4 weight is one F32", where, name, tensor.type,
-                        tensor.shape.str());
-          continue;  // read with its weight
-        }
+      if (scale_names.contains(name)) {
+        NVFP4LM_CHECK(tensor.type == "f32" && tensor.shape.numel() == 1,
+                      "{}: {} is {} {}; the tensor scale of an NVFP4 weight is one F32", where, name, tensor.type,
+                      tensor.shape.str());
+        continue;
       }
       const auto hf = hf_names.find(tensor.name);
       WeightInfo info;
@@ -179,11 +181,10 @@ class GgufModelFiles final : public ModelFiles {
   void release(const std::string&) const override {}
 
  private:
-  // The tensor scale of an NVFP4 weight "X.weight": "X.scale" (io/gguf_model_writer.h), or none.
+  // The tensor scale of an NVFP4 weight "X.weight": "X.scale" (gguf::nvfp4_tensor_scale_name), or none.
   const GgufTensorInfo* scale_of(const GgufTensorInfo& weight) const {
-    const std::string_view name = weight.name;
-    if (!name.ends_with(".weight")) return nullptr;
-    return file_.find_tensor(std::string(name.substr(0, name.size() - 7)) + ".scale");
+    if (!weight.name.ends_with(".weight")) return nullptr;
+    return file_.find_tensor(gguf::nvfp4_tensor_scale_name(weight.name));
   }
 
   GgufFile file_;

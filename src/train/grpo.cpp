@@ -183,13 +183,22 @@ std::string extract_final_answer(std::string_view text) {
   return last;
 }
 
+namespace {
+
+// What --reward exact compares with: the record's "answer".
+bool has_answer(const nlohmann::json& record) {
+  return record.is_object() && record.contains("answer") && !record["answer"].is_null();
+}
+
+}  // namespace
+
 void check_prompts_for_reward(const RewardSpec& spec, const std::vector<nlohmann::json>& records,
                               const std::vector<Sample>& samples, const std::string& file) {
   if (spec.kind != RewardKind::Exact) return;
   NVFP4LM_ASSERT(records.size() == samples.size(), "{} records, {} prompts", records.size(), samples.size());
   for (size_t i = 0; i < records.size(); ++i) {
     const nlohmann::json& record = records[i];
-    NVFP4LM_CHECK(record.is_object() && record.contains("answer") && !record["answer"].is_null(),
+    NVFP4LM_CHECK(has_answer(record),
                   "{}: --reward exact compares with each prompt's \"answer\", and this one has none: {}",
                   data::where(file, samples[i].source_line), quoted_excerpt(record.dump(), 120));
   }
@@ -231,7 +240,7 @@ std::vector<double> score_completions(const RewardSpec& spec, const std::vector<
     switch (spec.kind) {
       case RewardKind::Exact: {
         const nlohmann::json& record = *records[i];
-        NVFP4LM_CHECK(record.is_object() && record.contains("answer") && !record["answer"].is_null(),
+        NVFP4LM_CHECK(has_answer(record),
                       "--reward exact compares with each prompt's \"answer\", and a prompt has none: {}",
                       quoted_excerpt(record.dump(), 120));
         rewards[i] = answers_match(extract_final_answer(text), record["answer"]) ? 1.0 : 0.0;

@@ -19,9 +19,9 @@
 #include <initializer_list>
 #include <vector>
 
+#include "common/emulated_arch.h"
 #include "core/rng.h"
 #include "emu/emu_kernels.h"
-#include "common/emulated_arch.h"
 
 namespace nvfp4lm::test::test_mma_fp4 {
 namespace {
@@ -224,8 +224,8 @@ void expect_reference(const Problem& p, const Fp4MmaOutcome& got, const std::str
   for (int lane = 0; lane < 32; ++lane)
     for (int i = 0; i < 4; ++i) {
       const RowCol at = cute(kCuteC, lane, i);
-      EXPECT_EQ(got.d[lane][i], reference(p, at.row, at.col)) << what << ": lane " << lane << " d" << i << " = D["
-                                                              << at.row << "][" << at.col << "]";
+      EXPECT_EQ(got.d[lane][i], reference(p, at.row, at.col))
+          << what << ": lane " << lane << " d" << i << " = D[" << at.row << "][" << at.col << "]";
     }
 }
 

@@ -7,10 +7,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "io/model_copy.h"
 #include "io/safetensors_reader.h"
-#include "io/safetensors_writer.h"
 #include "model/model_test_util.h"
 #include "model/qwen3_model.h"
 
@@ -61,40 +61,33 @@ TEST(CompressedTensorsModel, RunsAsItsModeloptForm) {
 }
 
 // The fixture's ModelOpt export with q_proj's weight_scale_2 of layer 0 moved, one ulp at a time, to a float that no
-// float's reciprocal reaches (as ModelOpt's own amax / (6 * 448) can give): copied to compressed-tensors, that scale
-// alone moves one ulp; the model stays within float32 rounding of the original.
+// float's reciprocal reaches (as ModelOpt's own amax / (6 * 448) can give), written in place: copied to
+// compressed-tensors, that scale alone moves one ulp; the model stays within float32 rounding of the original.
 TEST(CompressedTensorsModel, AModeloptScaleNoReciprocalReachesMovesOneUlp) {
   TempDir dir;
   const fs::path modelopt = quantize_tiny_modelopt(dir, false);
-  const std::string moved_name = "model.layers.0.self_attn.q_proj.weight_scale_2";
-  const SafetensorsSet source = SafetensorsSet::open_dir(modelopt);
-  std::vector<SafetensorsEntrySpec> specs;
-  for (const std::string& name : source.names())
-    specs.push_back({name, source.at(name).entry->dtype, source.at(name).entry->shape});
-  fs::create_directories(dir / "elsewhere");
+  const fs::path file = modelopt / "model.safetensors";
+  uint64_t offset = 0;
   float scale = 0;
   {
-    SafetensorsWriter writer(dir / "elsewhere" / "model.safetensors", specs);
-    for (const std::string& name : source.names()) {
-      const auto at = source.at(name);
-      if (name != moved_name) {
-        writer.write_bytes(name, at.file->bytes_of(*at.entry), at.entry->bytes);
-        continue;
-      }
-      std::memcpy(&scale, at.file->bytes_of(*at.entry), sizeof scale);
-      ASSERT_EQ(1.0f / (1.0f / scale), scale);  // nvfp4lm's own scale reads back
-      do scale = std::nextafter(scale, INFINITY);
-      while (1.0f / (1.0f / scale) == scale);
-      writer.write_bytes(name, &scale, sizeof scale);
-    }
-    writer.finish();
+    const auto reader = SafetensorsFile::open(file);
+    const SafetensorsEntry* entry = reader->find("model.layers.0.self_attn.q_proj.weight_scale_2");
+    ASSERT_NE(entry, nullptr) << file;
+    offset = entry->offset;
+    std::memcpy(&scale, reader->bytes_of(*entry), sizeof scale);
   }
-  for (const fs::directory_entry& entry : fs::directory_iterator(modelopt))  // config.json, hf_quant_config.json, ...
-    if (!entry.path().filename().string().starts_with("model.safetensors"))
-      fs::copy_file(entry.path(), dir / "elsewhere" / entry.path().filename());
-  ASSERT_EQ(open_model(dir / "elsewhere")->load("model.layers.0.self_attn.q_proj.weight").nvfp4.tensor_scale, scale);
+  ASSERT_EQ(1.0f / (1.0f / scale), scale);  // nvfp4lm's own scale reads back
+  do scale = std::nextafter(scale, INFINITY);
+  while (1.0f / (1.0f / scale) == scale);
+  {
+    std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
+    stream.seekp(static_cast<std::streamoff>(offset));
+    stream.write(reinterpret_cast<const char*>(&scale), sizeof scale);
+    ASSERT_TRUE(stream) << file;
+  }
+  ASSERT_EQ(open_model(modelopt)->load("model.layers.0.self_attn.q_proj.weight").nvfp4.tensor_scale, scale);
   TempDir work;
-  expect_same_model(dir / "elsewhere", work, "a ModelOpt scale no reciprocal reaches", 1);
+  expect_same_model(modelopt, work, "a ModelOpt scale no reciprocal reaches", 1);
 }
 
 }  // namespace

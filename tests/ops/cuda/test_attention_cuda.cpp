@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "common/emulated_arch.h"
 #include "common/test_util.h"
 #include "core/rng.h"
-#include "common/emulated_arch.h"
 #include "ops/attention.h"
 
 namespace nvfp4lm::test_attention_cuda {

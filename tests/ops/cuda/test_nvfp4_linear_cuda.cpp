@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "common/test_util.h"
-#include "ops/ops_testing.h"
 #include "core/rng.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/nvfp4_linear.h"
+#include "ops/ops_testing.h"
 #include "ops/swiglu.h"
 #include "quant/nvfp4.h"
 

@@ -205,7 +205,7 @@ TEST_F(Parity, PathsThatCannotRunSayWhy) {
   EXPECT_EQ(pairs_of(modelopt, 0).at("copy-modelopt vs reference").diff.max_abs_diff, 0);
   // compressed-tensors stores each tensor scale as its reciprocal; nvfp4lm's all read back as themselves, so the
   // compressed-tensors copy is the same model, logits bit for bit.
-  const ParityPair& compressed = pairs_of(modelopt, 0).at("copy-compressed-tensors vs copy-modelopt");
+  const ParityPair compressed = pairs_of(modelopt, 0).at("copy-compressed-tensors vs copy-modelopt");
   EXPECT_TRUE(compressed.pass());
   EXPECT_EQ(scales_moved_by_copy(*open_model(modelopt_), ModelFormat::CompressedTensorsNvfp4), 0u);
   EXPECT_EQ(compressed.diff.max_abs_diff, 0);

@@ -9,7 +9,7 @@ CTEST_ARGS ?=
 CUDA ?= $(shell scripts/cuda-mode.sh)
 
 .PHONY: all deps configure build test test-all demo clean deps-fuzz configure-asan build-asan test-asan fuzz \
-  deps-arm64 configure-arm64 build-arm64 test-arm64 demo-arm64
+  deps-arm64 configure-arm64 build-arm64 test-arm64 test-arm64-all demo-arm64
 
 all: build
 
@@ -74,10 +74,12 @@ fuzz: deps-fuzz
 # ---- ARM64 (README "On a DGX Spark / ARM64") ---------------------------------------------------------------------
 # The CPU engine cross-built for AArch64 Linux (cmake/toolchain-aarch64-linux-gnu.cmake: Debian's cross compiler and
 # arm64 libraries through multiarch) and tested on this machine under qemu-user, every test and every nvfp4lm a test
-# starts: the whole default suite, `nvfp4lm demo` included (DemoLearns.*). QEMU_CPU=neoverse-n1 or cortex-a72 runs it
-# on a CPU without I8MM / BF16 or without dotprod too. On an ARM64 machine itself `make demo` and `make test` are the
-# commands (nothing here is needed). ARM64_LAYERS="ops model tokenizer" builds and runs those test folders only
-# (what CI runs).
+# starts. qemu computes floating point in software, ~250x slower than natively: `make test-arm64` runs the default
+# suite except the tests labelled `qemu-long` (seconds of float work here, hours under qemu; tests/CMakeLists.txt
+# lists them and says how they were measured), `make test-arm64-all` runs them too (about a day on 2 cores; the demo
+# is DemoLearns.*). QEMU_CPU=neoverse-n1 or cortex-a72 runs it on a CPU without I8MM / BF16 or without dotprod too.
+# On an ARM64 machine itself `make demo` and `make test` are the commands (nothing here is needed).
+# ARM64_LAYERS="ops model tokenizer" builds and runs those test folders only (what CI runs).
 ARM64_BUILD ?= build-arm64
 ARM64_LAYERS ?=
 ARM64_CMAKE_ARGS = -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
@@ -94,6 +96,10 @@ build-arm64: configure-arm64
 	cmake --build $(ARM64_BUILD) -j$(JOBS)
 
 test-arm64: build-arm64
+	$(QEMU_AARCH64) $(ARM64_BUILD)/nvfp4lm diagnose
+	ctest --test-dir $(ARM64_BUILD) --output-on-failure --no-tests=error -j$(JOBS) -LE 'slow|qemu-long' $(CTEST_ARGS)
+
+test-arm64-all: build-arm64
 	$(QEMU_AARCH64) $(ARM64_BUILD)/nvfp4lm diagnose
 	ctest --test-dir $(ARM64_BUILD) --output-on-failure --no-tests=error -j$(JOBS) -LE slow $(CTEST_ARGS)
 
